@@ -1,0 +1,1 @@
+//! Runnable example programs; see `src/bin`.

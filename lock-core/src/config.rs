@@ -1,0 +1,180 @@
+//! What a lock is asked for: its name and how long a lease may and must last.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::LockError;
+
+/// The longest lock name, in bytes: the `name` column of the lock table is `VARCHAR(64)`.
+pub const MAX_LOCK_NAME_LEN: usize = 64;
+
+/// How one named lock is held: ShedLock's `name`, `lockAtMostFor`, `lockAtLeastFor`, plus
+/// keep-alive.
+///
+/// - `lock_at_most_for`: the lease expires this long after it was taken, even if the holder
+///   died, so a crashed instance cannot block the job forever. Pick it well above the job's
+///   normal run time (or enable keep-alive).
+/// - `lock_at_least_for`: on release the lease is kept until `locked_at + lock_at_least_for`,
+///   so a very short job cannot run again on an instance whose clock is a little behind.
+///
+/// The values are validated once, at construction; the name is shared (`Arc<str>`) so that
+/// taking a lock allocates no string.
+///
+/// ```
+/// use lock_core::LockConfiguration;
+/// use std::time::Duration;
+///
+/// let config = LockConfiguration::new(
+///     "sync_bill",
+///     Duration::from_secs(30 * 60),
+///     Duration::from_secs(10),
+/// )?;
+/// assert_eq!(config.name(), "sync_bill");
+/// assert_eq!(config.lock_at_most_for(), Duration::from_secs(1800));
+///
+/// // at_least above at_most is refused, naming both values.
+/// let err = LockConfiguration::new("x", Duration::from_secs(1), Duration::from_secs(2)).unwrap_err();
+/// assert!(err.to_string().contains("lock_at_least_for"));
+/// # Ok::<(), lock_core::LockError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockConfiguration {
+    name: Arc<str>,
+    lock_at_most_for: Duration,
+    lock_at_least_for: Duration,
+    keep_alive: bool,
+}
+
+impl LockConfiguration {
+    /// Validates and builds a configuration.
+    ///
+    /// Fails with [`LockError::InvalidLockName`] for an empty name or one longer than
+    /// [`MAX_LOCK_NAME_LEN`] bytes, [`LockError::ZeroAtMost`] for a zero `at_most`, and
+    /// [`LockError::AtLeastExceedsAtMost`] when `at_least > at_most`.
+    pub fn new(
+        name: impl Into<Arc<str>>,
+        at_most: Duration,
+        at_least: Duration,
+    ) -> Result<Self, LockError> {
+        let name = name.into();
+        validate_lock_name(&name)?;
+        if at_most.is_zero() {
+            return Err(LockError::ZeroAtMost {
+                name: name.to_string(),
+            });
+        }
+        if at_least > at_most {
+            return Err(LockError::AtLeastExceedsAtMost {
+                name: name.to_string(),
+                at_least,
+                at_most,
+            });
+        }
+        Ok(Self {
+            name,
+            lock_at_most_for: at_most,
+            lock_at_least_for: at_least,
+            keep_alive: false,
+        })
+    }
+
+    /// Turns keep-alive on or off: while the body runs the lease is extended every
+    /// `lock_at_most_for / 2`; if an extension fails, [`JobContext::cancelled`](crate::JobContext::cancelled)
+    /// resolves.
+    ///
+    /// ```
+    /// # use lock_core::LockConfiguration; use std::time::Duration;
+    /// let config = LockConfiguration::new("report", Duration::from_secs(60), Duration::ZERO)?
+    ///     .with_keep_alive(true);
+    /// assert!(config.keep_alive());
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    #[must_use]
+    pub fn with_keep_alive(mut self, keep_alive: bool) -> Self {
+        self.keep_alive = keep_alive;
+        self
+    }
+
+    /// The lock name, the primary key of the lock table.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The shared lock name (cloning it does not allocate).
+    pub fn shared_name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// How long a lease lasts if it is neither released nor extended.
+    pub fn lock_at_most_for(&self) -> Duration {
+        self.lock_at_most_for
+    }
+
+    /// The minimum time a lease is held, counted from when it was taken.
+    pub fn lock_at_least_for(&self) -> Duration {
+        self.lock_at_least_for
+    }
+
+    /// Whether the lease is extended while the body runs.
+    pub fn keep_alive(&self) -> bool {
+        self.keep_alive
+    }
+}
+
+/// Checks a lock name: not empty, at most [`MAX_LOCK_NAME_LEN`] bytes.
+///
+/// Providers call this before they send a name to the database, so an over-long name is a
+/// [`LockError`], never a truncated row or a silently ignored insert.
+///
+/// ```
+/// assert!(lock_core::validate_lock_name("sync_bill").is_ok());
+/// assert!(lock_core::validate_lock_name(&"x".repeat(65)).is_err());
+/// ```
+pub fn validate_lock_name(name: &str) -> Result<(), LockError> {
+    if name.is_empty() {
+        return Err(LockError::InvalidLockName {
+            name: String::new(),
+            reason: "a lock name must not be empty",
+        });
+    }
+    if name.len() > MAX_LOCK_NAME_LEN {
+        return Err(LockError::InvalidLockName {
+            name: name.to_owned(),
+            reason: "a lock name must be at most 64 bytes (the lock table's name column is VARCHAR(64))",
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_bad_values_and_names_them() {
+        let long = "n".repeat(65);
+        let err = LockConfiguration::new(long.as_str(), Duration::from_secs(1), Duration::ZERO)
+            .unwrap_err();
+        assert!(err.to_string().contains(&long), "{err}");
+        assert!(
+            LockConfiguration::new("n".repeat(64), Duration::from_secs(1), Duration::ZERO).is_ok()
+        );
+
+        let err = LockConfiguration::new("job", Duration::from_secs(1), Duration::from_secs(2))
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("\"job\"") && text.contains("2s") && text.contains("1s"),
+            "{text}"
+        );
+
+        assert!(matches!(
+            LockConfiguration::new("job", Duration::ZERO, Duration::ZERO),
+            Err(LockError::ZeroAtMost { .. })
+        ));
+        // Equal bounds are allowed.
+        assert!(
+            LockConfiguration::new("job", Duration::from_secs(1), Duration::from_secs(1)).is_ok()
+        );
+    }
+}

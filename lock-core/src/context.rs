@@ -1,0 +1,157 @@
+//! What a locked body can learn about the lock it runs under.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use tokio_util::sync::CancellationToken;
+
+use crate::Lease;
+
+tokio::task_local! {
+    static CURRENT: JobContext;
+}
+
+thread_local! {
+    // Set while a synchronous body runs on the blocking pool, where task-locals are not visible.
+    static CURRENT_BLOCKING: RefCell<Option<JobContext>> = const { RefCell::new(None) };
+}
+
+/// The lock a body is running under: name, fencing token, slot, owner, and a cancellation
+/// signal.
+///
+/// It is set (task-local) for exactly as long as a locked body runs, so code anywhere below the
+/// job can read it without threading it through arguments:
+///
+/// ```
+/// use lock_core::{InMemoryLockProvider, JobContext, LockConfiguration, LockingTaskExecutor};
+/// use std::time::Duration;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let executor = LockingTaskExecutor::new(InMemoryLockProvider::new());
+/// let config = LockConfiguration::new("sync_bill", Duration::from_secs(60), Duration::ZERO)?;
+/// assert!(JobContext::current().is_none());
+/// executor
+///     .execute_with_lock(&config, async {
+///         let ctx = JobContext::current().expect("inside a locked body");
+///         assert_eq!(ctx.lock_name(), "sync_bill");
+///         assert_eq!(ctx.fence(), 1);
+///     })
+///     .await?;
+/// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+/// ```
+#[derive(Clone, Debug)]
+pub struct JobContext {
+    inner: Arc<ContextInner>,
+}
+
+#[derive(Debug)]
+struct ContextInner {
+    lease: Lease,
+    cancel: CancellationToken,
+}
+
+impl JobContext {
+    pub(crate) fn new(lease: Lease, cancel: CancellationToken) -> Self {
+        JobContext {
+            inner: Arc::new(ContextInner { lease, cancel }),
+        }
+    }
+
+    /// The context of the locked body this code runs in, or `None` outside one.
+    pub fn current() -> Option<JobContext> {
+        CURRENT
+            .try_with(JobContext::clone)
+            .ok()
+            .or_else(|| CURRENT_BLOCKING.with(|c| c.borrow().clone()))
+    }
+
+    /// The lock's name.
+    pub fn lock_name(&self) -> &str {
+        self.inner.lease.name()
+    }
+
+    /// The fencing token of this lease: strictly greater than any token handed out before for
+    /// this lock name. Store it with the body's writes and refuse writes carrying a smaller
+    /// one, and a paused former holder can never overwrite the new holder's work.
+    pub fn fence(&self) -> u64 {
+        self.inner.lease.fence()
+    }
+
+    /// The scheduled instant this fire belongs to (`None` for direct calls and fixed-delay jobs).
+    pub fn scheduled_at(&self) -> Option<DateTime<Utc>> {
+        self.inner.lease.slot().map(|s| s.instant())
+    }
+
+    /// The id of the instance holding the lock (`locked_by`).
+    pub fn instance_id(&self) -> &str {
+        self.inner.lease.locked_by()
+    }
+
+    /// Resolves when the body should stop: the lease was lost (a keep-alive extension failed)
+    /// or the scheduler is shutting down.
+    ///
+    /// ```no_run
+    /// # async fn work() {}
+    /// # async fn body() {
+    /// let ctx = lock_core::JobContext::current().unwrap();
+    /// tokio::select! {
+    ///     _ = work() => {}
+    ///     _ = ctx.cancelled() => tracing::warn!("lock lost or shutting down; stopping early"),
+    /// }
+    /// # }
+    /// ```
+    pub async fn cancelled(&self) {
+        self.inner.cancel.cancelled().await
+    }
+
+    /// Whether [`cancelled`](Self::cancelled) has resolved.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    pub(crate) fn cancel_token(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
+    pub(crate) fn lease(&self) -> &Lease {
+        &self.inner.lease
+    }
+
+    pub(crate) async fn scope<F: Future>(self, fut: F) -> F::Output {
+        CURRENT.scope(self, fut).await
+    }
+
+    /// Runs `f` with this context visible to [`JobContext::current`] on the current thread
+    /// (for synchronous bodies on the blocking pool).
+    pub(crate) fn enter_blocking<R>(self, f: impl FnOnce() -> R) -> R {
+        struct Restore(Option<JobContext>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let prev = self.0.take();
+                CURRENT_BLOCKING.with(|c| *c.borrow_mut() = prev);
+            }
+        }
+        let prev = CURRENT_BLOCKING.with(|c| c.borrow_mut().replace(self));
+        let _restore = Restore(prev);
+        f()
+    }
+}
+
+/// Panics unless called inside a locked body (ShedLock's `LockAssert.assertLocked()`).
+///
+/// Put it at the top of code that must never run unlocked, for example a function that is
+/// only correct when called from a `#[scheduler_lock]` job.
+///
+/// ```should_panic
+/// lock_core::assert_locked(); // panics: not inside a locked body
+/// ```
+#[track_caller]
+pub fn assert_locked() {
+    if JobContext::current().is_none() {
+        panic!(
+            "lock_core::assert_locked: this code must run inside a locked body \
+             (a #[scheduler_lock] function or LockingTaskExecutor::execute_with_lock), but no lock is held"
+        );
+    }
+}

@@ -1,0 +1,130 @@
+//! The one error type of the crate.
+
+use std::error::Error as StdError;
+use std::time::Duration;
+
+/// A boxed error from a provider's driver (database client, pool, I/O).
+pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
+
+/// Everything that can go wrong while configuring, taking, extending or releasing a lock.
+///
+/// Errors carry the lock name, table or database they concern and keep their source, so
+/// `tracing` (or `{:#}`-style reporters walking [`std::error::Error::source`]) show the whole
+/// chain.
+///
+/// ```
+/// use lock_core::{LockConfiguration, LockError};
+/// use std::time::Duration;
+///
+/// let err = LockConfiguration::new("", Duration::from_secs(1), Duration::ZERO).unwrap_err();
+/// assert!(matches!(err, LockError::InvalidLockName { .. }));
+/// assert!(err.to_string().contains("empty"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// The lock name is empty or longer than [`MAX_LOCK_NAME_LEN`](crate::MAX_LOCK_NAME_LEN) bytes.
+    #[error("invalid lock name {name:?}: {reason}")]
+    InvalidLockName {
+        /// The rejected name.
+        name: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+
+    /// `lock_at_least_for` is longer than `lock_at_most_for`.
+    #[error(
+        "lock {name:?}: lock_at_least_for ({}) must not exceed lock_at_most_for ({})",
+        humanize(*at_least), humanize(*at_most)
+    )]
+    AtLeastExceedsAtMost {
+        /// The lock concerned.
+        name: String,
+        /// The requested `lock_at_least_for`.
+        at_least: Duration,
+        /// The requested `lock_at_most_for`.
+        at_most: Duration,
+    },
+
+    /// `lock_at_most_for` is zero: such a lease would expire before it is taken.
+    #[error("lock {name:?}: lock_at_most_for must be greater than zero")]
+    ZeroAtMost {
+        /// The lock concerned.
+        name: String,
+    },
+
+    /// A configuration value (table or column name, URL, instance id, ...) was refused.
+    #[error("invalid configuration: {0}")]
+    InvalidConfiguration(String),
+
+    /// The lock table does not exist; the message contains the DDL that creates it.
+    #[error("lock table {table} does not exist; create it with `ensure_schema()` or run:\n{ddl}")]
+    TableMissing {
+        /// The (possibly schema-qualified) table name.
+        table: String,
+        /// The statement that creates it.
+        ddl: String,
+        /// The database's own error.
+        #[source]
+        source: Option<BoxError>,
+    },
+
+    /// The provider (database, pool, network) failed; the operation did not take effect or its
+    /// effect is unknown. A scheduler treats this as "skip this fire".
+    #[error("{operation} of lock {lock:?} failed on {backend}")]
+    Provider {
+        /// What was attempted: `acquire`, `extend`, `release`, `list`, `unlock`, `schema`.
+        operation: &'static str,
+        /// The lock concerned (empty for table-wide operations).
+        lock: String,
+        /// The backend, e.g. `postgres`, `mysql`, `sqlite`, with the table.
+        backend: String,
+        /// The driver's error.
+        #[source]
+        source: BoxError,
+    },
+
+    /// A locked function was called but no lock provider has been installed (no
+    /// [`Scheduler`](crate::Scheduler) started and no
+    /// [`install_default_executor`](crate::install_default_executor) call). The body did not run.
+    #[error(
+        "lock {name:?}: no lock provider is installed, so the body was not run; start a \
+         `lock_core::Scheduler` (`Scheduler::builder().lock_provider(p).start().await`) or call \
+         `lock_core::install_default_executor(LockingTaskExecutor::new(p))` first"
+    )]
+    NoProvider {
+        /// The lock that could not be taken.
+        name: String,
+    },
+}
+
+impl LockError {
+    /// Wraps a driver error as [`LockError::Provider`].
+    ///
+    /// ```
+    /// use lock_core::LockError;
+    /// let io = std::io::Error::other("connection reset");
+    /// let err = LockError::provider("acquire", "sync_bill", "postgres table shedlock", io);
+    /// assert_eq!(err.to_string(), r#"acquire of lock "sync_bill" failed on postgres table shedlock"#);
+    /// assert!(std::error::Error::source(&err).is_some());
+    /// ```
+    pub fn provider(
+        operation: &'static str,
+        lock: impl Into<String>,
+        backend: impl Into<String>,
+        source: impl Into<BoxError>,
+    ) -> Self {
+        LockError::Provider {
+            operation,
+            lock: lock.into(),
+            backend: backend.into(),
+            source: source.into(),
+        }
+    }
+}
+
+fn humanize(d: Duration) -> String {
+    // humantime would be the obvious choice, but a Debug-like rendering is enough here and
+    // keeps lock-core's dependency list short.
+    format!("{d:?}")
+}

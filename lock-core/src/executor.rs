@@ -1,0 +1,434 @@
+//! Acquire, run, release: the locking executor and its keep-alive.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    AcquireOutcome, FireSlot, JobContext, Lease, LockConfiguration, LockError, LockProvider,
+    LockRequest, MAX_INSTANCE_ID_LEN, default_instance_id,
+};
+
+/// What [`LockingTaskExecutor::execute_with_lock`] did with the body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[must_use]
+pub enum LockOutcome<T> {
+    /// The lock was taken (or already held by the calling body) and the body ran.
+    Executed(T),
+    /// Somebody else held the lock or the slot already ran; the body did not run.
+    Skipped,
+}
+
+impl<T> LockOutcome<T> {
+    /// The body's output, if it ran.
+    ///
+    /// ```
+    /// assert_eq!(lock_core::LockOutcome::Executed(3).executed(), Some(3));
+    /// assert_eq!(lock_core::LockOutcome::<u8>::Skipped.executed(), None);
+    /// ```
+    pub fn executed(self) -> Option<T> {
+        match self {
+            LockOutcome::Executed(t) => Some(t),
+            LockOutcome::Skipped => None,
+        }
+    }
+
+    /// Whether the body ran.
+    pub fn is_executed(&self) -> bool {
+        matches!(self, LockOutcome::Executed(_))
+    }
+}
+
+/// Runs a future only while holding a named lock (ShedLock's `LockingTaskExecutor`).
+///
+/// `execute_with_lock` takes the lock without waiting (if another instance holds it the body
+/// is skipped), runs the body with a [`JobContext`] set, extends the lease while the body runs
+/// when keep-alive is on, and releases it afterwards, respecting `lock_at_least_for`. The lease
+/// is released also when the body panics (the panic then continues) or when the returned future
+/// is dropped mid-body.
+///
+/// Cloning is cheap and clones share the provider, instance id and shutdown signal.
+///
+/// ```
+/// use lock_core::{InMemoryLockProvider, LockConfiguration, LockOutcome, LockingTaskExecutor};
+/// use std::time::Duration;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let executor = LockingTaskExecutor::new(InMemoryLockProvider::new()).with_instance_id("billing-1")?;
+/// let config = LockConfiguration::new("sync_bill", Duration::from_secs(60), Duration::from_secs(5))?;
+/// let outcome = executor.execute_with_lock(&config, async { "bills generated" }).await?;
+/// assert_eq!(outcome, LockOutcome::Executed("bills generated"));
+/// // lock_at_least_for keeps the lock for 5 s after it was taken, so an immediate rerun is skipped.
+/// assert_eq!(executor.execute_with_lock(&config, async { "again" }).await?, LockOutcome::Skipped);
+/// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct LockingTaskExecutor {
+    provider: Arc<dyn LockProvider>,
+    instance_id: Arc<str>,
+    shutdown: CancellationToken,
+}
+
+impl std::fmt::Debug for LockingTaskExecutor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockingTaskExecutor")
+            .field("provider", &self.provider.describe())
+            .field("instance_id", &self.instance_id)
+            .finish()
+    }
+}
+
+impl LockingTaskExecutor {
+    /// An executor on `provider`, with the [default instance id](default_instance_id).
+    pub fn new<P: LockProvider>(provider: P) -> Self {
+        Self::from_shared(Arc::new(provider))
+    }
+
+    /// An executor on an already shared provider.
+    pub fn from_shared(provider: Arc<dyn LockProvider>) -> Self {
+        LockingTaskExecutor {
+            provider,
+            instance_id: default_instance_id().into(),
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// Replaces the instance id written to `locked_by` (1 to 255 bytes). Make it unique per
+    /// process: release and extend trust it to tell this instance's leases from others'.
+    pub fn with_instance_id(mut self, id: impl Into<Arc<str>>) -> Result<Self, LockError> {
+        let id = id.into();
+        if id.is_empty() || id.len() > MAX_INSTANCE_ID_LEN {
+            return Err(LockError::InvalidConfiguration(format!(
+                "instance id {id:?} must be 1 to {MAX_INSTANCE_ID_LEN} bytes"
+            )));
+        }
+        self.instance_id = id;
+        Ok(self)
+    }
+
+    /// The instance id written to `locked_by`.
+    pub fn instance_id(&self) -> &str {
+        &self.instance_id
+    }
+
+    /// The provider.
+    pub fn provider(&self) -> &Arc<dyn LockProvider> {
+        &self.provider
+    }
+
+    /// Resolves every running body's [`JobContext::cancelled`]; later bodies start cancelled.
+    pub(crate) fn shutdown_token(&self) -> &CancellationToken {
+        &self.shutdown
+    }
+
+    /// Runs `body` if the lock named in `config` can be taken now; skips it otherwise.
+    ///
+    /// Inside a body already holding the same lock name, `body` runs directly (reentrancy).
+    /// A provider error at acquire returns `Err` and the body does not run; an error at release
+    /// is logged (the lease then ends at `lock_at_most_for`) and the body's output is returned.
+    pub async fn execute_with_lock<F: Future>(
+        &self,
+        config: &LockConfiguration,
+        body: F,
+    ) -> Result<LockOutcome<F::Output>, LockError> {
+        self.execute_in_slot(config, None, body).await
+    }
+
+    /// Like [`execute_with_lock`](Self::execute_with_lock), for one scheduled fire: the lock is
+    /// granted only if `slot` has not run yet under this name, and the body's
+    /// [`JobContext::scheduled_at`] returns it.
+    ///
+    /// ```
+    /// use chrono::Utc;
+    /// use lock_core::{FireSlot, InMemoryLockProvider, LockConfiguration, LockOutcome, LockingTaskExecutor};
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let executor = LockingTaskExecutor::new(InMemoryLockProvider::new());
+    /// let config = LockConfiguration::new("tick", Duration::from_secs(60), Duration::ZERO)?;
+    /// let slot = Some(FireSlot::new(Utc::now()));
+    /// assert!(executor.execute_in_slot(&config, slot, async {}).await?.is_executed());
+    /// // Same slot again, lock free: refused, it already ran.
+    /// assert_eq!(executor.execute_in_slot(&config, slot, async {}).await?, LockOutcome::Skipped);
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    pub async fn execute_in_slot<F: Future>(
+        &self,
+        config: &LockConfiguration,
+        slot: Option<FireSlot>,
+        body: F,
+    ) -> Result<LockOutcome<F::Output>, LockError> {
+        match self.acquire(config, slot).await? {
+            Acquired::Reentrant => Ok(LockOutcome::Executed(body.await)),
+            Acquired::Skipped => Ok(LockOutcome::Skipped),
+            Acquired::Lease(guard, ctx) => {
+                let out = self
+                    .run_holding(config, &ctx, guard, ctx.clone().scope(body))
+                    .await;
+                Ok(LockOutcome::Executed(out))
+            }
+        }
+    }
+
+    /// Runs a synchronous `body` on tokio's blocking pool under the lock, with
+    /// [`JobContext::current`] working inside it.
+    ///
+    /// ```
+    /// use lock_core::{InMemoryLockProvider, JobContext, LockConfiguration, LockingTaskExecutor};
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// let executor = LockingTaskExecutor::new(InMemoryLockProvider::new());
+    /// let config = LockConfiguration::new("export", Duration::from_secs(60), Duration::ZERO)?;
+    /// let fence = executor
+    ///     .execute_blocking_in_slot(&config, None, || JobContext::current().unwrap().fence())
+    ///     .await?;
+    /// assert_eq!(fence.executed(), Some(1));
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    pub async fn execute_blocking_in_slot<F, T>(
+        &self,
+        config: &LockConfiguration,
+        slot: Option<FireSlot>,
+        body: F,
+    ) -> Result<LockOutcome<T>, LockError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        let ctx = match self.acquire(config, slot).await? {
+            Acquired::Reentrant => JobContext::current(),
+            Acquired::Skipped => return Ok(LockOutcome::Skipped),
+            Acquired::Lease(guard, ctx) => {
+                let run = ctx.clone();
+                let task = tokio::task::spawn_blocking(move || run.enter_blocking(body));
+                let out = self
+                    .run_holding(config, &ctx, guard, join_blocking(task))
+                    .await;
+                return Ok(LockOutcome::Executed(out));
+            }
+        };
+        // Reentrant: keep the caller's context visible on the blocking thread.
+        let task = tokio::task::spawn_blocking(move || match ctx {
+            Some(ctx) => ctx.enter_blocking(body),
+            None => body(),
+        });
+        Ok(LockOutcome::Executed(join_blocking(task).await))
+    }
+
+    async fn acquire(
+        &self,
+        config: &LockConfiguration,
+        slot: Option<FireSlot>,
+    ) -> Result<Acquired, LockError> {
+        if let Some(ctx) = JobContext::current() {
+            if ctx.lock_name() == config.name() {
+                tracing::trace!(
+                    lock = config.name(),
+                    "lock already held by this body; reentrant call"
+                );
+                return Ok(Acquired::Reentrant);
+            }
+        }
+        let request = LockRequest {
+            name: config.shared_name().clone(),
+            locked_by: self.instance_id.clone(),
+            lock_at_most_for: config.lock_at_most_for(),
+            slot,
+        };
+        let outcome = match self.provider.acquire(&request).await {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                tracing::error!(lock = config.name(), slot = ?slot.map(|s| s.instant()), error = &error as &dyn std::error::Error, "lock acquire failed; body not run");
+                return Err(error);
+            }
+        };
+        match outcome {
+            AcquireOutcome::Acquired(lease) => {
+                tracing::debug!(lock = config.name(), fence = lease.fence(), slot = ?slot.map(|s| s.instant()), instance = &*self.instance_id, "lock acquired");
+                let cancel = self.shutdown.child_token();
+                let ctx = JobContext::new(lease.clone(), cancel);
+                let guard = LeaseGuard {
+                    provider: self.provider.clone(),
+                    lease: Some(lease),
+                    lock_at_least_for: config.lock_at_least_for(),
+                };
+                Ok(Acquired::Lease(guard, ctx))
+            }
+            AcquireOutcome::Refused(refusal) => {
+                tracing::debug!(
+                    lock = config.name(),
+                    slot = ?slot.map(|s| s.instant()),
+                    reason = ?refusal.reason,
+                    locked_by = refusal.locked_by.as_deref(),
+                    lock_until = ?refusal.lock_until,
+                    "lock not acquired; skipped"
+                );
+                Ok(Acquired::Skipped)
+            }
+        }
+    }
+
+    /// Drives `body` (with keep-alive if configured) and releases the lease afterwards,
+    /// re-raising a panic of the body after the release.
+    async fn run_holding<T>(
+        &self,
+        config: &LockConfiguration,
+        ctx: &JobContext,
+        mut guard: LeaseGuard,
+        body: impl Future<Output = T>,
+    ) -> T {
+        let body = AssertUnwindSafe(body).catch_unwind();
+        let result = if config.keep_alive() {
+            let keep_alive = keep_alive(self.provider.as_ref(), ctx, config.lock_at_most_for());
+            tokio::select! {
+                biased;
+                out = body => out,
+                never = keep_alive => match never {},
+            }
+        } else {
+            body.await
+        };
+        guard.release().await;
+        match result {
+            Ok(out) => out,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+}
+
+enum Acquired {
+    Reentrant,
+    Skipped,
+    Lease(LeaseGuard, JobContext),
+}
+
+async fn join_blocking<T>(task: tokio::task::JoinHandle<T>) -> T {
+    match task.await {
+        Ok(out) => out,
+        Err(err) => match err.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            // The blocking pool is shutting down with the runtime: nothing left to return to.
+            Err(err) => panic!("blocking job task did not complete: {err}"),
+        },
+    }
+}
+
+enum Never {}
+
+/// Extends the lease every `at_most / 2` until the lease is lost; then resolves the context's
+/// cancellation and waits forever (the body decides when to stop).
+async fn keep_alive(provider: &dyn LockProvider, ctx: &JobContext, at_most: Duration) -> Never {
+    let period = at_most / 2;
+    let lease = ctx.lease();
+    let mut next = tokio::time::Instant::now() + period;
+    loop {
+        tokio::time::sleep_until(next).await;
+        match provider.extend(lease, at_most).await {
+            Ok(true) => {
+                tracing::debug!(lock = lease.name(), fence = lease.fence(), "lock extended");
+                next += period;
+            }
+            Ok(false) => {
+                tracing::warn!(
+                    lock = lease.name(),
+                    fence = lease.fence(),
+                    "lock lost: the lease expired or was taken over; cancelling the body"
+                );
+                break;
+            }
+            Err(error) => {
+                tracing::warn!(
+                    lock = lease.name(),
+                    fence = lease.fence(),
+                    error = &error as &dyn std::error::Error,
+                    "lock lost: extending the lease failed; cancelling the body"
+                );
+                break;
+            }
+        }
+    }
+    ctx.cancel_token().cancel();
+    std::future::pending().await
+}
+
+/// Releases the lease on every path: awaited normally, spawned if the future is dropped.
+struct LeaseGuard {
+    provider: Arc<dyn LockProvider>,
+    lease: Option<Lease>,
+    lock_at_least_for: Duration,
+}
+
+impl LeaseGuard {
+    async fn release(&mut self) {
+        if let Some(lease) = self.lease.take() {
+            release(self.provider.as_ref(), &lease, self.lock_at_least_for).await;
+        }
+    }
+}
+
+impl Drop for LeaseGuard {
+    fn drop(&mut self) {
+        let Some(lease) = self.lease.take() else {
+            return;
+        };
+        let provider = self.provider.clone();
+        let at_least = self.lock_at_least_for;
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                handle.spawn(async move { release(provider.as_ref(), &lease, at_least).await });
+            }
+            Err(_) => tracing::warn!(
+                lock = lease.name(),
+                "locked body dropped outside a runtime; the lease ends at lock_at_most_for"
+            ),
+        }
+    }
+}
+
+async fn release(provider: &dyn LockProvider, lease: &Lease, at_least: Duration) {
+    match provider.release(lease, at_least).await {
+        Ok(true) => tracing::debug!(lock = lease.name(), fence = lease.fence(), "lock released"),
+        Ok(false) => tracing::warn!(
+            lock = lease.name(),
+            fence = lease.fence(),
+            "lock release found the lease already expired and taken over; nothing released"
+        ),
+        Err(error) => tracing::error!(
+            lock = lease.name(),
+            fence = lease.fence(),
+            error = &error as &dyn std::error::Error,
+            "lock release failed; the lease ends at lock_at_most_for"
+        ),
+    }
+}
+
+static DEFAULT_EXECUTOR: RwLock<Option<LockingTaskExecutor>> = RwLock::new(None);
+
+/// Installs the executor that direct calls of `#[scheduler_lock]` functions use.
+///
+/// [`SchedulerBuilder::start`](crate::SchedulerBuilder::start) installs its own executor, so
+/// this is only needed when a program calls locked functions without a scheduler. A later call
+/// replaces the executor.
+///
+/// ```
+/// use lock_core::{InMemoryLockProvider, LockingTaskExecutor};
+/// lock_core::install_default_executor(LockingTaskExecutor::new(InMemoryLockProvider::new()));
+/// assert!(lock_core::default_executor().is_some());
+/// ```
+pub fn install_default_executor(executor: LockingTaskExecutor) {
+    *DEFAULT_EXECUTOR
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(executor);
+}
+
+/// The executor installed by [`install_default_executor`] or the last started scheduler.
+pub fn default_executor() -> Option<LockingTaskExecutor> {
+    DEFAULT_EXECUTOR
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone()
+}

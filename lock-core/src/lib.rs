@@ -1,0 +1,23 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod config;
+mod context;
+mod error;
+mod executor;
+mod instance;
+mod memory;
+mod provider;
+#[cfg(feature = "testkit")]
+pub mod testkit;
+
+pub use config::{LockConfiguration, MAX_LOCK_NAME_LEN, validate_lock_name};
+pub use context::{JobContext, assert_locked};
+pub use error::{BoxError, LockError};
+pub use executor::{LockOutcome, LockingTaskExecutor, default_executor, install_default_executor};
+pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};
+pub use memory::InMemoryLockProvider;
+pub use provider::{
+    AcquireOutcome, FireSlot, Lease, LockProvider, LockRecord, LockRequest, Refusal, RefusalReason,
+};

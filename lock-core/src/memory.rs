@@ -1,0 +1,194 @@
+//! A provider that keeps leases in this process's memory.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeDelta, Utc};
+use tokio::time::Instant;
+
+use crate::{
+    AcquireOutcome, FireSlot, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
+    RefusalReason, validate_lock_name,
+};
+
+/// Leases in process memory, with the full semantics of the database providers (owner check,
+/// fencing, once-per-slot, `lock_at_least_for`) on a monotonic clock.
+///
+/// Use it for tests, for a single process whose jobs must not overlap, or for several
+/// [`Scheduler`](crate::Scheduler)s in one process. It does not coordinate separate processes:
+/// use a database provider for that.
+///
+/// ```
+/// use lock_core::{InMemoryLockProvider, LockConfiguration, LockOutcome, LockingTaskExecutor};
+/// use std::time::Duration;
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let executor = LockingTaskExecutor::new(InMemoryLockProvider::new());
+/// let config = LockConfiguration::new("report", Duration::from_secs(60), Duration::ZERO)?;
+/// let outcome = executor.execute_with_lock(&config, async { 40 + 2 }).await?;
+/// assert_eq!(outcome, LockOutcome::Executed(42));
+/// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct InMemoryLockProvider {
+    rows: Mutex<HashMap<String, Row>>,
+    // Maps the monotonic clock to wall time for `list_locks`.
+    epoch: Instant,
+    epoch_wall: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone)]
+struct Row {
+    lock_until: Instant,
+    locked_at: Instant,
+    locked_by: Arc<str>,
+    fence: u64,
+    last_fire: Option<FireSlot>,
+}
+
+impl Default for InMemoryLockProvider {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl InMemoryLockProvider {
+    /// An empty lock table.
+    pub fn new() -> Self {
+        InMemoryLockProvider {
+            rows: Mutex::new(HashMap::new()),
+            epoch: Instant::now(),
+            epoch_wall: Utc::now(),
+        }
+    }
+
+    fn rows(&self) -> MutexGuard<'_, HashMap<String, Row>> {
+        // A panic while holding this lock cannot leave a row half-written (every update is a
+        // single assignment), so a poisoned lock is still consistent.
+        self.rows
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn wall(&self, at: Instant) -> DateTime<Utc> {
+        let offset = if at >= self.epoch {
+            TimeDelta::from_std(at - self.epoch).unwrap_or(TimeDelta::MAX)
+        } else {
+            -TimeDelta::from_std(self.epoch - at).unwrap_or(TimeDelta::MAX)
+        };
+        self.epoch_wall + offset
+    }
+
+    fn record(&self, name: &str, row: &Row, now: Instant) -> LockRecord {
+        LockRecord {
+            name: name.to_owned(),
+            lock_until: self.wall(row.lock_until),
+            locked_at: self.wall(row.locked_at),
+            locked_by: row.locked_by.to_string(),
+            fence: row.fence,
+            last_fire: row.last_fire.map(FireSlot::instant),
+            held: row.lock_until > now,
+        }
+    }
+}
+
+fn owns(row: &Row, lease: &Lease) -> bool {
+    &*row.locked_by == lease.locked_by() && row.fence == lease.fence()
+}
+
+#[async_trait]
+impl LockProvider for InMemoryLockProvider {
+    async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
+        validate_lock_name(&request.name)?;
+        let now = Instant::now();
+        let mut rows = self.rows();
+        if let Some(row) = rows.get_mut(&*request.name) {
+            let refusal = if row.lock_until > now {
+                Some(RefusalReason::Held)
+            } else if matches!((row.last_fire, request.slot), (Some(last), Some(slot)) if last >= slot)
+            {
+                Some(RefusalReason::SlotAlreadyRun)
+            } else {
+                None
+            };
+            if let Some(reason) = refusal {
+                return Ok(AcquireOutcome::Refused(Refusal {
+                    reason,
+                    locked_by: Some(row.locked_by.to_string()),
+                    lock_until: Some(self.wall(row.lock_until)),
+                    last_fire: row.last_fire.map(FireSlot::instant),
+                }));
+            }
+            row.fence += 1;
+            row.locked_at = now;
+            row.lock_until = now + request.lock_at_most_for;
+            row.locked_by = request.locked_by.clone();
+            if request.slot.is_some() {
+                row.last_fire = request.slot;
+            }
+            return Ok(AcquireOutcome::Acquired(Lease::granted(request, row.fence)));
+        }
+        rows.insert(
+            request.name.to_string(),
+            Row {
+                lock_until: now + request.lock_at_most_for,
+                locked_at: now,
+                locked_by: request.locked_by.clone(),
+                fence: 1,
+                last_fire: request.slot,
+            },
+        );
+        Ok(AcquireOutcome::Acquired(Lease::granted(request, 1)))
+    }
+
+    async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {
+        let now = Instant::now();
+        let mut rows = self.rows();
+        match rows.get_mut(lease.name()) {
+            Some(row) if owns(row, lease) && row.lock_until > now => {
+                row.lock_until = now + lock_at_most_for;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn release(&self, lease: &Lease, lock_at_least_for: Duration) -> Result<bool, LockError> {
+        let now = Instant::now();
+        let mut rows = self.rows();
+        match rows.get_mut(lease.name()) {
+            Some(row) if owns(row, lease) => {
+                row.lock_until = now.max(row.locked_at + lock_at_least_for);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
+    async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
+        let now = Instant::now();
+        let rows = self.rows();
+        let mut records: Vec<_> = rows
+            .iter()
+            .map(|(name, row)| self.record(name, row, now))
+            .collect();
+        records.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(records)
+    }
+
+    async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        let now = Instant::now();
+        let mut rows = self.rows();
+        Ok(rows.get_mut(name).map(|row| {
+            let before = self.record(name, row, now);
+            row.lock_until = now;
+            before
+        }))
+    }
+
+    fn describe(&self) -> String {
+        "in-memory lock table".to_owned()
+    }
+}

@@ -1,0 +1,292 @@
+//! The provider contract: how a lease is taken, extended and released in some shared store.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+
+use crate::LockError;
+
+/// The scheduled instant of one fire of a job, in UTC, truncated to milliseconds (the
+/// precision of the lock table's `TIMESTAMP(3)` columns).
+///
+/// Every instance computes the same slot for the same fire, whatever its own clock says, so
+/// the lock table can remember the last slot run (`last_fire`) and refuse it a second time.
+///
+/// ```
+/// use chrono::{TimeZone, Utc};
+/// use lock_core::FireSlot;
+///
+/// let at = Utc.with_ymd_and_hms(2026, 11, 29, 1, 5, 0).unwrap() + chrono::TimeDelta::microseconds(1_999);
+/// let slot = FireSlot::new(at);
+/// assert_eq!(slot.instant().timestamp_subsec_micros(), 1_000);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FireSlot(DateTime<Utc>);
+
+impl FireSlot {
+    /// A slot at `instant`, truncated to whole milliseconds.
+    pub fn new(instant: DateTime<Utc>) -> Self {
+        let ms = instant
+            .duration_trunc(TimeDelta::milliseconds(1))
+            .unwrap_or(instant);
+        FireSlot(ms)
+    }
+
+    /// A slot from milliseconds since the Unix epoch.
+    ///
+    /// ```
+    /// let slot = lock_core::FireSlot::from_unix_millis(1_700_000_000_123).unwrap();
+    /// assert_eq!(slot.unix_millis(), 1_700_000_000_123);
+    /// ```
+    pub fn from_unix_millis(ms: i64) -> Option<Self> {
+        DateTime::from_timestamp_millis(ms).map(FireSlot)
+    }
+
+    /// The slot's instant (UTC, millisecond precision).
+    pub fn instant(self) -> DateTime<Utc> {
+        self.0
+    }
+
+    /// Milliseconds since the Unix epoch.
+    pub fn unix_millis(self) -> i64 {
+        self.0.timestamp_millis()
+    }
+}
+
+impl fmt::Display for FireSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0.format("%Y-%m-%dT%H:%M:%S%.3fZ"))
+    }
+}
+
+/// One attempt to take a lock, as handed to [`LockProvider::acquire`].
+///
+/// Cloning is cheap: the strings are shared.
+#[derive(Clone, Debug)]
+pub struct LockRequest {
+    /// The lock name (already validated: 1 to 64 bytes).
+    pub name: Arc<str>,
+    /// Who asks: the instance id, written to `locked_by`.
+    pub locked_by: Arc<str>,
+    /// The lease lasts `db_now + lock_at_most_for` unless extended or released.
+    pub lock_at_most_for: Duration,
+    /// The scheduled slot of this fire, if any. When set, the lock may only be taken if the
+    /// row's `last_fire` is NULL or earlier than the slot, and `last_fire` is then set to it.
+    /// `None` (direct calls, fixed-delay jobs) means plain mutual exclusion.
+    pub slot: Option<FireSlot>,
+}
+
+/// A lock held by this instance: what release and extend need to prove ownership.
+///
+/// Release and extend match the row's `name`, `locked_by` and, where the table has the column,
+/// `fence`, so a lease that expired and was taken again (even by this same instance, for a
+/// later fire) is never released or extended by a stale holder.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    name: Arc<str>,
+    locked_by: Arc<str>,
+    fence: u64,
+    slot: Option<FireSlot>,
+}
+
+impl Lease {
+    /// The lease granted for `request` with fencing token `fence`. Called by providers.
+    ///
+    /// ```
+    /// use lock_core::{Lease, LockRequest};
+    /// use std::time::Duration;
+    /// let request = LockRequest {
+    ///     name: "job".into(),
+    ///     locked_by: "host:1:abcd".into(),
+    ///     lock_at_most_for: Duration::from_secs(10),
+    ///     slot: None,
+    /// };
+    /// let lease = Lease::granted(&request, 7);
+    /// assert_eq!((lease.name(), lease.fence()), ("job", 7));
+    /// ```
+    pub fn granted(request: &LockRequest, fence: u64) -> Self {
+        Lease {
+            name: request.name.clone(),
+            locked_by: request.locked_by.clone(),
+            fence,
+            slot: request.slot,
+        }
+    }
+
+    /// The lock name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The owner written to `locked_by`.
+    pub fn locked_by(&self) -> &str {
+        &self.locked_by
+    }
+
+    /// The fencing token: strictly increasing per lock name across all instances (0 on a
+    /// table without the `fence` column).
+    pub fn fence(&self) -> u64 {
+        self.fence
+    }
+
+    /// The slot this lease was taken for, if any.
+    pub fn slot(&self) -> Option<FireSlot> {
+        self.slot
+    }
+}
+
+/// Why an acquire did not grant the lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RefusalReason {
+    /// Another lease (maybe this instance's own, for another fire) has not expired yet.
+    Held,
+    /// The lease is free but this slot, or a later one, has already run.
+    SlotAlreadyRun,
+    /// The provider could not tell which of the two (it did not read the row).
+    Unknown,
+}
+
+/// What a refused acquire learned about the current holder, for the `skipped` event.
+///
+/// Providers fill it from the same round trip as the refused acquire where they can do so
+/// without writing; fields they could not learn are `None`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// Why the lock was not granted.
+    pub reason: RefusalReason,
+    /// Who holds (or last held) the lock.
+    pub locked_by: Option<String>,
+    /// Until when, by the provider's clock.
+    pub lock_until: Option<DateTime<Utc>>,
+    /// The last slot run under this name.
+    pub last_fire: Option<DateTime<Utc>>,
+}
+
+impl Refusal {
+    /// A refusal that knows nothing but its reason.
+    pub fn new(reason: RefusalReason) -> Self {
+        Refusal {
+            reason,
+            locked_by: None,
+            lock_until: None,
+            last_fire: None,
+        }
+    }
+}
+
+/// The result of [`LockProvider::acquire`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AcquireOutcome {
+    /// The lock is ours until released, extended or expired.
+    Acquired(Lease),
+    /// Somebody else holds it, or this slot already ran.
+    Refused(Refusal),
+}
+
+/// One row of the lock table, as shown to operators by [`LockProvider::list_locks`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockRecord {
+    /// The lock name.
+    pub name: String,
+    /// When the current (or last) lease ends.
+    pub lock_until: DateTime<Utc>,
+    /// When the current (or last) lease was taken.
+    pub locked_at: DateTime<Utc>,
+    /// Who took it.
+    pub locked_by: String,
+    /// The last fencing token handed out (0 without the `fence` column).
+    pub fence: u64,
+    /// The last slot run (None without the `last_fire` column or for slot-less locks).
+    pub last_fire: Option<DateTime<Utc>>,
+    /// Whether the lease is still in force, by the provider's clock (`lock_until > now`).
+    pub held: bool,
+}
+
+/// A store of named leases shared by every instance of a service: a database table, or memory.
+///
+/// The trait is object-safe (`Arc<dyn LockProvider>` works) and every method takes all times
+/// from the provider's own clock (for databases, the database server's), never from the
+/// caller's: a request carries durations and a slot, not "now".
+///
+/// Implementations must guarantee, for one lock name:
+/// - **exclusion**: at most one unexpired lease at a time;
+/// - **expiry**: a lease ends `lock_at_most_for` after it was taken or last extended;
+/// - **owner check**: [`extend`](Self::extend) and [`release`](Self::release) only touch a row
+///   whose `name`, `locked_by` and `fence` match the lease;
+/// - **fencing**: each grant increments the row's `fence` and returns it;
+/// - **once per slot**: a request with a slot is granted only if `last_fire` is NULL or earlier,
+///   and then sets `last_fire`;
+/// - **no silent loss**: a row deleted by hand is recreated by the next acquire.
+///
+/// The conformance suite in `lock_core::testkit` (feature `testkit`) checks all of these.
+///
+/// ```
+/// use lock_core::{AcquireOutcome, InMemoryLockProvider, LockProvider, LockRequest};
+/// use std::{sync::Arc, time::Duration};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let provider: Arc<dyn LockProvider> = Arc::new(InMemoryLockProvider::new());
+/// let request = LockRequest {
+///     name: "sync_bill".into(),
+///     locked_by: "instance-a".into(),
+///     lock_at_most_for: Duration::from_secs(30),
+///     slot: None,
+/// };
+/// let AcquireOutcome::Acquired(lease) = provider.acquire(&request).await? else { panic!() };
+/// // A second acquire is refused while the lease is held ...
+/// assert!(matches!(provider.acquire(&request).await?, AcquireOutcome::Refused(_)));
+/// // ... and granted again after release.
+/// assert!(provider.release(&lease, Duration::ZERO).await?);
+/// assert!(matches!(provider.acquire(&request).await?, AcquireOutcome::Acquired(_)));
+/// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+/// ```
+#[async_trait]
+pub trait LockProvider: Send + Sync + 'static {
+    /// Tries to take the lock described by `request`; never waits for a holder.
+    async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError>;
+
+    /// Pushes the lease's end to `now + lock_at_most_for`, if the lease is still ours and has
+    /// not expired. Returns `false` when it was not (the lease is lost).
+    async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError>;
+
+    /// Ends the lease: `lock_until = max(now, locked_at + lock_at_least_for)`. Returns `false`
+    /// when the row no longer belonged to this lease (nothing was changed).
+    async fn release(&self, lease: &Lease, lock_at_least_for: Duration) -> Result<bool, LockError>;
+
+    /// Every row of the lock table, sorted by name.
+    async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError>;
+
+    /// Ends a lock whatever its owner (an operator's action): sets `lock_until = now` and
+    /// returns the row as it was before, or `None` when there is no such lock. `last_fire` and
+    /// `fence` are kept, so once-per-slot and fencing still hold afterwards.
+    async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError>;
+
+    /// A short description for logs and errors, e.g. `postgres table public.shedlock`.
+    fn describe(&self) -> String;
+}
+
+#[async_trait]
+impl<P: LockProvider + ?Sized> LockProvider for Arc<P> {
+    async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
+        (**self).acquire(request).await
+    }
+    async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {
+        (**self).extend(lease, lock_at_most_for).await
+    }
+    async fn release(&self, lease: &Lease, lock_at_least_for: Duration) -> Result<bool, LockError> {
+        (**self).release(lease, lock_at_least_for).await
+    }
+    async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
+        (**self).list_locks().await
+    }
+    async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        (**self).force_unlock(name).await
+    }
+    fn describe(&self) -> String {
+        (**self).describe()
+    }
+}
