@@ -9,6 +9,7 @@ mod executor;
 mod instance;
 mod memory;
 mod provider;
+mod table;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
@@ -21,3 +22,4 @@ pub use memory::InMemoryLockProvider;
 pub use provider::{
     AcquireOutcome, FireSlot, Lease, LockProvider, LockRecord, LockRequest, Refusal, RefusalReason,
 };
+pub use table::{ColumnNames, DEFAULT_TABLE, validate_identifier, validate_table_name};
