@@ -70,7 +70,32 @@ pub struct LockingTaskExecutor {
     provider: Arc<dyn LockProvider>,
     instance_id: Arc<str>,
     shutdown: CancellationToken,
+    defaults: LockDefaults,
+    // The runtime that synchronous locked calls from outside any runtime block on.
+    runtime: Option<tokio::runtime::Handle>,
 }
+
+/// The settings a lock takes when its `#[scheduler_lock]` does not give them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockDefaults {
+    /// `lock_at_most_for` of locks that set none: 30 minutes unless changed.
+    pub lock_at_most_for: Duration,
+    /// Keep-alive of locks that set none: off unless changed.
+    pub keep_alive: bool,
+}
+
+impl Default for LockDefaults {
+    fn default() -> Self {
+        LockDefaults {
+            lock_at_most_for: DEFAULT_LOCK_AT_MOST_FOR,
+            keep_alive: false,
+        }
+    }
+}
+
+/// The default `lock_at_most_for`: long enough for most batch jobs, short enough that a
+/// crashed holder blocks its job for at most half an hour.
+pub const DEFAULT_LOCK_AT_MOST_FOR: Duration = Duration::from_secs(30 * 60);
 
 impl std::fmt::Debug for LockingTaskExecutor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -93,7 +118,32 @@ impl LockingTaskExecutor {
             provider,
             instance_id: default_instance_id().into(),
             shutdown: CancellationToken::new(),
+            defaults: LockDefaults::default(),
+            runtime: tokio::runtime::Handle::try_current().ok(),
         }
+    }
+
+    /// Replaces the defaults for locks whose `#[scheduler_lock]` leaves `lock_at_most_for` or
+    /// `keep_alive` unset.
+    ///
+    /// ```
+    /// use lock_core::{InMemoryLockProvider, LockDefaults, LockingTaskExecutor};
+    /// use std::time::Duration;
+    /// let executor = LockingTaskExecutor::new(InMemoryLockProvider::new()).with_defaults(LockDefaults {
+    ///     lock_at_most_for: Duration::from_secs(60),
+    ///     keep_alive: true,
+    /// });
+    /// assert!(executor.defaults().keep_alive);
+    /// ```
+    #[must_use]
+    pub fn with_defaults(mut self, defaults: LockDefaults) -> Self {
+        self.defaults = defaults;
+        self
+    }
+
+    /// The defaults for locks that leave settings unset.
+    pub fn defaults(&self) -> LockDefaults {
+        self.defaults
     }
 
     /// Replaces the instance id written to `locked_by` (1 to 255 bytes). Make it unique per
@@ -219,6 +269,55 @@ impl LockingTaskExecutor {
         Ok(LockOutcome::Executed(join_blocking(task).await))
     }
 
+    /// Runs a synchronous `body` on the calling thread under the lock, blocking the thread
+    /// while the lock is taken and released (a direct call of a synchronous
+    /// `#[scheduler_lock]` function).
+    ///
+    /// Works from a multi-thread runtime's worker and from threads outside any runtime (then
+    /// on the runtime the executor was created in); panics on a current-thread runtime, where
+    /// blocking would deadlock.
+    ///
+    /// ```
+    /// use lock_core::{InMemoryLockProvider, LockConfiguration, LockingTaskExecutor};
+    /// use std::time::Duration;
+    ///
+    /// let runtime = tokio::runtime::Runtime::new().unwrap();
+    /// let executor = runtime.block_on(async { LockingTaskExecutor::new(InMemoryLockProvider::new()) });
+    /// let config = LockConfiguration::new("cleanup", Duration::from_secs(60), Duration::ZERO)?;
+    /// // From a plain thread: the lock is taken on the executor's runtime.
+    /// let out = std::thread::spawn(move || executor.execute_sync(&config, || 7)).join().unwrap()?;
+    /// assert_eq!(out.executed(), Some(7));
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn execute_sync<T>(
+        &self,
+        config: &LockConfiguration,
+        body: impl FnOnce() -> T,
+    ) -> Result<LockOutcome<T>, LockError> {
+        let runtime = self.runtime.as_ref();
+        let (mut guard, ctx) = match block_on(runtime, self.acquire(config, None))? {
+            Acquired::Reentrant => return Ok(LockOutcome::Executed(body())),
+            Acquired::Skipped => return Ok(LockOutcome::Skipped),
+            Acquired::Lease(guard, ctx) => (guard, ctx),
+        };
+        let keep_alive = config.keep_alive().then(|| {
+            let task = keep_alive(self.provider.clone(), ctx.clone(), config.lock_at_most_for());
+            match tokio::runtime::Handle::try_current().ok().or_else(|| runtime.cloned()) {
+                Some(handle) => handle.spawn(task),
+                None => unreachable!("block_on above already required a runtime"),
+            }
+        });
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| ctx.enter_blocking(body)));
+        if let Some(task) = keep_alive {
+            task.abort();
+        }
+        block_on(runtime, guard.release());
+        match result {
+            Ok(out) => Ok(LockOutcome::Executed(out)),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+
     async fn acquire(
         &self,
         config: &LockConfiguration,
@@ -283,7 +382,7 @@ impl LockingTaskExecutor {
     ) -> T {
         let body = AssertUnwindSafe(body).catch_unwind();
         let result = if config.keep_alive() {
-            let keep_alive = keep_alive(self.provider.as_ref(), ctx, config.lock_at_most_for());
+            let keep_alive = keep_alive(self.provider.clone(), ctx.clone(), config.lock_at_most_for());
             tokio::select! {
                 biased;
                 out = body => out,
@@ -321,7 +420,7 @@ enum Never {}
 
 /// Extends the lease every `at_most / 2` until the lease is lost; then resolves the context's
 /// cancellation and waits forever (the body decides when to stop).
-async fn keep_alive(provider: &dyn LockProvider, ctx: &JobContext, at_most: Duration) -> Never {
+async fn keep_alive(provider: Arc<dyn LockProvider>, ctx: JobContext, at_most: Duration) -> Never {
     let period = at_most / 2;
     let lease = ctx.lease();
     let mut next = tokio::time::Instant::now() + period;
@@ -353,6 +452,28 @@ async fn keep_alive(provider: &dyn LockProvider, ctx: &JobContext, at_most: Dura
     }
     ctx.cancel_token().cancel();
     std::future::pending().await
+}
+
+/// Blocks the current thread on `fut`, from a multi-thread runtime's worker (via
+/// `block_in_place`) or from a thread outside any runtime (on `fallback`).
+fn block_on<F: Future>(fallback: Option<&tokio::runtime::Handle>, fut: F) -> F::Output {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::CurrentThread => panic!(
+            "a synchronous #[scheduler_lock] function was called on a current-thread tokio runtime, \
+             where waiting for the lock would block the only worker; call it from \
+             tokio::task::spawn_blocking, or use a multi-thread runtime"
+        ),
+        Ok(handle) => tokio::task::block_in_place(|| handle.block_on(fut)),
+        Err(_) => match fallback {
+            Some(handle) => handle.block_on(fut),
+            None => panic!(
+                "a synchronous #[scheduler_lock] function was called outside a tokio runtime, and \
+                 its executor was created outside one too; create the executor (or start the \
+                 Scheduler) inside a tokio runtime"
+            ),
+        },
+    }
 }
 
 /// Releases the lease on every path: awaited normally, spawned if the future is dropped.

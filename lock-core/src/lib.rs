@@ -10,13 +10,21 @@ mod instance;
 mod memory;
 mod provider;
 mod table;
+
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
 pub use config::{LockConfiguration, MAX_LOCK_NAME_LEN, validate_lock_name};
 pub use context::{JobContext, assert_locked};
 pub use error::{BoxError, LockError};
-pub use executor::{LockOutcome, LockingTaskExecutor, default_executor, install_default_executor};
+pub use executor::{
+    DEFAULT_LOCK_AT_MOST_FOR, LockDefaults, LockOutcome, LockingTaskExecutor, default_executor,
+    install_default_executor,
+};
+pub use lock_macros::{scheduled, scheduler_lock};
 pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};
 pub use memory::InMemoryLockProvider;
 pub use provider::{

@@ -1,0 +1,198 @@
+//! What the macros expand to. Not public API: names here may change in any release.
+//!
+//! The macros emit paths into this module only (`::lock_core::__private::...`), so users depend
+//! on `lock-core` alone.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+pub use inventory;
+
+use crate::{LockConfiguration, LockError, LockOutcome, LockingTaskExecutor, default_executor};
+
+/// A boxed job future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// A job run's result as the scheduler reports it: the body's error, rendered with `{:?}`.
+pub type JobResult = Result<(), String>;
+
+/// The `#[scheduler_lock]` arguments of one function (or the defaults for a `#[scheduled]`
+/// function without one), as a `static` in the expansion.
+#[derive(Debug)]
+pub struct LockSpec {
+    /// The lock name: the `name` argument, or `concat!(module_path!(), "::", fn_name)`.
+    pub name: &'static str,
+    /// `lock_at_most_for` in milliseconds; `None` takes the executor's default.
+    pub lock_at_most_for_ms: Option<u64>,
+    /// `lock_at_least_for` in milliseconds.
+    pub lock_at_least_for_ms: u64,
+    /// Keep-alive on or off; `None` takes the executor's default.
+    pub keep_alive: Option<bool>,
+    shared_name: OnceLock<Arc<str>>,
+}
+
+impl LockSpec {
+    /// Used by the expansion in a `static`.
+    pub const fn new(
+        name: &'static str,
+        lock_at_most_for_ms: Option<u64>,
+        lock_at_least_for_ms: u64,
+        keep_alive: Option<bool>,
+    ) -> Self {
+        LockSpec {
+            name,
+            lock_at_most_for_ms,
+            lock_at_least_for_ms,
+            keep_alive,
+            shared_name: OnceLock::new(),
+        }
+    }
+
+    /// The validated configuration under `executor`'s defaults (allocates nothing after the
+    /// first call: the name is shared).
+    pub fn configuration(
+        &self,
+        executor: &LockingTaskExecutor,
+    ) -> Result<LockConfiguration, LockError> {
+        let name = self.shared_name.get_or_init(|| Arc::from(self.name)).clone();
+        let defaults = executor.defaults();
+        let at_most = self
+            .lock_at_most_for_ms
+            .map(Duration::from_millis)
+            .unwrap_or(defaults.lock_at_most_for);
+        let at_least = Duration::from_millis(self.lock_at_least_for_ms);
+        // A default at_most shorter than an explicit at_least: hold at least as long as asked.
+        let at_most = if self.lock_at_most_for_ms.is_none() { at_most.max(at_least) } else { at_most };
+        Ok(LockConfiguration::new(name, at_most, at_least)?
+            .with_keep_alive(self.keep_alive.unwrap_or(defaults.keep_alive)))
+    }
+}
+
+/// How a `#[scheduled]` function fires.
+#[derive(Debug, Clone, Copy)]
+pub enum TriggerSpec {
+    /// A Spring cron expression (already checked by the macro) in a zone (`None` = UTC).
+    Cron {
+        /// The expression as written.
+        expr: &'static str,
+        /// The IANA zone name.
+        zone: Option<&'static str>,
+    },
+    /// Every `period_ms`, slots aligned to the Unix epoch, the first not before
+    /// `initial_delay_ms` after start.
+    FixedRate {
+        /// The period.
+        period_ms: u64,
+        /// The delay before the first fire.
+        initial_delay_ms: u64,
+    },
+    /// `delay_ms` after the previous run ended; no slot.
+    FixedDelay {
+        /// The pause between runs.
+        delay_ms: u64,
+        /// The delay before the first fire.
+        initial_delay_ms: u64,
+    },
+}
+
+/// How the scheduler calls the function's body (without the function's own lock wrapper: the
+/// scheduler takes the lock itself, with the fire's slot).
+#[derive(Debug, Clone, Copy)]
+pub enum JobBody {
+    /// An `async fn`.
+    Async(fn() -> BoxFuture<JobResult>),
+    /// A synchronous `fn`, run on the blocking pool.
+    Blocking(fn() -> JobResult),
+}
+
+/// One `#[scheduled]` function, registered at link time with `inventory::submit!`.
+#[derive(Debug)]
+pub struct ScheduledJob {
+    /// The job's name: `concat!(module_path!(), "::", fn_name)`.
+    pub name: &'static str,
+    /// When it fires.
+    pub trigger: TriggerSpec,
+    /// How it is locked.
+    pub lock: &'static LockSpec,
+    /// What it runs.
+    pub body: JobBody,
+}
+
+inventory::collect!(ScheduledJob);
+
+/// The return types a locked function may have: `()` and `Result<(), E>`.
+pub trait JobReturn: Sized {
+    /// What a call returns when the lock was not taken: `()` or `Ok(())`.
+    fn skipped() -> Self;
+    /// The outcome for the scheduler's logs.
+    fn into_job_result(self) -> JobResult;
+}
+
+impl JobReturn for () {
+    fn skipped() -> Self {}
+    fn into_job_result(self) -> JobResult {
+        Ok(())
+    }
+}
+
+impl<E: Debug> JobReturn for Result<(), E> {
+    fn skipped() -> Self {
+        Ok(())
+    }
+    fn into_job_result(self) -> JobResult {
+        self.map_err(|e| format!("{e:?}"))
+    }
+}
+
+fn executor_for(spec: &LockSpec) -> LockingTaskExecutor {
+    match default_executor() {
+        Some(executor) => executor,
+        None => panic!(
+            "{}",
+            LockError::NoProvider {
+                name: spec.name.to_owned()
+            }
+        ),
+    }
+}
+
+fn resolve(spec: &LockSpec, executor: &LockingTaskExecutor) -> Option<LockConfiguration> {
+    match spec.configuration(executor) {
+        Ok(config) => Some(config),
+        Err(error) => {
+            tracing::error!(lock = spec.name, error = &error as &dyn std::error::Error, "invalid lock configuration; body not run");
+            None
+        }
+    }
+}
+
+/// A direct call of an `async fn` with `#[scheduler_lock]`: runs `body` under the lock, or
+/// returns `R::skipped()` when the lock is held elsewhere or the provider failed (logged).
+///
+/// Panics when no executor is installed: the body must never run unlocked.
+pub async fn run_locked<R: JobReturn>(spec: &'static LockSpec, body: impl Future<Output = R>) -> R {
+    let executor = executor_for(spec);
+    let Some(config) = resolve(spec, &executor) else { return R::skipped() };
+    match executor.execute_with_lock(&config, body).await {
+        Ok(LockOutcome::Executed(out)) => out,
+        // Skips and provider errors are logged by the executor.
+        Ok(LockOutcome::Skipped) | Err(_) => R::skipped(),
+    }
+}
+
+/// A direct call of a synchronous `fn` with `#[scheduler_lock]`: takes the lock (blocking the
+/// calling thread), runs `body` on it, releases.
+///
+/// Panics when no executor is installed, or when called on a current-thread tokio runtime's
+/// thread (blocking there would deadlock).
+pub fn run_locked_blocking<R: JobReturn>(spec: &'static LockSpec, body: impl FnOnce() -> R) -> R {
+    let executor = executor_for(spec);
+    let Some(config) = resolve(spec, &executor) else { return R::skipped() };
+    match executor.execute_sync(&config, body) {
+        Ok(LockOutcome::Executed(out)) => out,
+        Ok(LockOutcome::Skipped) | Err(_) => R::skipped(),
+    }
+}
