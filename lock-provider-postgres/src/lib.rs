@@ -1,1 +1,16 @@
 #![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod config;
+mod provider;
+mod schema;
+mod sql;
+
+pub use config::LockTableConfig;
+pub use provider::{PostgresLockProvider, TableShape};
+
+/// The pool crate, re-exported so that one dependency line is enough to build a pool.
+pub use deadpool_postgres;
+/// The driver, re-exported for its `Config`, `NoTls` and error types.
+pub use deadpool_postgres::tokio_postgres;

@@ -1,0 +1,213 @@
+//! The SQL text of every statement, built once per table and table shape from validated names.
+//!
+//! Conventions shared by all statements:
+//! - "now" is always `timezone('utc', CURRENT_TIMESTAMP)` (see [`NOW`]): the database's clock,
+//!   UTC wall time, as ShedLock writes it into zone-less `TIMESTAMP(3)` columns. The client's
+//!   clock is never compared with anything.
+//! - Durations arrive as whole milliseconds (`bigint`) and become intervals in SQL
+//!   (`$n * interval '1 millisecond'`).
+//! - Every statement of both shapes takes the same typed parameters (see [`ACQUIRE_TYPES`] and
+//!   friends), so callers bind the same values whatever the table looks like; a shape that
+//!   does not need a parameter simply does not reference it.
+
+use tokio_postgres::types::Type;
+
+use crate::config::ResolvedTable;
+
+/// The database's clock, UTC, as a zone-less timestamp, truncated to the columns' millisecond
+/// precision. Truncated, not left to the column's rounding: a release that stores "now" rounded
+/// up by half a millisecond would keep the lock held for that long against an acquire that
+/// follows at once.
+const NOW: &str = "date_trunc('milliseconds', timezone('utc', CURRENT_TIMESTAMP))";
+
+/// `$1` name, `$2` lock_at_most_for (ms), `$3` locked_by, `$4` slot (NULL for none).
+pub(crate) const ACQUIRE_TYPES: &[Type] = &[Type::TEXT, Type::INT8, Type::TEXT, Type::TIMESTAMP];
+/// `$1` name, `$2` locked_by, `$3` fence, `$4` lock_at_least_for (ms).
+pub(crate) const RELEASE_TYPES: &[Type] = &[Type::TEXT, Type::TEXT, Type::INT8, Type::INT8];
+/// `$1` name, `$2` locked_by, `$3` fence, `$4` lock_at_most_for (ms).
+pub(crate) const EXTEND_TYPES: &[Type] = &[Type::TEXT, Type::TEXT, Type::INT8, Type::INT8];
+/// `$1` name.
+pub(crate) const UNLOCK_TYPES: &[Type] = &[Type::TEXT];
+
+/// What the lock table looks like.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Shape {
+    /// All six columns: fencing and once-per-slot work.
+    Full,
+    /// A table made by ShedLock's own DDL (four columns): plain exclusion only; fences are 0
+    /// and slots are ignored until `ensure_schema()` adds the missing columns.
+    ShedLockOnly,
+}
+
+/// The statements for one table in one shape.
+#[derive(Debug)]
+pub(crate) struct Statements {
+    pub(crate) shape: Shape,
+    /// Returns one row: `granted`, `created` (the new fence, or NULL), then the row as it was
+    /// before (`locked_by`, `lock_until`, `last_fire`, `held`), all NULL when there was none.
+    pub(crate) acquire: String,
+    pub(crate) release: String,
+    pub(crate) extend: String,
+    /// Returns the record columns: name, lock_until, locked_at, locked_by, fence, last_fire,
+    /// held.
+    pub(crate) list: String,
+    /// Returns the record columns of the row as it was before the unlock.
+    pub(crate) force_unlock: String,
+}
+
+impl Statements {
+    pub(crate) fn new(t: &ResolvedTable, shape: Shape) -> Self {
+        let table = &t.qualified;
+        let (name, until, at, by) = (&t.name, &t.lock_until, &t.locked_at, &t.locked_by);
+        let full = shape == Shape::Full;
+        let (fence, last_fire) = (&t.fence, &t.last_fire);
+        // On a ShedLock-only table the extension columns read as constants.
+        let fence_of = |alias: &str| -> (String, String) {
+            if full {
+                (format!("{alias}.{fence}"), format!("{alias}.{last_fire}"))
+            } else {
+                ("0::int8".to_owned(), "NULL::timestamp".to_owned())
+            }
+        };
+
+        let at_most = "$2 * interval '1 millisecond'";
+        let (_, cur_last_fire) = fence_of("t");
+
+        // Acquire: one statement, one round trip. `granted` is the conditional UPDATE; when the
+        // lock is held (the common, losing case) it matches no row and writes nothing: no row
+        // lock, no new tuple, no WAL, no transaction id. `created` inserts the row only when it
+        // does not exist (first fire, or deleted by hand), so a losing acquire never reaches the
+        // speculative insertion of ON CONFLICT either; ON CONFLICT DO NOTHING only settles the
+        // race of two first fires. `cur` is the row as the statement's snapshot saw it, read to
+        // explain a refusal without another round trip.
+        let (set_slot, slot_ok, insert_cols, insert_vals, granted_fence) = if full {
+            (
+                format!(", {fence} = t.{fence} + 1, {last_fire} = COALESCE($4, t.{last_fire})"),
+                format!(" AND ($4 IS NULL OR t.{last_fire} IS NULL OR t.{last_fire} < $4)"),
+                format!(", {fence}, {last_fire}"),
+                ", 1, $4".to_owned(),
+                format!("t.{fence}"),
+            )
+        } else {
+            (
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                "0::int8".to_owned(),
+            )
+        };
+        let created_fence = if full { "1::int8" } else { "0::int8" };
+        let acquire = format!(
+            "WITH cur AS MATERIALIZED (\
+                SELECT t.{by} AS locked_by, t.{until} AS lock_until, {cur_last_fire} AS last_fire \
+                FROM {table} t WHERE t.{name} = $1), \
+            granted AS (\
+                UPDATE {table} t SET {until} = {NOW} + {at_most}, {at} = {NOW}, {by} = $3{set_slot} \
+                WHERE t.{name} = $1 AND t.{until} <= {NOW}{slot_ok} \
+                RETURNING {granted_fence} AS fence), \
+            created AS (\
+                INSERT INTO {table} ({name}, {until}, {at}, {by}{insert_cols}) \
+                SELECT $1, {NOW} + {at_most}, {NOW}, $3{insert_vals} \
+                WHERE NOT EXISTS (SELECT 1 FROM cur) \
+                ON CONFLICT ({name}) DO NOTHING \
+                RETURNING {created_fence} AS fence) \
+            SELECT (SELECT fence FROM granted) AS granted, (SELECT fence FROM created) AS created, \
+                cur.locked_by, cur.lock_until, cur.last_fire, cur.lock_until > {NOW} AS held \
+            FROM (SELECT 1) AS one LEFT JOIN cur ON true"
+        );
+
+        // Release: ShedLock's `max(now, locked_at + lock_at_least_for)`, owner- and
+        // fence-checked. The joined one-row subquery switches this statement's own implicit
+        // transaction to asynchronous commit (`set_config(..., true)` is transaction-local):
+        // the UPDATE cannot produce a row without evaluating it, so every release that writes
+        // commits asynchronously. Safe because a release only ever shortens a lease: if the
+        // server crashes before the commit reaches disk, the row keeps the holder's
+        // `lock_until` and the next holder waits for it, exactly as if the holder had died.
+        // Any later durable commit (the next acquire) flushes the WAL up to and including
+        // this release, so no later grant can survive a crash that loses the release.
+        let owner_fence = if full {
+            format!(" AND t.{fence} = $3")
+        } else {
+            // Without the column the fence ($3) is not compared; it is declared, not used.
+            String::new()
+        };
+        let release = format!(
+            "UPDATE {table} t SET {until} = GREATEST({NOW}, t.{at} + $4 * interval '1 millisecond') \
+             FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit \
+             WHERE t.{name} = $1 AND t.{by} = $2{owner_fence}"
+        );
+
+        // Extend: durable (a lost extend could let the lease lapse under a running body).
+        let extend = format!(
+            "UPDATE {table} t SET {until} = {NOW} + $4 * interval '1 millisecond' \
+             WHERE t.{name} = $1 AND t.{by} = $2{owner_fence} AND t.{until} > {NOW}"
+        );
+
+        let (list_fence, list_last_fire) = fence_of("t");
+        let list = format!(
+            "SELECT t.{name}::text, t.{until}, t.{at}, t.{by}::text, {list_fence}, \
+                {list_last_fire}, t.{until} > {NOW} \
+             FROM {table} t ORDER BY t.{name} COLLATE \"C\""
+        );
+
+        // The subquery locks the row and keeps its old values for RETURNING. LEAST: an already
+        // expired lease keeps its end rather than moving it forward.
+        let (old_fence, old_last_fire) = fence_of("old");
+        let old_cols = if full {
+            format!(", t.{fence}, t.{last_fire}")
+        } else {
+            String::new()
+        };
+        let force_unlock = format!(
+            "UPDATE {table} t SET {until} = LEAST(old.{until}, {NOW}) \
+             FROM (SELECT t.{name}, t.{until}, t.{at}, t.{by}{old_cols} \
+                   FROM {table} t WHERE t.{name} = $1 FOR UPDATE) AS old \
+             WHERE t.{name} = old.{name} \
+             RETURNING old.{name}::text, old.{until}, old.{at}, old.{by}::text, {old_fence}, \
+                {old_last_fire}, old.{until} > {NOW}"
+        );
+
+        Statements {
+            shape,
+            acquire,
+            release,
+            extend,
+            list,
+            force_unlock,
+        }
+    }
+}
+
+/// The statement that creates the table with all six columns (no-op if it exists).
+pub(crate) fn create_table(t: &ResolvedTable) -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS {table} (\n  \
+           {name} VARCHAR(64) NOT NULL PRIMARY KEY,\n  \
+           {until} TIMESTAMP(3) NOT NULL,\n  \
+           {at} TIMESTAMP(3) NOT NULL,\n  \
+           {by} VARCHAR(255) NOT NULL,\n  \
+           {fence} BIGINT NOT NULL DEFAULT 0,\n  \
+           {last_fire} TIMESTAMP(3) NULL\n\
+         );",
+        table = t.qualified,
+        name = t.name,
+        until = t.lock_until,
+        at = t.locked_at,
+        by = t.locked_by,
+        fence = t.fence,
+        last_fire = t.last_fire,
+    )
+}
+
+/// The statements that add the extension columns to a ShedLock table. Both have defaults, so
+/// ShedLock's own INSERTs keep working and adding them rewrites no rows.
+pub(crate) fn add_extension_columns(t: &ResolvedTable) -> String {
+    format!(
+        "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {fence} BIGINT NOT NULL DEFAULT 0;\n\
+         ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {last_fire} TIMESTAMP(3) NULL;",
+        table = t.qualified,
+        fence = t.fence,
+        last_fire = t.last_fire,
+    )
+}
