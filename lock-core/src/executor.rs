@@ -301,8 +301,15 @@ impl LockingTaskExecutor {
             Acquired::Lease(guard, ctx) => (guard, ctx),
         };
         let keep_alive = config.keep_alive().then(|| {
-            let task = keep_alive(self.provider.clone(), ctx.clone(), config.lock_at_most_for());
-            match tokio::runtime::Handle::try_current().ok().or_else(|| runtime.cloned()) {
+            let task = keep_alive(
+                self.provider.clone(),
+                ctx.clone(),
+                config.lock_at_most_for(),
+            );
+            match tokio::runtime::Handle::try_current()
+                .ok()
+                .or_else(|| runtime.cloned())
+            {
                 Some(handle) => handle.spawn(task),
                 None => unreachable!("block_on above already required a runtime"),
             }
@@ -323,14 +330,14 @@ impl LockingTaskExecutor {
         config: &LockConfiguration,
         slot: Option<FireSlot>,
     ) -> Result<Acquired, LockError> {
-        if let Some(ctx) = JobContext::current() {
-            if ctx.lock_name() == config.name() {
-                tracing::trace!(
-                    lock = config.name(),
-                    "lock already held by this body; reentrant call"
-                );
-                return Ok(Acquired::Reentrant);
-            }
+        if let Some(ctx) = JobContext::current()
+            && ctx.lock_name() == config.name()
+        {
+            tracing::trace!(
+                lock = config.name(),
+                "lock already held by this body; reentrant call"
+            );
+            return Ok(Acquired::Reentrant);
         }
         let request = LockRequest {
             name: config.shared_name().clone(),
@@ -382,7 +389,11 @@ impl LockingTaskExecutor {
     ) -> T {
         let body = AssertUnwindSafe(body).catch_unwind();
         let result = if config.keep_alive() {
-            let keep_alive = keep_alive(self.provider.clone(), ctx.clone(), config.lock_at_most_for());
+            let keep_alive = keep_alive(
+                self.provider.clone(),
+                ctx.clone(),
+                config.lock_at_most_for(),
+            );
             tokio::select! {
                 biased;
                 out = body => out,

@@ -9,6 +9,7 @@ mod executor;
 mod instance;
 mod memory;
 mod provider;
+mod scheduler;
 mod table;
 
 #[doc(hidden)]
@@ -24,10 +25,14 @@ pub use executor::{
     DEFAULT_LOCK_AT_MOST_FOR, LockDefaults, LockOutcome, LockingTaskExecutor, default_executor,
     install_default_executor,
 };
-pub use lock_macros::{scheduled, scheduler_lock};
 pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};
+pub use lock_macros::{scheduled, scheduler_lock};
 pub use memory::InMemoryLockProvider;
 pub use provider::{
     AcquireOutcome, FireSlot, Lease, LockProvider, LockRecord, LockRequest, Refusal, RefusalReason,
+};
+pub use scheduler::{
+    DEFAULT_SHUTDOWN_TIMEOUT, Job, JobStatus, RunOutcome, Scheduler, SchedulerBuilder, Trigger,
+    registered_jobs,
 };
 pub use table::{ColumnNames, DEFAULT_TABLE, validate_identifier, validate_table_name};

@@ -57,7 +57,10 @@ impl LockSpec {
         &self,
         executor: &LockingTaskExecutor,
     ) -> Result<LockConfiguration, LockError> {
-        let name = self.shared_name.get_or_init(|| Arc::from(self.name)).clone();
+        let name = self
+            .shared_name
+            .get_or_init(|| Arc::from(self.name))
+            .clone();
         let defaults = executor.defaults();
         let at_most = self
             .lock_at_most_for_ms
@@ -65,7 +68,11 @@ impl LockSpec {
             .unwrap_or(defaults.lock_at_most_for);
         let at_least = Duration::from_millis(self.lock_at_least_for_ms);
         // A default at_most shorter than an explicit at_least: hold at least as long as asked.
-        let at_most = if self.lock_at_most_for_ms.is_none() { at_most.max(at_least) } else { at_most };
+        let at_most = if self.lock_at_most_for_ms.is_none() {
+            at_most.max(at_least)
+        } else {
+            at_most
+        };
         Ok(LockConfiguration::new(name, at_most, at_least)?
             .with_keep_alive(self.keep_alive.unwrap_or(defaults.keep_alive)))
     }
@@ -163,7 +170,11 @@ fn resolve(spec: &LockSpec, executor: &LockingTaskExecutor) -> Option<LockConfig
     match spec.configuration(executor) {
         Ok(config) => Some(config),
         Err(error) => {
-            tracing::error!(lock = spec.name, error = &error as &dyn std::error::Error, "invalid lock configuration; body not run");
+            tracing::error!(
+                lock = spec.name,
+                error = &error as &dyn std::error::Error,
+                "invalid lock configuration; body not run"
+            );
             None
         }
     }
@@ -175,7 +186,9 @@ fn resolve(spec: &LockSpec, executor: &LockingTaskExecutor) -> Option<LockConfig
 /// Panics when no executor is installed: the body must never run unlocked.
 pub async fn run_locked<R: JobReturn>(spec: &'static LockSpec, body: impl Future<Output = R>) -> R {
     let executor = executor_for(spec);
-    let Some(config) = resolve(spec, &executor) else { return R::skipped() };
+    let Some(config) = resolve(spec, &executor) else {
+        return R::skipped();
+    };
     match executor.execute_with_lock(&config, body).await {
         Ok(LockOutcome::Executed(out)) => out,
         // Skips and provider errors are logged by the executor.
@@ -190,7 +203,9 @@ pub async fn run_locked<R: JobReturn>(spec: &'static LockSpec, body: impl Future
 /// thread (blocking there would deadlock).
 pub fn run_locked_blocking<R: JobReturn>(spec: &'static LockSpec, body: impl FnOnce() -> R) -> R {
     let executor = executor_for(spec);
-    let Some(config) = resolve(spec, &executor) else { return R::skipped() };
+    let Some(config) = resolve(spec, &executor) else {
+        return R::skipped();
+    };
     match executor.execute_sync(&config, body) {
         Ok(LockOutcome::Executed(out)) => out,
         Ok(LockOutcome::Skipped) | Err(_) => R::skipped(),

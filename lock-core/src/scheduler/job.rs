@@ -1,0 +1,200 @@
+//! A job: a name, a trigger, a lock and a body.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::__private::{
+    self, BoxFuture, JobBody, JobResult, JobReturn, LockSpec, ScheduledJob, TriggerSpec,
+};
+use crate::{LockConfiguration, LockError, LockingTaskExecutor, Trigger};
+
+/// One job the [`Scheduler`](crate::Scheduler) runs: a name, a [`Trigger`], how it is locked
+/// and what it runs.
+///
+/// Every `#[scheduled]` function in the binary is a job already ([`registered_jobs`]); build
+/// one by hand for schedules only known at run time:
+///
+/// ```
+/// use lock_core::{Job, LockConfiguration, Trigger};
+/// use std::time::Duration;
+///
+/// let job = Job::new("cleanup", Trigger::fixed_rate(Duration::from_secs(60))?, || async {
+///     // ... delete expired sessions
+///     Ok::<(), std::io::Error>(())
+/// })
+/// .with_lock(LockConfiguration::new("cleanup", Duration::from_secs(300), Duration::from_secs(5))?);
+/// assert_eq!(job.name(), "cleanup");
+/// # Ok::<(), lock_core::LockError>(())
+/// ```
+#[derive(Clone)]
+pub struct Job {
+    name: Arc<str>,
+    trigger: Trigger,
+    lock: JobLock,
+    body: Body,
+}
+
+#[derive(Clone)]
+enum JobLock {
+    /// From the macro: resolved against the executor's defaults at start.
+    Spec(&'static LockSpec),
+    Config(LockConfiguration),
+    /// The job's own name, the executor's defaults.
+    Default,
+}
+
+#[derive(Clone)]
+pub(crate) enum Body {
+    Registered(JobBody),
+    Async(Arc<dyn Fn() -> BoxFuture<JobResult> + Send + Sync>),
+    Blocking(Arc<dyn Fn() -> JobResult + Send + Sync>),
+}
+
+impl fmt::Debug for Job {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Job")
+            .field("name", &self.name)
+            .field("trigger", &self.trigger)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Job {
+    /// A job running the async closure `body` at each fire. `body` returns `()` or
+    /// `Result<(), E>`; an `Err` is logged as a failed run.
+    ///
+    /// The job is locked under its own name with the scheduler's default `lock_at_most_for`
+    /// unless [`with_lock`](Self::with_lock) says otherwise.
+    pub fn new<F, Fut, R>(name: impl Into<Arc<str>>, trigger: Trigger, body: F) -> Self
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: JobReturn + 'static,
+    {
+        Job {
+            name: name.into(),
+            trigger,
+            lock: JobLock::Default,
+            body: Body::Async(Arc::new(move || {
+                let fut = body();
+                Box::pin(async move { fut.await.into_job_result() })
+            })),
+        }
+    }
+
+    /// A job running the synchronous closure `body` on tokio's blocking pool at each fire.
+    ///
+    /// ```
+    /// # use lock_core::{Job, Trigger};
+    /// let job = Job::blocking("export", Trigger::cron("0 0 3 * * *")?, || {
+    ///     // ... write a file
+    /// });
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn blocking<F, R>(name: impl Into<Arc<str>>, trigger: Trigger, body: F) -> Self
+    where
+        F: Fn() -> R + Send + Sync + 'static,
+        R: JobReturn + 'static,
+    {
+        Job {
+            name: name.into(),
+            trigger,
+            lock: JobLock::Default,
+            body: Body::Blocking(Arc::new(move || body().into_job_result())),
+        }
+    }
+
+    /// Locks the job with `config` (name, `lock_at_most_for`, `lock_at_least_for`,
+    /// keep-alive) instead of its own name and the scheduler's defaults.
+    #[must_use]
+    pub fn with_lock(mut self, config: LockConfiguration) -> Self {
+        self.lock = JobLock::Config(config);
+        self
+    }
+
+    /// The job's name (for `#[scheduled]` functions, their path).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// When it fires.
+    pub fn trigger(&self) -> &Trigger {
+        &self.trigger
+    }
+
+    pub(crate) fn body(&self) -> &Body {
+        &self.body
+    }
+
+    /// The lock configuration under `executor`'s defaults.
+    pub(crate) fn lock_configuration(
+        &self,
+        executor: &LockingTaskExecutor,
+    ) -> Result<LockConfiguration, LockError> {
+        let result = match &self.lock {
+            JobLock::Spec(spec) => spec.configuration(executor),
+            JobLock::Config(config) => Ok(config.clone()),
+            JobLock::Default => {
+                let defaults = executor.defaults();
+                LockConfiguration::new(self.name.clone(), defaults.lock_at_most_for, Duration::ZERO)
+                    .map(|c| c.with_keep_alive(defaults.keep_alive))
+            }
+        };
+        result.map_err(|e| LockError::InvalidConfiguration(format!("job `{}`: {e}", self.name)))
+    }
+
+    fn from_registered(job: &'static ScheduledJob) -> Result<Self, LockError> {
+        let context =
+            |e: LockError| LockError::InvalidConfiguration(format!("job `{}`: {e}", job.name));
+        let trigger = match job.trigger {
+            TriggerSpec::Cron { expr, zone } => {
+                let trigger = Trigger::cron(expr).map_err(context)?;
+                match zone {
+                    Some(zone) => trigger.in_zone(zone).map_err(context)?,
+                    None => trigger,
+                }
+            }
+            TriggerSpec::FixedRate {
+                period_ms,
+                initial_delay_ms,
+            } => Trigger::fixed_rate(Duration::from_millis(period_ms))
+                .map_err(context)?
+                .with_initial_delay(Duration::from_millis(initial_delay_ms)),
+            TriggerSpec::FixedDelay {
+                delay_ms,
+                initial_delay_ms,
+            } => Trigger::fixed_delay(Duration::from_millis(delay_ms))
+                .map_err(context)?
+                .with_initial_delay(Duration::from_millis(initial_delay_ms)),
+        };
+        Ok(Job {
+            name: job.name.into(),
+            trigger,
+            lock: JobLock::Spec(job.lock),
+            body: Body::Registered(job.body),
+        })
+    }
+}
+
+/// Every `#[scheduled]` function linked into this binary, sorted by name.
+///
+/// [`SchedulerBuilder::start`](crate::SchedulerBuilder::start) runs these unless
+/// [`SchedulerBuilder::jobs`](crate::SchedulerBuilder::jobs) is given; filter this list to run
+/// only some of them:
+///
+/// ```
+/// let jobs: Vec<lock_core::Job> = lock_core::registered_jobs()?
+///     .into_iter()
+///     .filter(|job| job.name().contains("::billing::"))
+///     .collect();
+/// # Ok::<(), lock_core::LockError>(())
+/// ```
+pub fn registered_jobs() -> Result<Vec<Job>, LockError> {
+    let mut jobs = __private::inventory::iter::<ScheduledJob>
+        .into_iter()
+        .map(Job::from_registered)
+        .collect::<Result<Vec<_>, _>>()?;
+    jobs.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(jobs)
+}

@@ -1,0 +1,509 @@
+//! The scheduler: sleeps to each job's next fire on tokio timers and runs it under its lock.
+
+mod job;
+mod trigger;
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use futures_util::FutureExt;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::Instrument;
+
+pub use job::{Job, registered_jobs};
+pub use trigger::Trigger;
+
+use crate::__private::JobBody;
+use crate::{
+    FireSlot, LockConfiguration, LockDefaults, LockError, LockOutcome, LockProvider,
+    LockingTaskExecutor, install_default_executor,
+};
+use job::Body;
+
+/// The default [`SchedulerBuilder::shutdown_timeout`].
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Runs jobs at their fire instants, each fire under its lock, until shut down.
+///
+/// Every instance of a service starts the same scheduler with the same jobs; at each fire
+/// every instance tries the job's lock with the fire's slot, and exactly one runs the body.
+///
+/// ```
+/// use lock_core::{InMemoryLockProvider, Job, Scheduler, Trigger};
+/// use std::time::Duration;
+///
+/// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+/// let scheduler = Scheduler::builder()
+///     .lock_provider(InMemoryLockProvider::new())
+///     .jobs([Job::new("tick", Trigger::fixed_rate(Duration::from_millis(100))?, || async {
+///         tracing::info!("tick");
+///     })])
+///     .start()
+///     .await?;
+/// // In a service: scheduler.run_until(tokio::signal::ctrl_c()).await?;
+/// scheduler.run_until(tokio::time::sleep(Duration::from_millis(350))).await?;
+/// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+/// ```
+#[derive(Clone)]
+pub struct Scheduler {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    executor: LockingTaskExecutor,
+    /// Cancelled when firing stops.
+    stop: CancellationToken,
+    /// The job loops (each awaits its running body).
+    loops: TaskTracker,
+    shutdown_timeout: Duration,
+    jobs: Vec<Arc<JobState>>,
+}
+
+impl std::fmt::Debug for Scheduler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scheduler")
+            .field("executor", &self.inner.executor)
+            .field("jobs", &self.inner.jobs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Configures and starts a [`Scheduler`].
+///
+/// ```
+/// use lock_core::{InMemoryLockProvider, Scheduler};
+/// use std::time::Duration;
+///
+/// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+/// let scheduler = Scheduler::builder()
+///     .lock_provider(InMemoryLockProvider::new())
+///     .instance_id("billing-7f9c")
+///     .default_lock_at_most_for(Duration::from_secs(600))
+///     .shutdown_timeout(Duration::from_secs(10))
+///     .start()
+///     .await?;
+/// scheduler.shutdown().await?;
+/// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+/// ```
+#[derive(Default)]
+#[must_use]
+pub struct SchedulerBuilder {
+    provider: Option<Arc<dyn LockProvider>>,
+    instance_id: Option<String>,
+    defaults: LockDefaults,
+    shutdown_timeout: Option<Duration>,
+    jobs: Option<Vec<Job>>,
+}
+
+impl Scheduler {
+    /// A builder; only [`lock_provider`](SchedulerBuilder::lock_provider) is required.
+    pub fn builder() -> SchedulerBuilder {
+        SchedulerBuilder::default()
+    }
+
+    /// Waits for `signal` (e.g. `tokio::signal::ctrl_c()`), then [shuts down](Self::shutdown).
+    pub async fn run_until<S: Future>(&self, signal: S) -> Result<(), LockError> {
+        tokio::select! {
+            _ = signal => {}
+            // Someone else called shutdown(): nothing left to wait for.
+            _ = self.inner.stop.cancelled() => {}
+        }
+        self.shutdown().await
+    }
+
+    /// Stops firing, resolves every running body's [`JobContext::cancelled`](crate::JobContext::cancelled),
+    /// waits up to the shutdown timeout for running bodies to finish (their leases are
+    /// released as they finish), and returns.
+    ///
+    /// A body still running at the timeout is left running and keeps its lease until it ends or
+    /// `lock_at_most_for` passes: releasing the lease of a body that is still working would let
+    /// another instance run the job concurrently. Calling this again is harmless.
+    pub async fn shutdown(&self) -> Result<(), LockError> {
+        let inner = &self.inner;
+        if !inner.stop.is_cancelled() {
+            tracing::info!(
+                instance = inner.executor.instance_id(),
+                "scheduler shutting down"
+            );
+        }
+        inner.stop.cancel();
+        inner.executor.shutdown_token().cancel();
+        inner.loops.close();
+        if tokio::time::timeout(inner.shutdown_timeout, inner.loops.wait())
+            .await
+            .is_err()
+        {
+            let running: Vec<&str> = inner
+                .jobs
+                .iter()
+                .filter(|job| job.status().running)
+                .map(|job| job.name.as_str())
+                .collect();
+            tracing::warn!(
+                ?running,
+                timeout = ?inner.shutdown_timeout,
+                "jobs still running at the shutdown timeout; their leases end when they finish or at lock_at_most_for"
+            );
+        }
+        Ok(())
+    }
+
+    /// The executor the scheduler runs jobs with (also installed as the default executor for
+    /// direct calls of locked functions).
+    pub fn executor(&self) -> &LockingTaskExecutor {
+        &self.inner.executor
+    }
+
+    /// A snapshot of every job: trigger, next fire, last outcome and duration.
+    ///
+    /// ```
+    /// # use lock_core::{InMemoryLockProvider, Job, Scheduler, Trigger};
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// let scheduler = Scheduler::builder()
+    ///     .lock_provider(InMemoryLockProvider::new())
+    ///     .jobs([Job::new("nightly", Trigger::cron("0 0 3 * * *")?, || async {})])
+    ///     .start()
+    ///     .await?;
+    /// tokio::task::yield_now().await;
+    /// let jobs = scheduler.jobs();
+    /// assert_eq!(jobs[0].name, "nightly");
+    /// assert_eq!(jobs[0].trigger, "cron `0 0 3 * * *` in UTC");
+    /// scheduler.shutdown().await?;
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    pub fn jobs(&self) -> Vec<JobStatus> {
+        self.inner.jobs.iter().map(|job| job.status()).collect()
+    }
+}
+
+impl SchedulerBuilder {
+    /// The lock provider shared by all instances (required). Takes any provider, or an
+    /// `Arc<dyn LockProvider>`.
+    pub fn lock_provider<P: LockProvider>(mut self, provider: P) -> Self {
+        self.provider = Some(Arc::new(provider));
+        self
+    }
+
+    /// The id written to `locked_by` (default: `hostname:pid:random`, see
+    /// [`default_instance_id`](crate::default_instance_id)). Must be unique per process.
+    pub fn instance_id(mut self, id: impl Into<String>) -> Self {
+        self.instance_id = Some(id.into());
+        self
+    }
+
+    /// `lock_at_most_for` for jobs that set none (default 30 minutes).
+    pub fn default_lock_at_most_for(mut self, at_most: Duration) -> Self {
+        self.defaults.lock_at_most_for = at_most;
+        self
+    }
+
+    /// Keep-alive for jobs that do not set it (default off).
+    pub fn default_keep_alive(mut self, keep_alive: bool) -> Self {
+        self.defaults.keep_alive = keep_alive;
+        self
+    }
+
+    /// How long [`Scheduler::shutdown`] waits for running bodies (default 30 s).
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = Some(timeout);
+        self
+    }
+
+    /// The jobs to run, replacing the default of every `#[scheduled]` function in the binary
+    /// ([`registered_jobs`]). To add jobs to those, chain them:
+    /// `.jobs(registered_jobs()?.into_iter().chain([my_job]))`.
+    pub fn jobs(mut self, jobs: impl IntoIterator<Item = Job>) -> Self {
+        self.jobs = Some(jobs.into_iter().collect());
+        self
+    }
+
+    /// Validates every job's lock, installs the executor as the default for direct locked calls,
+    /// and starts one timer loop per job. Must be called inside a tokio runtime.
+    ///
+    /// Fails without starting anything when no provider was given, the instance id is invalid,
+    /// a job's lock configuration is invalid (e.g. a default name over 64 bytes), or two jobs
+    /// share a name.
+    pub async fn start(self) -> Result<Scheduler, LockError> {
+        let provider = self.provider.ok_or_else(|| {
+            LockError::InvalidConfiguration(
+                "Scheduler::builder() needs .lock_provider(..) before .start()".into(),
+            )
+        })?;
+        let mut executor = LockingTaskExecutor::from_shared(provider).with_defaults(self.defaults);
+        if let Some(id) = self.instance_id {
+            executor = executor.with_instance_id(id)?;
+        }
+        let jobs = match self.jobs {
+            Some(jobs) => jobs,
+            None => registered_jobs()?,
+        };
+        let mut prepared = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            if prepared
+                .iter()
+                .any(|(j, _): &(Job, _)| j.name() == job.name())
+            {
+                return Err(LockError::InvalidConfiguration(format!(
+                    "two jobs are named `{}`",
+                    job.name()
+                )));
+            }
+            let config = job.lock_configuration(&executor)?;
+            prepared.push((job, config));
+        }
+
+        install_default_executor(executor.clone());
+        let stop = CancellationToken::new();
+        let loops = TaskTracker::new();
+        let mut states = Vec::with_capacity(prepared.len());
+        let started = tokio::time::Instant::now();
+        for (job, config) in prepared {
+            let state = Arc::new(JobState::new(&job));
+            states.push(state.clone());
+            let runner = JobRunner {
+                job,
+                config,
+                executor: executor.clone(),
+                stop: stop.clone(),
+                state,
+            };
+            loops.spawn(runner.run(started));
+        }
+        tracing::info!(
+            instance = executor.instance_id(),
+            provider = %executor.provider().describe(),
+            jobs = states.len(),
+            "scheduler started"
+        );
+        Ok(Scheduler {
+            inner: Arc::new(Inner {
+                executor,
+                stop,
+                loops,
+                shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
+                jobs: states,
+            }),
+        })
+    }
+}
+
+/// What the last fire of a job did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunOutcome {
+    /// The body ran and returned `()` or `Ok(())`.
+    Succeeded,
+    /// The body ran and returned an error (rendered with `{:?}`).
+    Failed(String),
+    /// The body panicked.
+    Panicked(String),
+    /// Another instance held the lock, or the slot had already run.
+    Skipped,
+    /// The lock could not be asked for (provider error); the body did not run.
+    LockFailed(String),
+}
+
+/// A snapshot of one job, from [`Scheduler::jobs`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JobStatus {
+    /// The job's name.
+    pub name: String,
+    /// The trigger, as text (e.g. ``cron `0 5 1 * * *` in Asia/Shanghai``).
+    pub trigger: String,
+    /// The next scheduled fire (None while running a fixed-delay job, or after the last fire).
+    pub next_fire: Option<DateTime<Utc>>,
+    /// Whether a fire of the job is running now.
+    pub running: bool,
+    /// What the last fire did.
+    pub last_outcome: Option<RunOutcome>,
+    /// How long the last fire took (lock included).
+    pub last_duration: Option<Duration>,
+}
+
+struct JobState {
+    name: String,
+    status: Mutex<JobStatus>,
+}
+
+impl JobState {
+    fn new(job: &Job) -> Self {
+        JobState {
+            name: job.name().to_owned(),
+            status: Mutex::new(JobStatus {
+                name: job.name().to_owned(),
+                trigger: job.trigger().to_string(),
+                next_fire: None,
+                running: false,
+                last_outcome: None,
+                last_duration: None,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, JobStatus> {
+        self.status.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn status(&self) -> JobStatus {
+        self.lock().clone()
+    }
+}
+
+/// One job's timer loop.
+struct JobRunner {
+    job: Job,
+    config: LockConfiguration,
+    executor: LockingTaskExecutor,
+    stop: CancellationToken,
+    state: Arc<JobState>,
+}
+
+impl JobRunner {
+    async fn run(self, started: tokio::time::Instant) {
+        let initial = started + self.job.trigger().initial_delay();
+        match self.job.trigger().fixed_delay_pause() {
+            Some(pause) => self.run_fixed_delay(initial, pause).await,
+            None => self.run_slotted(initial).await,
+        }
+    }
+
+    /// Cron and fixed rate: sleep to each slot, fire it, repeat. A fire that overruns later
+    /// slots skips them (they are logged), as Spring does.
+    async fn run_slotted(self, not_before: tokio::time::Instant) {
+        if !self.sleep_until(not_before).await {
+            return;
+        }
+        let mut last: Option<FireSlot> = None;
+        loop {
+            let now = Utc::now();
+            let after = match last {
+                Some(last) if last.instant() > now => last.instant(),
+                _ => now,
+            };
+            let Some(slot) = self.job.trigger().next_slot(after) else {
+                tracing::info!(
+                    job = self.job.name(),
+                    "trigger fires no more; job loop ends"
+                );
+                return;
+            };
+            if let Some(last) = last
+                && self.job.trigger().next_slot(last.instant()) != Some(slot)
+            {
+                tracing::warn!(job = self.job.name(), last = %last, next = %slot, "the previous run overran; slots in between are skipped");
+            }
+            self.state.lock().next_fire = Some(slot.instant());
+            // Sleep on the monotonic clock for the wall-clock distance to the slot.
+            let wait = (slot.instant() - Utc::now())
+                .to_std()
+                .unwrap_or(Duration::ZERO);
+            if !self.sleep_until(tokio::time::Instant::now() + wait).await {
+                return;
+            }
+            self.fire(Some(slot)).await;
+            last = Some(slot);
+        }
+    }
+
+    async fn run_fixed_delay(self, first: tokio::time::Instant, pause: Duration) {
+        let mut next = first;
+        loop {
+            self.state.lock().next_fire = Some(Utc::now() + (next - tokio::time::Instant::now()));
+            if !self.sleep_until(next).await {
+                return;
+            }
+            self.fire(None).await;
+            next = tokio::time::Instant::now() + pause;
+        }
+    }
+
+    /// Sleeps until `deadline`; false if the scheduler stopped first.
+    async fn sleep_until(&self, deadline: tokio::time::Instant) -> bool {
+        tokio::select! {
+            biased;
+            _ = self.stop.cancelled() => false,
+            _ = tokio::time::sleep_until(deadline) => true,
+        }
+    }
+
+    async fn fire(&self, slot: Option<FireSlot>) {
+        let span = tracing::info_span!(
+            "fire",
+            job = self.job.name(),
+            slot = slot.map(tracing::field::display),
+            instance = self.executor.instance_id(),
+            fence = tracing::field::Empty,
+        );
+        {
+            let mut status = self.state.lock();
+            status.running = true;
+            status.next_fire = None;
+        }
+        let started = tokio::time::Instant::now();
+        let outcome = AssertUnwindSafe(self.execute(slot))
+            .catch_unwind()
+            .instrument(span.clone())
+            .await;
+        let elapsed = started.elapsed();
+        let outcome = match outcome {
+            Ok(Ok(LockOutcome::Executed(Ok(())))) => {
+                span.in_scope(|| tracing::debug!(?elapsed, "job succeeded"));
+                RunOutcome::Succeeded
+            }
+            Ok(Ok(LockOutcome::Executed(Err(error)))) => {
+                span.in_scope(|| tracing::error!(?elapsed, %error, "job failed"));
+                RunOutcome::Failed(error)
+            }
+            Ok(Ok(LockOutcome::Skipped)) => RunOutcome::Skipped,
+            // Logged by the executor; the next fire tries again.
+            Ok(Err(error)) => RunOutcome::LockFailed(error.to_string()),
+            Err(panic) => {
+                let message = panic_message(&*panic);
+                span.in_scope(|| tracing::error!(?elapsed, panic = %message, "job panicked"));
+                RunOutcome::Panicked(message)
+            }
+        };
+        let mut status = self.state.lock();
+        status.running = false;
+        status.last_outcome = Some(outcome);
+        status.last_duration = Some(elapsed);
+    }
+
+    async fn execute(
+        &self,
+        slot: Option<FireSlot>,
+    ) -> Result<LockOutcome<Result<(), String>>, LockError> {
+        let executor = &self.executor;
+        match self.job.body() {
+            Body::Registered(JobBody::Async(body)) => {
+                executor.execute_in_slot(&self.config, slot, body()).await
+            }
+            Body::Async(body) => executor.execute_in_slot(&self.config, slot, body()).await,
+            Body::Registered(JobBody::Blocking(body)) => {
+                executor
+                    .execute_blocking_in_slot(&self.config, slot, *body)
+                    .await
+            }
+            Body::Blocking(body) => {
+                let body = body.clone();
+                executor
+                    .execute_blocking_in_slot(&self.config, slot, move || body())
+                    .await
+            }
+        }
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
