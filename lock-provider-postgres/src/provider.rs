@@ -203,6 +203,8 @@ impl PostgresLockProvider {
             .build()
             .map_err(|e| LockError::provider("connect", "", "postgres", e))?;
         let provider = Self::new(pool);
+        // Fail fast, and as a connect error, when the server cannot be reached.
+        drop(provider.client("connect", "").await?);
         match provider.check_schema().await {
             Ok(_) | Err(LockError::TableMissing { .. }) => Ok(provider),
             Err(e) => Err(e),

@@ -63,12 +63,17 @@ pub fn unique_table(prefix: &str) -> String {
     )
 }
 
-/// Drops the named table when dropped, even when the test panics.
-pub struct TableGuard(pub String);
+/// Runs a clean-up statement when dropped, even when the test panics.
+pub struct Cleanup(pub String);
 
-impl Drop for TableGuard {
+/// Drops `table` at the end of the test.
+pub fn drop_table(table: &str) -> Cleanup {
+    Cleanup(format!("DROP TABLE IF EXISTS {table}"))
+}
+
+impl Drop for Cleanup {
     fn drop(&mut self) {
-        let table = self.0.clone();
+        let statement = self.0.clone();
         // Drop cannot await, and may run inside a runtime: use a thread with its own.
         let done = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -79,7 +84,7 @@ impl Drop for TableGuard {
                 if let Ok((client, connection)) = tokio_postgres::connect(&url(), NoTls).await {
                     tokio::spawn(connection);
                     let _ = client
-                        .batch_execute(&format!("DROP TABLE IF EXISTS {table}"))
+                        .batch_execute(&statement)
                         .await;
                 }
             });

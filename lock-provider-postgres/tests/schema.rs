@@ -1,0 +1,434 @@
+//! The lock table: creation, migration of a ShedLock table, a missing table, names, columns.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use lock_core::{AcquireOutcome, ColumnNames, FireSlot, LockError, LockProvider, testkit};
+use lock_provider_postgres::{LockTableConfig, PostgresLockProvider, TableShape};
+
+/// ShedLock's own PostgreSQL DDL, from its README: four columns, no extension.
+fn shedlock_ddl(table: &str) -> String {
+    format!(
+        "CREATE TABLE {table}(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL, \
+         locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))"
+    )
+}
+
+/// Log lines written while the returned guard is alive on this thread.
+#[derive(Clone, Default)]
+struct CapturedLogs(Arc<Mutex<Vec<u8>>>);
+
+impl CapturedLogs {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl Write for CapturedLogs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn capture_logs() -> (CapturedLogs, tracing::subscriber::DefaultGuard) {
+    let logs = CapturedLogs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::WARN)
+        .finish();
+    (logs, tracing::subscriber::set_default(subscriber))
+}
+
+async fn acquire(
+    provider: &PostgresLockProvider,
+    name: &Arc<str>,
+    owner: &str,
+    slot: Option<FireSlot>,
+) -> Option<lock_core::Lease> {
+    let request = testkit::request(name, owner, Duration::from_secs(300), slot);
+    match provider.acquire(&request).await.expect("acquire") {
+        AcquireOutcome::Acquired(lease) => Some(lease),
+        AcquireOutcome::Refused(_) => None,
+    }
+}
+
+// Current-thread runtime: the log capture is a thread-local default subscriber.
+#[tokio::test]
+async fn shedlock_table_gives_exclusion_then_ensure_schema_migrates_it() {
+    let table = common::unique_table("shedlock_only");
+    let _guard = common::drop_table(&table);
+    let Some(pool) = common::pool().await else {
+        return;
+    };
+    let client = common::raw_client().await;
+    client.batch_execute(&shedlock_ddl(&table)).await.unwrap();
+    let provider = PostgresLockProvider::new(pool).with_table(&table).unwrap();
+
+    let (logs, log_guard) = capture_logs();
+    assert_eq!(
+        provider.check_schema().await.unwrap(),
+        TableShape::ShedLockOnly
+    );
+    let name = testkit::unique_name("legacy");
+    let slot = Some(FireSlot::new(Utc::now()));
+    let lease = acquire(&provider, &name, "a", slot).await.expect("free lock");
+    assert_eq!(lease.fence(), 0, "no fence column: fence 0");
+    assert!(acquire(&provider, &name, "b", None).await.is_none(), "not exclusive");
+    assert!(!provider.release(&lease_of(&lease, "b"), Duration::ZERO).await.unwrap());
+    assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
+    // Without last_fire a slot cannot be remembered: the same slot is granted again.
+    let again = acquire(&provider, &name, "b", slot).await.expect("slot ignored");
+    assert!(provider.extend(&again, Duration::from_secs(60)).await.unwrap());
+    let records = provider.list_locks().await.unwrap();
+    let record = records.iter().find(|r| *r.name == *name).unwrap();
+    assert_eq!((record.fence, record.last_fire, record.held), (0, None, true));
+    assert!(provider.release(&again, Duration::ZERO).await.unwrap());
+    let unlocked = provider.force_unlock(&name).await.unwrap().unwrap();
+    assert_eq!(unlocked.locked_by, "b");
+
+    // A second look does not warn again.
+    provider.check_schema().await.unwrap();
+    drop(log_guard);
+    let text = logs.text();
+    assert_eq!(
+        text.matches("fencing tokens are 0").count(),
+        1,
+        "expected exactly one start-up warning, got:\n{text}"
+    );
+    assert!(text.contains("ADD COLUMN IF NOT EXISTS \"fence\""), "{text}");
+    assert!(text.contains("ADD COLUMN IF NOT EXISTS \"last_fire\""), "{text}");
+
+    provider.ensure_schema().await.unwrap();
+    assert_eq!(provider.check_schema().await.unwrap(), TableShape::Full);
+    // The existing row starts at fence 0, so the first fenced grant is 1.
+    let lease = acquire(&provider, &name, "a", slot).await.expect("after migration");
+    assert_eq!(lease.fence(), 1);
+    provider.release(&lease, Duration::ZERO).await.unwrap();
+    assert!(
+        acquire(&provider, &name, "b", slot).await.is_none(),
+        "after migration a slot runs once"
+    );
+    // ShedLock's own INSERT still works on the migrated table (the new columns have defaults).
+    client
+        .execute(
+            &format!(
+                "INSERT INTO {table}(name, lock_until, locked_at, locked_by) \
+                 VALUES($1, timezone('utc', CURRENT_TIMESTAMP), timezone('utc', CURRENT_TIMESTAMP), 'java')"
+            ),
+            &[&"from-shedlock"],
+        )
+        .await
+        .unwrap();
+}
+
+fn lease_of(lease: &lock_core::Lease, owner: &str) -> lock_core::Lease {
+    let request = testkit::request(
+        &Arc::from(lease.name()),
+        owner,
+        Duration::from_secs(1),
+        None,
+    );
+    lock_core::Lease::granted(&request, lease.fence())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ensure_schema_creates_is_idempotent_and_survives_a_stampede() {
+    let table = common::unique_table("ensure");
+    let _guard = common::drop_table(&table);
+    let Some(pool) = common::pool().await else {
+        return;
+    };
+    let provider = PostgresLockProvider::new(pool).with_table(&table).unwrap();
+    // Many instances starting at once against a database without the table.
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let provider = provider.clone();
+            tokio::spawn(async move { provider.ensure_schema().await })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("ensure_schema task").expect("ensure_schema");
+    }
+    provider.ensure_schema().await.unwrap();
+    assert_eq!(provider.check_schema().await.unwrap(), TableShape::Full);
+    let client = common::raw_client().await;
+    let columns: Vec<String> = client
+        .query(
+            "SELECT column_name || ' ' || data_type FROM information_schema.columns \
+             WHERE table_name = $1 ORDER BY ordinal_position",
+            &[&table],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            "name character varying",
+            "lock_until timestamp without time zone",
+            "locked_at timestamp without time zone",
+            "locked_by character varying",
+            "fence bigint",
+            "last_fire timestamp without time zone",
+        ]
+    );
+    testkit::exclusion(&provider).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_table_error_carries_the_ddl() {
+    let table = common::unique_table("missing");
+    let _guard = common::drop_table(&table);
+    let Some(pool) = common::pool().await else {
+        return;
+    };
+    let provider = PostgresLockProvider::new(pool).with_table(&table).unwrap();
+    let name = testkit::unique_name("missing");
+    let request = testkit::request(&name, "a", Duration::from_secs(60), None);
+    let err = provider.acquire(&request).await.unwrap_err();
+    let LockError::TableMissing { table: t, ddl, .. } = &err else {
+        panic!("expected TableMissing, got {err:?}");
+    };
+    assert_eq!(*t, table);
+    assert_eq!(*ddl, provider.create_table_ddl());
+    let message = err.to_string();
+    assert!(
+        message.contains(&format!("CREATE TABLE IF NOT EXISTS \"{table}\"")),
+        "{message}"
+    );
+    assert!(message.contains("\"fence\" BIGINT NOT NULL DEFAULT 0"), "{message}");
+    assert!(matches!(
+        provider.list_locks().await,
+        Err(LockError::TableMissing { .. })
+    ));
+    assert!(matches!(
+        provider.check_schema().await,
+        Err(LockError::TableMissing { .. })
+    ));
+
+    // The DDL in the message is what it takes: run it, and the same provider works.
+    let client = common::raw_client().await;
+    client.batch_execute(ddl).await.unwrap();
+    let lease = acquire(&provider, &name, "a", None).await.expect("after the DDL");
+
+    // Dropped at run time: the database's own error, as the source, still with the DDL.
+    client
+        .batch_execute(&format!("DROP TABLE {table}"))
+        .await
+        .unwrap();
+    let err = provider.release(&lease, Duration::ZERO).await.unwrap_err();
+    let LockError::TableMissing { source, .. } = &err else {
+        panic!("expected TableMissing, got {err:?}");
+    };
+    let source = source.as_ref().expect("the database's error as source");
+    let db_error = source
+        .downcast_ref::<tokio_postgres::Error>()
+        .and_then(|e| e.as_db_error())
+        .expect("a database error");
+    assert!(db_error.message().contains("does not exist"), "{db_error}");
+    // ensure_schema puts it back, and the provider finds it again.
+    provider.ensure_schema().await.unwrap();
+    assert!(acquire(&provider, &name, "a", None).await.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_columns_reserved_words_and_a_schema_qualified_table() {
+    let schema = common::unique_table("schema");
+    let Some(pool) = common::pool().await else {
+        return;
+    };
+    let client = common::raw_client().await;
+    client
+        .batch_execute(&format!("CREATE SCHEMA {schema}"))
+        .await
+        .unwrap();
+    let _guard = common::Cleanup(format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+
+    let columns = ColumnNames {
+        name: "Lock_Name".into(),
+        lock_until: "until".into(),
+        locked_at: "at".into(),
+        locked_by: "user".into(),
+        fence: "order".into(),
+        last_fire: "select".into(),
+    };
+    let config = LockTableConfig {
+        table: format!("{schema}.Job_Locks"),
+        columns,
+    };
+    let provider = PostgresLockProvider::with_config(pool, config).unwrap();
+    assert_eq!(
+        provider.describe(),
+        format!("postgres table {schema}.job_locks")
+    );
+    provider.ensure_schema().await.unwrap();
+    assert_eq!(provider.check_schema().await.unwrap(), TableShape::Full);
+    let found: i64 = client
+        .query_one(
+            "SELECT count(*) FROM information_schema.columns WHERE table_schema = $1 \
+             AND table_name = 'job_locks' AND column_name IN ('lock_name', 'until', 'at', 'user', 'order', 'select')",
+            &[&schema],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(found, 6);
+    testkit::exclusion(&provider).await;
+    testkit::fence_strictly_increasing(&provider).await;
+    testkit::once_per_slot(&provider).await;
+    testkit::stale_lease_cannot_release_new_one(&provider).await;
+    testkit::list_and_force_unlock(&provider).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_column_that_is_not_there_is_named() {
+    let table = common::unique_table("wrongcols");
+    let _guard = common::drop_table(&table);
+    let Some(pool) = common::pool().await else {
+        return;
+    };
+    common::raw_client()
+        .await
+        .batch_execute(&shedlock_ddl(&table))
+        .await
+        .unwrap();
+    let provider = PostgresLockProvider::new(pool)
+        .with_table(&table)
+        .unwrap()
+        .with_columns(ColumnNames {
+            locked_by: "owner".into(),
+            ..ColumnNames::default()
+        })
+        .unwrap();
+    let err = provider.check_schema().await.unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, LockError::InvalidConfiguration(_)), "{err:?}");
+    assert!(message.contains("no column \"owner\""), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timestamptz_table_is_refused_with_the_reason() {
+    let table = common::unique_table("tz");
+    let _guard = common::drop_table(&table);
+    let Some(pool) = common::pool().await else {
+        return;
+    };
+    common::raw_client()
+        .await
+        .batch_execute(&format!(
+            "CREATE TABLE {table}(name VARCHAR(64) PRIMARY KEY, lock_until TIMESTAMPTZ NOT NULL, \
+             locked_at TIMESTAMPTZ NOT NULL, locked_by VARCHAR(255) NOT NULL)"
+        ))
+        .await
+        .unwrap();
+    let provider = PostgresLockProvider::new(pool).with_table(&table).unwrap();
+    let err = provider.check_schema().await.unwrap_err();
+    assert!(err.to_string().contains("without time"), "{err}");
+}
+
+#[tokio::test]
+async fn invalid_names_are_refused_before_any_sql() {
+    // A pool that points nowhere: construction must fail without touching it.
+    let config: tokio_postgres::Config = "postgres://nobody@127.0.0.1:1/none".parse().unwrap();
+    let pool = lock_provider_postgres::deadpool_postgres::Pool::builder(
+        lock_provider_postgres::deadpool_postgres::Manager::new(config, tokio_postgres::NoTls),
+    )
+    .build()
+    .unwrap();
+    for table in [
+        "shedlock; DROP TABLE users",
+        "a.b.c",
+        "\"quoted\"",
+        "",
+        "x".repeat(64).as_str(),
+        "public.",
+        "9lives",
+    ] {
+        let err = PostgresLockProvider::new(pool.clone())
+            .with_table(table)
+            .unwrap_err();
+        assert!(
+            matches!(err, LockError::InvalidConfiguration(_)),
+            "{table:?}: {err:?}"
+        );
+        assert!(err.to_string().contains("table name"), "{err}");
+    }
+    let err = PostgresLockProvider::new(pool.clone())
+        .with_columns(ColumnNames {
+            lock_until: "lock_until = now(); --".into(),
+            ..ColumnNames::default()
+        })
+        .unwrap_err();
+    assert!(err.to_string().contains("lock_until"), "{err}");
+    let err = PostgresLockProvider::with_config(
+        pool.clone(),
+        LockTableConfig {
+            columns: ColumnNames {
+                fence: "NAME".into(),
+                ..ColumnNames::default()
+            },
+            ..LockTableConfig::default()
+        },
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("both named"), "{err}");
+    assert_eq!(pool.status().size, 0, "a connection was opened");
+}
+
+#[tokio::test]
+async fn an_unreachable_database_is_a_provider_error_with_its_source() {
+    // Port 1 on loopback: nothing listens, the connection is refused at once.
+    let err = PostgresLockProvider::connect("postgres://postgres@127.0.0.1:1/test")
+        .await
+        .unwrap_err();
+    let LockError::Provider { operation, .. } = &err else {
+        panic!("expected LockError::Provider, got {err:?}");
+    };
+    assert_eq!(*operation, "connect");
+    assert!(std::error::Error::source(&err).is_some());
+
+    let config: tokio_postgres::Config = "postgres://postgres@127.0.0.1:1/test".parse().unwrap();
+    let pool = lock_provider_postgres::deadpool_postgres::Pool::builder(
+        lock_provider_postgres::deadpool_postgres::Manager::new(config, tokio_postgres::NoTls),
+    )
+    .build()
+    .unwrap();
+    let provider = PostgresLockProvider::new(pool);
+    let name = testkit::unique_name("unreachable");
+    let err = provider
+        .acquire(&testkit::request(&name, "a", Duration::from_secs(1), None))
+        .await
+        .unwrap_err();
+    let LockError::Provider {
+        operation, lock, ..
+    } = &err
+    else {
+        panic!("expected LockError::Provider, got {err:?}");
+    };
+    assert_eq!((*operation, lock.as_str()), ("acquire", &*name));
+    let mut chain = String::new();
+    let mut source = std::error::Error::source(&err);
+    while let Some(e) = source {
+        chain.push_str(&format!(" <- {e}"));
+        source = e.source();
+    }
+    assert!(
+        chain.to_lowercase().contains("refused") || chain.to_lowercase().contains("connect"),
+        "source chain: {chain}"
+    );
+
+    let err = PostgresLockProvider::connect("postgres://[bad").await.unwrap_err();
+    assert!(matches!(err, LockError::InvalidConfiguration(_)), "{err:?}");
+}
