@@ -131,6 +131,11 @@ pub struct ScheduledJob {
 inventory::collect!(ScheduledJob);
 
 /// The return types a locked function may have: `()` and `Result<(), E>`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be returned by a locked function",
+    label = "a locked function returns `()` or `Result<(), E>` with `E: Debug`",
+    note = "a skipped call returns `()` or `Ok(())`, and an `Err` is logged with `{{:?}}`, so the error type must implement `Debug`"
+)]
 pub trait JobReturn: Sized {
     /// What a call returns when the lock was not taken: `()` or `Ok(())`.
     fn skipped() -> Self;

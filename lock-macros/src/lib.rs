@@ -1,15 +1,133 @@
 #![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod args;
+mod errors;
+mod expand;
+mod valid;
 
 use proc_macro::TokenStream;
 
-/// Marks a function as a scheduled job (being written).
+use args::Macro;
+
+/// Runs a function on a schedule, once per fire across all instances of the service.
+///
+/// Use it through `lock_core::scheduled`. Every `#[scheduled]` function in the binary is
+/// registered at link time; `lock_core::Scheduler` finds and runs them, taking the lock for
+/// each fire (a cron or fixed-rate fire carries its scheduled instant, so a slot runs once even
+/// on instances whose clocks disagree).
+///
+/// # Triggers (exactly one)
+///
+/// | key | value | fires |
+/// |---|---|---|
+/// | `cron` | Spring six-field cron: `"0 5 1 * * *"` (seconds first), `?`, `L`, `W`, `#`, names, `@daily`, ... | at each matching wall-clock time |
+/// | `fixed_rate` | duration: `"5s"`, `"1h 30m"` | every period, slots aligned to the Unix epoch |
+/// | `fixed_delay` | duration | this long after the previous run ended |
+///
+/// With them: `zone = "Asia/Shanghai"` (an IANA name; `cron` only, default UTC) and
+/// `initial_delay = "10s"` (`fixed_rate` and `fixed_delay` only). Durations are in `humantime`
+/// syntax, with millisecond precision.
+///
+/// # Locking
+///
+/// The lock is configured by `#[scheduler_lock(...)]` on the same function, in either order;
+/// without it the job is locked under its path (`module::function`) with the executor's
+/// default `lock_at_most_for`. Calling the function directly also takes the lock (without a
+/// slot), so a direct call and a scheduled fire never overlap.
+///
+/// # The function
+///
+/// `async fn` or `fn` (run on tokio's blocking pool), without parameters, generics or `self`,
+/// returning `()` or `Result<(), E>` with `E: Debug` (an `Err` is logged as the run's failure).
+/// The future of an `async fn` must be `Send`. Inside an `impl` block, the body cannot use
+/// `Self` (name the type instead): the body moves into a nested function.
+///
+/// Everything that can be checked at compile time is: the cron expression and zone (with the
+/// same parser the scheduler uses), durations, key names and value types, and combinations
+/// (one trigger, `zone` with `cron` only, ...). All mistakes are reported at once.
+///
+/// ```
+/// use lock_core::{JobContext, scheduled, scheduler_lock};
+///
+/// #[scheduled(cron = "0 5 1 * * *", zone = "Asia/Shanghai")]
+/// #[scheduler_lock(name = "sync_bill", lock_at_most_for = "30m", lock_at_least_for = "10s")]
+/// async fn sync_bill() {
+///     let ctx = JobContext::current().expect("inside a locked job");
+///     println!("generating bills with fence {}", ctx.fence());
+/// }
+///
+/// // Every 30 s, first 10 s after start; the lock name is this function's path.
+/// #[scheduled(fixed_rate = "30s", initial_delay = "10s")]
+/// fn refresh_cache() -> std::io::Result<()> {
+///     std::fs::metadata(".")?;
+///     Ok(())
+/// }
+///
+/// // Registered at link time, found by the scheduler:
+/// let names: Vec<_> = lock_core::__private::inventory::iter::<lock_core::__private::ScheduledJob>
+///     .into_iter()
+///     .map(|job| job.lock.name)
+///     .collect();
+/// assert!(names.contains(&"sync_bill"));
+/// ```
+///
+/// A mistake is a compile error at the offending value:
+///
+/// ```compile_fail
+/// #[lock_core::scheduled(cron = "*/5 * * * *")] // five fields: seconds are missing
+/// async fn tick() {}
+/// ```
 #[proc_macro_attribute]
-pub fn scheduled(_args: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn scheduled(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::expand(Macro::Scheduled, args.into(), item.into()).into()
 }
 
-/// Locks every call of a function (being written).
+/// Runs every call of a function under a named lock: when another instance (or another task
+/// of this one) holds it, the call is skipped and returns `()` or `Ok(())`.
+///
+/// Use it through `lock_core::scheduler_lock`, alone or together with `#[scheduled]` (in
+/// either order), where it sets how the scheduled job is locked.
+///
+/// | key | value | default |
+/// |---|---|---|
+/// | `name` | the lock's name, 1 to 64 bytes | the function's path, `module::function` |
+/// | `lock_at_most_for` | duration: the lease ends this long after it was taken even if the holder died | the executor's (30 minutes) |
+/// | `lock_at_least_for` | duration: on release the lease is kept until this long after it was taken | `"0s"` |
+/// | `keep_alive` | `true` or `false`: extend the lease every `lock_at_most_for / 2` while the body runs | the executor's (off) |
+///
+/// Durations are in `humantime` syntax (`"30m"`, `"1h 30m"`, `"500ms"`), with millisecond
+/// precision; `lock_at_least_for` may not exceed `lock_at_most_for`.
+///
+/// Calls need a lock provider: a started `lock_core::Scheduler` installs one, or call
+/// `lock_core::install_default_executor`. Without one, a call panics (the body never runs
+/// unlocked). Inside the body, `lock_core::JobContext::current()` gives the lock's name, the
+/// fencing token and a cancellation signal. A locked body that calls another function locked
+/// under the same name runs it directly (reentrancy).
+///
+/// The function may be `async fn` or `fn` (which blocks the calling thread while the lock is
+/// taken: call it from a multi-thread runtime or `spawn_blocking`), may take parameters and be
+/// generic, and must return `()` or `Result<(), E>`. Methods taking `self` are rejected: the
+/// lock is named per function, so all values would share it.
+///
+/// ```
+/// use lock_core::{InMemoryLockProvider, JobContext, LockingTaskExecutor, scheduler_lock};
+///
+/// #[scheduler_lock(name = "export", lock_at_most_for = "10m")]
+/// async fn export(day: u32) -> Result<(), std::fmt::Error> {
+///     let ctx = JobContext::current().expect("runs under the lock");
+///     assert_eq!(ctx.lock_name(), "export");
+///     println!("exporting day {day}");
+///     Ok(())
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// lock_core::install_default_executor(LockingTaskExecutor::new(InMemoryLockProvider::new()));
+/// export(7).await.unwrap();
+/// # });
+/// ```
 #[proc_macro_attribute]
-pub fn scheduler_lock(_args: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn scheduler_lock(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::expand(Macro::SchedulerLock, args.into(), item.into()).into()
 }

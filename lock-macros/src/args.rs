@@ -1,0 +1,272 @@
+//! The attribute arguments: `key = value` pairs, typed per key, each value kept with its span.
+//!
+//! Syntax is parsed first (`RawArgs`); then every pair is checked on its own (known key, set
+//! once, value of the right kind), recording each mistake and going on, so a user sees all of
+//! them at once. What the values mean (cron syntax, durations, combinations) is `valid.rs`.
+
+use proc_macro2::{Span, TokenStream};
+use syn::ext::IdentExt;
+use syn::parse::{Parse, ParseStream, Parser};
+use syn::punctuated::Punctuated;
+use syn::{Expr, ExprLit, Ident, Lit, LitBool, LitStr, Token};
+
+use crate::errors::Errors;
+
+/// The keys of `#[scheduled(...)]`.
+pub(crate) const SCHEDULED_KEYS: [&str; 5] =
+    ["cron", "zone", "fixed_rate", "fixed_delay", "initial_delay"];
+
+/// The keys of `#[scheduler_lock(...)]`.
+pub(crate) const LOCK_KEYS: [&str; 4] = [
+    "name",
+    "lock_at_most_for",
+    "lock_at_least_for",
+    "keep_alive",
+];
+
+/// One argument as written: a key and, unless it is bare, a value of any expression kind (so
+/// `keep_alive = "yes"` or `cron = 5` reach the type check instead of failing as syntax).
+struct RawArg {
+    key: Ident,
+    value: Option<Expr>,
+}
+
+impl Parse for RawArg {
+    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
+        // `parse_any`: a keyword used as a key (`type = ..`) is reported as an unknown key.
+        let key = input.call(Ident::parse_any)?;
+        let value = if input.peek(Token![=]) {
+            input.parse::<Token![=]>()?;
+            Some(input.parse()?)
+        } else {
+            None
+        };
+        Ok(RawArg { key, value })
+    }
+}
+
+fn parse_raw(tokens: TokenStream) -> syn::Result<Punctuated<RawArg, Token![,]>> {
+    Punctuated::parse_terminated.parse2(tokens)
+}
+
+/// A key that was given, with its value. `value` is `None` when the value was missing or of
+/// the wrong kind: that is already reported, and later checks treat the key as present so
+/// that they do not report a second, misleading error (such as "no trigger").
+pub(crate) struct Arg<T> {
+    pub(crate) key: Ident,
+    pub(crate) value: Option<T>,
+}
+
+/// Which attribute a set of arguments belongs to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Macro {
+    Scheduled,
+    SchedulerLock,
+}
+
+impl Macro {
+    /// The attribute's name, as users write it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Macro::Scheduled => "scheduled",
+            Macro::SchedulerLock => "scheduler_lock",
+        }
+    }
+
+    fn keys(self) -> &'static [&'static str] {
+        match self {
+            Macro::Scheduled => &SCHEDULED_KEYS,
+            Macro::SchedulerLock => &LOCK_KEYS,
+        }
+    }
+
+    fn other(self) -> Macro {
+        match self {
+            Macro::Scheduled => Macro::SchedulerLock,
+            Macro::SchedulerLock => Macro::Scheduled,
+        }
+    }
+}
+
+/// `#[scheduled(...)]`.
+pub(crate) struct ScheduledArgs {
+    /// Where to report "no trigger": the attribute itself.
+    pub(crate) attr_span: Span,
+    pub(crate) cron: Option<Arg<LitStr>>,
+    pub(crate) zone: Option<Arg<LitStr>>,
+    pub(crate) fixed_rate: Option<Arg<LitStr>>,
+    pub(crate) fixed_delay: Option<Arg<LitStr>>,
+    pub(crate) initial_delay: Option<Arg<LitStr>>,
+}
+
+/// `#[scheduler_lock(...)]`; all keys optional.
+#[derive(Default)]
+pub(crate) struct LockArgs {
+    pub(crate) name: Option<Arg<LitStr>>,
+    pub(crate) lock_at_most_for: Option<Arg<LitStr>>,
+    pub(crate) lock_at_least_for: Option<Arg<LitStr>>,
+    pub(crate) keep_alive: Option<Arg<LitBool>>,
+}
+
+/// Parses `#[scheduled(...)]`'s arguments, recording every mistake in `errors`. `None` when
+/// the arguments are not even `key = value` pairs.
+pub(crate) fn parse_scheduled(
+    tokens: TokenStream,
+    attr_span: Span,
+    errors: &mut Errors,
+) -> Option<ScheduledArgs> {
+    let raw = parse_raw(tokens).map_err(|e| errors.push(e)).ok()?;
+    let mut args = ScheduledArgs {
+        attr_span,
+        cron: None,
+        zone: None,
+        fixed_rate: None,
+        fixed_delay: None,
+        initial_delay: None,
+    };
+    for arg in raw {
+        let slot = match arg.key.to_string().as_str() {
+            "cron" => &mut args.cron,
+            "zone" => &mut args.zone,
+            "fixed_rate" => &mut args.fixed_rate,
+            "fixed_delay" => &mut args.fixed_delay,
+            "initial_delay" => &mut args.initial_delay,
+            _ => {
+                unknown_key(Macro::Scheduled, &arg.key, errors);
+                continue;
+            }
+        };
+        let value = string_value(&arg, errors);
+        set(slot, arg.key, value, errors);
+    }
+    Some(args)
+}
+
+/// Parses `#[scheduler_lock(...)]`'s arguments, recording every mistake in `errors`.
+pub(crate) fn parse_lock(tokens: TokenStream, errors: &mut Errors) -> Option<LockArgs> {
+    let raw = parse_raw(tokens).map_err(|e| errors.push(e)).ok()?;
+    let mut args = LockArgs::default();
+    for arg in raw {
+        let slot = match arg.key.to_string().as_str() {
+            "name" => &mut args.name,
+            "lock_at_most_for" => &mut args.lock_at_most_for,
+            "lock_at_least_for" => &mut args.lock_at_least_for,
+            "keep_alive" => {
+                let value = bool_value(&arg, errors);
+                set(&mut args.keep_alive, arg.key, value, errors);
+                continue;
+            }
+            _ => {
+                unknown_key(Macro::SchedulerLock, &arg.key, errors);
+                continue;
+            }
+        };
+        let value = string_value(&arg, errors);
+        set(slot, arg.key, value, errors);
+    }
+    Some(args)
+}
+
+fn set<T>(slot: &mut Option<Arg<T>>, key: Ident, value: Option<T>, errors: &mut Errors) {
+    if slot.is_some() {
+        errors.at(
+            key.span(),
+            format!("`{key}` set twice; keep one of the two values"),
+        );
+        return;
+    }
+    *slot = Some(Arg { key, value });
+}
+
+fn unknown_key(attr: Macro, key: &Ident, errors: &mut Errors) {
+    let valid = list(attr.keys());
+    let other = attr.other();
+    let message = if other.keys().contains(&key.to_string().as_str()) {
+        format!(
+            "`{key}` belongs in #[{}(...)], not in #[{}(...)]; the keys here are {valid}",
+            other.name(),
+            attr.name()
+        )
+    } else {
+        format!(
+            "unknown key `{key}` in #[{}(...)]; the valid keys are {valid}",
+            attr.name()
+        )
+    };
+    errors.at(key.span(), message);
+}
+
+/// "`a`, `b`, `c`".
+fn list(keys: &[&str]) -> String {
+    keys.iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// How each string-valued key is written, for "expects a string" messages.
+fn example(key: &str) -> &'static str {
+    match key {
+        "cron" => "cron = \"0 */5 * * * *\"",
+        "zone" => "zone = \"Europe/Berlin\"",
+        "fixed_rate" => "fixed_rate = \"5s\"",
+        "fixed_delay" => "fixed_delay = \"5s\"",
+        "initial_delay" => "initial_delay = \"1s\"",
+        "name" => "name = \"sync_bill\"",
+        "lock_at_most_for" => "lock_at_most_for = \"30m\"",
+        "lock_at_least_for" => "lock_at_least_for = \"10s\"",
+        _ => "key = \"...\"",
+    }
+}
+
+fn string_value(arg: &RawArg, errors: &mut Errors) -> Option<LitStr> {
+    let key = &arg.key;
+    match &arg.value {
+        Some(Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        })) => Some(s.clone()),
+        Some(other) => {
+            errors.on(
+                other,
+                format!(
+                    "`{key}` expects a string literal, e.g. `{}`",
+                    example(&key.to_string())
+                ),
+            );
+            None
+        }
+        None => {
+            errors.at(
+                key.span(),
+                format!(
+                    "`{key}` needs a value, e.g. `{}`",
+                    example(&key.to_string())
+                ),
+            );
+            None
+        }
+    }
+}
+
+fn bool_value(arg: &RawArg, errors: &mut Errors) -> Option<LitBool> {
+    let key = &arg.key;
+    match &arg.value {
+        Some(Expr::Lit(ExprLit {
+            lit: Lit::Bool(b), ..
+        })) => Some(b.clone()),
+        Some(other) => {
+            errors.on(
+                other,
+                format!("`{key}` expects `true` or `false` (without quotes)"),
+            );
+            None
+        }
+        None => {
+            errors.at(
+                key.span(),
+                format!("`{key}` needs a value: write `{key} = true` or `{key} = false`"),
+            );
+            None
+        }
+    }
+}

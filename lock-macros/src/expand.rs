@@ -1,0 +1,372 @@
+//! From the attribute and the function to the expansion: find the other attribute, check
+//! everything, then rewrite the body (the signature is kept exactly).
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::{AttrStyle, Attribute, ItemFn, Meta, ReturnType};
+
+use crate::args::{self, LockArgs, Macro};
+use crate::errors::Errors;
+use crate::valid::{self, Lock, MAX_LOCK_NAME_LEN, Trigger};
+
+/// Expands `#[scheduled]` or `#[scheduler_lock]` (`this`), whichever of the two runs first:
+/// it finds the other one among the function's attributes and handles both.
+pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> TokenStream {
+    let mut func: ItemFn = match syn::parse2(item.clone()) {
+        Ok(func) => func,
+        Err(_) => {
+            let error = syn::Error::new(
+                Span::call_site(),
+                format!(
+                    "#[{}] applies to a function with a body (`fn` or `async fn`)",
+                    this.name()
+                ),
+            );
+            return with_error(item, error);
+        }
+    };
+    let mut errors = Errors::default();
+    let other = take_other_attribute(this, &mut func, &mut errors);
+
+    let own = (args, Span::call_site());
+    let (scheduled, lock) = match this {
+        Macro::Scheduled => (Some(own), other.map(|(tokens, _)| tokens)),
+        Macro::SchedulerLock => (other, Some(own.0)),
+    };
+    let is_scheduled = scheduled.is_some();
+    // `None` inside: the arguments did not parse (reported); skip their checks.
+    let scheduled =
+        scheduled.map(|(tokens, span)| args::parse_scheduled(tokens, span, &mut errors));
+    let lock = match lock {
+        Some(tokens) => args::parse_lock(tokens, &mut errors),
+        // `#[scheduled]` alone: locked with the defaults.
+        None => Some(LockArgs::default()),
+    };
+
+    valid::signature(&func.sig, is_scheduled, &mut errors);
+    let trigger = scheduled
+        .flatten()
+        .and_then(|args| valid::trigger(&args, &mut errors));
+    let lock = lock.and_then(|args| valid::lock(&args, &mut errors));
+
+    if let Err(error) = errors.finish() {
+        // The function is still emitted (without the attributes) so that its callers compile
+        // and the user sees only the real mistakes.
+        return with_error(func.into_token_stream(), error);
+    }
+    match (is_scheduled, trigger, lock) {
+        (true, Some(trigger), Some(lock)) => scheduled_fn(&func, &trigger, &lock),
+        (false, _, Some(lock)) => locked_fn(&func, &lock),
+        // Every path to a missing trigger or lock records an error, handled above.
+        _ => with_error(
+            func.into_token_stream(),
+            syn::Error::new(
+                Span::call_site(),
+                "lock-macros: arguments were rejected without a message; please report this",
+            ),
+        ),
+    }
+}
+
+/// The item followed by the errors (tokio's `token_stream_with_error`).
+fn with_error(mut item: TokenStream, error: syn::Error) -> TokenStream {
+    item.extend(error.into_compile_error());
+    item
+}
+
+/// Removes the other macro's attribute from `func` and returns its argument tokens with its
+/// span. Attributes are matched by the last path segment, so `#[lock_core::scheduled]` and a
+/// renamed import's full path both count. A repeated attribute is an error.
+fn take_other_attribute(
+    this: Macro,
+    func: &mut ItemFn,
+    errors: &mut Errors,
+) -> Option<(TokenStream, Span)> {
+    let mut other = None;
+    let mut kept = Vec::with_capacity(func.attrs.len());
+    for attr in std::mem::take(&mut func.attrs) {
+        let which = match attr.path().segments.last() {
+            Some(last) if attr.style == AttrStyle::Outer && last.ident == "scheduled" => {
+                Macro::Scheduled
+            }
+            Some(last) if attr.style == AttrStyle::Outer && last.ident == "scheduler_lock" => {
+                Macro::SchedulerLock
+            }
+            _ => {
+                kept.push(attr);
+                continue;
+            }
+        };
+        if which == this || other.is_some() {
+            errors.on(
+                &attr,
+                format!("#[{}] is applied twice; keep one", which.name()),
+            );
+            continue;
+        }
+        other = Some((arguments(&attr, which, errors), attr_span(&attr)));
+    }
+    func.attrs = kept;
+    other
+}
+
+/// The span of `#[name]`, where errors about the attribute as a whole ("no trigger") point.
+fn attr_span(attr: &Attribute) -> Span {
+    attr.path()
+        .segments
+        .last()
+        .map_or_else(Span::call_site, |last| last.ident.span())
+}
+
+fn arguments(attr: &Attribute, which: Macro, errors: &mut Errors) -> TokenStream {
+    match &attr.meta {
+        Meta::Path(_) => TokenStream::new(),
+        Meta::List(list) => list.tokens.clone(),
+        Meta::NameValue(pair) => {
+            errors.on(
+                pair,
+                format!(
+                    "write the arguments in parentheses: #[{}(key = \"value\", ...)]",
+                    which.name()
+                ),
+            );
+            TokenStream::new()
+        }
+    }
+}
+
+/// The parts of the function the expansions share.
+struct Parts<'a> {
+    func: &'a ItemFn,
+    /// The return type, `()` when none is written.
+    ret: TokenStream,
+    /// `static __LOCK_SPEC` and, for a default name, the check of its length.
+    spec: TokenStream,
+}
+
+fn parts<'a>(func: &'a ItemFn, lock: &Lock) -> Parts<'a> {
+    let ret = match &func.sig.output {
+        ReturnType::Default => quote!(()),
+        ReturnType::Type(_, ty) => ty.to_token_stream(),
+    };
+    let path = job_name(func);
+    let (name, name_check) = match &lock.name {
+        Some(name) => (name.to_token_stream(), TokenStream::new()),
+        // The module path is known only to the compiler: check the length there.
+        None => {
+            let message = format!(
+                "the lock name defaults to the function's path, which is longer than \
+                 {MAX_LOCK_NAME_LEN} bytes here; set a shorter one with \
+                 #[scheduler_lock(name = \"...\")]"
+            );
+            let check = quote! {
+                const _: () = ::core::assert!(#path.len() <= #MAX_LOCK_NAME_LEN, #message);
+            };
+            (path, check)
+        }
+    };
+    let at_most = option(lock.at_most_ms);
+    let at_least = lock.at_least_ms;
+    let keep_alive = option(lock.keep_alive);
+    let spec = quote! {
+        #name_check
+        static __LOCK_SPEC: ::lock_core::__private::LockSpec =
+            ::lock_core::__private::LockSpec::new(#name, #at_most, #at_least, #keep_alive);
+    };
+    Parts { func, ret, spec }
+}
+
+/// `concat!(module_path!(), "::", "<fn name>")`: the job's name and the default lock name.
+fn job_name(func: &ItemFn) -> TokenStream {
+    let ident = func.sig.ident.unraw().to_string();
+    quote!(::core::concat!(::core::module_path!(), "::", #ident))
+}
+
+fn option<T: ToTokens>(value: Option<T>) -> TokenStream {
+    match value {
+        Some(value) => quote!(::core::option::Option::Some(#value)),
+        None => quote!(::core::option::Option::None),
+    }
+}
+
+/// The function with its signature and attributes kept, and `body` as its block (after the
+/// body's own inner attributes, which keep applying to everything inside).
+fn with_body(func: &ItemFn, extra_attrs: TokenStream, body: TokenStream) -> TokenStream {
+    let outer = func.attrs.iter().filter(|a| a.style == AttrStyle::Outer);
+    let inner = func.attrs.iter().filter(|a| a.style != AttrStyle::Outer);
+    let (vis, sig) = (&func.vis, &func.sig);
+    quote! {
+        #(#outer)*
+        #extra_attrs
+        #vis #sig {
+            #(#inner)*
+            #body
+        }
+    }
+}
+
+fn trigger_tokens(trigger: &Trigger) -> TokenStream {
+    match trigger {
+        Trigger::Cron { expr, zone } => {
+            let zone = option(zone.as_ref());
+            quote!(::lock_core::__private::TriggerSpec::Cron { expr: #expr, zone: #zone })
+        }
+        Trigger::FixedRate {
+            period_ms,
+            initial_delay_ms,
+        } => quote! {
+            ::lock_core::__private::TriggerSpec::FixedRate {
+                period_ms: #period_ms,
+                initial_delay_ms: #initial_delay_ms,
+            }
+        },
+        Trigger::FixedDelay {
+            delay_ms,
+            initial_delay_ms,
+        } => quote! {
+            ::lock_core::__private::TriggerSpec::FixedDelay {
+                delay_ms: #delay_ms,
+                initial_delay_ms: #initial_delay_ms,
+            }
+        },
+    }
+}
+
+/// A `#[scheduled]` function (with or without `#[scheduler_lock]`).
+///
+/// The original body moves into a nested `__lock_body` with the same return type, which the
+/// scheduler calls under its own lock (taken with the fire's slot), and which direct calls run
+/// under the function's lock (no slot). The registration sits in the function's body, where
+/// `inventory` places it at link time whether or not the function is ever called.
+///
+/// ```text
+/// // Input:
+/// #[scheduled(cron = "0 5 1 * * *", zone = "Asia/Shanghai")]
+/// #[scheduler_lock(name = "sync_bill", lock_at_most_for = "30m", lock_at_least_for = "10s")]
+/// async fn sync_bill() -> R { body }
+///
+/// // Output:
+/// #[allow(dead_code)] // the scheduler calls it; the program may never name it
+/// async fn sync_bill() -> R {
+///     async fn __lock_body() -> R { body }
+///     static __LOCK_SPEC: LockSpec = LockSpec::new("sync_bill", Some(1_800_000), 10_000, None);
+///     inventory::submit! {
+///         ScheduledJob {
+///             name: concat!(module_path!(), "::", "sync_bill"),
+///             trigger: TriggerSpec::Cron { expr: "0 5 1 * * *", zone: Some("Asia/Shanghai") },
+///             lock: &__LOCK_SPEC,
+///             body: JobBody::Async(|| Box::pin(async { JobReturn::into_job_result(__lock_body().await) })),
+///         }
+///     }
+///     run_locked(&__LOCK_SPEC, __lock_body()).await
+/// }
+///
+/// // Output for a synchronous `fn cleanup() -> R { body }`: the same, with
+///     fn __lock_body() -> R { body }
+///     // ...
+///             body: JobBody::Blocking(|| JobReturn::into_job_result(__lock_body())),
+///     // ...
+///     run_locked_blocking(&__LOCK_SPEC, __lock_body)
+/// ```
+///
+/// (All paths in the output are absolute, `::lock_core::__private::...`.) A nested function
+/// cannot see the outer function's generics, parameters or `Self`; `valid::signature` rejects
+/// the first two, and inside an `impl` block the body must name its type instead of `Self`.
+fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock) -> TokenStream {
+    let Parts { func, ret, spec } = parts(func, lock);
+    let name = job_name(func);
+    let trigger = trigger_tokens(trigger);
+    let block = &func.block;
+    // Errors about the body future (not `Send`) point at the function's name.
+    let span = func.sig.ident.span();
+    let (nested, job_body, direct_call) = if func.sig.asyncness.is_some() {
+        (
+            quote!(async fn __lock_body() -> #ret #block),
+            quote_spanned! {span=>
+                ::lock_core::__private::JobBody::Async(|| ::std::boxed::Box::pin(async {
+                    ::lock_core::__private::JobReturn::into_job_result(__lock_body().await)
+                }))
+            },
+            quote!(::lock_core::__private::run_locked(&__LOCK_SPEC, __lock_body()).await),
+        )
+    } else {
+        (
+            quote!(fn __lock_body() -> #ret #block),
+            quote! {
+                ::lock_core::__private::JobBody::Blocking(|| {
+                    ::lock_core::__private::JobReturn::into_job_result(__lock_body())
+                })
+            },
+            quote!(::lock_core::__private::run_locked_blocking(
+                &__LOCK_SPEC,
+                __lock_body
+            )),
+        )
+    };
+    let body = quote! {
+        #nested
+        #spec
+        ::lock_core::__private::inventory::submit! {
+            ::lock_core::__private::ScheduledJob {
+                name: #name,
+                trigger: #trigger,
+                lock: &__LOCK_SPEC,
+                body: #job_body,
+            }
+        }
+        #direct_call
+    };
+    with_body(func, quote!(#[allow(dead_code)]), body)
+}
+
+/// A function with `#[scheduler_lock]` alone: every call runs the body under the lock.
+///
+/// The body stays in the function (in an `async move` block or a `move` closure), so
+/// parameters, generics and `Self` work. The block's type is pinned to the return type, so
+/// `?` and `return` inside it mean what they meant in the function.
+///
+/// ```text
+/// // Input:
+/// #[scheduler_lock(name = "export", lock_at_most_for = "10m")]
+/// async fn export(day: NaiveDate) -> anyhow::Result<()> { body }
+///
+/// // Output:
+/// async fn export(day: NaiveDate) -> anyhow::Result<()> {
+///     static __LOCK_SPEC: LockSpec = LockSpec::new("export", Some(600_000), 0, None);
+///     run_locked(&__LOCK_SPEC, async move {
+///         let __lock_ret: anyhow::Result<()> = { body };
+///         #[allow(unreachable_code)] // when `body` ends in `return`
+///         __lock_ret
+///     })
+///     .await
+/// }
+///
+/// // Input: #[scheduler_lock] fn cleanup(dir: &Path) -> io::Result<()> { body }
+/// // Output:
+/// fn cleanup(dir: &Path) -> io::Result<()> {
+///     static __LOCK_SPEC: LockSpec =
+///         LockSpec::new(concat!(module_path!(), "::", "cleanup"), None, 0, None);
+///     const _: () = assert!(concat!(module_path!(), "::", "cleanup").len() <= 64, "...");
+///     run_locked_blocking(&__LOCK_SPEC, move || -> io::Result<()> { body })
+/// }
+/// ```
+fn locked_fn(func: &ItemFn, lock: &Lock) -> TokenStream {
+    let Parts { func, ret, spec } = parts(func, lock);
+    let block = &func.block;
+    let call = if func.sig.asyncness.is_some() {
+        quote! {
+            ::lock_core::__private::run_locked(&__LOCK_SPEC, async move {
+                let __lock_ret: #ret = #block;
+                #[allow(unreachable_code)]
+                __lock_ret
+            })
+            .await
+        }
+    } else {
+        quote! {
+            ::lock_core::__private::run_locked_blocking(&__LOCK_SPEC, move || -> #ret #block)
+        }
+    };
+    with_body(func, TokenStream::new(), quote!(#spec #call))
+}
