@@ -1,0 +1,168 @@
+//! Expiry follows the database's clock, not the client's.
+//!
+//! The test re-runs its own binary as a child process under `faketime`, so the child's
+//! wall clock is 10 minutes ahead of (or behind) the database server's. The child takes a 2 s
+//! lease and exits; the parent checks that the lease is held, then free about 2 s later by the
+//! database's clock, whatever the child believed the time was. A fast child also cannot steal
+//! a lease that the parent holds, which a client-clock comparison would allow.
+
+mod common;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use lock_core::{AcquireOutcome, LockProvider, testkit};
+
+const CHILD_ROLE: &str = "LOCKPG_CLOCK_CHILD";
+const TEST_NAME: &str = "database_clock_decides_expiry";
+const CHILD_LEASE: Duration = Duration::from_secs(2);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn database_clock_decides_expiry() {
+    if let Ok(role) = std::env::var(CHILD_ROLE) {
+        return child(&role).await;
+    }
+    let Some(provider) = common::provider(common::CONFORMANCE_TABLE).await else {
+        return;
+    };
+    if let Err(e) = Command::new("faketime").arg("--version").output() {
+        if std::env::var_os("CI").is_some() {
+            panic!("faketime is not installed (apt-get install faketime) while CI is set: {e}");
+        }
+        eprintln!("SKIPPED: faketime not installed: {e}");
+        return;
+    }
+
+    for offset in ["+10m", "-10m"] {
+        // The child takes a short lease with its skewed clock, and exits without releasing.
+        let name = testkit::unique_name("dbclock");
+        let started = Instant::now();
+        let out = run_child(offset, &format!("take:{name}"));
+        assert_eq!(out.result, "ACQUIRED", "{offset}: the child could not take a free lock");
+        let skew = out.client_now - out.db_now;
+        assert!(
+            skew.num_minutes().abs() >= 9,
+            "{offset}: faketime had no effect (child clock {} vs database {})",
+            out.client_now,
+            out.db_now
+        );
+
+        let other = testkit::request(&name, "parent", Duration::from_secs(60), None);
+        match provider.acquire(&other).await.unwrap() {
+            AcquireOutcome::Refused(refusal) => {
+                assert_eq!(refusal.locked_by.as_deref(), Some("skewed-child"));
+            }
+            AcquireOutcome::Acquired(_) => panic!(
+                "{offset}: the child's lease was already over (a clock behind must not shorten it)"
+            ),
+        }
+        let record = provider
+            .list_locks()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|r| *r.name == *name)
+            .unwrap();
+        let lease = record.lock_until - record.locked_at;
+        assert_eq!(
+            lease.num_milliseconds(),
+            CHILD_LEASE.as_millis() as i64,
+            "{offset}: the lease is not 2 s of database time"
+        );
+        // The row's times are the database's, not the child's.
+        assert!(
+            (record.locked_at - out.db_now).num_seconds().abs() < 5,
+            "{offset}: locked_at {} is not database time {}",
+            record.locked_at,
+            out.db_now
+        );
+
+        // 2 s of database time after the child's acquire the lease is over, even though for
+        // a clock 10 minutes behind it would still run for 10 minutes, and for one 10
+        // minutes ahead it was over before it began.
+        let wait = (CHILD_LEASE + Duration::from_millis(300)).saturating_sub(started.elapsed());
+        tokio::time::sleep(wait).await;
+        let AcquireOutcome::Acquired(lease) = provider.acquire(&other).await.unwrap() else {
+            panic!("{offset}: the child's 2 s lease still held after 2.3 s of database time");
+        };
+        provider.release(&lease, Duration::ZERO).await.unwrap();
+    }
+
+    // A child 10 minutes ahead sees every lease as long expired by its own clock; it still
+    // cannot take one that the database says is held.
+    let name = testkit::unique_name("dbclock-steal");
+    let holder = testkit::request(&name, "parent", Duration::from_secs(60), None);
+    let AcquireOutcome::Acquired(lease) = provider.acquire(&holder).await.unwrap() else {
+        panic!("free lock refused");
+    };
+    let out = run_child("+10m", &format!("take:{name}"));
+    assert_eq!(out.result, "REFUSED", "a fast client clock stole a held lock");
+    assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
+}
+
+struct ChildReport {
+    client_now: DateTime<Utc>,
+    db_now: DateTime<Utc>,
+    result: String,
+}
+
+fn run_child(offset: &str, role: &str) -> ChildReport {
+    let exe = std::env::current_exe().expect("test binary path");
+    let output = Command::new("faketime")
+        .args(["-f", offset])
+        .arg(&exe)
+        .args(["--exact", TEST_NAME, "--nocapture", "--test-threads=1"])
+        .env(CHILD_ROLE, role)
+        // Only the wall clock is skewed; tokio's timers keep a sane monotonic clock.
+        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+        .output()
+        .expect("run the child under faketime");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "child failed: {}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let field = |key: &str| {
+        stdout
+            .lines()
+            // The harness prints `test <name> ... ` on the line of the first report.
+            .find_map(|l| l.split_once(&format!("CHILD {key} ")).map(|(_, v)| v))
+            .unwrap_or_else(|| panic!("child printed no {key}:\n{stdout}"))
+            .to_owned()
+    };
+    let time = |key: &str| {
+        DateTime::parse_from_rfc3339(&field(key))
+            .unwrap()
+            .with_timezone(&Utc)
+    };
+    ChildReport {
+        client_now: time("client_now"),
+        db_now: time("db_now"),
+        result: field("result"),
+    }
+}
+
+/// The child's side: report both clocks, try the lock, exit holding whatever it got.
+async fn child(role: &str) {
+    let name = role.strip_prefix("take:").expect("child role");
+    let provider = common::provider(common::CONFORMANCE_TABLE)
+        .await
+        .expect("the parent reached the database, so must the child");
+    let client = common::raw_client().await;
+    let db_now: chrono::NaiveDateTime = client
+        .query_one("SELECT timezone('utc', CURRENT_TIMESTAMP)::timestamp", &[])
+        .await
+        .unwrap()
+        .get(0);
+    println!("CHILD client_now {}", Utc::now().to_rfc3339());
+    println!("CHILD db_now {}", db_now.and_utc().to_rfc3339());
+    let request = testkit::request(&name.into(), "skewed-child", CHILD_LEASE, None);
+    let result = match provider.acquire(&request).await.unwrap() {
+        AcquireOutcome::Acquired(_) => "ACQUIRED",
+        AcquireOutcome::Refused(_) => "REFUSED",
+    };
+    println!("CHILD result {result}");
+}
