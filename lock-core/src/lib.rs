@@ -11,6 +11,8 @@ mod memory;
 mod provider;
 mod scheduler;
 mod table;
+#[cfg(feature = "tokio-cron-scheduler")]
+pub mod tcs;
 
 #[doc(hidden)]
 #[path = "private.rs"]
