@@ -1,0 +1,199 @@
+//! The SQL text of every statement, built once per table and column naming.
+//!
+//! Every time is SQLite's own clock: `strftime('%Y-%m-%d %H:%M:%f','now')` gives UTC wall time
+//! as `YYYY-MM-DD HH:MM:SS.SSS`, a fixed-width text that sorts chronologically, so plain text
+//! comparisons order it correctly at millisecond precision. Durations travel as integer
+//! milliseconds and are added in SQL with a `+N.NNN seconds` modifier (SQLite keeps its
+//! internal clock in whole milliseconds, so no float error reaches the stored value). SQLite
+//! evaluates `'now'` once per statement step, so every `now` inside one statement is the same
+//! instant.
+
+use chrono::{DateTime, Datelike, Utc};
+use lock_core::{ColumnNames, LockError, validate_table_name};
+
+/// The stored timestamp format (UTC), for `strftime` and for slots written by this crate.
+const FORMAT: &str = "%Y-%m-%d %H:%M:%f";
+
+/// SQLite's current time, as stored.
+fn now() -> String {
+    format!("strftime('{FORMAT}', 'now')")
+}
+
+/// `base` plus the milliseconds bound to parameter `param`, as stored.
+fn plus_millis(base: &str, param: u8) -> String {
+    format!("strftime('{FORMAT}', {base}, '+' || (?{param} / 1000.0) || ' seconds')")
+}
+
+/// An identifier already checked by `validate_identifier` (ASCII letters, digits, `_`), quoted
+/// so that a name that happens to be an SQL keyword (`order`, `group`) still works.
+fn quote(identifier: &str) -> String {
+    format!("\"{identifier}\"")
+}
+
+/// The statements for one lock table.
+#[derive(Debug)]
+pub(crate) struct Statements {
+    /// The table as the user named it, for messages.
+    pub(crate) table: String,
+    /// The schema (attached database) the table lives in: `main` unless qualified.
+    pub(crate) schema: String,
+    /// The bare table name.
+    pub(crate) bare_table: String,
+    pub(crate) columns: ColumnNames,
+    pub(crate) create_table: String,
+    pub(crate) add_fence: String,
+    pub(crate) add_last_fire: String,
+    /// `?1` table, `?2` schema: the table's column names.
+    pub(crate) table_columns: &'static str,
+    /// `?1` name, `?2` locked_by, `?3` at_most ms, `?4` slot or NULL; returns the new fence
+    /// when granted, no row when refused (and then nothing was written).
+    pub(crate) acquire: String,
+    /// `?1` name, `?2` slot or NULL; returns locked_by, lock_until, last_fire and the reason
+    /// (1 held, 2 slot already run, 0 neither any more).
+    pub(crate) refusal: String,
+    /// `?1` name, `?2` locked_by, `?3` fence, `?4` at_least ms.
+    pub(crate) release: String,
+    /// `?1` name, `?2` locked_by, `?3` fence, `?4` at_most ms.
+    pub(crate) extend: String,
+    /// Every row, sorted by name, with `held`.
+    pub(crate) list: String,
+    /// `?1` name: the row with `held`.
+    pub(crate) select_one: String,
+    /// `?1` name: ends the lease now.
+    pub(crate) force_unlock: String,
+}
+
+impl Statements {
+    /// Validates the names and builds every statement.
+    pub(crate) fn new(table: &str, columns: &ColumnNames) -> Result<Self, LockError> {
+        let (schema, bare) = validate_table_name(table)?;
+        columns.validate()?;
+        let t = match schema {
+            Some(schema) => format!("{}.{}", quote(schema), quote(bare)),
+            None => quote(bare),
+        };
+        let name = quote(&columns.name);
+        let lock_until = quote(&columns.lock_until);
+        let locked_at = quote(&columns.locked_at);
+        let locked_by = quote(&columns.locked_by);
+        let fence = quote(&columns.fence);
+        let last_fire = quote(&columns.last_fire);
+        let now = now();
+
+        let create_table = format!(
+            "CREATE TABLE IF NOT EXISTS {t} (\n  \
+             {name} VARCHAR(64) NOT NULL PRIMARY KEY,\n  \
+             {lock_until} TEXT NOT NULL,\n  \
+             {locked_at} TEXT NOT NULL,\n  \
+             {locked_by} VARCHAR(255) NOT NULL,\n  \
+             {fence} INTEGER NOT NULL DEFAULT 0,\n  \
+             {last_fire} TEXT NULL\n\
+             ) WITHOUT ROWID;"
+        );
+        let add_fence = format!("ALTER TABLE {t} ADD COLUMN {fence} INTEGER NOT NULL DEFAULT 0;");
+        let add_last_fire = format!("ALTER TABLE {t} ADD COLUMN {last_fire} TEXT NULL;");
+
+        // One statement decides and writes: it inserts a missing row (fence 1), or takes a
+        // free row whose last slot is older than this one. When the WHERE fails SQLite changes
+        // no row, so a losing acquire dirties no page and its commit writes nothing.
+        let acquire = format!(
+            "INSERT INTO {t} AS cur ({name}, {lock_until}, {locked_at}, {locked_by}, {fence}, {last_fire}) \
+             VALUES (?1, {until}, {now}, ?2, 1, ?4) \
+             ON CONFLICT ({name}) DO UPDATE SET \
+             {lock_until} = excluded.{lock_until}, \
+             {locked_at} = excluded.{locked_at}, \
+             {locked_by} = excluded.{locked_by}, \
+             {fence} = cur.{fence} + 1, \
+             {last_fire} = coalesce(excluded.{last_fire}, cur.{last_fire}) \
+             WHERE cur.{lock_until} <= excluded.{locked_at} \
+             AND (excluded.{last_fire} IS NULL OR cur.{last_fire} IS NULL \
+             OR cur.{last_fire} < excluded.{last_fire}) \
+             RETURNING {fence}",
+            until = plus_millis("'now'", 3),
+        );
+        let refusal = format!(
+            "SELECT {locked_by}, {lock_until}, {last_fire}, \
+             CASE WHEN {lock_until} > {now} THEN 1 \
+             WHEN ?2 IS NOT NULL AND {last_fire} >= ?2 THEN 2 ELSE 0 END \
+             FROM {t} WHERE {name} = ?1"
+        );
+        let release = format!(
+            "UPDATE {t} SET {lock_until} = max({now}, coalesce({hold}, {now})) \
+             WHERE {name} = ?1 AND {locked_by} = ?2 AND {fence} = ?3",
+            hold = plus_millis(&locked_at, 4),
+        );
+        let extend = format!(
+            "UPDATE {t} SET {lock_until} = {until} \
+             WHERE {name} = ?1 AND {locked_by} = ?2 AND {fence} = ?3 AND {lock_until} > {now}",
+            until = plus_millis("'now'", 4),
+        );
+        let record_columns = format!(
+            "{name}, {lock_until}, {locked_at}, {locked_by}, {fence}, {last_fire}, {lock_until} > {now}"
+        );
+        let list = format!("SELECT {record_columns} FROM {t} ORDER BY {name}");
+        let select_one = format!("SELECT {record_columns} FROM {t} WHERE {name} = ?1");
+        let force_unlock = format!("UPDATE {t} SET {lock_until} = {now} WHERE {name} = ?1");
+
+        Ok(Statements {
+            table: table.to_owned(),
+            schema: schema.unwrap_or("main").to_owned(),
+            bare_table: bare.to_owned(),
+            columns: columns.clone(),
+            create_table,
+            add_fence,
+            add_last_fire,
+            table_columns: "SELECT name FROM pragma_table_info(?1, ?2)",
+            acquire,
+            refusal,
+            release,
+            extend,
+            list,
+            select_one,
+            force_unlock,
+        })
+    }
+}
+
+/// A slot as stored in `last_fire`: the same fixed-width text as SQLite's own times, so text
+/// comparison orders slots. Years outside 0000-9999 would break that width and are refused.
+pub(crate) fn slot_text(slot: DateTime<Utc>) -> Result<String, LockError> {
+    if !(0..=9999).contains(&slot.year()) {
+        return Err(LockError::InvalidConfiguration(format!(
+            "fire slot {slot} is outside the years 0000-9999 that SQLite's date functions support"
+        )));
+    }
+    Ok(slot.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
+}
+
+/// A duration as whole milliseconds for SQL (saturating: a lease of 292 million years is as
+/// good as forever, and SQLite then reports the date as out of range).
+pub(crate) fn millis(duration: std::time::Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn slots_use_the_stored_format() {
+        let at = Utc.with_ymd_and_hms(2026, 3, 9, 1, 2, 3).unwrap()
+            + chrono::TimeDelta::milliseconds(45);
+        assert_eq!(slot_text(at).unwrap(), "2026-03-09 01:02:03.045");
+        let far = Utc.with_ymd_and_hms(10_000, 1, 1, 0, 0, 0).unwrap();
+        assert!(slot_text(far).is_err());
+    }
+
+    #[test]
+    fn names_are_validated_and_quoted() {
+        let columns = ColumnNames::default();
+        assert!(Statements::new("shedlock; DROP TABLE x", &columns).is_err());
+        let sql = Statements::new("aux.locks", &columns).unwrap();
+        assert_eq!(sql.schema, "aux");
+        assert!(
+            sql.create_table
+                .starts_with("CREATE TABLE IF NOT EXISTS \"aux\".\"locks\"")
+        );
+    }
+}
