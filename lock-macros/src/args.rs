@@ -4,10 +4,9 @@
 //! once, value of the right kind), recording each mistake and going on, so a user sees all of
 //! them at once. What the values mean (cron syntax, durations, combinations) is `valid.rs`.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 use syn::ext::IdentExt;
-use syn::parse::{Parse, ParseStream, Parser};
-use syn::punctuated::Punctuated;
+use syn::parse::{ParseStream, Parser};
 use syn::{Expr, ExprLit, Ident, Lit, LitBool, LitStr, Token};
 
 use crate::errors::Errors;
@@ -31,22 +30,46 @@ struct RawArg {
     value: Option<Expr>,
 }
 
-impl Parse for RawArg {
-    fn parse(input: ParseStream<'_>) -> syn::Result<Self> {
-        // `parse_any`: a keyword used as a key (`type = ..`) is reported as an unknown key.
+impl RawArg {
+    fn parse(input: ParseStream<'_>, attr: Macro) -> syn::Result<Self> {
+        // `peek_any`/`parse_any`: a keyword used as a key (`type = ..`) is an unknown key.
+        if !input.peek(Ident::peek_any) {
+            return Err(input.error(format!(
+                "expected `key = value` arguments, e.g. #[{}({})]; the keys are {}",
+                attr.name(),
+                example(attr.keys()[0]),
+                list(attr.keys())
+            )));
+        }
         let key = input.call(Ident::parse_any)?;
         let value = if input.peek(Token![=]) {
             input.parse::<Token![=]>()?;
             Some(input.parse()?)
-        } else {
+        } else if input.is_empty() || input.peek(Token![,]) {
             None
+        } else {
+            return Err(input.error(format!(
+                "expected `=` after `{key}`, e.g. `{}`",
+                example(&key.to_string())
+            )));
         };
         Ok(RawArg { key, value })
     }
 }
 
-fn parse_raw(tokens: TokenStream) -> syn::Result<Punctuated<RawArg, Token![,]>> {
-    Punctuated::parse_terminated.parse2(tokens)
+fn parse_raw(tokens: TokenStream, attr: Macro) -> syn::Result<Vec<RawArg>> {
+    let parser = |input: ParseStream<'_>| {
+        let mut args = Vec::new();
+        while !input.is_empty() {
+            args.push(RawArg::parse(input, attr)?);
+            if input.is_empty() {
+                break;
+            }
+            input.parse::<Token![,]>()?;
+        }
+        Ok(args)
+    };
+    parser.parse2(tokens)
 }
 
 /// A key that was given, with its value. `value` is `None` when the value was missing or of
@@ -91,7 +114,10 @@ impl Macro {
 /// `#[scheduled(...)]`.
 pub(crate) struct ScheduledArgs {
     /// Where to report "no trigger": the attribute itself.
-    pub(crate) attr_span: Span,
+    pub(crate) attr: TokenStream,
+    /// An unknown key was given (and reported): maybe a misspelled trigger, so a missing
+    /// trigger is not reported on top.
+    pub(crate) had_unknown_key: bool,
     pub(crate) cron: Option<Arg<LitStr>>,
     pub(crate) zone: Option<Arg<LitStr>>,
     pub(crate) fixed_rate: Option<Arg<LitStr>>,
@@ -112,12 +138,15 @@ pub(crate) struct LockArgs {
 /// the arguments are not even `key = value` pairs.
 pub(crate) fn parse_scheduled(
     tokens: TokenStream,
-    attr_span: Span,
+    attr: TokenStream,
     errors: &mut Errors,
 ) -> Option<ScheduledArgs> {
-    let raw = parse_raw(tokens).map_err(|e| errors.push(e)).ok()?;
+    let raw = parse_raw(tokens, Macro::Scheduled)
+        .map_err(|e| errors.push(e))
+        .ok()?;
     let mut args = ScheduledArgs {
-        attr_span,
+        attr,
+        had_unknown_key: false,
         cron: None,
         zone: None,
         fixed_rate: None,
@@ -133,6 +162,7 @@ pub(crate) fn parse_scheduled(
             "initial_delay" => &mut args.initial_delay,
             _ => {
                 unknown_key(Macro::Scheduled, &arg.key, errors);
+                args.had_unknown_key = true;
                 continue;
             }
         };
@@ -144,7 +174,9 @@ pub(crate) fn parse_scheduled(
 
 /// Parses `#[scheduler_lock(...)]`'s arguments, recording every mistake in `errors`.
 pub(crate) fn parse_lock(tokens: TokenStream, errors: &mut Errors) -> Option<LockArgs> {
-    let raw = parse_raw(tokens).map_err(|e| errors.push(e)).ok()?;
+    let raw = parse_raw(tokens, Macro::SchedulerLock)
+        .map_err(|e| errors.push(e))
+        .ok()?;
     let mut args = LockArgs::default();
     for arg in raw {
         let slot = match arg.key.to_string().as_str() {
@@ -181,10 +213,16 @@ fn set<T>(slot: &mut Option<Arg<T>>, key: Ident, value: Option<T>, errors: &mut 
 fn unknown_key(attr: Macro, key: &Ident, errors: &mut Errors) {
     let valid = list(attr.keys());
     let other = attr.other();
-    let message = if other.keys().contains(&key.to_string().as_str()) {
+    let written = key.to_string();
+    let message = if other.keys().contains(&written.as_str()) {
         format!(
             "`{key}` belongs in #[{}(...)], not in #[{}(...)]; the keys here are {valid}",
             other.name(),
+            attr.name()
+        )
+    } else if let Some(near) = closest(&written, attr.keys()) {
+        format!(
+            "unknown key `{key}` in #[{}(...)]; did you mean `{near}`? The valid keys are {valid}",
             attr.name()
         )
     } else {
@@ -194,6 +232,36 @@ fn unknown_key(attr: Macro, key: &Ident, errors: &mut Errors) {
         )
     };
     errors.at(key.span(), message);
+}
+
+/// The key `written` was most likely meant to be: one that starts with it or is a few edits
+/// away.
+fn closest(written: &str, keys: &[&'static str]) -> Option<&'static str> {
+    keys.iter()
+        .map(|key| (edit_distance(written, key), *key))
+        .filter(|(distance, key)| {
+            *distance <= 2.max(key.len() / 3)
+                || key.starts_with(written)
+                || written.starts_with(key)
+        })
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, key)| key)
+}
+
+/// Levenshtein distance (keys are short ASCII).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b = b.as_bytes();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(diagonal + 1);
+        }
+    }
+    row[b.len()]
 }
 
 /// "`a`, `b`, `c`".

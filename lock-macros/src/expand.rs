@@ -1,10 +1,11 @@
 //! From the attribute and the function to the expansion: find the other attribute, check
 //! everything, then rewrite the body (the signature is kept exactly).
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Punct, Spacing, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
 use syn::ext::IdentExt;
-use syn::{AttrStyle, Attribute, ItemFn, Meta, ReturnType};
+use syn::token::Paren;
+use syn::{AttrStyle, Attribute, ItemFn, MacroDelimiter, Meta, MetaList, ReturnType};
 
 use crate::args::{self, LockArgs, Macro};
 use crate::errors::Errors;
@@ -13,6 +14,9 @@ use crate::valid::{self, Lock, MAX_LOCK_NAME_LEN, Trigger};
 /// Expands `#[scheduled]` or `#[scheduler_lock]` (`this`), whichever of the two runs first:
 /// it finds the other one among the function's attributes and handles both.
 pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> TokenStream {
+    if is_handled_marker(&args) {
+        return item;
+    }
     let mut func: ItemFn = match syn::parse2(item.clone()) {
         Ok(func) => func,
         Err(_) => {
@@ -28,31 +32,32 @@ pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> Token
     };
     let mut errors = Errors::default();
     let other = take_other_attribute(this, &mut func, &mut errors);
+    let is_scheduled = this == Macro::Scheduled || other.is_some();
 
-    let own = (args, Span::call_site());
-    let (scheduled, lock) = match this {
-        Macro::Scheduled => (Some(own), other.map(|(tokens, _)| tokens)),
-        Macro::SchedulerLock => (other, Some(own.0)),
-    };
-    let is_scheduled = scheduled.is_some();
-    // `None` inside: the arguments did not parse (reported); skip their checks.
-    let scheduled =
-        scheduled.map(|(tokens, span)| args::parse_scheduled(tokens, span, &mut errors));
-    let lock = match lock {
-        Some(tokens) => args::parse_lock(tokens, &mut errors),
-        // `#[scheduled]` alone: locked with the defaults.
-        None => Some(LockArgs::default()),
-    };
-
+    // Both attributes, in source order (the one running is the first), then the signature,
+    // so that the errors come out in the order a reader meets the mistakes.
+    let own = (this, args, own_attribute());
+    let mut trigger = None;
+    // `#[scheduled]` alone: locked with the defaults.
+    let mut lock = valid::lock(&LockArgs::default(), &mut errors);
+    for (which, tokens, attr) in std::iter::once(own).chain(other) {
+        match which {
+            Macro::Scheduled => {
+                trigger = args::parse_scheduled(tokens, attr, &mut errors)
+                    .and_then(|args| valid::trigger(&args, &mut errors));
+            }
+            Macro::SchedulerLock => {
+                lock = args::parse_lock(tokens, &mut errors)
+                    .and_then(|args| valid::lock(&args, &mut errors));
+            }
+        }
+    }
     valid::signature(&func.sig, is_scheduled, &mut errors);
-    let trigger = scheduled
-        .flatten()
-        .and_then(|args| valid::trigger(&args, &mut errors));
-    let lock = lock.and_then(|args| valid::lock(&args, &mut errors));
 
     if let Err(error) = errors.finish() {
-        // The function is still emitted (without the attributes) so that its callers compile
-        // and the user sees only the real mistakes.
+        // The function is still emitted, as written, so that its callers compile and the user
+        // sees only the real mistakes (the other attribute is marked handled: its errors are
+        // in this list already).
         return with_error(func.into_token_stream(), error);
     }
     match (is_scheduled, trigger, lock) {
@@ -75,14 +80,39 @@ fn with_error(mut item: TokenStream, error: syn::Error) -> TokenStream {
     item
 }
 
-/// Removes the other macro's attribute from `func` and returns its argument tokens with its
-/// span. Attributes are matched by the last path segment, so `#[lock_core::scheduled]` and a
-/// renamed import's full path both count. A repeated attribute is an error.
+/// The arguments the first of the two macros leaves in the other one's attribute, so that the
+/// other one passes the function through: `@handled`, which no valid argument list starts with.
+///
+/// The attribute stays (rather than being removed) so that its path is still resolved: a
+/// removed `#[scheduler_lock]` would leave `use lock_core::scheduler_lock` reported as unused.
+fn handled_marker() -> TokenStream {
+    quote!(@handled)
+}
+
+fn is_handled_marker(args: &TokenStream) -> bool {
+    let mut tokens = args.clone().into_iter();
+    matches!(
+        (tokens.next(), tokens.next(), tokens.next()),
+        (Some(TokenTree::Punct(at)), Some(TokenTree::Ident(handled)), None)
+            if at.as_char() == '@' && handled == "handled"
+    )
+}
+
+/// Where errors about the running macro's attribute as a whole point: the compiler gives it
+/// the attribute's span.
+fn own_attribute() -> TokenStream {
+    Punct::new('#', Spacing::Alone).into_token_stream()
+}
+
+/// Finds the other macro's attribute on `func`, returns which it is, its argument tokens and
+/// the attribute (for error spans), and leaves it with the handled marker as arguments.
+/// Attributes are matched by the last path segment, so `#[lock_core::scheduled]` counts too. A
+/// repeated attribute is an error.
 fn take_other_attribute(
     this: Macro,
     func: &mut ItemFn,
     errors: &mut Errors,
-) -> Option<(TokenStream, Span)> {
+) -> Option<(Macro, TokenStream, TokenStream)> {
     let mut other = None;
     let mut kept = Vec::with_capacity(func.attrs.len());
     for attr in std::mem::take(&mut func.attrs) {
@@ -105,18 +135,21 @@ fn take_other_attribute(
             );
             continue;
         }
-        other = Some((arguments(&attr, which, errors), attr_span(&attr)));
+        other = Some((
+            which,
+            arguments(&attr, which, errors),
+            attr.to_token_stream(),
+        ));
+        let mut attr = attr;
+        attr.meta = Meta::List(MetaList {
+            path: attr.path().clone(),
+            delimiter: MacroDelimiter::Paren(Paren::default()),
+            tokens: handled_marker(),
+        });
+        kept.push(attr);
     }
     func.attrs = kept;
     other
-}
-
-/// The span of `#[name]`, where errors about the attribute as a whole ("no trigger") point.
-fn attr_span(attr: &Attribute) -> Span {
-    attr.path()
-        .segments
-        .last()
-        .map_or_else(Span::call_site, |last| last.ident.span())
 }
 
 fn arguments(attr: &Attribute, which: Macro, errors: &mut Errors) -> TokenStream {
@@ -175,6 +208,19 @@ fn parts<'a>(func: &'a ItemFn, lock: &Lock) -> Parts<'a> {
             ::lock_core::__private::LockSpec::new(#name, #at_most, #at_least, #keep_alive);
     };
     Parts { func, ret, spec }
+}
+
+/// Where errors about the return type point: the return type, or the attribute if none is
+/// written.
+fn ret_span(func: &ItemFn) -> Span {
+    match &func.sig.output {
+        ReturnType::Default => Span::call_site(),
+        ReturnType::Type(_, ty) => ty
+            .to_token_stream()
+            .into_iter()
+            .next()
+            .map_or_else(Span::call_site, |token| token.span()),
+    }
 }
 
 /// `concat!(module_path!(), "::", "<fn name>")`: the job's name and the default lock name.
@@ -278,30 +324,30 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock) -> TokenStream {
     let name = job_name(func);
     let trigger = trigger_tokens(trigger);
     let block = &func.block;
-    // Errors about the body future (not `Send`) point at the function's name.
+    // Errors about the body future (not `Send`) point at the function's name, errors about
+    // the return type (an error type without `Debug`) at the return type.
     let span = func.sig.ident.span();
+    let ret_span = ret_span(func);
+    let into_result = quote_spanned!(ret_span=> ::lock_core::__private::JobReturn::into_job_result);
     let (nested, job_body, direct_call) = if func.sig.asyncness.is_some() {
         (
             quote!(async fn __lock_body() -> #ret #block),
             quote_spanned! {span=>
                 ::lock_core::__private::JobBody::Async(|| ::std::boxed::Box::pin(async {
-                    ::lock_core::__private::JobReturn::into_job_result(__lock_body().await)
+                    #into_result(__lock_body().await)
                 }))
             },
-            quote!(::lock_core::__private::run_locked(&__LOCK_SPEC, __lock_body()).await),
+            quote_spanned! {ret_span=>
+                ::lock_core::__private::run_locked(&__LOCK_SPEC, __lock_body()).await
+            },
         )
     } else {
         (
             quote!(fn __lock_body() -> #ret #block),
-            quote! {
-                ::lock_core::__private::JobBody::Blocking(|| {
-                    ::lock_core::__private::JobReturn::into_job_result(__lock_body())
-                })
+            quote!(::lock_core::__private::JobBody::Blocking(|| #into_result(__lock_body()))),
+            quote_spanned! {ret_span=>
+                ::lock_core::__private::run_locked_blocking(&__LOCK_SPEC, __lock_body)
             },
-            quote!(::lock_core::__private::run_locked_blocking(
-                &__LOCK_SPEC,
-                __lock_body
-            )),
         )
     };
     let body = quote! {
@@ -355,7 +401,7 @@ fn locked_fn(func: &ItemFn, lock: &Lock) -> TokenStream {
     let Parts { func, ret, spec } = parts(func, lock);
     let block = &func.block;
     let call = if func.sig.asyncness.is_some() {
-        quote! {
+        quote_spanned! {ret_span(func)=>
             ::lock_core::__private::run_locked(&__LOCK_SPEC, async move {
                 let __lock_ret: #ret = #block;
                 #[allow(unreachable_code)]
@@ -364,7 +410,7 @@ fn locked_fn(func: &ItemFn, lock: &Lock) -> TokenStream {
             .await
         }
     } else {
-        quote! {
+        quote_spanned! {ret_span(func)=>
             ::lock_core::__private::run_locked_blocking(&__LOCK_SPEC, move || -> #ret #block)
         }
     };

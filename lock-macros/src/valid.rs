@@ -132,8 +132,9 @@ pub(crate) fn trigger(args: &ScheduledArgs, errors: &mut Errors) -> Option<Trigg
     let mut given = kinds.iter().filter_map(|kind| kind.as_ref());
     let first = given.next();
     match first {
-        None => errors.at(
-            args.attr_span,
+        None if args.had_unknown_key => {}
+        None => errors.on(
+            &args.attr,
             "#[scheduled] needs a trigger: add one of `cron = \"0 0 * * * *\"`, \
              `fixed_rate = \"5s\"` or `fixed_delay = \"5s\"`",
         ),
@@ -170,7 +171,7 @@ pub(crate) fn trigger(args: &ScheduledArgs, errors: &mut Errors) -> Option<Trigg
     let cron = value(&args.cron).and_then(|expr| match lock_trigger::parse_cron(&expr.value()) {
         Ok(_) => Some(expr.clone()),
         Err(e) => {
-            errors.at(expr.span(), e);
+            errors.at(expr.span(), explain_cron(&expr.value(), &e));
             None
         }
     });
@@ -205,6 +206,56 @@ pub(crate) fn trigger(args: &ScheduledArgs, errors: &mut Errors) -> Option<Trigg
             delay_ms: fixed_delay?,
             initial_delay_ms,
         }),
+    }
+}
+
+/// Spring's cron fields and what each accepts.
+const CRON_FIELDS: [(&str, &str); 6] = [
+    ("second", "0-59"),
+    ("minute", "0-59"),
+    ("hour", "0-23"),
+    ("day-of-month", "1-31, `?`, `L`, `nW`"),
+    ("month", "1-12 or JAN-DEC"),
+    (
+        "day-of-week",
+        "0-7 (0 and 7 are Sunday) or SUN-SAT, `?`, `nL`, `n#k`",
+    ),
+];
+
+/// The parser's message, plus which field it refused: the parser does not say, so each field
+/// in turn is replaced by `*`; the one whose replacement makes the expression valid is it.
+fn explain_cron(expr: &str, error: &lock_trigger::TriggerError) -> String {
+    let fields: Vec<&str> = expr.split_whitespace().collect();
+    if fields.len() != CRON_FIELDS.len() || !error.message().starts_with("invalid cron expression")
+    {
+        // Wrong field count, macros, unsupported forms: the message already says what to do.
+        return error.to_string();
+    }
+    let culprit = (0..fields.len()).find(|&i| {
+        let mut fixed = fields.clone();
+        fixed[i] = "*";
+        lock_trigger::parse_cron(&fixed.join(" ")).is_ok()
+    });
+    match culprit {
+        Some(i) => {
+            let (name, accepts) = CRON_FIELDS[i];
+            format!(
+                "{}, in the {name} field `{}` (it accepts {accepts})",
+                error.message().trim_end_matches('.'),
+                fields[i]
+            )
+        }
+        None => {
+            let all = CRON_FIELDS
+                .iter()
+                .map(|(name, accepts)| format!("{name} {accepts}"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            format!(
+                "{} (the fields are: {all})",
+                error.message().trim_end_matches('.')
+            )
+        }
     }
 }
 
