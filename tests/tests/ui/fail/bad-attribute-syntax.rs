@@ -1,0 +1,21 @@
+use lock_core::{scheduled, scheduler_lock};
+
+#[scheduled(cron "0 0 * * * *")]
+async fn missing_equals() {}
+
+#[scheduled("0 0 * * * *")]
+async fn missing_key() {}
+
+#[scheduled(fixed_rate = "1m" initial_delay = "1s")]
+async fn missing_comma() {}
+
+// Reported by rustc when the attribute runs itself...
+#[scheduler_lock = "name"]
+async fn name_value_form() {}
+
+// ... and by #[scheduled] when it handles the attribute.
+#[scheduled(fixed_rate = "1m")]
+#[scheduler_lock = "name"]
+async fn name_value_form_second() {}
+
+fn main() {}

@@ -1,0 +1,20 @@
+// The cron parser is the runtime's: its message is shown at the expression.
+use lock_core::scheduled;
+
+#[scheduled(cron = "0 60 * * * *")]
+async fn minute_out_of_range() {}
+
+#[scheduled(cron = "0 0 0 * FOO *")]
+async fn unknown_month_name() {}
+
+#[scheduled(cron = "@often")]
+async fn unknown_macro() {}
+
+#[scheduled(cron = "0 0 0 L-3 * ?")]
+async fn unsupported_last_offset() {}
+
+// Two bad fields: no single field is to blame, so all fields are explained.
+#[scheduled(cron = "0 99 99 * * *")]
+async fn two_bad_fields() {}
+
+fn main() {}

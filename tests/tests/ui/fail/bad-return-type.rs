@@ -1,0 +1,24 @@
+// A skipped call has nothing to return, so only `()` and `Result<(), E>` are allowed.
+use lock_core::{scheduled, scheduler_lock};
+
+#[scheduled(fixed_rate = "1m")]
+async fn count() -> u32 {
+    0
+}
+
+#[scheduler_lock]
+async fn maybe() -> Option<()> {
+    None
+}
+
+#[scheduler_lock]
+fn computed() -> Result<u32, String> {
+    Ok(1)
+}
+
+#[scheduler_lock]
+fn returns_a_future() -> impl std::future::Future<Output = ()> {
+    async {}
+}
+
+fn main() {}

@@ -1,0 +1,7 @@
+use lock_core::{scheduled, scheduler_lock};
+
+#[scheduled(cron = "0 0 * * * *", cron = "0 30 * * * *")]
+#[scheduler_lock(name = "a", keep_alive = true, name = "b")]
+async fn twice() {}
+
+fn main() {}

@@ -1,0 +1,16 @@
+use lock_core::{scheduled, scheduler_lock};
+
+struct Billing;
+
+impl Billing {
+    #[scheduled(fixed_rate = "1m")]
+    async fn scheduled_method(&self) {}
+
+    #[scheduler_lock(name = "billing")]
+    async fn locked_method(&mut self, _day: u32) {}
+
+    #[scheduler_lock]
+    fn locked_by_value(self: Box<Self>) {}
+}
+
+fn main() {}

@@ -1,0 +1,17 @@
+use lock_core::{scheduled, scheduler_lock};
+
+#[scheduled]
+async fn bare() {}
+
+#[scheduled()]
+async fn empty_parentheses() {}
+
+#[scheduled(zone = "UTC")]
+async fn zone_only() {}
+
+// Reported at the #[scheduled] attribute also when #[scheduler_lock] runs first.
+#[scheduler_lock(name = "x")]
+#[scheduled(initial_delay = "1s")]
+async fn lock_first() {}
+
+fn main() {}

@@ -1,0 +1,11 @@
+use lock_core::{scheduled, scheduler_lock};
+
+#[scheduled(fixed_rate = "1m")]
+struct Job;
+
+trait Jobs {
+    #[scheduler_lock]
+    fn declared_only();
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use lock_core::scheduled;
+
+#[scheduled(cron = "0 0 * * * *", fixed_rate = "1h")]
+async fn cron_and_rate() {}
+
+#[scheduled(fixed_rate = "1m", fixed_delay = "1m", cron = "@daily")]
+async fn all_three() {}
+
+fn main() {}

@@ -1,0 +1,6 @@
+use lock_core::scheduled;
+
+#[scheduled(fixed_rate = "1h", zone = "Europe/Berlin")]
+async fn rate_in_zone() {}
+
+fn main() {}

@@ -1,0 +1,39 @@
+//! Associated functions without `self`: scheduled ones (whose body names the type, as `Self`
+//! is not visible in it) and locked ones (where `Self` works).
+
+#![deny(warnings)]
+
+use lock_core::__private::{ScheduledJob, inventory};
+use lock_core::{InMemoryLockProvider, JobContext, LockingTaskExecutor, scheduled, scheduler_lock};
+
+struct Billing;
+
+impl Billing {
+    const REGION: &'static str = "eu";
+
+    #[scheduled(cron = "0 0 3 * * *")]
+    #[scheduler_lock(name = "billing-nightly")]
+    async fn nightly() {
+        assert_eq!(Billing::REGION, "eu");
+    }
+
+    #[scheduler_lock(name = "billing-export")]
+    async fn export(day: u32) -> Result<(), String> {
+        assert_eq!(JobContext::current().unwrap().lock_name(), "billing-export");
+        Self::check(day)
+    }
+
+    fn check(day: u32) -> Result<(), String> {
+        if day > 0 { Ok(()) } else { Err(Self::REGION.to_owned()) }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    lock_core::install_default_executor(LockingTaskExecutor::new(InMemoryLockProvider::new()));
+    let job = inventory::iter::<ScheduledJob>.into_iter().next().unwrap();
+    assert_eq!(job.lock.name, "billing-nightly");
+    assert_eq!(job.name, concat!(module_path!(), "::nightly"));
+    Billing::nightly().await;
+    Billing::export(3).await.unwrap();
+}

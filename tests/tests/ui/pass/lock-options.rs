@@ -1,0 +1,51 @@
+//! `#[scheduler_lock]` options as they reach the runtime's `LockSpec`, and the defaults of a
+//! `#[scheduled]` function without one.
+
+#![deny(warnings)]
+
+use lock_core::__private::{ScheduledJob, inventory};
+use lock_core::{scheduled, scheduler_lock};
+
+#[scheduled(fixed_rate = "1m")]
+async fn defaults() {}
+
+#[scheduled(fixed_rate = "1m")]
+#[scheduler_lock(keep_alive = true)]
+async fn keep_alive_on() {}
+
+#[scheduled(fixed_rate = "1m")]
+#[scheduler_lock(keep_alive = false, lock_at_least_for = "2h")]
+async fn at_least_only() {}
+
+#[scheduled(fixed_rate = "1m")]
+#[scheduler_lock(lock_at_most_for = "10m", lock_at_least_for = "10m")]
+async fn at_least_equals_at_most() {}
+
+// A raw identifier: the name is written without `r#`.
+#[scheduled(fixed_rate = "1m")]
+#[scheduler_lock()]
+async fn r#match() {}
+
+// Exactly 64 bytes, the longest name the lock table stores.
+#[scheduled(fixed_rate = "1m")]
+#[scheduler_lock(name = "a-lock-name-of-exactly-sixty-four-bytes-which-is-the-upper-limit")]
+async fn longest_name() {}
+
+fn job(function: &str) -> &'static ScheduledJob {
+    let name = format!("{}::{function}", module_path!());
+    inventory::iter::<ScheduledJob>.into_iter().find(|job| job.name == name).unwrap()
+}
+
+fn main() {
+    let spec = job("defaults").lock;
+    assert_eq!(spec.name, concat!(module_path!(), "::defaults"));
+    assert_eq!((spec.lock_at_most_for_ms, spec.lock_at_least_for_ms, spec.keep_alive), (None, 0, None));
+
+    assert_eq!(job("keep_alive_on").lock.keep_alive, Some(true));
+    let spec = job("at_least_only").lock;
+    assert_eq!((spec.lock_at_most_for_ms, spec.lock_at_least_for_ms, spec.keep_alive), (None, 7_200_000, Some(false)));
+    let spec = job("at_least_equals_at_most").lock;
+    assert_eq!((spec.lock_at_most_for_ms, spec.lock_at_least_for_ms), (Some(600_000), 600_000));
+    assert_eq!(job("match").lock.name, concat!(module_path!(), "::match"));
+    assert_eq!(job("longest_name").lock.name.len(), 64);
+}

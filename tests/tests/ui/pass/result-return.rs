@@ -1,0 +1,63 @@
+//! `Result<(), E>` in its usual spellings, with `?` and early `return` in the body.
+
+#![deny(warnings)]
+
+use lock_core::{InMemoryLockProvider, LockingTaskExecutor, scheduled, scheduler_lock};
+use std::io;
+
+#[derive(Debug)]
+struct BillingError(#[allow(dead_code)] String);
+
+impl From<std::num::ParseIntError> for BillingError {
+    fn from(e: std::num::ParseIntError) -> Self {
+        BillingError(e.to_string())
+    }
+}
+
+#[scheduled(cron = "0 0 * * * *")]
+async fn with_own_error() -> Result<(), BillingError> {
+    let _amount: u32 = "12".parse()?;
+    Ok(())
+}
+
+#[scheduled(fixed_delay = "10s")]
+async fn with_anyhow() -> anyhow::Result<()> {
+    anyhow::ensure!(1 + 1 == 2, "arithmetic broke");
+    Ok(())
+}
+
+#[scheduled(fixed_rate = "1m")]
+fn with_io_result() -> io::Result<()> {
+    std::fs::metadata(".")?;
+    Ok(())
+}
+
+#[scheduler_lock(name = "parse-locked")]
+async fn parse_locked(text: &str) -> Result<(), std::num::ParseIntError> {
+    if text.is_empty() {
+        return Ok(());
+    }
+    let _: u8 = text.parse()?;
+    Ok(())
+}
+
+#[scheduler_lock(name = "always-returns")]
+fn always_returns() -> std::result::Result<(), String> {
+    return Err("explicit early return".to_owned());
+}
+
+#[tokio::main]
+async fn main() {
+    lock_core::install_default_executor(LockingTaskExecutor::new(InMemoryLockProvider::new()));
+    with_own_error().await.unwrap();
+    with_anyhow().await.unwrap();
+    assert!(parse_locked("").await.is_ok());
+    assert!(parse_locked("7").await.is_ok());
+    assert!(parse_locked("x").await.is_err());
+    tokio::task::spawn_blocking(|| {
+        with_io_result().unwrap();
+        assert_eq!(always_returns(), Err("explicit early return".to_owned()));
+    })
+    .await
+    .unwrap();
+}
