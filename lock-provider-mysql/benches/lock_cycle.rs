@@ -1,0 +1,220 @@
+//! What a fire costs through the provider, against the floor of the same statements sent by
+//! hand with mysql_async, and what a losing acquire costs against `SELECT 1`.
+//!
+//! `cargo bench -p lock-provider-mysql --bench lock_cycle` runs the full measurement; without
+//! `--bench` (as `cargo test --all-targets` runs it) it makes a short smoke run. Everything
+//! runs on one pool of one connection, so every operation reuses the same server session and
+//! prepared statements, and the four measurements are interleaved in rounds so that drift in
+//! the machine's load spreads over all of them alike.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lock_core::{AcquireOutcome, LockProvider, LockRequest};
+use lock_provider_mysql::MySqlLockProvider;
+use lock_provider_mysql::mysql_async::{self, Opts, Params, Pool, Value, prelude::Queryable};
+
+const TABLE: &str = "lock_provider_mysql_bench";
+
+/// The provider's acquire statement for a six-column table, written out by hand.
+const ACQUIRE: &str = "INSERT INTO `lock_provider_mysql_bench` (`name`, `lock_until`, `locked_at`, `locked_by`, `fence`, `last_fire`) \
+    VALUES (?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?, 1, ?) \
+    ON DUPLICATE KEY UPDATE \
+    `locked_by` = IF(LAST_INSERT_ID(IF(`lock_until` <= UTC_TIMESTAMP(3) AND (? IS NULL OR `last_fire` IS NULL OR `last_fire` < ?), GREATEST(`fence`, 0) + 1, \
+      IF(`lock_until` > UTC_TIMESTAMP(3), 4611686018427387904 + GREATEST(0, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', `lock_until`) DIV 1000), \
+      4611686018427387904 + 2305843009213693952 + GREATEST(0, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', COALESCE(`last_fire`, `lock_until`)) DIV 1000)))) < 4611686018427387904, ?, `locked_by`), \
+    `locked_at` = IF(LAST_INSERT_ID() < 4611686018427387904, UTC_TIMESTAMP(3), `locked_at`), \
+    `fence` = IF(LAST_INSERT_ID() < 4611686018427387904, LAST_INSERT_ID(), `fence`), \
+    `last_fire` = IF(LAST_INSERT_ID() < 4611686018427387904, COALESCE(?, `last_fire`), `last_fire`), \
+    `lock_until` = IF(LAST_INSERT_ID() < 4611686018427387904, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, `lock_until`)";
+
+/// The provider's release statement, written out by hand.
+const RELEASE: &str = "UPDATE `lock_provider_mysql_bench` SET `lock_until` = IF(LAST_INSERT_ID(1), \
+    IF(`locked_at` + INTERVAL ? MICROSECOND > UTC_TIMESTAMP(3), `locked_at` + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3)), NULL) \
+    WHERE `name` = ? AND `locked_by` = ? AND `fence` = ?";
+
+fn main() {
+    let full = std::env::args().any(|arg| arg == "--bench");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(run(if full { 10 } else { 1 }, if full { 300 } else { 10 }));
+}
+
+async fn run(rounds: usize, per_round: usize) {
+    let url = std::env::var("LOCK_TEST_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
+    let opts = Opts::from_url(&url).expect("LOCK_TEST_MYSQL_URL is a valid URL");
+    let builder = MySqlLockProvider::pool_options(opts);
+    let pool_opts = Opts::from(builder.clone())
+        .pool_opts()
+        .clone()
+        .with_constraints(mysql_async::PoolConstraints::new(1, 1).expect("1..1"));
+    let pool = Pool::new(builder.pool_opts(pool_opts));
+    if let Err(e) = pool.get_conn().await {
+        if std::env::var_os("CI").is_some() {
+            panic!("MySQL/MariaDB unreachable at {url} (CI is set): {e}");
+        }
+        eprintln!("SKIPPED: mysql unreachable at {url}: {e}");
+        return;
+    }
+    let provider = MySqlLockProvider::new(pool.clone())
+        .with_table(TABLE)
+        .expect("valid table");
+    provider.ensure_schema().await.expect("ensure_schema");
+
+    let request = |name: &str, owner: &str| LockRequest {
+        name: Arc::from(name),
+        locked_by: Arc::from(owner),
+        lock_at_most_for: Duration::from_secs(60),
+        slot: None,
+    };
+    let mine = request("bench-provider", "bench-instance");
+    let held = request("bench-held", "bench-holder");
+    let loser = request("bench-held", "bench-loser");
+    // The lock the losing acquires run into.
+    let holder = match provider.acquire(&held).await.expect("acquire") {
+        AcquireOutcome::Acquired(lease) => lease,
+        AcquireOutcome::Refused(_) => {
+            provider.force_unlock("bench-held").await.expect("unlock");
+            match provider.acquire(&held).await.expect("acquire") {
+                AcquireOutcome::Acquired(lease) => lease,
+                refused => panic!("could not take the held lock: {refused:?}"),
+            }
+        }
+    };
+
+    let mut provider_cycle = Vec::new();
+    let mut hand_cycle = Vec::new();
+    let mut losing = Vec::new();
+    let mut select_one = Vec::new();
+    for round in 0..=rounds {
+        // Round 0 warms up connections, caches and prepared statements and is not recorded.
+        let record = round > 0;
+        for _ in 0..per_round {
+            let started = Instant::now();
+            let lease = match provider.acquire(&mine).await.expect("acquire") {
+                AcquireOutcome::Acquired(lease) => lease,
+                refused => panic!("provider cycle refused: {refused:?}"),
+            };
+            assert!(provider.release(&lease, Duration::ZERO).await.expect("release"));
+            keep(record, &mut provider_cycle, started);
+        }
+        for _ in 0..per_round {
+            let started = Instant::now();
+            by_hand_cycle(&pool).await;
+            keep(record, &mut hand_cycle, started);
+        }
+        for _ in 0..per_round {
+            let started = Instant::now();
+            let outcome = provider.acquire(&loser).await.expect("acquire");
+            assert!(matches!(outcome, AcquireOutcome::Refused(_)), "{outcome:?}");
+            keep(record, &mut losing, started);
+        }
+        for _ in 0..per_round {
+            let started = Instant::now();
+            let mut conn = pool.get_conn().await.expect("conn");
+            conn.query_drop("SELECT 1").await.expect("SELECT 1");
+            drop(conn);
+            keep(record, &mut select_one, started);
+        }
+    }
+    provider.release(&holder, Duration::ZERO).await.expect("release");
+
+    let provider_cycle = Stats::of(&provider_cycle);
+    let hand_cycle = Stats::of(&hand_cycle);
+    let losing = Stats::of(&losing);
+    let select_one = Stats::of(&select_one);
+    let samples = rounds * per_round;
+    println!("lock_cycle: {samples} samples each, one pool of one connection, {url_host}", url_host = host(&url));
+    provider_cycle.print("lock+release via provider");
+    hand_cycle.print("lock+release by hand (floor)");
+    losing.print("losing acquire via provider");
+    select_one.print("SELECT 1");
+    ratio("provider / by hand", provider_cycle.mean, hand_cycle.mean, 1.15);
+    ratio("losing acquire / SELECT 1", losing.mean, select_one.mean, 1.5);
+}
+
+/// The same two statements the provider sends for a fire, each on a connection taken from the
+/// pool and given back, as an application would write them.
+async fn by_hand_cycle(pool: &Pool) {
+    let name = Value::from("bench-hand");
+    let owner = Value::from("bench-instance");
+    let at_most = Value::Int(60_000_000);
+    let slot = Value::NULL;
+    let mut conn = pool.get_conn().await.expect("conn");
+    conn.exec_drop(
+        ACQUIRE,
+        Params::Positional(vec![
+            name.clone(),
+            at_most.clone(),
+            owner.clone(),
+            slot.clone(),
+            slot.clone(),
+            slot.clone(),
+            owner.clone(),
+            slot,
+            at_most,
+        ]),
+    )
+    .await
+    .expect("acquire by hand");
+    let fence = match conn.last_insert_id() {
+        Some(fence) if fence < 1 << 62 => fence,
+        None => 1,
+        Some(refused) => panic!("by-hand acquire refused ({refused})"),
+    };
+    drop(conn);
+    let mut conn = pool.get_conn().await.expect("conn");
+    conn.exec_drop(
+        RELEASE,
+        Params::Positional(vec![
+            Value::Int(0),
+            Value::Int(0),
+            name,
+            owner,
+            Value::UInt(fence),
+        ]),
+    )
+    .await
+    .expect("release by hand");
+    assert_eq!(conn.last_insert_id(), Some(1), "by-hand release missed");
+}
+
+fn keep(record: bool, samples: &mut Vec<Duration>, started: Instant) {
+    if record {
+        samples.push(started.elapsed());
+    }
+}
+
+struct Stats {
+    mean: f64,
+    p99: f64,
+}
+
+impl Stats {
+    fn of(samples: &[Duration]) -> Stats {
+        let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+        ms.sort_by(f64::total_cmp);
+        let mean = ms.iter().sum::<f64>() / ms.len() as f64;
+        let p99 = ms[((ms.len() as f64 * 0.99).ceil() as usize).clamp(1, ms.len()) - 1];
+        Stats { mean, p99 }
+    }
+
+    fn print(&self, what: &str) {
+        println!("{what:<30} mean {:.3} ms  p99 {:.3} ms", self.mean, self.p99);
+    }
+}
+
+fn ratio(what: &str, value: f64, floor: f64, target: f64) {
+    let ratio = value / floor;
+    let verdict = if ratio <= target { "ok" } else { "OVER TARGET" };
+    println!("{what:<30} ratio {ratio:.3} (target <= {target}) {verdict}");
+}
+
+fn host(url: &str) -> String {
+    Opts::from_url(url)
+        .map(|o| format!("{}:{}", o.ip_or_hostname(), o.tcp_port()))
+        .unwrap_or_default()
+}

@@ -1,0 +1,306 @@
+//! The lock table: its validated name and columns, its DDL, and what an existing table holds.
+
+use lock_core::{ColumnNames, LockError, validate_table_name};
+
+/// The lock table's name and column names, validated once so that every statement built from
+/// them is safe: each identifier is `[A-Za-z_][A-Za-z0-9_]*` and is quoted with backticks.
+#[derive(Clone, Debug)]
+pub(crate) struct Table {
+    schema: Option<String>,
+    name: String,
+    columns: ColumnNames,
+}
+
+impl Table {
+    pub(crate) fn new(table: &str, columns: ColumnNames) -> Result<Self, LockError> {
+        let (schema, name) = validate_table_name(table)?;
+        columns.validate()?;
+        Ok(Table {
+            schema: schema.map(str::to_owned),
+            name: name.to_owned(),
+            columns,
+        })
+    }
+
+    pub(crate) fn columns(&self) -> &ColumnNames {
+        &self.columns
+    }
+
+    pub(crate) fn schema(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `schema.table` or `table`, for messages.
+    pub(crate) fn display(&self) -> String {
+        match &self.schema {
+            Some(schema) => format!("{schema}.{}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// The table as it appears in SQL.
+    pub(crate) fn quoted(&self) -> String {
+        match &self.schema {
+            Some(schema) => format!("{}.{}", quote(schema), quote(&self.name)),
+            None => quote(&self.name),
+        }
+    }
+
+    /// One column, quoted.
+    pub(crate) fn col(&self, role: Column) -> String {
+        let c = &self.columns;
+        quote(match role {
+            Column::Name => &c.name,
+            Column::LockUntil => &c.lock_until,
+            Column::LockedAt => &c.locked_at,
+            Column::LockedBy => &c.locked_by,
+            Column::Fence => &c.fence,
+            Column::LastFire => &c.last_fire,
+        })
+    }
+
+    /// The statement that creates the table with all six columns.
+    ///
+    /// `DATETIME(3)` rather than ShedLock's `TIMESTAMP(3)`: a `DATETIME` stores the UTC wall
+    /// time as written, while a `TIMESTAMP` converts through the session time zone, and a UTC
+    /// time that falls into that zone's spring-forward gap cannot be stored at all (ShedLock
+    /// issue 1876). The table is InnoDB because the statements rely on its row locks.
+    pub(crate) fn create_ddl(&self) -> String {
+        format!(
+            "CREATE TABLE IF NOT EXISTS {table} (\n  \
+               {name} VARCHAR(64) NOT NULL,\n  \
+               {lock_until} DATETIME(3) NOT NULL,\n  \
+               {locked_at} DATETIME(3) NOT NULL,\n  \
+               {locked_by} VARCHAR(255) NOT NULL,\n  \
+               {fence} BIGINT NOT NULL DEFAULT 0,\n  \
+               {last_fire} DATETIME(3) NULL,\n  \
+               PRIMARY KEY ({name})\n\
+             ) ENGINE=InnoDB",
+            table = self.quoted(),
+            name = self.col(Column::Name),
+            lock_until = self.col(Column::LockUntil),
+            locked_at = self.col(Column::LockedAt),
+            locked_by = self.col(Column::LockedBy),
+            fence = self.col(Column::Fence),
+            last_fire = self.col(Column::LastFire),
+        )
+    }
+
+    /// The statement that adds the extension columns missing from an existing table.
+    pub(crate) fn migration_ddl(&self, missing: &[Column]) -> Option<String> {
+        let additions: Vec<String> = missing
+            .iter()
+            .filter_map(|column| match column {
+                Column::Fence => Some(format!(
+                    "ADD COLUMN {} BIGINT NOT NULL DEFAULT 0",
+                    self.col(Column::Fence)
+                )),
+                Column::LastFire => Some(format!(
+                    "ADD COLUMN {} DATETIME(3) NULL",
+                    self.col(Column::LastFire)
+                )),
+                _ => None,
+            })
+            .collect();
+        (!additions.is_empty())
+            .then(|| format!("ALTER TABLE {} {}", self.quoted(), additions.join(", ")))
+    }
+
+    /// Reads which of our columns the table has, and their types, from `information_schema`.
+    pub(crate) fn detect_query(&self) -> &'static str {
+        "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS \
+         WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?"
+    }
+
+    /// Interprets the rows of [`Table::detect_query`]. `None` when the table does not exist.
+    pub(crate) fn layout_from(&self, rows: &[(String, String)]) -> Result<Option<Shape>, LockError> {
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        let find = |column: &str| {
+            rows.iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case(column))
+                .map(|(_, data_type)| data_type.as_str())
+        };
+        let c = &self.columns;
+        let mut zone_sensitive = false;
+        for (role, column) in [
+            ("name", &c.name),
+            ("lock_until", &c.lock_until),
+            ("locked_at", &c.locked_at),
+            ("locked_by", &c.locked_by),
+        ] {
+            match find(column) {
+                Some(data_type) => zone_sensitive |= data_type.eq_ignore_ascii_case("timestamp"),
+                None => {
+                    return Err(LockError::InvalidConfiguration(format!(
+                        "lock table {} has no column `{column}` (the `{role}` column); its columns \
+                         are: {}",
+                        self.display(),
+                        rows.iter()
+                            .map(|(name, _)| name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+            }
+        }
+        let fence = find(&c.fence);
+        let last_fire = find(&c.last_fire);
+        if let Some(data_type) = last_fire {
+            zone_sensitive |= data_type.eq_ignore_ascii_case("timestamp");
+        }
+        let extended = match (fence, last_fire) {
+            (Some(_), Some(_)) => true,
+            (None, None) => false,
+            _ => {
+                return Err(LockError::InvalidConfiguration(format!(
+                    "lock table {} has only one of the columns `{}` and `{}`; run \
+                     `ensure_schema()` to add the other",
+                    self.display(),
+                    c.fence,
+                    c.last_fire
+                )));
+            }
+        };
+        Ok(Some(Shape {
+            extended,
+            zone_sensitive,
+        }))
+    }
+
+    /// The extension columns a table of this shape lacks.
+    pub(crate) fn missing_extension_columns(shape: Option<Shape>) -> Vec<Column> {
+        match shape {
+            Some(Shape { extended: true, .. }) => Vec::new(),
+            _ => vec![Column::Fence, Column::LastFire],
+        }
+    }
+}
+
+/// A column by its role in the lock table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Column {
+    Name,
+    LockUntil,
+    LockedAt,
+    LockedBy,
+    Fence,
+    LastFire,
+}
+
+/// What an existing lock table holds, as found in `information_schema`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    /// Has the `fence` and `last_fire` columns. Without them (a table made by ShedLock's own
+    /// DDL) leases still exclude each other, but fences are 0 and slots are not remembered.
+    pub(crate) extended: bool,
+    /// A time column is a `TIMESTAMP`, whose values convert through the session time zone.
+    pub(crate) zone_sensitive: bool,
+}
+
+/// Quotes an identifier already checked by `lock_core::validate_identifier`, which allows no
+/// backtick, so the quoting cannot be escaped.
+fn quote(identifier: &str) -> String {
+    format!("`{identifier}`")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(columns: &[(&str, &str)]) -> Vec<(String, String)> {
+        columns
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn refuses_unsafe_identifiers() {
+        assert!(Table::new("shedlock`; DROP TABLE x; --", ColumnNames::default()).is_err());
+        let columns = ColumnNames {
+            fence: "fence`".into(),
+            ..ColumnNames::default()
+        };
+        assert!(Table::new("shedlock", columns).is_err());
+        let table = Table::new("ops.locks", ColumnNames::default()).unwrap();
+        assert_eq!(table.quoted(), "`ops`.`locks`");
+        assert_eq!(table.display(), "ops.locks");
+    }
+
+    #[test]
+    fn ddl_uses_datetime_and_custom_columns() {
+        let columns = ColumnNames {
+            locked_by: "owner".into(),
+            ..ColumnNames::default()
+        };
+        let ddl = Table::new("jobs_lock", columns).unwrap().create_ddl();
+        assert!(ddl.starts_with("CREATE TABLE IF NOT EXISTS `jobs_lock`"), "{ddl}");
+        assert!(ddl.contains("`owner` VARCHAR(255) NOT NULL"), "{ddl}");
+        assert!(ddl.contains("`lock_until` DATETIME(3) NOT NULL"), "{ddl}");
+        assert!(!ddl.contains("TIMESTAMP"), "{ddl}");
+    }
+
+    #[test]
+    fn shapes() {
+        let table = Table::new("shedlock", ColumnNames::default()).unwrap();
+        assert_eq!(table.layout_from(&[]).unwrap(), None);
+        let shedlock = rows(&[
+            ("name", "varchar"),
+            ("lock_until", "timestamp"),
+            ("locked_at", "timestamp"),
+            ("locked_by", "varchar"),
+        ]);
+        assert_eq!(
+            table.layout_from(&shedlock).unwrap(),
+            Some(Shape {
+                extended: false,
+                zone_sensitive: true
+            })
+        );
+        let ours = rows(&[
+            ("NAME", "varchar"),
+            ("lock_until", "datetime"),
+            ("locked_at", "datetime"),
+            ("locked_by", "varchar"),
+            ("fence", "bigint"),
+            ("last_fire", "datetime"),
+        ]);
+        assert_eq!(
+            table.layout_from(&ours).unwrap(),
+            Some(Shape {
+                extended: true,
+                zone_sensitive: false
+            })
+        );
+        let half = rows(&[
+            ("name", "varchar"),
+            ("lock_until", "datetime"),
+            ("locked_at", "datetime"),
+            ("locked_by", "varchar"),
+            ("fence", "bigint"),
+        ]);
+        assert!(table.layout_from(&half).is_err());
+        let broken = rows(&[("name", "varchar"), ("lock_until", "datetime")]);
+        let err = table.layout_from(&broken).unwrap_err().to_string();
+        assert!(err.contains("`locked_at`"), "{err}");
+    }
+
+    #[test]
+    fn migration_adds_only_what_is_missing() {
+        let table = Table::new("shedlock", ColumnNames::default()).unwrap();
+        assert_eq!(
+            table
+                .migration_ddl(&[Column::Fence, Column::LastFire])
+                .unwrap(),
+            "ALTER TABLE `shedlock` ADD COLUMN `fence` BIGINT NOT NULL DEFAULT 0, \
+             ADD COLUMN `last_fire` DATETIME(3) NULL"
+        );
+        assert_eq!(table.migration_ddl(&[]), None);
+    }
+}

@@ -1,0 +1,358 @@
+//! The SQL the provider runs, built once per table from validated, quoted identifiers, and the
+//! decoding of what the server answers.
+//!
+//! Every time is the server's `UTC_TIMESTAMP(3)` (evaluated once per statement, so all its uses
+//! in one statement agree); durations travel as microsecond intervals. The shapes follow
+//! ShedLock's `MySqlServerTimeStatementsSource`, with two changes:
+//!
+//! - **Acquire is one statement**, `INSERT ... ON DUPLICATE KEY UPDATE`, instead of ShedLock's
+//!   `INSERT IGNORE` followed by an `UPDATE`. It inserts a missing row (so a row deleted by hand
+//!   is recreated at the next fire), takes an expired one, and leaves a held one untouched: a
+//!   losing acquire changes no value, so InnoDB writes no redo for it and nothing is flushed.
+//!   And it hides no error the way `INSERT IGNORE` does.
+//! - **The outcome travels in the OK packet's `last_insert_id`**, set with `LAST_INSERT_ID(expr)`
+//!   (the documented way to return a value from an `UPDATE`, e.g. a sequence counter). The first
+//!   assignment of the update clause decides once, on the row's old values, and records the
+//!   decision there: the new fence for a grant, or a refusal code that carries the reason and the
+//!   holder's `lock_until`. The later assignments read the decision back with `LAST_INSERT_ID()`
+//!   instead of re-testing columns, because MySQL evaluates `SET` assignments left to right (an
+//!   assignment sees the columns already changed) while MariaDB's `SIMULTANEOUS_ASSIGNMENT` mode
+//!   makes them see the old values; reading the decision works under both. It also makes the
+//!   result independent of `CLIENT_FOUND_ROWS`, which changes what affected-row counts mean.
+
+use std::time::Duration;
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use lock_core::{AcquireOutcome, Lease, LockRequest, Refusal, RefusalReason};
+use mysql_async::{Params, Value};
+
+use crate::schema::{Column, Shape, Table};
+
+/// `last_insert_id` at or above this is a refusal; below it, a fence. 2^62: no fence gets there.
+const REFUSED: u64 = 1 << 62;
+/// Set in a refusal when the lease was free but the slot had already run.
+const SLOT_ALREADY_RUN: u64 = 1 << 61;
+/// The low bits of a refusal: milliseconds since the epoch (of `lock_until` when held, of
+/// `last_fire` when the slot already ran). 2^61 ms is about 73 million years.
+const MILLIS_MASK: u64 = SLOT_ALREADY_RUN - 1;
+
+/// The shortest lease written: a shorter one would round to `lock_until = now`, already over.
+const MIN_LEASE: Duration = Duration::from_millis(1);
+/// The longest interval written, so that `now + interval` stays far inside `DATETIME`'s range.
+const MAX_INTERVAL: Duration = Duration::from_secs(1000 * 365 * 24 * 3600);
+
+const NOW: &str = "UTC_TIMESTAMP(3)";
+
+/// The statements for one table of one shape.
+#[derive(Debug)]
+pub(crate) struct Statements {
+    shape: Shape,
+    acquire: String,
+    release: String,
+    extend: String,
+    list: String,
+    select_for_unlock: String,
+    unlock: String,
+}
+
+impl Statements {
+    pub(crate) fn new(table: &Table, shape: Shape) -> Self {
+        let t = table.quoted();
+        let name = table.col(Column::Name);
+        let lock_until = table.col(Column::LockUntil);
+        let locked_at = table.col(Column::LockedAt);
+        let locked_by = table.col(Column::LockedBy);
+        let fence = table.col(Column::Fence);
+        let last_fire = table.col(Column::LastFire);
+        let granted = format!("LAST_INSERT_ID() < {REFUSED}");
+        let held_until = format!("{REFUSED} + {}", epoch_millis(&lock_until));
+
+        let acquire = if shape.extended {
+            // Params: name, at_most, locked_by, slot (x3), locked_by, slot, at_most.
+            let free = format!(
+                "{lock_until} <= {NOW} AND (? IS NULL OR {last_fire} IS NULL OR {last_fire} < ?)"
+            );
+            let refusal = format!(
+                "IF({lock_until} > {NOW}, {held_until}, \
+                 {REFUSED} + {SLOT_ALREADY_RUN} + {})",
+                epoch_millis(&format!("COALESCE({last_fire}, {lock_until})"))
+            );
+            format!(
+                "INSERT INTO {t} ({name}, {lock_until}, {locked_at}, {locked_by}, {fence}, {last_fire}) \
+                 VALUES (?, {NOW} + INTERVAL ? MICROSECOND, {NOW}, ?, 1, ?) \
+                 ON DUPLICATE KEY UPDATE \
+                 {locked_by} = IF(LAST_INSERT_ID(IF({free}, GREATEST({fence}, 0) + 1, {refusal})) < {REFUSED}, ?, {locked_by}), \
+                 {locked_at} = IF({granted}, {NOW}, {locked_at}), \
+                 {fence} = IF({granted}, LAST_INSERT_ID(), {fence}), \
+                 {last_fire} = IF({granted}, COALESCE(?, {last_fire}), {last_fire}), \
+                 {lock_until} = IF({granted}, {NOW} + INTERVAL ? MICROSECOND, {lock_until})"
+            )
+        } else {
+            // ShedLock's own four columns. Params: name, at_most, locked_by, locked_by, at_most.
+            format!(
+                "INSERT INTO {t} ({name}, {lock_until}, {locked_at}, {locked_by}) \
+                 VALUES (?, {NOW} + INTERVAL ? MICROSECOND, {NOW}, ?) \
+                 ON DUPLICATE KEY UPDATE \
+                 {locked_by} = IF(LAST_INSERT_ID(IF({lock_until} <= {NOW}, 1, {held_until})) < {REFUSED}, ?, {locked_by}), \
+                 {locked_at} = IF({granted}, {NOW}, {locked_at}), \
+                 {lock_until} = IF({granted}, {NOW} + INTERVAL ? MICROSECOND, {lock_until})"
+            )
+        };
+
+        // Release and extend report a matched row through LAST_INSERT_ID(1): without
+        // CLIENT_FOUND_ROWS the affected-row count says 0 when the new lock_until happens to
+        // equal the old one (say lock_at_least_for = lock_at_most_for), which would read as
+        // "the lease was lost".
+        let owner = if shape.extended {
+            format!("{name} = ? AND {locked_by} = ? AND {fence} = ?")
+        } else {
+            format!("{name} = ? AND {locked_by} = ?")
+        };
+        let at_least_end = format!("{locked_at} + INTERVAL ? MICROSECOND");
+        let release = format!(
+            "UPDATE {t} SET {lock_until} = IF(LAST_INSERT_ID(1), \
+             IF({at_least_end} > {NOW}, {at_least_end}, {NOW}), NULL) WHERE {owner}"
+        );
+        let extend = format!(
+            "UPDATE {t} SET {lock_until} = IF(LAST_INSERT_ID(1), {NOW} + INTERVAL ? MICROSECOND, NULL) \
+             WHERE {owner} AND {lock_until} > {NOW}"
+        );
+
+        let (fence_or_zero, last_fire_or_null) = if shape.extended {
+            (fence.clone(), last_fire.clone())
+        } else {
+            ("0".to_owned(), "NULL".to_owned())
+        };
+        let record = format!(
+            "{name}, {lock_until}, {locked_at}, {locked_by}, {fence_or_zero}, {last_fire_or_null}, \
+             {lock_until} > {NOW}"
+        );
+        let list = format!("SELECT {record} FROM {t}");
+        let select_for_unlock = format!("SELECT {record} FROM {t} WHERE {name} = ? FOR UPDATE");
+        let unlock = format!("UPDATE {t} SET {lock_until} = {NOW} WHERE {name} = ?");
+
+        Statements {
+            shape,
+            acquire,
+            release,
+            extend,
+            list,
+            select_for_unlock,
+            unlock,
+        }
+    }
+
+    pub(crate) fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    pub(crate) fn acquire(&self, request: &LockRequest) -> (&str, Params) {
+        let name = Value::from(&*request.name);
+        let at_most = micros(request.lock_at_most_for.max(MIN_LEASE));
+        let by = Value::from(&*request.locked_by);
+        let params = if self.shape.extended {
+            let slot = Value::from(request.slot.map(|s| s.instant().naive_utc()));
+            vec![
+                name,
+                at_most.clone(),
+                by.clone(),
+                slot.clone(),
+                slot.clone(),
+                slot.clone(),
+                by,
+                slot,
+                at_most,
+            ]
+        } else {
+            vec![name, at_most.clone(), by.clone(), by, at_most]
+        };
+        (&self.acquire, Params::Positional(params))
+    }
+
+    pub(crate) fn release(&self, lease: &Lease, at_least: Duration) -> (&str, Params) {
+        let at_least = micros(at_least);
+        let mut params = vec![at_least.clone(), at_least];
+        params.extend(self.owner(lease));
+        (&self.release, Params::Positional(params))
+    }
+
+    pub(crate) fn extend(&self, lease: &Lease, at_most: Duration) -> (&str, Params) {
+        let mut params = vec![micros(at_most.max(MIN_LEASE))];
+        params.extend(self.owner(lease));
+        (&self.extend, Params::Positional(params))
+    }
+
+    pub(crate) fn list(&self) -> &str {
+        &self.list
+    }
+
+    pub(crate) fn select_for_unlock(&self) -> &str {
+        &self.select_for_unlock
+    }
+
+    pub(crate) fn unlock(&self) -> &str {
+        &self.unlock
+    }
+
+    fn owner(&self, lease: &Lease) -> Vec<Value> {
+        let mut params = vec![Value::from(lease.name()), Value::from(lease.locked_by())];
+        if self.shape.extended {
+            params.push(Value::from(lease.fence()));
+        }
+        params
+    }
+
+    /// Reads an acquire's outcome from the OK packet. `None` when the packet is one no
+    /// statement of ours can produce; the caller turns that into an error rather than risk
+    /// running a body unlocked.
+    pub(crate) fn acquire_outcome(
+        &self,
+        request: &LockRequest,
+        last_insert_id: u64,
+        affected_rows: u64,
+    ) -> Option<AcquireOutcome> {
+        // The update clause always calls LAST_INSERT_ID(expr); only an insert leaves it unset.
+        if last_insert_id == 0 {
+            let fence = u64::from(self.shape.extended);
+            return (affected_rows == 1)
+                .then(|| AcquireOutcome::Acquired(Lease::granted(request, fence)));
+        }
+        if last_insert_id < REFUSED {
+            let fence = if self.shape.extended {
+                last_insert_id
+            } else {
+                0
+            };
+            return Some(AcquireOutcome::Acquired(Lease::granted(request, fence)));
+        }
+        let code = last_insert_id - REFUSED;
+        let at = DateTime::<Utc>::from_timestamp_millis((code & MILLIS_MASK) as i64);
+        Some(AcquireOutcome::Refused(if code & SLOT_ALREADY_RUN != 0 {
+            Refusal {
+                reason: RefusalReason::SlotAlreadyRun,
+                locked_by: None,
+                lock_until: None,
+                last_fire: at,
+            }
+        } else {
+            Refusal {
+                reason: RefusalReason::Held,
+                locked_by: None,
+                lock_until: at,
+                last_fire: None,
+            }
+        }))
+    }
+}
+
+/// One row of `list` or `select_for_unlock`.
+pub(crate) type RecordRow = (
+    String,
+    NaiveDateTime,
+    NaiveDateTime,
+    String,
+    i64,
+    Option<NaiveDateTime>,
+    bool,
+);
+
+/// Milliseconds since the epoch of a `DATETIME`, read as UTC whatever the session time zone
+/// (unlike `UNIX_TIMESTAMP`, which reads it in the session zone).
+fn epoch_millis(expr: &str) -> String {
+    format!("GREATEST(0, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', {expr}) DIV 1000)")
+}
+
+fn micros(d: Duration) -> Value {
+    Value::Int(d.min(MAX_INTERVAL).as_micros() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lock_core::{ColumnNames, FireSlot};
+    use std::sync::Arc;
+
+    fn statements(extended: bool) -> Statements {
+        let table = Table::new("shedlock", ColumnNames::default()).unwrap();
+        Statements::new(
+            &table,
+            Shape {
+                extended,
+                zone_sensitive: false,
+            },
+        )
+    }
+
+    fn request() -> LockRequest {
+        LockRequest {
+            name: Arc::from("job"),
+            locked_by: Arc::from("me"),
+            lock_at_most_for: Duration::from_micros(10),
+            slot: FireSlot::from_unix_millis(1_700_000_000_000),
+        }
+    }
+
+    #[test]
+    fn placeholders_match_params() {
+        for extended in [true, false] {
+            let s = statements(extended);
+            let lease = Lease::granted(&request(), 3);
+            let cases = [
+                s.acquire(&request()),
+                s.release(&lease, Duration::ZERO),
+                s.extend(&lease, Duration::from_secs(1)),
+            ];
+            for (sql, params) in cases {
+                let Params::Positional(values) = params else {
+                    panic!()
+                };
+                assert_eq!(sql.matches('?').count(), values.len(), "{sql}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_lease_is_at_least_a_millisecond() {
+        let (_, Params::Positional(values)) = statements(true).acquire(&request()) else {
+            panic!()
+        };
+        assert_eq!(values[1], Value::Int(1000));
+    }
+
+    #[test]
+    fn outcomes() {
+        let s = statements(true);
+        let r = request();
+        let fence = |o: Option<AcquireOutcome>| match o {
+            Some(AcquireOutcome::Acquired(lease)) => lease.fence(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(fence(s.acquire_outcome(&r, 0, 1)), 1);
+        assert_eq!(fence(s.acquire_outcome(&r, 42, 2)), 42);
+        assert_eq!(s.acquire_outcome(&r, 0, 0), None);
+        let held = REFUSED + 1_700_000_000_123;
+        match s.acquire_outcome(&r, held, 0) {
+            Some(AcquireOutcome::Refused(refusal)) => {
+                assert_eq!(refusal.reason, RefusalReason::Held);
+                assert_eq!(
+                    refusal.lock_until.unwrap().timestamp_millis(),
+                    1_700_000_000_123
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        match s.acquire_outcome(&r, held + SLOT_ALREADY_RUN, 1) {
+            Some(AcquireOutcome::Refused(refusal)) => {
+                assert_eq!(refusal.reason, RefusalReason::SlotAlreadyRun);
+                assert_eq!(
+                    refusal.last_fire.unwrap().timestamp_millis(),
+                    1_700_000_000_123
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        let shedlock = statements(false);
+        assert_eq!(fence(shedlock.acquire_outcome(&r, 1, 2)), 0);
+        assert_eq!(fence(shedlock.acquire_outcome(&r, 0, 1)), 0);
+    }
+}
