@@ -120,14 +120,17 @@ fn print(label: &str, s: &Stats) {
     );
 }
 
+/// The ratio of the means (what the targets are stated in), and of the medians, which a few
+/// slow disk flushes on a shared machine move much less.
 fn ratio(label: &str, a: &Stats, b: &Stats, target: Option<f64>) {
     let r = a.mean.as_secs_f64() / b.mean.as_secs_f64();
+    let median = a.p50.as_secs_f64() / b.p50.as_secs_f64();
     let verdict = match target {
         Some(t) if r <= t => format!("target <= {t}: met"),
         Some(t) => format!("target <= {t}: NOT met"),
         None => "for comparison".to_owned(),
     };
-    println!("ratio (means) {label:<50} {r:>7.2}   ({verdict})");
+    println!("ratio {label:<50} means {r:>7.2}  p50s {median:>7.2}   ({verdict})");
 }
 
 /// Runs the operations round-robin, so that drift (disk flush latency, other load on the

@@ -57,8 +57,10 @@ pub struct SqliteLockProvider {
 
 impl SqliteLockProvider {
     /// Opens (creating if needed) the database file at `path` and switches it to WAL mode,
-    /// with a 5 s busy timeout and the default table `shedlock`. Not async: opening a file is
-    /// quick. Call [`ensure_schema`](Self::ensure_schema) once to create the table.
+    /// with a 5 s busy timeout and the default table `shedlock`. Not async: it opens a local
+    /// file, though switching to WAL may wait (up to the busy timeout) for another process's
+    /// lock, so call it at startup. Call [`ensure_schema`](Self::ensure_schema) once to create
+    /// the table.
     ///
     /// Fails with [`LockError::Provider`] when the file cannot be opened and with
     /// [`LockError::InvalidConfiguration`] when it cannot use WAL mode (`:memory:`, for
@@ -112,9 +114,9 @@ impl SqliteLockProvider {
         })
     }
 
-    /// Uses the lock table `table` (`name` or `schema.name`, where `schema` is an attached
-    /// database) instead of `shedlock`. The name is validated as an identifier; anything else
-    /// is [`LockError::InvalidConfiguration`].
+    /// Uses the lock table `table` (`name` or `main.name`) instead of `shedlock`. The name is
+    /// validated as an identifier; anything else, and any schema but `main`, is
+    /// [`LockError::InvalidConfiguration`].
     ///
     /// ```no_run
     /// use lock_provider_sqlite::SqliteLockProvider;

@@ -35,7 +35,7 @@ fn quote(identifier: &str) -> String {
 pub(crate) struct Statements {
     /// The table as the user named it, for messages.
     pub(crate) table: String,
-    /// The schema (attached database) the table lives in: `main` unless qualified.
+    /// The schema the table lives in: always `main` (the only one the connection has).
     pub(crate) schema: String,
     /// The bare table name.
     pub(crate) bare_table: String,
@@ -67,6 +67,14 @@ impl Statements {
     /// Validates the names and builds every statement.
     pub(crate) fn new(table: &str, columns: &ColumnNames) -> Result<Self, LockError> {
         let (schema, bare) = validate_table_name(table)?;
+        // Another schema would be a database ATTACHed to the provider's private connection,
+        // which nothing can do; refuse it here rather than report a missing table later.
+        if let Some(schema) = schema.filter(|s| !s.eq_ignore_ascii_case("main")) {
+            return Err(LockError::InvalidConfiguration(format!(
+                "table name {table:?}: schema {schema:?} is not available to the SQLite lock \
+                 provider; use `table` or `main.table`"
+            )));
+        }
         columns.validate()?;
         let t = match schema {
             Some(schema) => format!("{}.{}", quote(schema), quote(bare)),
@@ -189,11 +197,12 @@ mod tests {
     fn names_are_validated_and_quoted() {
         let columns = ColumnNames::default();
         assert!(Statements::new("shedlock; DROP TABLE x", &columns).is_err());
-        let sql = Statements::new("aux.locks", &columns).unwrap();
-        assert_eq!(sql.schema, "aux");
+        assert!(Statements::new("aux.locks", &columns).is_err());
+        let sql = Statements::new("main.locks", &columns).unwrap();
+        assert_eq!(sql.schema, "main");
         assert!(
             sql.create_table
-                .starts_with("CREATE TABLE IF NOT EXISTS \"aux\".\"locks\"")
+                .starts_with("CREATE TABLE IF NOT EXISTS \"main\".\"locks\"")
         );
     }
 }

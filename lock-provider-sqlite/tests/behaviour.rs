@@ -105,6 +105,7 @@ async fn bad_table_and_column_names_are_refused_at_construction() {
         "a.b.c",
         "1locks",
         "locks\"x",
+        "aux.shedlock",
     ] {
         let err = SqliteLockProvider::open(&path)
             .unwrap()

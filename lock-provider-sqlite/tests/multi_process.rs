@@ -15,7 +15,7 @@ use lock_provider_sqlite::SqliteLockProvider;
 use lock_provider_sqlite::rusqlite::Connection;
 
 const PROCESSES: usize = 4;
-const ITERATIONS: usize = 150;
+const ITERATIONS: usize = 300;
 const LOCK: &str = "multi-process-counter";
 const WINS_MARKER: &str = "LOCK_SQLITE_CHILD_WINS=";
 
