@@ -1,9 +1,10 @@
 //! What a lock is asked for: its name and how long a lease may and must last.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use crate::LockError;
+use crate::metrics::LockMetrics;
 
 /// The longest lock name, in bytes: the `name` column of the lock table is `VARCHAR(64)`.
 pub const MAX_LOCK_NAME_LEN: usize = 64;
@@ -37,13 +38,26 @@ pub const MAX_LOCK_NAME_LEN: usize = 64;
 /// assert!(err.to_string().contains("lock_at_least_for"));
 /// # Ok::<(), lock_core::LockError>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct LockConfiguration {
     name: Arc<str>,
     lock_at_most_for: Duration,
     lock_at_least_for: Duration,
     keep_alive: bool,
+    // Registered on first use and shared by clones, so fires allocate nothing for metrics.
+    metrics: Arc<OnceLock<LockMetrics>>,
 }
+
+impl PartialEq for LockConfiguration {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+            && self.lock_at_most_for == other.lock_at_most_for
+            && self.lock_at_least_for == other.lock_at_least_for
+            && self.keep_alive == other.keep_alive
+    }
+}
+
+impl Eq for LockConfiguration {}
 
 impl LockConfiguration {
     /// Validates and builds a configuration.
@@ -75,7 +89,12 @@ impl LockConfiguration {
             lock_at_most_for: at_most,
             lock_at_least_for: at_least,
             keep_alive: false,
+            metrics: Arc::default(),
         })
+    }
+
+    pub(crate) fn metrics(&self) -> &LockMetrics {
+        self.metrics.get_or_init(|| LockMetrics::new(&self.name))
     }
 
     /// Turns keep-alive on or off: while the body runs the lease is extended every

@@ -7,6 +7,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
+use crate::metrics::LockMetrics;
 use crate::{
     AcquireOutcome, FireSlot, JobContext, Lease, LockConfiguration, LockError, LockProvider,
     LockRequest, MAX_INSTANCE_ID_LEN, default_instance_id,
@@ -301,11 +302,7 @@ impl LockingTaskExecutor {
             Acquired::Lease(guard, ctx) => (guard, ctx),
         };
         let keep_alive = config.keep_alive().then(|| {
-            let task = keep_alive(
-                self.provider.clone(),
-                ctx.clone(),
-                config.lock_at_most_for(),
-            );
+            let task = keep_alive(self.provider.clone(), ctx.clone(), config);
             match tokio::runtime::Handle::try_current()
                 .ok()
                 .or_else(|| runtime.cloned())
@@ -345,26 +342,35 @@ impl LockingTaskExecutor {
             lock_at_most_for: config.lock_at_most_for(),
             slot,
         };
+        let metrics = config.metrics();
+        metrics.attempt();
         let outcome = match self.provider.acquire(&request).await {
             Ok(outcome) => outcome,
             Err(error) => {
+                metrics.error();
                 tracing::error!(lock = config.name(), slot = ?slot.map(|s| s.instant()), error = &error as &dyn std::error::Error, "lock acquire failed; body not run");
                 return Err(error);
             }
         };
         match outcome {
             AcquireOutcome::Acquired(lease) => {
+                metrics.acquired();
+                tracing::Span::current().record("fence", lease.fence());
                 tracing::debug!(lock = config.name(), fence = lease.fence(), slot = ?slot.map(|s| s.instant()), instance = &*self.instance_id, "lock acquired");
                 let cancel = self.shutdown.child_token();
                 let ctx = JobContext::new(lease.clone(), cancel);
+                metrics.started();
                 let guard = LeaseGuard {
                     provider: self.provider.clone(),
                     lease: Some(lease),
                     lock_at_least_for: config.lock_at_least_for(),
+                    metrics: metrics.clone(),
+                    started: tokio::time::Instant::now(),
                 };
                 Ok(Acquired::Lease(guard, ctx))
             }
             AcquireOutcome::Refused(refusal) => {
+                metrics.skipped();
                 tracing::debug!(
                     lock = config.name(),
                     slot = ?slot.map(|s| s.instant()),
@@ -389,11 +395,7 @@ impl LockingTaskExecutor {
     ) -> T {
         let body = AssertUnwindSafe(body).catch_unwind();
         let result = if config.keep_alive() {
-            let keep_alive = keep_alive(
-                self.provider.clone(),
-                ctx.clone(),
-                config.lock_at_most_for(),
-            );
+            let keep_alive = keep_alive(self.provider.clone(), ctx.clone(), config);
             tokio::select! {
                 biased;
                 out = body => out,
@@ -431,7 +433,23 @@ enum Never {}
 
 /// Extends the lease every `at_most / 2` until the lease is lost; then resolves the context's
 /// cancellation and waits forever (the body decides when to stop).
-async fn keep_alive(provider: Arc<dyn LockProvider>, ctx: JobContext, at_most: Duration) -> Never {
+fn keep_alive(
+    provider: Arc<dyn LockProvider>,
+    ctx: JobContext,
+    config: &LockConfiguration,
+) -> impl Future<Output = Never> + Send + 'static {
+    let at_most = config.lock_at_most_for();
+    let metrics = config.metrics().clone();
+    async move {
+        extend_until_lost(provider.as_ref(), &ctx, at_most).await;
+        metrics.lost();
+        ctx.cancel_token().cancel();
+        std::future::pending().await
+    }
+}
+
+/// Extends the lease every `at_most / 2`; returns when an extension fails or is refused.
+async fn extend_until_lost(provider: &dyn LockProvider, ctx: &JobContext, at_most: Duration) {
     let period = at_most / 2;
     let lease = ctx.lease();
     let mut next = tokio::time::Instant::now() + period;
@@ -461,8 +479,6 @@ async fn keep_alive(provider: Arc<dyn LockProvider>, ctx: JobContext, at_most: D
             }
         }
     }
-    ctx.cancel_token().cancel();
-    std::future::pending().await
 }
 
 /// Blocks the current thread on `fut`, from a multi-thread runtime's worker (via
@@ -492,11 +508,14 @@ struct LeaseGuard {
     provider: Arc<dyn LockProvider>,
     lease: Option<Lease>,
     lock_at_least_for: Duration,
+    metrics: LockMetrics,
+    started: tokio::time::Instant,
 }
 
 impl LeaseGuard {
     async fn release(&mut self) {
         if let Some(lease) = self.lease.take() {
+            self.metrics.finished(self.started.elapsed());
             release(self.provider.as_ref(), &lease, self.lock_at_least_for).await;
         }
     }
@@ -507,6 +526,7 @@ impl Drop for LeaseGuard {
         let Some(lease) = self.lease.take() else {
             return;
         };
+        self.metrics.finished(self.started.elapsed());
         let provider = self.provider.clone();
         let at_least = self.lock_at_least_for;
         match tokio::runtime::Handle::try_current() {

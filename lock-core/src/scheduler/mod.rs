@@ -443,6 +443,9 @@ impl JobRunner {
             status.running = true;
             status.next_fire = None;
         }
+        if let Some(lag) = slot.and_then(|s| (Utc::now() - s.instant()).to_std().ok()) {
+            self.config.metrics().fire_lag(lag);
+        }
         let started = tokio::time::Instant::now();
         let outcome = AssertUnwindSafe(self.execute(slot))
             .catch_unwind()
