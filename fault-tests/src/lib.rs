@@ -1,0 +1,1 @@
+//! Fault tests across real processes; see `tests/` and `src/bin`.
