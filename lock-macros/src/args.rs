@@ -338,3 +338,64 @@ fn bool_value(arg: &RawArg, errors: &mut Errors) -> Option<LitBool> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+
+    #[test]
+    fn edit_distance_counts_insertions_deletions_substitutions() {
+        assert_eq!(edit_distance("cron", "cron"), 0);
+        assert_eq!(edit_distance("corn", "cron"), 2);
+        assert_eq!(edit_distance("zones", "zone"), 1);
+        assert_eq!(edit_distance("", "name"), 4);
+    }
+
+    #[test]
+    fn closest_key_suggests_prefixes_and_near_misses_only() {
+        assert_eq!(closest("crontab", &SCHEDULED_KEYS), Some("cron"));
+        assert_eq!(closest("fixed_rat", &SCHEDULED_KEYS), Some("fixed_rate"));
+        assert_eq!(
+            closest("lock_at_most", &LOCK_KEYS),
+            Some("lock_at_most_for")
+        );
+        assert_eq!(closest("keepalive", &LOCK_KEYS), Some("keep_alive"));
+        assert_eq!(closest("colour", &SCHEDULED_KEYS), None);
+    }
+
+    #[test]
+    fn every_pair_is_checked_and_every_mistake_recorded() {
+        let mut errors = Errors::default();
+        let args = parse_lock(
+            quote!(
+                name = "a",
+                keep_alive = "yes",
+                name = "b",
+                colour = 1,
+                lock_at_most_for
+            ),
+            &mut errors,
+        )
+        .expect("valid syntax");
+        assert_eq!(args.name.unwrap().value.unwrap().value(), "a");
+        // Given, but with a bad value: present without a value.
+        assert!(args.keep_alive.unwrap().value.is_none());
+        assert!(args.lock_at_most_for.unwrap().value.is_none());
+        let all = errors.finish().unwrap_err();
+        let messages: Vec<String> = all.into_iter().map(|e| e.to_string()).collect();
+        assert_eq!(messages.len(), 4, "{messages:?}");
+        assert!(messages[0].contains("`keep_alive` expects `true` or `false`"));
+        assert!(messages[1].contains("`name` set twice"));
+        assert!(messages[2].contains("unknown key `colour`"));
+        assert!(messages[3].contains("`lock_at_most_for` needs a value"));
+    }
+
+    #[test]
+    fn syntax_errors_say_what_was_expected() {
+        let mut errors = Errors::default();
+        assert!(parse_scheduled(quote!(cron "x"), quote!(#), &mut errors).is_none());
+        let message = errors.finish().unwrap_err().to_string();
+        assert!(message.contains("expected `=` after `cron`"), "{message}");
+    }
+}

@@ -416,3 +416,66 @@ fn locked_fn(func: &ItemFn, lock: &Lock) -> TokenStream {
     };
     with_body(func, TokenStream::new(), quote!(#spec #call))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand_str(this: Macro, args: TokenStream, item: TokenStream) -> String {
+        expand(this, args, item).to_string()
+    }
+
+    #[test]
+    fn the_first_macro_handles_both_and_marks_the_other_handled() {
+        let out = expand_str(
+            Macro::Scheduled,
+            quote!(fixed_rate = "5s"),
+            quote! {
+                #[lock_core::scheduler_lock(name = "job", lock_at_most_for = "1m")]
+                async fn job() {}
+            },
+        );
+        assert!(
+            out.contains("# [lock_core :: scheduler_lock (@ handled)]"),
+            "{out}"
+        );
+        assert!(
+            out.contains("TriggerSpec :: FixedRate { period_ms : 5000u64"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "LockSpec :: new (\"job\" , :: core :: option :: Option :: Some (60000u64)"
+            ),
+            "{out}"
+        );
+        assert!(!out.contains("compile_error"), "{out}");
+        // The other macro then passes the function through.
+        let item: TokenStream = quote!(
+            async fn job() {}
+        );
+        assert_eq!(
+            expand_str(Macro::SchedulerLock, quote!(@handled), item.clone()),
+            item.to_string()
+        );
+    }
+
+    #[test]
+    fn on_errors_the_function_is_emitted_as_written() {
+        let out = expand_str(
+            Macro::SchedulerLock,
+            quote!(name = ""),
+            quote!(
+                fn keep_me(x: u32) -> u32 {
+                    x
+                }
+            ),
+        );
+        assert!(
+            out.starts_with("fn keep_me (x : u32) -> u32 { x }"),
+            "{out}"
+        );
+        // Both mistakes: the empty name and the return type.
+        assert_eq!(out.matches("compile_error").count(), 2, "{out}");
+    }
+}

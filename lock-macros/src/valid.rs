@@ -382,3 +382,87 @@ fn positive_millis(arg: &Option<Arg<LitStr>>, errors: &mut Errors) -> Option<u64
     }
     Some(ms)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quote::quote;
+    use syn::parse_quote;
+
+    fn allowed(ty: Type) -> bool {
+        is_allowed_return(&ty)
+    }
+
+    #[test]
+    fn unit_and_result_of_unit_are_the_allowed_returns() {
+        assert!(allowed(parse_quote!(())));
+        assert!(allowed(parse_quote!(Result<(), String>)));
+        assert!(allowed(parse_quote!(anyhow::Result<()>)));
+        assert!(allowed(parse_quote!(::std::io::Result<()>)));
+        assert!(!allowed(parse_quote!(u32)));
+        assert!(!allowed(parse_quote!(Result<u32, String>)));
+        assert!(!allowed(parse_quote!(Option<()>)));
+        assert!(!allowed(parse_quote!(MyResult)));
+        assert!(!allowed(parse_quote!(
+            impl std::future::Future<Output = ()>
+        )));
+    }
+
+    #[test]
+    fn a_refused_cron_field_is_named() {
+        let error = lock_trigger::parse_cron("0 0 25 * * *").unwrap_err();
+        let message = explain_cron("0 0 25 * * *", &error);
+        assert!(message.contains("the hour field `25`"), "{message}");
+        // Field-count errors keep the parser's own advice.
+        let error = lock_trigger::parse_cron("* * * * *").unwrap_err();
+        assert_eq!(explain_cron("* * * * *", &error), error.to_string());
+    }
+
+    fn duration(text: &str) -> Result<u64, String> {
+        let arg = Some(Arg {
+            key: parse_quote!(fixed_rate),
+            value: Some(LitStr::new(text, proc_macro2::Span::call_site())),
+        });
+        let mut errors = Errors::default();
+        let ms = millis(&arg, &mut errors);
+        errors.finish().map_err(|e| e.to_string())?;
+        Ok(ms.expect("no error, so a value"))
+    }
+
+    #[test]
+    fn durations_are_whole_milliseconds() {
+        assert_eq!(duration("1h 30m"), Ok(5_400_000));
+        assert_eq!(duration("250ms"), Ok(250));
+        assert_eq!(duration("0s"), Ok(0));
+        assert!(
+            duration("500us")
+                .unwrap_err()
+                .contains("millisecond precision")
+        );
+        assert!(
+            duration("5 minutes please")
+                .unwrap_err()
+                .contains("invalid duration")
+        );
+    }
+
+    #[test]
+    fn the_lock_checks_name_and_durations_together() {
+        let mut errors = Errors::default();
+        let args = crate::args::parse_lock(
+            quote!(name = "", lock_at_most_for = "1m", lock_at_least_for = "2m"),
+            &mut errors,
+        )
+        .unwrap();
+        assert!(lock(&args, &mut errors).is_none());
+        let messages: Vec<String> = errors
+            .finish()
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.to_string())
+            .collect();
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(messages[0].contains("must not be empty"));
+        assert!(messages[1].contains("is longer than `lock_at_most_for = \"1m\"`"));
+    }
+}
