@@ -28,12 +28,25 @@ impl Billing {
     }
 }
 
+struct Repository<T>(T);
+
+impl<T> Repository<T> {
+    // In a generic impl: registered once, not per type argument.
+    #[scheduled(fixed_rate = "1m")]
+    #[scheduler_lock(name = "repository-sweep")]
+    fn sweep() {}
+}
+
 #[tokio::main]
 async fn main() {
     lock_core::install_default_executor(LockingTaskExecutor::new(InMemoryLockProvider::new()));
-    let job = inventory::iter::<ScheduledJob>.into_iter().next().unwrap();
-    assert_eq!(job.lock.name, "billing-nightly");
+    let names: Vec<&str> = inventory::iter::<ScheduledJob>.into_iter().map(|j| j.lock.name).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert!(names.contains(&"repository-sweep"));
+    let job = inventory::iter::<ScheduledJob>.into_iter().find(|j| j.lock.name == "billing-nightly").unwrap();
     assert_eq!(job.name, concat!(module_path!(), "::nightly"));
     Billing::nightly().await;
     Billing::export(3).await.unwrap();
+    tokio::task::spawn_blocking(Repository::<u8>::sweep).await.unwrap();
+    let _unused = Repository(0u8).0;
 }
