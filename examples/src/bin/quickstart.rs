@@ -1,0 +1,49 @@
+//! The README's quickstart: one annotated job, a SQLite lock table, graceful shutdown.
+//!
+//! ```text
+//! cargo run -p examples --bin quickstart            # until Ctrl-C
+//! cargo run -p examples --bin quickstart -- 5       # for 5 seconds
+//! ```
+//! Start it in two terminals at once: each slot runs in only one of them.
+
+use std::time::Duration;
+
+use lock_core::{JobContext, Scheduler, scheduled, scheduler_lock};
+use lock_provider_sqlite::SqliteLockProvider;
+
+#[scheduled(cron = "*/2 * * * * *", zone = "Asia/Shanghai")]
+#[scheduler_lock(name = "sync_bill", lock_at_most_for = "30m", lock_at_least_for = "1s")]
+async fn sync_bill() {
+    let ctx = JobContext::current().expect("inside a locked job");
+    tracing::info!(
+        fence = ctx.fence(),
+        slot = %ctx.scheduled_at().expect("a cron fire has a slot"),
+        instance = ctx.instance_id(),
+        "generating bills"
+    );
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let seconds: Option<u64> = std::env::args().nth(1).map(|s| s.parse()).transpose()?;
+
+    let path = std::env::temp_dir().join("lock-core-quickstart.db");
+    let provider = SqliteLockProvider::open(&path)?;
+    provider.ensure_schema().await?;
+    let scheduler = Scheduler::builder().lock_provider(provider).start().await?;
+    match seconds {
+        Some(seconds) => {
+            scheduler
+                .run_until(tokio::time::sleep(Duration::from_secs(seconds)))
+                .await?
+        }
+        // Graceful: stops firing, cancels and awaits running jobs, releases their locks.
+        None => scheduler.run_until(tokio::signal::ctrl_c()).await?,
+    }
+    Ok(())
+}
