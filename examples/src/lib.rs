@@ -2,5 +2,8 @@
 //!
 //! - `cluster_demo`: several instances of one service on one lock table, each job once per slot
 //!   (`cargo run -p examples --bin cluster_demo`).
-//! - `quickstart`: one annotated service on SQLite, as in the README
-//!   (`cargo run -p examples --bin quickstart`).
+//! - `quickstart`: one annotated service on SQLite (`cargo run -p examples --bin quickstart`).
+//!
+//! The workspace README is included below so that its code blocks are compiled as doc tests:
+//! what the README shows must build.
+#![doc = include_str!("../../README.md")]
