@@ -1,0 +1,1 @@
+//! Cross-crate benchmarks; see `benches/` and BENCHMARKS.md.
