@@ -558,7 +558,8 @@ async fn release(provider: &dyn LockProvider, lease: &Lease, at_least: Duration)
     }
 }
 
-static DEFAULT_EXECUTOR: RwLock<Option<LockingTaskExecutor>> = RwLock::new(None);
+// An `Arc` so that a direct locked call costs one reference count, not a clone of every field.
+static DEFAULT_EXECUTOR: RwLock<Option<Arc<LockingTaskExecutor>>> = RwLock::new(None);
 
 /// Installs the executor that direct calls of `#[scheduler_lock]` functions use.
 ///
@@ -574,11 +575,15 @@ static DEFAULT_EXECUTOR: RwLock<Option<LockingTaskExecutor>> = RwLock::new(None)
 pub fn install_default_executor(executor: LockingTaskExecutor) {
     *DEFAULT_EXECUTOR
         .write()
-        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(executor);
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Arc::new(executor));
 }
 
 /// The executor installed by [`install_default_executor`] or the last started scheduler.
 pub fn default_executor() -> Option<LockingTaskExecutor> {
+    default_executor_shared().map(|executor| (*executor).clone())
+}
+
+pub(crate) fn default_executor_shared() -> Option<Arc<LockingTaskExecutor>> {
     DEFAULT_EXECUTOR
         .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -6,12 +6,13 @@
 use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 pub use inventory;
 
-use crate::{LockConfiguration, LockError, LockOutcome, LockingTaskExecutor, default_executor};
+use crate::executor::default_executor_shared;
+use crate::{LockConfiguration, LockDefaults, LockError, LockOutcome, LockingTaskExecutor};
 
 /// A boxed job future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -31,7 +32,9 @@ pub struct LockSpec {
     pub lock_at_least_for_ms: u64,
     /// Keep-alive on or off; `None` takes the executor's default.
     pub keep_alive: Option<bool>,
-    shared_name: OnceLock<Arc<str>>,
+    /// The configuration built for the first executor's defaults; later calls under the same
+    /// defaults clone it (two reference counts) instead of validating and allocating again.
+    cached: OnceLock<(LockDefaults, LockConfiguration)>,
 }
 
 impl LockSpec {
@@ -47,7 +50,7 @@ impl LockSpec {
             lock_at_most_for_ms,
             lock_at_least_for_ms,
             keep_alive,
-            shared_name: OnceLock::new(),
+            cached: OnceLock::new(),
         }
     }
 
@@ -57,24 +60,23 @@ impl LockSpec {
         &self,
         executor: &LockingTaskExecutor,
     ) -> Result<LockConfiguration, LockError> {
-        let name = self
-            .shared_name
-            .get_or_init(|| Arc::from(self.name))
-            .clone();
         let defaults = executor.defaults();
-        let at_most = self
-            .lock_at_most_for_ms
-            .map(Duration::from_millis)
-            .unwrap_or(defaults.lock_at_most_for);
+        if let Some((cached_for, config)) = self.cached.get()
+            && *cached_for == defaults
+        {
+            return Ok(config.clone());
+        }
         let at_least = Duration::from_millis(self.lock_at_least_for_ms);
         // A default at_most shorter than an explicit at_least: hold at least as long as asked.
-        let at_most = if self.lock_at_most_for_ms.is_none() {
-            at_most.max(at_least)
-        } else {
-            at_most
+        let at_most = match self.lock_at_most_for_ms {
+            Some(ms) => Duration::from_millis(ms),
+            None => defaults.lock_at_most_for.max(at_least),
         };
-        Ok(LockConfiguration::new(name, at_most, at_least)?
-            .with_keep_alive(self.keep_alive.unwrap_or(defaults.keep_alive)))
+        let config = LockConfiguration::new(self.name, at_most, at_least)?
+            .with_keep_alive(self.keep_alive.unwrap_or(defaults.keep_alive));
+        // Only the first executor's defaults are cached; another set rebuilds per call.
+        let _ = self.cached.set((defaults, config.clone()));
+        Ok(config)
     }
 }
 
@@ -159,8 +161,8 @@ impl<E: Debug> JobReturn for Result<(), E> {
     }
 }
 
-fn executor_for(spec: &LockSpec) -> LockingTaskExecutor {
-    match default_executor() {
+fn executor_for(spec: &LockSpec) -> std::sync::Arc<LockingTaskExecutor> {
+    match default_executor_shared() {
         Some(executor) => executor,
         None => panic!(
             "{}",
