@@ -21,6 +21,7 @@ pub mod __private;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
+pub use __private::JobReturn;
 pub use config::{LockConfiguration, MAX_LOCK_NAME_LEN, validate_lock_name};
 pub use context::{JobContext, assert_locked};
 pub use error::{BoxError, LockError};
