@@ -1,1 +1,236 @@
-fn main() {}
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod cli;
+mod output;
+mod target;
+
+use std::error::Error;
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, error::ErrorKind};
+use lock_core::{LockError, LockRecord, validate_lock_name, validate_table_name};
+
+use cli::{Cli, Command};
+use target::{Store, Target};
+
+/// Why lockctl stops without doing what was asked, and the exit code that says so.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The command as typed can never succeed; fix it (exit code 2).
+    Usage(String),
+    /// Something failed at run time: server, table or lock (exit code 1).
+    Runtime {
+        context: String,
+        cause: Option<LockError>,
+    },
+}
+
+impl Failure {
+    pub(crate) fn usage(message: impl Into<String>) -> Self {
+        Failure::Usage(message.into())
+    }
+
+    pub(crate) fn runtime(context: impl Into<String>, cause: LockError) -> Self {
+        Failure::Runtime {
+            context: context.into(),
+            cause: Some(cause),
+        }
+    }
+
+    pub(crate) fn runtime_message(context: impl Into<String>) -> Self {
+        Failure::Runtime {
+            context: context.into(),
+            cause: None,
+        }
+    }
+
+    /// A failed operation on the table; a name refused by the provider is the caller's
+    /// mistake, anything else happened at run time.
+    fn from_operation(context: String, error: LockError) -> Self {
+        match error {
+            LockError::InvalidLockName { .. } => Failure::usage(error.to_string()),
+            error => Failure::runtime(context, error),
+        }
+    }
+
+    fn exit_code(&self) -> ExitCode {
+        match self {
+            Failure::Usage(_) => ExitCode::from(2),
+            Failure::Runtime { .. } => ExitCode::from(1),
+        }
+    }
+
+    /// The message for stderr: what failed, then the error and each of its sources.
+    fn report(&self) -> String {
+        let (context, cause) = match self {
+            Failure::Usage(message) => return format!("error: {message}\n"),
+            Failure::Runtime { context, cause } => (context, cause),
+        };
+        let mut out = format!("error: {context}\n");
+        let source: Option<&(dyn Error + 'static)> = match cause {
+            Some(LockError::TableMissing {
+                table, ddl, source, ..
+            }) => {
+                // The DDL on its own lines, ready to copy into a migration.
+                out.push_str(&format!(
+                    "  lock table {table} does not exist (check --table); a service creates it \
+                     with ensure_schema(), or run:\n\n{ddl}\n\n"
+                ));
+                source.as_deref().map(|e| e as &(dyn Error + 'static))
+            }
+            // A table-wide operation names no lock: say what failed where, without `lock ""`.
+            Some(LockError::Provider {
+                operation,
+                lock,
+                backend,
+                source,
+            }) if lock.is_empty() => {
+                out.push_str(&format!("  {operation} failed on {backend}\n"));
+                Some(source.as_ref() as &(dyn Error + 'static))
+            }
+            Some(error) => {
+                out.push_str(&format!("  {error}\n"));
+                error.source()
+            }
+            None => None,
+        };
+        let mut shown = String::new();
+        let mut next = source;
+        while let Some(error) = next {
+            let text = error.to_string();
+            // Many drivers repeat their source in their own message; print each text once.
+            if !shown.contains(&text) {
+                out.push_str(&format!("  caused by: {text}\n"));
+                shown = text;
+            }
+            next = error.source();
+        }
+        out
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let Some(url) = cli.url.as_deref() else {
+        // Clap's own wording and exit code (2) for a missing argument.
+        Cli::command()
+            .error(
+                ErrorKind::MissingRequiredArgument,
+                "the lock database is required: pass --url URL or set LOCKCTL_URL",
+            )
+            .exit()
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(url, &cli.table, &cli.command)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprint!("{}", failure.report());
+            failure.exit_code()
+        }
+    }
+}
+
+async fn run(url: &str, table: &str, command: &Command) -> Result<(), Failure> {
+    // Everything that can be checked without a server is, so a typing mistake never connects.
+    let target = Target::parse(url).map_err(Failure::usage)?;
+    validate_table_name(table).map_err(|e| Failure::usage(format!("--table: {e}")))?;
+    if let Command::Unlock { name, .. } = command {
+        validate_lock_name(name).map_err(|e| Failure::usage(e.to_string()))?;
+    }
+    let store = target.open(table).await?;
+    let result = execute(&store, command).await;
+    store.close().await;
+    result
+}
+
+async fn execute(store: &Store, command: &Command) -> Result<(), Failure> {
+    let provider = &store.provider;
+    let table = provider.describe();
+    match command {
+        Command::List { json } => {
+            let records = provider.list_locks().await.map_err(|e| {
+                Failure::from_operation(format!("cannot list the locks in {table}"), e)
+            })?;
+            print(&if *json {
+                output::json(&records)
+            } else {
+                output::table(&records)
+            });
+            Ok(())
+        }
+        Command::Unlock { name, force: false } => {
+            // A dry run: show what --force would release, then refuse.
+            let records = provider.list_locks().await.map_err(|e| {
+                Failure::from_operation(format!("cannot read lock {name:?} in {table}"), e)
+            })?;
+            let record = records
+                .into_iter()
+                .find(|r| r.name == *name)
+                .ok_or_else(|| no_such_lock(name, &table))?;
+            print(&output::table(std::slice::from_ref(&record)));
+            let why = if record.held {
+                format!(
+                    "it is held by {} until {}, and its job may still be running: releasing it \
+                     lets another instance start the same job",
+                    record.locked_by,
+                    record.lock_until.format("%Y-%m-%dT%H:%M:%S%.3fZ")
+                )
+            } else {
+                "it is free already".to_owned()
+            };
+            Err(Failure::usage(format!(
+                "refusing to release lock {name:?} without --force ({why}); run \
+                 `lockctl unlock {name} --force` to release it"
+            )))
+        }
+        Command::Unlock { name, force: true } => {
+            let before = provider.force_unlock(name).await.map_err(|e| {
+                Failure::from_operation(format!("cannot release lock {name:?} in {table}"), e)
+            })?;
+            let before = before.ok_or_else(|| no_such_lock(name, &table))?;
+            print(&released(&before));
+            Ok(())
+        }
+    }
+}
+
+fn no_such_lock(name: &str, table: &str) -> Failure {
+    Failure::runtime_message(format!(
+        "there is no lock named {name:?} in {table} (`lockctl list` shows the names)"
+    ))
+}
+
+/// What `unlock --force` prints: a sentence, then the row as it was before the release.
+fn released(before: &LockRecord) -> String {
+    let headline = if before.held {
+        format!(
+            "released lock {:?}, held by {} until {}; it was:\n",
+            before.name,
+            before.locked_by,
+            before.lock_until.format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        )
+    } else {
+        format!(
+            "lock {:?} was not held; nothing was released; it is:\n",
+            before.name
+        )
+    };
+    headline + &output::table(std::slice::from_ref(before))
+}
+
+/// Writes to stdout, ignoring a closed pipe (`lockctl list | head -1`) instead of panicking.
+fn print(text: &str) {
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
