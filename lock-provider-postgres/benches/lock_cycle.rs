@@ -1,1 +1,338 @@
-fn main() {}
+//! What a fire costs through the provider, against the floor of the same SQL issued by hand.
+//!
+//! `cargo bench -p lock-provider-postgres --bench lock_cycle` runs the full measurement; without
+//! `--bench` in its arguments (as under `cargo test --all-targets`) it runs a short smoke pass.
+//!
+//! Everything runs on one pool, one operation at a time, interleaved (one of each per
+//! iteration) so that load from elsewhere on the machine hits every operation alike:
+//! - `provider cycle`: `acquire` + `release` through `PostgresLockProvider`;
+//! - `by-hand cycle`: the provider's own statements (from `statements()`), prepared once on
+//!   one pooled `tokio-postgres` client: the floor, one round trip for acquire, one for release;
+//! - `losing acquire`: `acquire` through the provider while another owner holds the lock;
+//! - `SELECT 1`: prepared, on the held client: the cost of a round trip that does nothing;
+//! - for context, `by-hand durable cycle` (the release with synchronous commit) and a losing
+//!   ShedLock-style upsert (`INSERT ... ON CONFLICT DO UPDATE ... WHERE`).
+
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use lock_core::{AcquireOutcome, LockProvider, LockRequest};
+use lock_provider_postgres::PostgresLockProvider;
+use lock_provider_postgres::deadpool_postgres::{Manager, Pool};
+use lock_provider_postgres::tokio_postgres::{self, NoTls, types::Type};
+
+/// Provider-cycle time over by-hand-cycle time must stay at or under this.
+const CYCLE_TARGET: f64 = 1.15;
+/// Losing-acquire time over `SELECT 1` time must stay at or under this.
+const LOSING_TARGET: f64 = 1.5;
+
+struct Samples {
+    label: &'static str,
+    nanos: Vec<u64>,
+}
+
+impl Samples {
+    fn new(label: &'static str) -> Self {
+        Samples {
+            label,
+            nanos: Vec::new(),
+        }
+    }
+
+    fn record(&mut self, started: Instant) {
+        self.nanos.push(started.elapsed().as_nanos() as u64);
+    }
+
+    fn mean_ms(&self) -> f64 {
+        self.nanos.iter().sum::<u64>() as f64 / self.nanos.len() as f64 / 1e6
+    }
+
+    fn percentile_ms(&self, p: f64) -> f64 {
+        let mut sorted = self.nanos.clone();
+        sorted.sort_unstable();
+        let index = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+        sorted[index] as f64 / 1e6
+    }
+
+    fn print(&self) {
+        println!(
+            "{:<28} mean {:>7.4} ms   p50 {:>7.4} ms   p99 {:>7.4} ms   (n = {})",
+            self.label,
+            self.mean_ms(),
+            self.percentile_ms(0.50),
+            self.percentile_ms(0.99),
+            self.nanos.len()
+        );
+    }
+}
+
+fn ratio_line(what: &str, numerator: &Samples, denominator: &Samples, target: f64, judge: bool) {
+    let mean = numerator.mean_ms() / denominator.mean_ms();
+    let p99 = numerator.percentile_ms(0.99) / denominator.percentile_ms(0.99);
+    let verdict = if !judge {
+        "(smoke run: not judged)"
+    } else if mean <= target {
+        "target met"
+    } else {
+        "TARGET MISSED"
+    };
+    println!(
+        "ratio {what:<36} mean {mean:.3}  p99 {p99:.3}  target <= {target:.2} on the mean: {verdict}"
+    );
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(run(full));
+}
+
+async fn run(full: bool) {
+    let (rounds, per_round) = if full { (20, 500) } else { (2, 20) };
+    let (rounds, per_round) = match std::env::var("LOCK_BENCH_SAMPLES") {
+        Ok(n) => (1, n.parse().expect("LOCK_BENCH_SAMPLES")),
+        Err(_) => (rounds, per_round),
+    };
+    let url = std::env::var("LOCK_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let config: tokio_postgres::Config = url.parse().expect("LOCK_TEST_POSTGRES_URL");
+    let pool = Pool::builder(Manager::new(config, NoTls))
+        .max_size(4)
+        .build()
+        .expect("pool");
+    let hand = match pool.get().await {
+        Ok(client) => client,
+        Err(e) if std::env::var_os("CI").is_some() => {
+            panic!("PostgreSQL unreachable at {url} while CI is set: {e}")
+        }
+        Err(e) => {
+            eprintln!("SKIPPED: postgres unreachable at {url}: {e}");
+            return;
+        }
+    };
+
+    let table = format!("lockpg_bench_{}", std::process::id());
+    let provider = PostgresLockProvider::new(pool.clone())
+        .with_table(&table)
+        .expect("table name");
+    provider.ensure_schema().await.expect("ensure_schema");
+    let sql = provider.statements().await.expect("statements");
+
+    let acquire_types = [Type::TEXT, Type::INT8, Type::TEXT, Type::TIMESTAMP];
+    let release_types = [Type::TEXT, Type::TEXT, Type::INT8, Type::INT8];
+    let acquire = hand
+        .prepare_typed(&sql.acquire, &acquire_types)
+        .await
+        .unwrap();
+    let create = hand
+        .prepare_typed(&sql.create, &acquire_types)
+        .await
+        .unwrap();
+    let release = hand
+        .prepare_typed(&sql.release, &release_types)
+        .await
+        .unwrap();
+    // The same release with a durable commit, for comparison only.
+    let durable_sql = sql.release.replace(
+        "set_config('synchronous_commit', 'off', true)",
+        "set_config('synchronous_commit', 'on', true)",
+    );
+    assert_ne!(durable_sql, sql.release);
+    let durable_release = hand
+        .prepare_typed(&durable_sql, &release_types)
+        .await
+        .unwrap();
+    let select_1 = hand.prepare("SELECT 1").await.unwrap();
+    let upsert = hand
+        .prepare_typed(
+            &format!(
+                "INSERT INTO {table}(name, lock_until, locked_at, locked_by) \
+                 VALUES($1, timezone('utc', CURRENT_TIMESTAMP) + cast($2 as interval), \
+                        timezone('utc', CURRENT_TIMESTAMP), $3) \
+                 ON CONFLICT (name) DO UPDATE SET \
+                   lock_until = timezone('utc', CURRENT_TIMESTAMP) + cast($2 as interval), \
+                   locked_at = timezone('utc', CURRENT_TIMESTAMP), locked_by = $3 \
+                 WHERE {table}.name = $1 AND {table}.lock_until <= timezone('utc', CURRENT_TIMESTAMP)"
+            ),
+            &[Type::VARCHAR, Type::VARCHAR, Type::VARCHAR],
+        )
+        .await
+        .unwrap();
+
+    let minute = Duration::from_secs(60);
+    let request = |name: &str, owner: &str| LockRequest {
+        name: name.into(),
+        locked_by: owner.into(),
+        lock_at_most_for: minute,
+        slot: None,
+    };
+    let cycle_request = request("bench-cycle", "bench-instance");
+    // Held for the whole run, however slow the machine is.
+    let held = LockRequest {
+        lock_at_most_for: Duration::from_secs(3600),
+        ..request("bench-held", "holder")
+    };
+    let loser = request("bench-held", "loser");
+    let AcquireOutcome::Acquired(held_lease) = provider.acquire(&held).await.unwrap() else {
+        panic!("could not take the held lock");
+    };
+
+    let mut provider_cycle = Samples::new("provider cycle");
+    let mut hand_cycle = Samples::new("by-hand cycle (floor)");
+    let mut losing = Samples::new("losing acquire");
+    let mut select = Samples::new("SELECT 1");
+    let mut hand_losing = Samples::new("by-hand losing acquire");
+    let mut durable = Samples::new("by-hand durable cycle");
+    let mut losing_upsert = Samples::new("losing upsert (ShedLock)");
+
+    let hand_name = "bench-hand";
+    let at_most_ms: i64 = 60_000;
+    let no_slot: Option<chrono::NaiveDateTime> = None;
+    let owner = "bench-instance";
+    let zero: i64 = 0;
+    let interval = "60000 milliseconds";
+
+    // The provider's acquire by hand: the row exists after the first call, so this is the
+    // one-round-trip path the provider takes on every fire but a name's first.
+    let hand_acquire = || async {
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+            [&hand_name, &at_most_ms, &owner, &no_slot];
+        let rows = hand.query(&acquire, &params).await.unwrap();
+        match rows.first() {
+            Some(row) => row.get::<_, Option<i64>>(0).expect("by-hand lock refused"),
+            None => hand.query_one(&create, &params).await.unwrap().get(0),
+        }
+    };
+
+    // Warm-up: connections, statement caches, plan caches, the rows themselves.
+    for _ in 0..50.min(per_round) {
+        let AcquireOutcome::Acquired(lease) = provider.acquire(&cycle_request).await.unwrap()
+        else {
+            panic!("cycle lock refused");
+        };
+        provider.release(&lease, Duration::ZERO).await.unwrap();
+        let fence = hand_acquire().await;
+        hand.execute(&release, &[&hand_name, &owner, &fence, &zero])
+            .await
+            .unwrap();
+        provider.acquire(&loser).await.unwrap();
+        hand.query_one(&select_1, &[]).await.unwrap();
+    }
+
+    // One of each operation per iteration, so that load from elsewhere on the machine falls
+    // on all of them alike.
+    let started = Instant::now();
+    for _ in 0..rounds * per_round {
+        let t = Instant::now();
+        let AcquireOutcome::Acquired(lease) = provider.acquire(&cycle_request).await.unwrap()
+        else {
+            panic!("cycle lock refused");
+        };
+        assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
+        provider_cycle.record(t);
+
+        let t = Instant::now();
+        let fence = hand_acquire().await;
+        let n = hand
+            .execute(&release, &[&hand_name, &owner, &fence, &zero])
+            .await
+            .unwrap();
+        hand_cycle.record(t);
+        assert_eq!(n, 1);
+
+        let t = Instant::now();
+        let outcome = provider.acquire(&loser).await.unwrap();
+        losing.record(t);
+        assert!(matches!(outcome, AcquireOutcome::Refused(_)));
+
+        let t = Instant::now();
+        hand.query_one(&select_1, &[]).await.unwrap();
+        select.record(t);
+
+        let t = Instant::now();
+        let row = hand
+            .query_one(&acquire, &[&"bench-held", &at_most_ms, &"loser", &no_slot])
+            .await
+            .unwrap();
+        hand_losing.record(t);
+        assert_eq!(row.get::<_, Option<i64>>(0), None);
+
+        let t = Instant::now();
+        let fence = hand_acquire().await;
+        hand.execute(&durable_release, &[&hand_name, &owner, &fence, &zero])
+            .await
+            .unwrap();
+        durable.record(t);
+
+        let t = Instant::now();
+        let n = hand
+            .execute(&upsert, &[&"bench-held", &interval, &"loser"])
+            .await
+            .unwrap();
+        losing_upsert.record(t);
+        assert_eq!(n, 0);
+    }
+    let elapsed = started.elapsed();
+
+    println!(
+        "lock_cycle ({} run): PostgreSQL at {}, table {table}, one pool, {} samples per operation, {:.1} s",
+        if full { "full" } else { "smoke" },
+        redact(&url),
+        rounds * per_round,
+        elapsed.as_secs_f64()
+    );
+    for samples in [
+        &provider_cycle,
+        &hand_cycle,
+        &losing,
+        &select,
+        &hand_losing,
+        &durable,
+        &losing_upsert,
+    ] {
+        samples.print();
+    }
+    ratio_line(
+        "provider cycle / by-hand cycle",
+        &provider_cycle,
+        &hand_cycle,
+        CYCLE_TARGET,
+        full,
+    );
+    ratio_line(
+        "losing acquire / SELECT 1",
+        &losing,
+        &select,
+        LOSING_TARGET,
+        full,
+    );
+    println!(
+        "context: durable-release cycle / async-release cycle (by hand) mean {:.3}; \
+         losing upsert / losing acquire mean {:.3}; measured at {}",
+        durable.mean_ms() / hand_cycle.mean_ms(),
+        losing_upsert.mean_ms() / losing.mean_ms(),
+        Utc::now().format("%Y-%m-%d %H:%M UTC")
+    );
+
+    provider
+        .release(&held_lease, Duration::ZERO)
+        .await
+        .expect("release");
+    hand.batch_execute(&format!("DROP TABLE IF EXISTS {table}"))
+        .await
+        .expect("drop the bench table");
+}
+
+/// The URL without its password, if it has one.
+fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if url[scheme + 3..at].contains(':') => {
+            let user_end = scheme + 3 + url[scheme + 3..at].find(':').unwrap_or(0);
+            format!("{}:***{}", &url[..user_end], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}

@@ -8,7 +8,7 @@ mod schema;
 mod sql;
 
 pub use config::LockTableConfig;
-pub use provider::{PostgresLockProvider, TableShape};
+pub use provider::{LockStatements, PostgresLockProvider, TableShape};
 
 /// The pool crate, re-exported so that one dependency line is enough to build a pool.
 pub use deadpool_postgres;

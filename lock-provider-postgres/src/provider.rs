@@ -101,6 +101,34 @@ pub enum TableShape {
     ShedLockOnly,
 }
 
+/// The exact SQL the provider runs on its table, for operators (to `EXPLAIN` it, or to grant
+/// precisely what it needs) and for benchmarks that issue the same statements by hand.
+///
+/// Parameters: acquire `$1` name (text), `$2` lock_at_most_for in ms (int8), `$3` locked_by
+/// (text), `$4` slot (timestamp, UTC, or NULL); release `$1` name, `$2` locked_by, `$3` fence
+/// (int8), `$4` lock_at_least_for in ms; extend like release with `$4` lock_at_most_for in ms;
+/// force unlock `$1` name; list none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockStatements {
+    /// The shape of the table these statements were built for.
+    pub shape: TableShape,
+    /// Acquire: one row while the lock's row exists (`granted` fence or NULL, then the row as
+    /// it was), none when it does not.
+    pub acquire: String,
+    /// Create the missing row (same parameters as `acquire`); returns the fence, or nothing
+    /// when another instance created it first.
+    pub create: String,
+    /// Release, with asynchronous commit of its own transaction.
+    pub release: String,
+    /// Extend.
+    pub extend: String,
+    /// Every row, sorted by name.
+    pub list: String,
+    /// Force unlock, returning the row as it was.
+    pub force_unlock: String,
+}
+
 /// A failure inside one attempt: the database's (maybe worth a retry) or already final.
 enum Failure {
     Db(tokio_postgres::Error),
@@ -317,17 +345,37 @@ impl PostgresLockProvider {
     /// ```
     pub async fn check_schema(&self) -> Result<TableShape, LockError> {
         self.shape.clear();
+        Ok(self.statements().await?.shape)
+    }
+
+    /// The statements the provider runs on its table as it is now (looks at the table if it
+    /// has not yet).
+    ///
+    /// ```no_run
+    /// # async fn run(provider: lock_provider_postgres::PostgresLockProvider) -> Result<(), lock_core::LockError> {
+    /// println!("EXPLAIN {}", provider.statements().await?.acquire);
+    /// # Ok(()) }
+    /// ```
+    pub async fn statements(&self) -> Result<LockStatements, LockError> {
         let client = self.client("schema", "").await?;
-        let statements = self
-            .statements(&client)
+        let s = self
+            .statements_for(&client)
             .await
             .map_err(|failure| match failure {
                 Failure::Db(e) => self.db_error("schema", "", e),
                 Failure::Lock(e) => e,
             })?;
-        Ok(match statements.shape {
-            Shape::Full => TableShape::Full,
-            Shape::ShedLockOnly => TableShape::ShedLockOnly,
+        Ok(LockStatements {
+            shape: match s.shape {
+                Shape::Full => TableShape::Full,
+                Shape::ShedLockOnly => TableShape::ShedLockOnly,
+            },
+            acquire: s.acquire.clone(),
+            create: s.create.clone(),
+            release: s.release.clone(),
+            extend: s.extend.clone(),
+            list: s.list.clone(),
+            force_unlock: s.force_unlock.clone(),
         })
     }
 
@@ -339,7 +387,7 @@ impl PostgresLockProvider {
     }
 
     /// The statements for the table's current shape, finding the shape on first use.
-    async fn statements(&self, client: &Object) -> Result<Arc<Statements>, Failure> {
+    async fn statements_for(&self, client: &Object) -> Result<Arc<Statements>, Failure> {
         if let Some(statements) = self.shape.get() {
             return Ok(statements);
         }
@@ -373,12 +421,12 @@ impl PostgresLockProvider {
         types: &[Type],
         params: &[&(dyn ToSql + Sync)],
         want_rows: bool,
-    ) -> Result<(Reply, Arc<Statements>), LockError> {
+    ) -> Result<Reply, LockError> {
         let mut retries = 0;
         loop {
             let client = self.client(operation, lock).await?;
             let attempt = async {
-                let statements = self.statements(&client).await?;
+                let statements = self.statements_for(&client).await?;
                 // Prepared once per connection, then served from the connection's cache.
                 let statement = client
                     .prepare_typed_cached(pick(&statements), types)
@@ -388,7 +436,7 @@ impl PostgresLockProvider {
                 } else {
                     Reply::Count(client.execute(&statement, params).await?)
                 };
-                Ok::<_, Failure>((reply, statements))
+                Ok::<_, Failure>(reply)
             }
             .await;
             match attempt {
@@ -407,6 +455,37 @@ impl PostgresLockProvider {
                 Err(Failure::Db(e)) => return Err(self.db_error(operation, lock, e)),
                 Err(Failure::Lock(e)) => return Err(e),
             }
+        }
+    }
+
+    async fn rows(
+        &self,
+        operation: &'static str,
+        lock: &str,
+        pick: fn(&Statements) -> &str,
+        types: &[Type],
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, LockError> {
+        match self.run(operation, lock, pick, types, params, true).await? {
+            Reply::Rows(rows) => Ok(rows),
+            Reply::Count(_) => unreachable!("rows were asked for"),
+        }
+    }
+
+    async fn count(
+        &self,
+        operation: &'static str,
+        lock: &str,
+        pick: fn(&Statements) -> &str,
+        types: &[Type],
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, LockError> {
+        match self
+            .run(operation, lock, pick, types, params, false)
+            .await?
+        {
+            Reply::Count(n) => Ok(n),
+            Reply::Rows(_) => unreachable!("a count was asked for"),
         }
     }
 
@@ -434,7 +513,12 @@ impl PostgresLockProvider {
         }
     }
 
-    fn row_error(&self, operation: &'static str, lock: &str, e: tokio_postgres::Error) -> LockError {
+    fn row_error(
+        &self,
+        operation: &'static str,
+        lock: &str,
+        e: tokio_postgres::Error,
+    ) -> LockError {
         LockError::provider(operation, lock, self.describe(), e)
     }
 
@@ -474,60 +558,56 @@ impl LockProvider for PostgresLockProvider {
         let locked_by: &str = &request.locked_by;
         let at_most = millis(request.lock_at_most_for);
         let slot = request.slot.map(|s| s.instant().naive_utc());
-        let (reply, _) = self
-            .run(
-                "acquire",
-                name,
-                |s| &s.acquire,
-                sql::ACQUIRE_TYPES,
-                &[&name, &at_most, &locked_by, &slot],
-                true,
-            )
+        let params: [&(dyn ToSql + Sync); 4] = [&name, &at_most, &locked_by, &slot];
+        let rows = self
+            .rows("acquire", name, |s| &s.acquire, sql::ACQUIRE_TYPES, &params)
             .await?;
-        let Reply::Rows(rows) = reply else {
-            unreachable!("acquire asks for rows")
+        let Some(row) = rows.first() else {
+            // No row for this name: its first fire, or the row was deleted by hand.
+            let rows = self
+                .rows("acquire", name, |s| &s.create, sql::ACQUIRE_TYPES, &params)
+                .await?;
+            return match rows.first() {
+                Some(row) => {
+                    let new_fence: i64 = row
+                        .try_get(0)
+                        .map_err(|e| self.row_error("acquire", name, e))?;
+                    Ok(AcquireOutcome::Acquired(Lease::granted(
+                        request,
+                        fence(new_fence),
+                    )))
+                }
+                // Another instance created it between our two statements: it holds the lock.
+                None => Ok(AcquireOutcome::Refused(Refusal::new(RefusalReason::Held))),
+            };
         };
-        let row = rows.first().ok_or_else(|| {
-            LockError::provider(
-                "acquire",
-                name,
-                self.describe(),
-                "the acquire statement returned no row",
-            )
-        })?;
         let parse = || -> Result<AcquireOutcome, tokio_postgres::Error> {
-            let granted: Option<i64> = row.try_get(0)?;
-            let created: Option<i64> = row.try_get(1)?;
-            if let Some(new_fence) = granted.or(created) {
+            if let Some(new_fence) = row.try_get::<_, Option<i64>>(0)? {
                 return Ok(AcquireOutcome::Acquired(Lease::granted(
                     request,
                     fence(new_fence),
                 )));
             }
-            let locked_by: Option<String> = row.try_get(2)?;
-            let lock_until: Option<NaiveDateTime> = row.try_get(3)?;
-            let last_fire: Option<NaiveDateTime> = row.try_get(4)?;
-            let held: Option<bool> = row.try_get(5)?;
+            let locked_by: Option<String> = row.try_get(1)?;
+            let lock_until: Option<NaiveDateTime> = row.try_get(2)?;
+            let last_fire: Option<NaiveDateTime> = row.try_get(3)?;
+            let held: bool = row.try_get(4)?;
             let slot_run = matches!((last_fire, slot), (Some(last), Some(slot)) if last >= slot);
-            let refusal = match held {
-                Some(true) => Refusal {
-                    reason: RefusalReason::Held,
-                    locked_by,
-                    lock_until: lock_until.map(utc),
-                    last_fire: last_fire.map(utc),
-                },
-                Some(false) if slot_run => Refusal {
-                    reason: RefusalReason::SlotAlreadyRun,
-                    locked_by,
-                    lock_until: lock_until.map(utc),
-                    last_fire: last_fire.map(utc),
-                },
-                // Free in our snapshot, yet not granted, or absent and not created: another
-                // instance took or created it concurrently, after our snapshot. What we read is
-                // stale, so report nothing but the reason.
-                Some(false) | None => Refusal::new(RefusalReason::Held),
+            let known = |reason| Refusal {
+                reason,
+                locked_by,
+                lock_until: lock_until.map(utc),
+                last_fire: last_fire.map(utc),
             };
-            Ok(AcquireOutcome::Refused(refusal))
+            Ok(AcquireOutcome::Refused(if held {
+                known(RefusalReason::Held)
+            } else if slot_run {
+                known(RefusalReason::SlotAlreadyRun)
+            } else {
+                // Free in our snapshot, yet not granted: another instance took it after our
+                // snapshot was taken. What we read is stale, so report only the reason.
+                Refusal::new(RefusalReason::Held)
+            }))
         };
         parse().map_err(|e| self.row_error("acquire", name, e))
     }
@@ -536,60 +616,39 @@ impl LockProvider for PostgresLockProvider {
         let (name, locked_by) = (lease.name(), lease.locked_by());
         let fence = db_fence(lease);
         let at_most = millis(lock_at_most_for);
-        let (reply, _) = self
-            .run(
-                "extend",
-                name,
-                |s| &s.extend,
-                sql::EXTEND_TYPES,
-                &[&name, &locked_by, &fence, &at_most],
-                false,
-            )
+        let params: [&(dyn ToSql + Sync); 4] = [&name, &locked_by, &fence, &at_most];
+        let n = self
+            .count("extend", name, |s| &s.extend, sql::EXTEND_TYPES, &params)
             .await?;
-        Ok(matches!(reply, Reply::Count(n) if n > 0))
+        Ok(n > 0)
     }
 
     async fn release(&self, lease: &Lease, lock_at_least_for: Duration) -> Result<bool, LockError> {
         let (name, locked_by) = (lease.name(), lease.locked_by());
         let fence = db_fence(lease);
         let at_least = millis(lock_at_least_for);
-        let (reply, _) = self
-            .run(
-                "release",
-                name,
-                |s| &s.release,
-                sql::RELEASE_TYPES,
-                &[&name, &locked_by, &fence, &at_least],
-                false,
-            )
+        let params: [&(dyn ToSql + Sync); 4] = [&name, &locked_by, &fence, &at_least];
+        let n = self
+            .count("release", name, |s| &s.release, sql::RELEASE_TYPES, &params)
             .await?;
-        Ok(matches!(reply, Reply::Count(n) if n > 0))
+        Ok(n > 0)
     }
 
     async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
-        let (reply, _) = self
-            .run("list", "", |s| &s.list, &[], &[], true)
-            .await?;
-        let Reply::Rows(rows) = reply else {
-            unreachable!("list asks for rows")
-        };
+        let rows = self.rows("list", "", |s| &s.list, &[], &[]).await?;
         rows.iter().map(|row| self.record("list", row)).collect()
     }
 
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
-        let (reply, _) = self
-            .run(
+        let rows = self
+            .rows(
                 "unlock",
                 name,
                 |s| &s.force_unlock,
                 sql::UNLOCK_TYPES,
                 &[&name],
-                true,
             )
             .await?;
-        let Reply::Rows(rows) = reply else {
-            unreachable!("unlock asks for rows")
-        };
         rows.first()
             .map(|row| self.record("unlock", row))
             .transpose()

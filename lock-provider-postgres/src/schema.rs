@@ -111,7 +111,10 @@ pub(crate) async fn ensure(
     // Two-key form: its key space is separate from the one-bigint form applications use most.
     tx.execute(
         "SELECT pg_advisory_xact_lock(1397247051, hashtext($1))",
-        &[&format!("lock-provider-postgres ensure_schema {}", table.qualified)],
+        &[&format!(
+            "lock-provider-postgres ensure_schema {}",
+            table.qualified
+        )],
     )
     .await?;
     match find(&*tx, table).await? {

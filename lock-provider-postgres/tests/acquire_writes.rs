@@ -41,14 +41,24 @@ async fn tuple_counters(client: &tokio_postgres::Client, table: &str) -> (i64, i
 async fn close(provider: PostgresLockProvider, client: &tokio_postgres::Client) {
     let pid: i32 = {
         let conn = provider.pool().get().await.unwrap();
-        conn.query_one("SELECT pg_backend_pid()", &[]).await.unwrap().get(0)
+        conn.query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0)
     };
-    assert_eq!(provider.pool().status().size, 1, "expected a one-connection pool");
+    assert_eq!(
+        provider.pool().status().size,
+        1,
+        "expected a one-connection pool"
+    );
     provider.pool().close();
     drop(provider);
     for _ in 0..100 {
         let alive = client
-            .query_one("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", &[&pid])
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = $1",
+                &[&pid],
+            )
             .await
             .unwrap()
             .get::<_, i64>(0);
@@ -143,7 +153,11 @@ async fn losing_acquire_writes_nothing() {
     assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
     close(provider, &client).await;
     let after = tuple_counters(&client, &table).await;
-    assert_eq!(after.1, counters.1 + 1, "the release's update is not counted");
+    assert_eq!(
+        after.1,
+        counters.1 + 1,
+        "the release's update is not counted"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -207,7 +221,11 @@ async fn row_deleted_by_hand_is_recreated_at_the_next_fire() {
     let AcquireOutcome::Acquired(lease) = provider.acquire(&request("b", 2)).await.unwrap() else {
         panic!("the next fire after a manual delete was refused");
     };
-    assert_eq!(lease.fence(), 1, "a recreated row starts a new fence sequence");
+    assert_eq!(
+        lease.fence(),
+        1,
+        "a recreated row starts a new fence sequence"
+    );
     let record = provider
         .list_locks()
         .await
@@ -216,6 +234,58 @@ async fn row_deleted_by_hand_is_recreated_at_the_next_fire() {
         .find(|r| *r.name == *name)
         .expect("row recreated");
     assert_eq!(record.locked_by, "b");
-    assert_eq!(record.last_fire, Some(FireSlot::new(base + TimeDelta::seconds(2)).instant()));
+    assert_eq!(
+        record.last_fire,
+        Some(FireSlot::new(base + TimeDelta::seconds(2)).instant())
+    );
     provider.release(&lease, Duration::ZERO).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_are_prepared_once_per_connection_and_plans_reused() {
+    let Some(provider) = single_connection_provider(common::CONFORMANCE_TABLE).await else {
+        return;
+    };
+    provider.ensure_schema().await.unwrap();
+    let sql = provider.statements().await.unwrap();
+    let name = testkit::unique_name("prepared");
+    let a = testkit::request(&name, "a", Duration::from_secs(60), None);
+    let b = testkit::request(&name, "b", Duration::from_secs(60), None);
+    for _ in 0..20 {
+        let AcquireOutcome::Acquired(lease) = provider.acquire(&a).await.unwrap() else {
+            panic!("refused");
+        };
+        assert!(matches!(
+            provider.acquire(&b).await.unwrap(),
+            AcquireOutcome::Refused(_)
+        ));
+        assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
+    }
+    // The pool's only connection: its session's prepared statements.
+    let conn = provider.pool().get().await.unwrap();
+    let prepared = conn
+        .query(
+            "SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements",
+            &[],
+        )
+        .await
+        .unwrap();
+    let count = |text: &str| -> (usize, i64, i64) {
+        let matching: Vec<_> = prepared
+            .iter()
+            .filter(|r| r.get::<_, String>(0) == text)
+            .collect();
+        let generic = matching.iter().map(|r| r.get::<_, i64>(1)).sum();
+        let custom = matching.iter().map(|r| r.get::<_, i64>(2)).sum();
+        (matching.len(), generic, custom)
+    };
+    let (acquires, generic, custom) = count(&sql.acquire);
+    assert_eq!(acquires, 1, "acquire prepared {acquires} times on one connection");
+    assert!(generic + custom >= 40, "acquire executed {} times", generic + custom);
+    // PostgreSQL plans the first few executions for their parameters, then reuses one plan.
+    assert!(generic >= 30, "acquire re-planned: {generic} generic, {custom} custom plans");
+    let (releases, ..) = count(&sql.release);
+    assert_eq!(releases, 1, "release prepared {releases} times");
+    // The create statement ran once (the name's first fire), prepared once.
+    assert_eq!(count(&sql.create).0, 1);
 }

@@ -49,7 +49,12 @@ async fn release_commits_asynchronously_and_nothing_else_does() {
     let AcquireOutcome::Acquired(lease) = provider.acquire(&request).await.unwrap() else {
         panic!("refused");
     };
-    assert!(provider.extend(&lease, Duration::from_secs(60)).await.unwrap());
+    assert!(
+        provider
+            .extend(&lease, Duration::from_secs(60))
+            .await
+            .unwrap()
+    );
     assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
     let AcquireOutcome::Acquired(lease) = provider.acquire(&request).await.unwrap() else {
         panic!("refused after release");
@@ -65,12 +70,12 @@ async fn release_commits_asynchronously_and_nothing_else_does() {
         .map(|r| (r.get(0), r.get(1)))
         .collect();
     let expected = [
-        ("INSERT", "on"), // first acquire creates the row: durable
-        ("UPDATE", "on"), // extend: durable
+        ("INSERT", "on"),  // first acquire creates the row: durable
+        ("UPDATE", "on"),  // extend: durable
         ("UPDATE", "off"), // release: asynchronous
-        ("UPDATE", "on"), // acquire again: durable, the release's setting did not leak
+        ("UPDATE", "on"),  // acquire again: durable, the release's setting did not leak
         ("UPDATE", "off"), // release
-        ("UPDATE", "on"), // force_unlock: durable
+        ("UPDATE", "on"),  // force_unlock: durable
     ];
     let seen: Vec<(&str, &str)> = seen.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
     assert_eq!(seen, expected);

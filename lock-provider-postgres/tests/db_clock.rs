@@ -39,7 +39,10 @@ async fn database_clock_decides_expiry() {
         let name = testkit::unique_name("dbclock");
         let started = Instant::now();
         let out = run_child(offset, &format!("take:{name}"));
-        assert_eq!(out.result, "ACQUIRED", "{offset}: the child could not take a free lock");
+        assert_eq!(
+            out.result, "ACQUIRED",
+            "{offset}: the child could not take a free lock"
+        );
         let skew = out.client_now - out.db_now;
         assert!(
             skew.num_minutes().abs() >= 9,
@@ -97,7 +100,10 @@ async fn database_clock_decides_expiry() {
         panic!("free lock refused");
     };
     let out = run_child("+10m", &format!("take:{name}"));
-    assert_eq!(out.result, "REFUSED", "a fast client clock stole a held lock");
+    assert_eq!(
+        out.result, "REFUSED",
+        "a fast client clock stole a held lock"
+    );
     assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
 }
 

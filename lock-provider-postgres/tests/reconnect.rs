@@ -103,7 +103,9 @@ async fn the_fire_after_a_killed_connection_runs() {
         let config = &config;
         async move {
             let slot = Some(FireSlot::new(base + TimeDelta::seconds(n)));
-            executor.execute_in_slot(config, slot, async move { n }).await
+            executor
+                .execute_in_slot(config, slot, async move { n })
+                .await
         }
     };
     let client = common::raw_client().await;

@@ -81,17 +81,37 @@ async fn shedlock_table_gives_exclusion_then_ensure_schema_migrates_it() {
     );
     let name = testkit::unique_name("legacy");
     let slot = Some(FireSlot::new(Utc::now()));
-    let lease = acquire(&provider, &name, "a", slot).await.expect("free lock");
+    let lease = acquire(&provider, &name, "a", slot)
+        .await
+        .expect("free lock");
     assert_eq!(lease.fence(), 0, "no fence column: fence 0");
-    assert!(acquire(&provider, &name, "b", None).await.is_none(), "not exclusive");
-    assert!(!provider.release(&lease_of(&lease, "b"), Duration::ZERO).await.unwrap());
+    assert!(
+        acquire(&provider, &name, "b", None).await.is_none(),
+        "not exclusive"
+    );
+    assert!(
+        !provider
+            .release(&lease_of(&lease, "b"), Duration::ZERO)
+            .await
+            .unwrap()
+    );
     assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
     // Without last_fire a slot cannot be remembered: the same slot is granted again.
-    let again = acquire(&provider, &name, "b", slot).await.expect("slot ignored");
-    assert!(provider.extend(&again, Duration::from_secs(60)).await.unwrap());
+    let again = acquire(&provider, &name, "b", slot)
+        .await
+        .expect("slot ignored");
+    assert!(
+        provider
+            .extend(&again, Duration::from_secs(60))
+            .await
+            .unwrap()
+    );
     let records = provider.list_locks().await.unwrap();
     let record = records.iter().find(|r| *r.name == *name).unwrap();
-    assert_eq!((record.fence, record.last_fire, record.held), (0, None, true));
+    assert_eq!(
+        (record.fence, record.last_fire, record.held),
+        (0, None, true)
+    );
     assert!(provider.release(&again, Duration::ZERO).await.unwrap());
     let unlocked = provider.force_unlock(&name).await.unwrap().unwrap();
     assert_eq!(unlocked.locked_by, "b");
@@ -105,13 +125,21 @@ async fn shedlock_table_gives_exclusion_then_ensure_schema_migrates_it() {
         1,
         "expected exactly one start-up warning, got:\n{text}"
     );
-    assert!(text.contains("ADD COLUMN IF NOT EXISTS \"fence\""), "{text}");
-    assert!(text.contains("ADD COLUMN IF NOT EXISTS \"last_fire\""), "{text}");
+    assert!(
+        text.contains("ADD COLUMN IF NOT EXISTS \"fence\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("ADD COLUMN IF NOT EXISTS \"last_fire\""),
+        "{text}"
+    );
 
     provider.ensure_schema().await.unwrap();
     assert_eq!(provider.check_schema().await.unwrap(), TableShape::Full);
     // The existing row starts at fence 0, so the first fenced grant is 1.
-    let lease = acquire(&provider, &name, "a", slot).await.expect("after migration");
+    let lease = acquire(&provider, &name, "a", slot)
+        .await
+        .expect("after migration");
     assert_eq!(lease.fence(), 1);
     provider.release(&lease, Duration::ZERO).await.unwrap();
     assert!(
@@ -157,7 +185,9 @@ async fn ensure_schema_creates_is_idempotent_and_survives_a_stampede() {
         })
         .collect();
     for task in tasks {
-        task.await.expect("ensure_schema task").expect("ensure_schema");
+        task.await
+            .expect("ensure_schema task")
+            .expect("ensure_schema");
     }
     provider.ensure_schema().await.unwrap();
     assert_eq!(provider.check_schema().await.unwrap(), TableShape::Full);
@@ -208,7 +238,10 @@ async fn missing_table_error_carries_the_ddl() {
         message.contains(&format!("CREATE TABLE IF NOT EXISTS \"{table}\"")),
         "{message}"
     );
-    assert!(message.contains("\"fence\" BIGINT NOT NULL DEFAULT 0"), "{message}");
+    assert!(
+        message.contains("\"fence\" BIGINT NOT NULL DEFAULT 0"),
+        "{message}"
+    );
     assert!(matches!(
         provider.list_locks().await,
         Err(LockError::TableMissing { .. })
@@ -221,7 +254,9 @@ async fn missing_table_error_carries_the_ddl() {
     // The DDL in the message is what it takes: run it, and the same provider works.
     let client = common::raw_client().await;
     client.batch_execute(ddl).await.unwrap();
-    let lease = acquire(&provider, &name, "a", None).await.expect("after the DDL");
+    let lease = acquire(&provider, &name, "a", None)
+        .await
+        .expect("after the DDL");
 
     // Dropped at run time: the database's own error, as the source, still with the DDL.
     client
@@ -429,6 +464,8 @@ async fn an_unreachable_database_is_a_provider_error_with_its_source() {
         "source chain: {chain}"
     );
 
-    let err = PostgresLockProvider::connect("postgres://[bad").await.unwrap_err();
+    let err = PostgresLockProvider::connect("postgres://[bad")
+        .await
+        .unwrap_err();
     assert!(matches!(err, LockError::InvalidConfiguration(_)), "{err:?}");
 }

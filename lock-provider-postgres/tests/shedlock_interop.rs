@@ -87,9 +87,18 @@ async fn neither_side_takes_a_lock_the_other_holds() {
     let AcquireOutcome::Acquired(lease) = provider.acquire(&ours).await.unwrap() else {
         panic!("free lock refused");
     };
-    assert!(!java.lock(&client, &name, long, false).await, "ShedLock upsert took our lock");
-    assert!(!java.lock(&client, &name, long, true).await, "ShedLock update took our lock");
-    assert!(!java.run(&client, &java.extend, &name, long).await, "ShedLock extended our lock");
+    assert!(
+        !java.lock(&client, &name, long, false).await,
+        "ShedLock upsert took our lock"
+    );
+    assert!(
+        !java.lock(&client, &name, long, true).await,
+        "ShedLock update took our lock"
+    );
+    assert!(
+        !java.run(&client, &java.extend, &name, long).await,
+        "ShedLock extended our lock"
+    );
     assert!(
         !java.run(&client, &java.unlock, &name, Duration::ZERO).await,
         "ShedLock released our lock"
@@ -100,30 +109,58 @@ async fn neither_side_takes_a_lock_the_other_holds() {
     assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
 
     // ShedLock's turn: it takes the freed lock with its update.
-    assert!(java.lock(&client, &name, long, true).await, "ShedLock refused a free lock");
+    assert!(
+        java.lock(&client, &name, long, true).await,
+        "ShedLock refused a free lock"
+    );
     let AcquireOutcome::Refused(refusal) = provider.acquire(&ours).await.unwrap() else {
         panic!("we took ShedLock's lock");
     };
     assert_eq!(refusal.reason, RefusalReason::Held);
     assert_eq!(refusal.locked_by.as_deref(), Some("java-host"));
-    assert!(!provider.extend(&lease, long).await.unwrap(), "we extended ShedLock's lock");
-    assert!(!provider.release(&lease, Duration::ZERO).await.unwrap(), "we released ShedLock's lock");
-    assert!(java.run(&client, &java.extend, &name, long).await, "ShedLock's own extend");
-    assert!(java.run(&client, &java.unlock, &name, Duration::ZERO).await, "ShedLock's own unlock");
+    assert!(
+        !provider.extend(&lease, long).await.unwrap(),
+        "we extended ShedLock's lock"
+    );
+    assert!(
+        !provider.release(&lease, Duration::ZERO).await.unwrap(),
+        "we released ShedLock's lock"
+    );
+    assert!(
+        java.run(&client, &java.extend, &name, long).await,
+        "ShedLock's own extend"
+    );
+    assert!(
+        java.run(&client, &java.unlock, &name, Duration::ZERO).await,
+        "ShedLock's own unlock"
+    );
     // ShedLock stores "now" rounded to the column's milliseconds, possibly up: wait that out.
     tokio::time::sleep(Duration::from_millis(5)).await;
     let AcquireOutcome::Acquired(next) = provider.acquire(&ours).await.unwrap() else {
         panic!("ShedLock's unlock did not free the lock for us");
     };
-    assert_eq!(next.fence(), lease.fence() + 1, "fences keep increasing for our grants");
+    assert_eq!(
+        next.fence(),
+        lease.fence() + 1,
+        "fences keep increasing for our grants"
+    );
     provider.release(&next, Duration::ZERO).await.unwrap();
 
     // A name ShedLock creates: its INSERT fills the extension columns with their defaults.
     let fresh = testkit::unique_name("interop-new");
-    assert!(java.lock(&client, &fresh, long, false).await, "ShedLock's first insert");
+    assert!(
+        java.lock(&client, &fresh, long, false).await,
+        "ShedLock's first insert"
+    );
     let request = testkit::request(&fresh, "rust-instance", long, None);
-    assert!(matches!(provider.acquire(&request).await.unwrap(), AcquireOutcome::Refused(_)));
-    assert!(java.run(&client, &java.unlock, &fresh, Duration::ZERO).await);
+    assert!(matches!(
+        provider.acquire(&request).await.unwrap(),
+        AcquireOutcome::Refused(_)
+    ));
+    assert!(
+        java.run(&client, &java.unlock, &fresh, Duration::ZERO)
+            .await
+    );
     tokio::time::sleep(Duration::from_millis(5)).await;
     let AcquireOutcome::Acquired(lease) = provider.acquire(&request).await.unwrap() else {
         panic!("refused after ShedLock's unlock");
@@ -167,7 +204,10 @@ async fn mixed_contention_keeps_exclusion() {
                 }
                 tokio::task::yield_now().await;
             }
-        }) as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>>);
+        })
+            as std::pin::Pin<
+                Box<dyn std::future::Future<Output = ()> + Send + '_>,
+            >);
     }
     for w in 0..3 {
         let name = &name;
@@ -190,5 +230,8 @@ async fn mixed_contention_keeps_exclusion() {
     let theirs = runs[1].load(Ordering::SeqCst);
     let count = counter.load(Ordering::SeqCst);
     assert_eq!(count, ours + theirs, "two holders overlapped");
-    assert!(ours > 0 && theirs > 0, "one side never won: ours {ours}, ShedLock's {theirs}");
+    assert!(
+        ours > 0 && theirs > 0,
+        "one side never won: ours {ours}, ShedLock's {theirs}"
+    );
 }

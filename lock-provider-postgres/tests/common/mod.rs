@@ -83,9 +83,7 @@ impl Drop for Cleanup {
             runtime.block_on(async move {
                 if let Ok((client, connection)) = tokio_postgres::connect(&url(), NoTls).await {
                     tokio::spawn(connection);
-                    let _ = client
-                        .batch_execute(&statement)
-                        .await;
+                    let _ = client.batch_execute(&statement).await;
                 }
             });
         });
