@@ -11,6 +11,15 @@ pub use config::LockTableConfig;
 pub use provider::{LockStatements, PostgresLockProvider, TableShape};
 
 /// The pool crate, re-exported so that one dependency line is enough to build a pool.
+///
+/// ```no_run
+/// use lock_provider_postgres::deadpool_postgres::{Manager, Pool};
+/// use lock_provider_postgres::tokio_postgres::{Config, NoTls};
+///
+/// let config: Config = "postgres://app@localhost/app".parse().unwrap();
+/// let pool = Pool::builder(Manager::new(config, NoTls)).max_size(4).build().unwrap();
+/// let provider = lock_provider_postgres::PostgresLockProvider::new(pool);
+/// ```
 pub use deadpool_postgres;
 /// The driver, re-exported for its `Config`, `NoTls` and error types.
 pub use deadpool_postgres::tokio_postgres;

@@ -91,6 +91,17 @@ impl ShapeCache {
 }
 
 /// What the lock table supports, as found by [`PostgresLockProvider::check_schema`].
+///
+/// ```no_run
+/// # async fn run(provider: lock_provider_postgres::PostgresLockProvider) -> Result<(), lock_core::LockError> {
+/// use lock_provider_postgres::TableShape;
+/// match provider.check_schema().await? {
+///     TableShape::Full => {}
+///     TableShape::ShedLockOnly => println!("run ensure_schema() to enable fencing"),
+///     _ => {}
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TableShape {
@@ -108,6 +119,13 @@ pub enum TableShape {
 /// (text), `$4` slot (timestamp, UTC, or NULL); release `$1` name, `$2` locked_by, `$3` fence
 /// (int8), `$4` lock_at_least_for in ms; extend like release with `$4` lock_at_most_for in ms;
 /// force unlock `$1` name; list none.
+///
+/// ```no_run
+/// # async fn run(provider: lock_provider_postgres::PostgresLockProvider) -> Result<(), lock_core::LockError> {
+/// let statements = provider.statements().await?;
+/// println!("{}\n{}", statements.acquire, statements.release);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LockStatements {
@@ -669,7 +687,7 @@ fn connection_lost(e: &tokio_postgres::Error) -> bool {
 /// [`MAX_LEASE`].
 fn millis(d: Duration) -> i64 {
     let d = d.min(MAX_LEASE);
-    let ms = d.as_millis() + u128::from(d.subsec_nanos() % 1_000_000 != 0);
+    let ms = d.as_millis() + u128::from(!d.subsec_nanos().is_multiple_of(1_000_000));
     i64::try_from(ms).unwrap_or(i64::MAX)
 }
 

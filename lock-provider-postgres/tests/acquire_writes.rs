@@ -280,10 +280,20 @@ async fn statements_are_prepared_once_per_connection_and_plans_reused() {
         (matching.len(), generic, custom)
     };
     let (acquires, generic, custom) = count(&sql.acquire);
-    assert_eq!(acquires, 1, "acquire prepared {acquires} times on one connection");
-    assert!(generic + custom >= 40, "acquire executed {} times", generic + custom);
+    assert_eq!(
+        acquires, 1,
+        "acquire prepared {acquires} times on one connection"
+    );
+    assert!(
+        generic + custom >= 40,
+        "acquire executed {} times",
+        generic + custom
+    );
     // PostgreSQL plans the first few executions for their parameters, then reuses one plan.
-    assert!(generic >= 30, "acquire re-planned: {generic} generic, {custom} custom plans");
+    assert!(
+        generic >= 30,
+        "acquire re-planned: {generic} generic, {custom} custom plans"
+    );
     let (releases, ..) = count(&sql.release);
     assert_eq!(releases, 1, "release prepared {releases} times");
     // The create statement ran once (the name's first fire), prepared once.
