@@ -31,6 +31,7 @@ pub(crate) struct Cli {
         long,
         global = true,
         env = "LOCKCTL_TABLE",
+        hide_env_values = true,
         default_value = lock_core::DEFAULT_TABLE,
         value_name = "NAME"
     )]

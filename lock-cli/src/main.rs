@@ -182,17 +182,17 @@ async fn execute(store: &Store, command: &Command) -> Result<(), Failure> {
             print(&output::table(std::slice::from_ref(&record)));
             let why = if record.held {
                 format!(
-                    "it is held by {} until {}, and its job may still be running: releasing it \
-                     lets another instance start the same job",
+                    "it is held by {} until {}, and its job may still be running:\n  \
+                     releasing the lock lets another instance start the same job.\n  \
+                     Add --force to release it anyway.",
                     record.locked_by,
                     record.lock_until.format("%Y-%m-%dT%H:%M:%S%.3fZ")
                 )
             } else {
-                "it is free already".to_owned()
+                "it is not held: there is nothing to release.".to_owned()
             };
             Err(Failure::usage(format!(
-                "refusing to release lock {name:?} without --force ({why}); run \
-                 `lockctl unlock {name} --force` to release it"
+                "refusing to release lock {name:?} without --force\n  {why}"
             )))
         }
         Command::Unlock { name, force: true } => {
@@ -223,7 +223,7 @@ fn released(before: &LockRecord) -> String {
         )
     } else {
         format!(
-            "lock {:?} was not held; nothing was released; it is:\n",
+            "lock {:?} was not held, so nothing was released:\n",
             before.name
         )
     };
