@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -55,6 +55,9 @@ pub struct MySqlLockProvider {
     /// The statements for the table as last inspected; `None` until the first use, and again
     /// after the table went missing or `ensure_schema` changed it.
     statements: Mutex<Option<Arc<Statements>>>,
+    /// Whether the pool's options pin the session time zone; every connection of a pool has
+    /// the pool's options, so the first one tells.
+    pool_pins_utc: OnceLock<bool>,
     warned_shedlock_only: AtomicBool,
     warned_zone_per_use: AtomicBool,
 }
@@ -92,6 +95,7 @@ impl MySqlLockProvider {
             pool,
             table,
             statements: Mutex::new(None),
+            pool_pins_utc: OnceLock::new(),
             warned_shedlock_only: AtomicBool::new(false),
             warned_zone_per_use: AtomicBool::new(false),
         }
@@ -108,14 +112,9 @@ impl MySqlLockProvider {
     /// # Ok(()) }
     /// ```
     pub async fn connect(url: &str) -> Result<Self, LockError> {
-        let opts = Opts::from_url(url).map_err(|e| {
-            LockError::InvalidConfiguration(format!("MySQL connection URL: {e}"))
-        })?;
-        let server = format!(
-            "mysql server {}:{}",
-            opts.ip_or_hostname(),
-            opts.tcp_port()
-        );
+        let opts = Opts::from_url(url)
+            .map_err(|e| LockError::InvalidConfiguration(format!("MySQL connection URL: {e}")))?;
+        let server = format!("mysql server {}:{}", opts.ip_or_hostname(), opts.tcp_port());
         let pool = Pool::new(Self::pool_options(opts));
         let conn = pool
             .get_conn()
@@ -246,10 +245,14 @@ impl MySqlLockProvider {
     ) -> Result<(Conn, Arc<Statements>), LockError> {
         let mut conn = self.conn(operation, lock).await?;
         let statements = self.statements(&mut conn, operation, lock).await?;
-        let readiness = session::ready(&mut conn, statements.shape().zone_sensitive)
+        let pins_utc = *self
+            .pool_pins_utc
+            .get_or_init(|| session::pins_utc(conn.opts()));
+        let readiness = session::ready(&mut conn, pins_utc, statements.shape().zone_sensitive)
             .await
             .map_err(|e| self.error(operation, lock, e))?;
-        if readiness == Readiness::ZoneSetNow && !self.warned_zone_per_use.swap(true, Ordering::Relaxed)
+        if readiness == Readiness::ZoneSetNow
+            && !self.warned_zone_per_use.swap(true, Ordering::Relaxed)
         {
             tracing::warn!(
                 table = %self.table.display(),

@@ -117,7 +117,10 @@ impl Table {
     }
 
     /// Interprets the rows of [`Table::detect_query`]. `None` when the table does not exist.
-    pub(crate) fn layout_from(&self, rows: &[(String, String)]) -> Result<Option<Shape>, LockError> {
+    pub(crate) fn layout_from(
+        &self,
+        rows: &[(String, String)],
+    ) -> Result<Option<Shape>, LockError> {
         if rows.is_empty() {
             return Ok(None);
         }
@@ -240,7 +243,10 @@ mod tests {
             ..ColumnNames::default()
         };
         let ddl = Table::new("jobs_lock", columns).unwrap().create_ddl();
-        assert!(ddl.starts_with("CREATE TABLE IF NOT EXISTS `jobs_lock`"), "{ddl}");
+        assert!(
+            ddl.starts_with("CREATE TABLE IF NOT EXISTS `jobs_lock`"),
+            "{ddl}"
+        );
         assert!(ddl.contains("`owner` VARCHAR(255) NOT NULL"), "{ddl}");
         assert!(ddl.contains("`lock_until` DATETIME(3) NOT NULL"), "{ddl}");
         assert!(!ddl.contains("TIMESTAMP"), "{ddl}");

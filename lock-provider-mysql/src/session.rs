@@ -37,11 +37,13 @@ pub(crate) enum Readiness {
 }
 
 /// Makes a connection just taken from the pool fit for the provider's statements.
+/// `pool_pins_utc` is [`pins_utc`] of the pool's options, worked out once per pool.
 pub(crate) async fn ready(
     conn: &mut Conn,
+    pool_pins_utc: bool,
     zone_sensitive: bool,
 ) -> Result<Readiness, mysql_async::Error> {
-    if pins_utc(conn.opts()) || !zone_sensitive {
+    if pool_pins_utc || !zone_sensitive {
         // Keep prepared statements across uses (see the module docs).
         conn.reset_connection(false);
         return Ok(Readiness::Ready);
@@ -53,7 +55,7 @@ pub(crate) async fn ready(
 }
 
 /// Whether a pool's options already pin the session zone to UTC.
-fn pins_utc(opts: &Opts) -> bool {
+pub(crate) fn pins_utc(opts: &Opts) -> bool {
     opts.init()
         .iter()
         .chain(opts.setup())
@@ -86,8 +88,8 @@ mod tests {
 
     #[test]
     fn options_keep_the_users_and_add_ours() {
-        let opts = Opts::from_url("mysql://root@127.0.0.1:3306/test?reset_connection=true")
-            .unwrap();
+        let opts =
+            Opts::from_url("mysql://root@127.0.0.1:3306/test?reset_connection=true").unwrap();
         let opts = OptsBuilder::from_opts(opts).setup(vec!["SET sql_mode = ''"]);
         let opts = Opts::from(pool_options(Opts::from(opts)));
         assert_eq!(opts.setup(), ["SET sql_mode = ''", UTC_SESSION]);

@@ -47,7 +47,9 @@ pub async fn provider() -> Option<MySqlLockProvider> {
         Ok(p) => p,
         Err(e) => return unreachable(&DisplayChain(&e)),
     };
-    let provider = provider.with_table(CONFORMANCE_TABLE).expect("valid table name");
+    let provider = provider
+        .with_table(CONFORMANCE_TABLE)
+        .expect("valid table name");
     provider.ensure_schema().await.expect("ensure_schema");
     Some(provider)
 }
@@ -87,7 +89,9 @@ impl Drop for DropTable {
                 if let Ok(opts) = Opts::from_url(&url())
                     && let Ok(mut conn) = Conn::new(opts).await
                 {
-                    let _ = conn.query_drop(format!("DROP TABLE IF EXISTS `{table}`")).await;
+                    let _ = conn
+                        .query_drop(format!("DROP TABLE IF EXISTS `{table}`"))
+                        .await;
                     let _ = conn.disconnect().await;
                 }
             });
