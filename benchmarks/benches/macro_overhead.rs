@@ -1,0 +1,162 @@
+//! What the `#[scheduler_lock]` macro path costs over calling `LockingTaskExecutor` by hand.
+//!
+//! `cargo bench -p benchmarks --bench macro_overhead` runs the full measurement (add
+//! `--features metrics` to measure with lock-core's `metrics` feature and a Prometheus recorder
+//! installed); without `--bench` (as under `cargo test`) it is a short smoke pass.
+//!
+//! Both paths lock an empty body on the in-memory provider, where the lock itself is cheapest,
+//! so the macro's own cost is as visible as it can be:
+//! - `by hand`: `executor.execute_with_lock(&config, async {})` with a configuration built once;
+//! - `macro`: a direct call of a `#[scheduler_lock]` `async fn` with the same settings, through
+//!   the executor installed with `install_default_executor`.
+//!
+//! Each call of a macro-locked function looks the default executor up and resolves its
+//! `LockSpec` into a `LockConfiguration`; the parts below time those two steps alone and
+//! each added to the by-hand call, to show where the difference comes from.
+//!
+//! Each sample is the mean of a batch of `BATCH` calls (p99 over batch means); the batches of
+//! all operations are interleaved in a rotating order.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use benchmarks::stats::ratio_line;
+use benchmarks::{Mode, Samples, Unit};
+use lock_core::__private::LockSpec;
+use lock_core::{
+    InMemoryLockProvider, LockConfiguration, LockOutcome, LockingTaskExecutor, scheduler_lock,
+};
+
+/// Macro path over the by-hand call.
+const MACRO_TARGET: f64 = 1.10;
+/// Calls per timed batch.
+const BATCH: usize = 64;
+
+/// The function under test: an empty body under a one-minute lock.
+#[scheduler_lock(name = "bench_macro", lock_at_most_for = "1m")]
+async fn locked_noop() {}
+
+/// What the macro above puts in its `static` (same settings, another name, so the part
+/// measurements do not contend with it).
+static SPEC: LockSpec = LockSpec::new("bench_spec", Some(60_000), 0, None);
+
+/// Times `BATCH` runs of `$body` as one sample of `$samples` (kept only when `$keep`).
+macro_rules! timed {
+    ($samples:expr, $keep:expr, $body:block) => {{
+        let t = Instant::now();
+        for _ in 0..BATCH $body
+        if $keep {
+            $samples.record_batch(t, BATCH);
+        }
+    }};
+}
+
+fn main() {
+    let mode = Mode::from_args();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(run(mode));
+}
+
+#[cfg(feature = "metrics")]
+fn install_metrics_recorder() -> &'static str {
+    metrics_exporter_prometheus::PrometheusBuilder::new()
+        .install_recorder()
+        .expect("install the Prometheus recorder");
+    "lock-core `metrics` feature on, Prometheus recorder installed"
+}
+
+#[cfg(not(feature = "metrics"))]
+fn install_metrics_recorder() -> &'static str {
+    "lock-core `metrics` feature off"
+}
+
+async fn run(mode: Mode) {
+    let metrics = install_metrics_recorder();
+    let rounds = mode.pick(20_000, 200);
+    let executor = LockingTaskExecutor::new(InMemoryLockProvider::new())
+        .with_instance_id("bench-macro")
+        .expect("instance id");
+    lock_core::install_default_executor(executor.clone());
+    let config =
+        LockConfiguration::new("bench_hand", Duration::from_secs(60), Duration::ZERO).unwrap();
+
+    let mut hand = Samples::new("by hand (execute_with_lock)");
+    let mut via_macro = Samples::new("macro (#[scheduler_lock] call)");
+    let mut lookup = Samples::new("default_executor() alone");
+    let mut resolve = Samples::new("LockSpec::configuration alone");
+    let mut hand_lookup = Samples::new("by hand + default_executor()");
+    let mut hand_resolve = Samples::new("by hand + LockSpec::configuration");
+
+    let warmup = mode.pick(500, 20);
+    let started = Instant::now();
+    const OPS: usize = 6;
+    for round in 0..warmup + rounds {
+        let keep = round >= warmup;
+        for k in 0..OPS {
+            match (round + k) % OPS {
+                0 => timed!(hand, keep, {
+                    let outcome = executor.execute_with_lock(&config, async {}).await;
+                    assert_eq!(outcome.unwrap(), LockOutcome::Executed(()));
+                }),
+                1 => timed!(via_macro, keep, {
+                    locked_noop().await;
+                }),
+                2 => timed!(lookup, keep, {
+                    black_box(lock_core::default_executor());
+                }),
+                3 => timed!(resolve, keep, {
+                    black_box(SPEC.configuration(&executor).unwrap());
+                }),
+                4 => timed!(hand_lookup, keep, {
+                    let executor = lock_core::default_executor().expect("installed");
+                    let outcome = executor.execute_with_lock(&config, async {}).await;
+                    assert_eq!(outcome.unwrap(), LockOutcome::Executed(()));
+                }),
+                _ => timed!(hand_resolve, keep, {
+                    let config = SPEC.configuration(&executor).unwrap();
+                    let outcome = executor.execute_with_lock(&config, async {}).await;
+                    assert_eq!(outcome.unwrap(), LockOutcome::Executed(()));
+                }),
+            }
+        }
+    }
+
+    println!(
+        "macro_overhead ({} run): InMemoryLockProvider, current-thread runtime, {metrics}, \
+         {rounds} batches of {BATCH} calls per operation (p99 over batch means), {:.1} s",
+        mode.name(),
+        started.elapsed().as_secs_f64()
+    );
+    for samples in [&hand, &via_macro] {
+        samples.print(Unit::Micros);
+    }
+    ratio_line(
+        "macro / by hand",
+        &via_macro,
+        &hand,
+        MACRO_TARGET,
+        mode.judged(),
+    );
+    println!("parts (what the macro path adds per call):");
+    for samples in [&lookup, &resolve, &hand_lookup, &hand_resolve] {
+        samples.print(Unit::Micros);
+    }
+    // Differences of medians: robust against preemptions on a busy machine.
+    let us = |a: &Samples, b: &Samples| (a.percentile(0.5) - b.percentile(0.5)) / 1e3;
+    println!("differences of p50s:");
+    println!(
+        "  macro - by hand                                           {:>7.3} µs",
+        us(&via_macro, &hand)
+    );
+    println!(
+        "  executor lookup in the call (by hand + lookup - by hand)  {:>7.3} µs",
+        us(&hand_lookup, &hand)
+    );
+    println!(
+        "  configuration per call (by hand + resolve - by hand)      {:>7.3} µs",
+        us(&hand_resolve, &hand)
+    );
+}
