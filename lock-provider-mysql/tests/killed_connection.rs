@@ -1,0 +1,100 @@
+//! A connection killed on the server between two fires (`KILL <id>`: a DBA, a failover, a
+//! proxy's idle timeout) costs nothing: the pool notices the dead connection when it hands it
+//! out and opens a fresh one, so the next fire runs.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::{AcquireOutcome, Lease, LockProvider, testkit};
+use lock_provider_mysql::MySqlLockProvider;
+use lock_provider_mysql::mysql_async::{Conn, Pool, prelude::Queryable};
+
+async fn fire(provider: &MySqlLockProvider, name: &Arc<str>) -> Lease {
+    let request = testkit::request(name, "instance-a", Duration::from_secs(60), None);
+    match provider.acquire(&request).await {
+        Ok(AcquireOutcome::Acquired(lease)) => lease,
+        other => panic!("the fire after the KILL did not run: {other:?}"),
+    }
+}
+
+/// The ids of the server sessions behind the pool's idle connections.
+async fn session_ids(pool: &Pool, count: usize) -> Vec<u32> {
+    let mut conns = Vec::new();
+    for _ in 0..count {
+        conns.push(pool.get_conn().await.expect("connection"));
+    }
+    conns.iter().map(Conn::id).collect()
+}
+
+/// Kills the sessions and waits until the server has closed them.
+async fn kill(admin: &mut Conn, ids: &[u32]) {
+    for id in ids {
+        admin.query_drop(format!("KILL {id}")).await.expect("KILL");
+    }
+    for _ in 0..100 {
+        let alive: Vec<u64> = admin
+            .query("SELECT ID FROM information_schema.PROCESSLIST")
+            .await
+            .expect("processlist");
+        if ids.iter().all(|id| !alive.contains(&u64::from(*id))) {
+            // Give the client side a moment to see the connection closed.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the server did not end sessions {ids:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn next_fire_runs_on_a_fresh_connection() {
+    let Some(mut admin) = common::admin().await else {
+        return;
+    };
+    let pool = common::pool(1);
+    let provider = MySqlLockProvider::new(pool.clone())
+        .with_table(common::CONFORMANCE_TABLE)
+        .expect("valid table");
+    provider.ensure_schema().await.expect("ensure_schema");
+    let name = testkit::unique_name("killed");
+
+    let lease = fire(&provider, &name).await;
+    assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
+    let before = session_ids(&pool, 1).await;
+    kill(&mut admin, &before).await;
+
+    let lease = fire(&provider, &name).await;
+    assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
+    let after = session_ids(&pool, 1).await;
+    assert_ne!(before, after, "the pool kept the killed connection");
+
+    // Killed while a lease is held: the release still goes through, on a fresh connection.
+    let lease = fire(&provider, &name).await;
+    kill(&mut admin, &after).await;
+    assert!(
+        provider.release(&lease, Duration::ZERO).await.unwrap(),
+        "the release after the KILL did not find the lease"
+    );
+    let lease = fire(&provider, &name).await;
+    assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_connection_of_a_connect_pool_killed() {
+    let Some(mut admin) = common::admin().await else {
+        return;
+    };
+    let Some(provider) = common::provider().await else {
+        return;
+    };
+    let name = testkit::unique_name("killed-all");
+    // Several connections in the pool, all idle.
+    let ids = session_ids(provider.pool(), 3).await;
+    kill(&mut admin, &ids).await;
+    for _ in 0..3 {
+        let lease = fire(&provider, &name).await;
+        assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
+    }
+}
