@@ -4,12 +4,14 @@
 //! `--bench` in its arguments (as under `cargo test --all-targets`) it runs a short smoke pass.
 //!
 //! Everything runs on one pool, one operation at a time, interleaved (one of each per
-//! iteration) so that load from elsewhere on the machine hits every operation alike:
+//! iteration, in random order) so that load from elsewhere on the machine hits every
+//! operation alike:
 //! - `provider cycle`: `acquire` + `release` through `PostgresLockProvider`;
-//! - `by-hand cycle`: the provider's own statements (from `statements()`), prepared once on
-//!   one pooled `tokio-postgres` client: the floor, one round trip for acquire, one for release;
+//! - `by-hand cycle`: the provider's own statements (from `statements()`), prepared once and
+//!   run with `tokio-postgres` on the pool's connection: the floor, one round trip for acquire,
+//!   one for release;
 //! - `losing acquire`: `acquire` through the provider while another owner holds the lock;
-//! - `SELECT 1`: prepared, on the held client: the cost of a round trip that does nothing;
+//! - `SELECT 1`: prepared, on the same connection: the cost of a round trip that does nothing;
 //! - for context, `by-hand durable cycle` (the release with synchronous commit) and a losing
 //!   ShedLock-style upsert (`INSERT ... ON CONFLICT DO UPDATE ... WHERE`).
 
@@ -18,8 +20,9 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use lock_core::{AcquireOutcome, LockProvider, LockRequest};
 use lock_provider_postgres::PostgresLockProvider;
-use lock_provider_postgres::deadpool_postgres::{Manager, Pool};
-use lock_provider_postgres::tokio_postgres::{self, NoTls, types::Type};
+use lock_provider_postgres::deadpool_postgres::{Client, Manager, Pool};
+use lock_provider_postgres::tokio_postgres::types::{ToSql, Type};
+use lock_provider_postgres::tokio_postgres::{self, NoTls, Statement};
 
 /// Provider-cycle time over by-hand-cycle time must stay at or under this.
 const CYCLE_TARGET: f64 = 1.15;
@@ -99,12 +102,14 @@ async fn run(full: bool) {
     let url = std::env::var("LOCK_TEST_POSTGRES_URL")
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
     let config: tokio_postgres::Config = url.parse().expect("LOCK_TEST_POSTGRES_URL");
+    // One connection: the provider and the by-hand floor run on the same backend, so that
+    // neither gains from a warmer server process than the other.
     let pool = Pool::builder(Manager::new(config, NoTls))
-        .max_size(4)
+        .max_size(1)
         .build()
         .expect("pool");
-    let hand = match pool.get().await {
-        Ok(client) => client,
+    match pool.get().await {
+        Ok(client) => drop(client),
         Err(e) if std::env::var_os("CI").is_some() => {
             panic!("PostgreSQL unreachable at {url} while CI is set: {e}")
         }
@@ -120,6 +125,9 @@ async fn run(full: bool) {
         .expect("table name");
     provider.ensure_schema().await.expect("ensure_schema");
     let sql = provider.statements().await.expect("statements");
+    // Prepared once on the pool's connection, used by taking that connection from the pool
+    // for each operation, exactly as the provider does.
+    let hand = pool.get().await.unwrap();
 
     let acquire_types = [Type::TEXT, Type::INT8, Type::TEXT, Type::TIMESTAMP];
     let release_types = [Type::TEXT, Type::TEXT, Type::INT8, Type::INT8];
@@ -161,6 +169,7 @@ async fn run(full: bool) {
         )
         .await
         .unwrap();
+    drop(hand);
 
     let minute = Duration::from_secs(60);
     let request = |name: &str, owner: &str| LockRequest {
@@ -187,6 +196,7 @@ async fn run(full: bool) {
     let mut hand_losing = Samples::new("by-hand losing acquire");
     let mut durable = Samples::new("by-hand durable cycle");
     let mut losing_upsert = Samples::new("losing upsert (ShedLock)");
+    let mut checkout = Samples::new("pool checkout alone");
 
     let hand_name = "bench-hand";
     let at_most_ms: i64 = 60_000;
@@ -195,18 +205,6 @@ async fn run(full: bool) {
     let zero: i64 = 0;
     let interval = "60000 milliseconds";
 
-    // The provider's acquire by hand: the row exists after the first call, so this is the
-    // one-round-trip path the provider takes on every fire but a name's first.
-    let hand_acquire = || async {
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-            [&hand_name, &at_most_ms, &owner, &no_slot];
-        let rows = hand.query(&acquire, &params).await.unwrap();
-        match rows.first() {
-            Some(row) => row.get::<_, Option<i64>>(0).expect("by-hand lock refused"),
-            None => hand.query_one(&create, &params).await.unwrap().get(0),
-        }
-    };
-
     // Warm-up: connections, statement caches, plan caches, the rows themselves.
     for _ in 0..50.min(per_round) {
         let AcquireOutcome::Acquired(lease) = provider.acquire(&cycle_request).await.unwrap()
@@ -214,66 +212,101 @@ async fn run(full: bool) {
             panic!("cycle lock refused");
         };
         provider.release(&lease, Duration::ZERO).await.unwrap();
-        let fence = hand_acquire().await;
+        let hand = pool.get().await.unwrap();
+        let fence = hand_acquire(&hand, &acquire, &create, hand_name).await;
         hand.execute(&release, &[&hand_name, &owner, &fence, &zero])
             .await
             .unwrap();
+        drop(hand);
         provider.acquire(&loser).await.unwrap();
-        hand.query_one(&select_1, &[]).await.unwrap();
+        pool.get()
+            .await
+            .unwrap()
+            .query_one(&select_1, &[])
+            .await
+            .unwrap();
     }
 
-    // One of each operation per iteration, so that load from elsewhere on the machine falls
-    // on all of them alike.
+    // One of each operation per iteration, in a fresh random order each time: load from
+    // elsewhere on the machine, and the WAL writer woken by an asynchronous commit, fall on
+    // every operation alike rather than on whichever always follows a release.
+    let mut order = [0usize, 1, 2, 3, 4, 5, 6, 7];
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
     let started = Instant::now();
     for _ in 0..rounds * per_round {
-        let t = Instant::now();
-        let AcquireOutcome::Acquired(lease) = provider.acquire(&cycle_request).await.unwrap()
-        else {
-            panic!("cycle lock refused");
-        };
-        assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
-        provider_cycle.record(t);
-
-        let t = Instant::now();
-        let fence = hand_acquire().await;
-        let n = hand
-            .execute(&release, &[&hand_name, &owner, &fence, &zero])
-            .await
-            .unwrap();
-        hand_cycle.record(t);
-        assert_eq!(n, 1);
-
-        let t = Instant::now();
-        let outcome = provider.acquire(&loser).await.unwrap();
-        losing.record(t);
-        assert!(matches!(outcome, AcquireOutcome::Refused(_)));
-
-        let t = Instant::now();
-        hand.query_one(&select_1, &[]).await.unwrap();
-        select.record(t);
-
-        let t = Instant::now();
-        let row = hand
-            .query_one(&acquire, &[&"bench-held", &at_most_ms, &"loser", &no_slot])
-            .await
-            .unwrap();
-        hand_losing.record(t);
-        assert_eq!(row.get::<_, Option<i64>>(0), None);
-
-        let t = Instant::now();
-        let fence = hand_acquire().await;
-        hand.execute(&durable_release, &[&hand_name, &owner, &fence, &zero])
-            .await
-            .unwrap();
-        durable.record(t);
-
-        let t = Instant::now();
-        let n = hand
-            .execute(&upsert, &[&"bench-held", &interval, &"loser"])
-            .await
-            .unwrap();
-        losing_upsert.record(t);
-        assert_eq!(n, 0);
+        shuffle(&mut order, &mut seed);
+        for op in order {
+            match op {
+                0 => {
+                    let t = Instant::now();
+                    let AcquireOutcome::Acquired(lease) =
+                        provider.acquire(&cycle_request).await.unwrap()
+                    else {
+                        panic!("cycle lock refused");
+                    };
+                    assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
+                    provider_cycle.record(t);
+                }
+                1 => {
+                    let t = Instant::now();
+                    let hand = pool.get().await.unwrap();
+                    let fence = hand_acquire(&hand, &acquire, &create, hand_name).await;
+                    let n = hand
+                        .execute(&release, &[&hand_name, &owner, &fence, &zero])
+                        .await
+                        .unwrap();
+                    hand_cycle.record(t);
+                    assert_eq!(n, 1);
+                }
+                2 => {
+                    let t = Instant::now();
+                    let outcome = provider.acquire(&loser).await.unwrap();
+                    losing.record(t);
+                    assert!(matches!(outcome, AcquireOutcome::Refused(_)));
+                }
+                3 => {
+                    let t = Instant::now();
+                    let hand = pool.get().await.unwrap();
+                    hand.query_one(&select_1, &[]).await.unwrap();
+                    drop(hand);
+                    select.record(t);
+                }
+                4 => {
+                    let t = Instant::now();
+                    let hand = pool.get().await.unwrap();
+                    let row = hand
+                        .query_one(&acquire, &[&"bench-held", &at_most_ms, &"loser", &no_slot])
+                        .await
+                        .unwrap();
+                    hand_losing.record(t);
+                    assert_eq!(row.get::<_, Option<i64>>(0), None);
+                }
+                5 => {
+                    let t = Instant::now();
+                    let hand = pool.get().await.unwrap();
+                    let fence = hand_acquire(&hand, &acquire, &create, hand_name).await;
+                    hand.execute(&durable_release, &[&hand_name, &owner, &fence, &zero])
+                        .await
+                        .unwrap();
+                    durable.record(t);
+                }
+                7 => {
+                    let t = Instant::now();
+                    drop(pool.get().await.unwrap());
+                    checkout.record(t);
+                }
+                _ => {
+                    let t = Instant::now();
+                    let hand = pool.get().await.unwrap();
+                    let n = hand
+                        .execute(&upsert, &[&"bench-held", &interval, &"loser"])
+                        .await
+                        .unwrap();
+                    losing_upsert.record(t);
+                    assert_eq!(n, 0);
+                }
+            }
+        }
     }
     let elapsed = started.elapsed();
 
@@ -292,6 +325,7 @@ async fn run(full: bool) {
         &hand_losing,
         &durable,
         &losing_upsert,
+        &checkout,
     ] {
         samples.print();
     }
@@ -321,9 +355,35 @@ async fn run(full: bool) {
         .release(&held_lease, Duration::ZERO)
         .await
         .expect("release");
-    hand.batch_execute(&format!("DROP TABLE IF EXISTS {table}"))
+    pool.get()
+        .await
+        .unwrap()
+        .batch_execute(&format!("DROP TABLE IF EXISTS {table}"))
         .await
         .expect("drop the bench table");
+}
+
+/// The provider's acquire by hand. The row exists after the first call, so this is the
+/// one-round-trip path the provider takes on every fire but a name's first.
+async fn hand_acquire(hand: &Client, acquire: &Statement, create: &Statement, name: &str) -> i64 {
+    let at_most_ms: i64 = 60_000;
+    let no_slot: Option<chrono::NaiveDateTime> = None;
+    let params: [&(dyn ToSql + Sync); 4] = [&name, &at_most_ms, &"bench-instance", &no_slot];
+    let rows = hand.query(acquire, &params).await.unwrap();
+    match rows.first() {
+        Some(row) => row.get::<_, Option<i64>>(0).expect("by-hand lock refused"),
+        None => hand.query_one(create, &params).await.unwrap().get(0),
+    }
+}
+
+/// Fisher-Yates with xorshift64: a fixed-seed, dependency-free shuffle.
+fn shuffle(order: &mut [usize], seed: &mut u64) {
+    for i in (1..order.len()).rev() {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        order.swap(i, (*seed % (i as u64 + 1)) as usize);
+    }
 }
 
 /// The URL without its password, if it has one.

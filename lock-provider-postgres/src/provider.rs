@@ -212,13 +212,15 @@ impl PostgresLockProvider {
     }
 
     /// Connects to `url` (`postgres://user:password@host:port/database?...`) with a new pool
-    /// (no TLS, deadpool's default size, a 10 s connect timeout unless the URL sets one),
-    /// checks that the server answers and looks at the lock table once, so that a ShedLock
-    /// table without the extension columns is reported at start-up.
+    /// (no TLS, deadpool's default size, a 10 s connect timeout unless the URL sets one) and
+    /// checks that the server answers, so that a wrong URL fails at start-up rather than at the
+    /// first fire.
     ///
-    /// A missing table is not an error here (call [`ensure_schema`](Self::ensure_schema)
-    /// next); an unreachable server is a [`LockError::Provider`] with the driver's error as
-    /// source. For TLS or pool tuning, build the pool yourself and use [`new`](Self::new).
+    /// The table is not looked at yet (a `.with_table(..)` may follow): call
+    /// [`ensure_schema`](Self::ensure_schema) or [`check_schema`](Self::check_schema) at
+    /// start-up; otherwise the first lock operation does it. An unreachable server is a
+    /// [`LockError::Provider`] (operation `connect`) with the driver's error as source. For TLS
+    /// or pool tuning, build the pool yourself and use [`new`](Self::new).
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), lock_core::LockError> {
@@ -249,12 +251,10 @@ impl PostgresLockProvider {
             .build()
             .map_err(|e| LockError::provider("connect", "", "postgres", e))?;
         let provider = Self::new(pool);
-        // Fail fast, and as a connect error, when the server cannot be reached.
+        // Fail fast, and as a connect error, when the server cannot be reached; the connection
+        // stays in the pool for the first fire.
         drop(provider.client("connect", "").await?);
-        match provider.check_schema().await {
-            Ok(_) | Err(LockError::TableMissing { .. }) => Ok(provider),
-            Err(e) => Err(e),
-        }
+        Ok(provider)
     }
 
     /// The same provider on another table (`table` or `schema.table`), refused if the name is
