@@ -3,6 +3,8 @@
 //! - `cluster_demo`: several instances of one service on one lock table, each job once per slot
 //!   (`cargo run -p examples --bin cluster_demo`).
 //! - `quickstart`: one annotated service on SQLite (`cargo run -p examples --bin quickstart`).
+//! - `metrics_prometheus`: the `metrics` feature exported for Prometheus
+//!   (`cargo run -p examples --bin metrics_prometheus -- --seconds 10`).
 //!
 //! The workspace README is included below so that its code blocks are compiled as doc tests:
 //! what the README shows must build.

@@ -131,6 +131,18 @@ fn the_example_serves_scheduler_metrics_for_prometheus() {
         value(&samples, r#"scheduled_lock_acquired_total{job="tick"}"#) >= 3.0,
         "{body}"
     );
+    // Every finished run of the failing job is a failure; the healthy job has none.
+    let failures = value(&samples, r#"scheduled_job_failures_total{job="flaky_export"}"#);
+    let flaky_runs = value(&samples, r#"scheduled_lock_acquired_total{job="flaky_export"}"#);
+    assert!(
+        failures >= flaky_runs - 1.0 && failures >= 1.0,
+        "{failures} failures for {flaky_runs} runs\n{body}"
+    );
+    assert_eq!(
+        value(&samples, r#"scheduled_job_failures_total{job="tick"}"#),
+        0.0,
+        "{body}"
+    );
     // The failing job takes its 20 ms sleep before failing: its durations show real runs.
     let flaky_sum = value(
         &samples,

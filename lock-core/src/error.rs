@@ -71,7 +71,10 @@ pub enum LockError {
 
     /// The provider (database, pool, network) failed; the operation did not take effect or its
     /// effect is unknown. A scheduler treats this as "skip this fire".
-    #[error("{operation} of lock {lock:?} failed on {backend}")]
+    #[error(
+        "{operation}{} failed on {backend}",
+        if lock.is_empty() { String::new() } else { format!(" of lock {lock:?}") }
+    )]
     Provider {
         /// What was attempted: `acquire`, `extend`, `release`, `list`, `unlock`, `schema`.
         operation: &'static str,

@@ -18,6 +18,7 @@ mod enabled {
         skipped: Counter,
         errors: Counter,
         lost: Counter,
+        failures: Counter,
         active: Gauge,
         duration: Histogram,
         fire_lag: Histogram,
@@ -32,6 +33,7 @@ mod enabled {
                 skipped: counter!("scheduled_lock_skipped_total", "job" => job()),
                 errors: counter!("scheduled_lock_errors_total", "job" => job()),
                 lost: counter!("scheduled_lock_lost_total", "job" => job()),
+                failures: counter!("scheduled_job_failures_total", "job" => job()),
                 active: gauge!("scheduled_job_active", "job" => job()),
                 duration: histogram!("scheduled_job_duration_seconds", "job" => job()),
                 fire_lag: histogram!("scheduled_job_fire_lag_seconds", "job" => job()),
@@ -51,6 +53,9 @@ mod enabled {
         }
         pub(crate) fn lost(&self) {
             self.lost.increment(1);
+        }
+        pub(crate) fn failure(&self) {
+            self.failures.increment(1);
         }
         pub(crate) fn started(&self) {
             self.active.increment(1.0);
@@ -83,6 +88,7 @@ mod disabled {
         pub(crate) fn skipped(&self) {}
         pub(crate) fn error(&self) {}
         pub(crate) fn lost(&self) {}
+        pub(crate) fn failure(&self) {}
         pub(crate) fn started(&self) {}
         pub(crate) fn finished(&self, _took: Duration) {}
         pub(crate) fn fire_lag(&self, _lag: Duration) {}

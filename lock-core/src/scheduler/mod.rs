@@ -443,7 +443,11 @@ impl JobRunner {
             status.running = true;
             status.next_fire = None;
         }
-        if let Some(lag) = slot.and_then(|s| (Utc::now() - s.instant()).to_std().ok()) {
+        if let Some(slot) = slot {
+            // A fire that starts a hair early (clock adjustments) counts as no lag.
+            let lag = (Utc::now() - slot.instant())
+                .to_std()
+                .unwrap_or(Duration::ZERO);
             self.config.metrics().fire_lag(lag);
         }
         let started = tokio::time::Instant::now();
@@ -459,6 +463,7 @@ impl JobRunner {
             }
             Ok(Ok(LockOutcome::Executed(Err(error)))) => {
                 span.in_scope(|| tracing::error!(?elapsed, %error, "job failed"));
+                self.config.metrics().failure();
                 RunOutcome::Failed(error)
             }
             Ok(Ok(LockOutcome::Skipped)) => RunOutcome::Skipped,
@@ -467,6 +472,7 @@ impl JobRunner {
             Err(panic) => {
                 let message = panic_message(&*panic);
                 span.in_scope(|| tracing::error!(?elapsed, panic = %message, "job panicked"));
+                self.config.metrics().failure();
                 RunOutcome::Panicked(message)
             }
         };
