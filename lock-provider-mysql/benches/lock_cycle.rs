@@ -11,9 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lock_core::{AcquireOutcome, LockProvider, LockRequest};
-use rand::seq::SliceRandom;
 use lock_provider_mysql::MySqlLockProvider;
 use lock_provider_mysql::mysql_async::{self, Opts, Params, Pool, Value, prelude::Queryable};
+use rand::seq::SliceRandom;
 
 const TABLE: &str = "lock_provider_mysql_bench";
 
@@ -103,7 +103,12 @@ async fn run(warmup: usize, iterations: usize) {
                         AcquireOutcome::Acquired(lease) => lease,
                         refused => panic!("provider cycle refused: {refused:?}"),
                     };
-                    assert!(provider.release(&lease, Duration::ZERO).await.expect("release"));
+                    assert!(
+                        provider
+                            .release(&lease, Duration::ZERO)
+                            .await
+                            .expect("release")
+                    );
                 }
                 1 => by_hand_cycle(&pool).await,
                 2 => {
@@ -121,7 +126,10 @@ async fn run(warmup: usize, iterations: usize) {
             }
         }
     }
-    provider.release(&holder, Duration::ZERO).await.expect("release");
+    provider
+        .release(&holder, Duration::ZERO)
+        .await
+        .expect("release");
 
     let [provider_cycle, hand_cycle, losing, hand_losing, select_one] =
         samples.map(|s| Stats::of(&s));

@@ -208,7 +208,9 @@ async fn expiry_follows_the_database_clock_under_a_skewed_client_clock() {
             ),
             "the lock the child ({skew}) left was free at once"
         );
-        let wait = (until - now + TimeDelta::milliseconds(300)).to_std().unwrap();
+        let wait = (until - now + TimeDelta::milliseconds(300))
+            .to_std()
+            .unwrap();
         tokio::time::sleep(wait).await;
         match provider.acquire(&contender).await.expect("acquire") {
             AcquireOutcome::Acquired(lease) => {

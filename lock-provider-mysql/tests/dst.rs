@@ -40,7 +40,10 @@ async fn ensure_zone(admin: &mut Conn) -> bool {
     }
     let file = format!("/usr/share/zoneinfo/{ZONE}");
     for tool in ["mariadb-tzinfo-to-sql", "mysql_tzinfo_to_sql"] {
-        let Ok(output) = std::process::Command::new(tool).args([&file, ZONE]).output() else {
+        let Ok(output) = std::process::Command::new(tool)
+            .args([&file, ZONE])
+            .output()
+        else {
             continue;
         };
         assert!(
@@ -136,7 +139,11 @@ async fn leases_stay_exact(pool: &Pool, table: &str) {
         .find(|r| *r.name == *name)
         .expect("listed");
     assert_eq!(record.locked_at, at(IN_THE_GAP), "{table}: locked_at");
-    assert_eq!(record.lock_until, at(IN_THE_GAP + 60), "{table}: lock_until");
+    assert_eq!(
+        record.lock_until,
+        at(IN_THE_GAP + 60),
+        "{table}: lock_until"
+    );
 
     let other = testkit::request(&name, "instance-b", minute, None);
     set_clock(pool, IN_THE_GAP + 59).await;
@@ -231,7 +238,10 @@ async fn leases_stay_exact_in_a_dst_gap_of_the_servers_zone() {
             "INSERT INTO {shedlock_table}(name, lock_until, locked_at, locked_by) \
              VALUES(?, TIMESTAMPADD(MICROSECOND, ?, UTC_TIMESTAMP(3)), UTC_TIMESTAMP(3), ?)"
         );
-        match java.exec_drop(insert, ("java-job", 10_000_000u64, "java-host")).await {
+        match java
+            .exec_drop(insert, ("java-job", 10_000_000u64, "java-host"))
+            .await
+        {
             Err(mysql_async::Error::Server(e)) => {
                 assert_eq!(e.code, 1292, "expected ER_TRUNCATED_WRONG_VALUE, got {e}")
             }

@@ -142,7 +142,10 @@ async fn exclusion_both_ways(provider: &MySqlLockProvider, table: &str) -> Lease
     assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
 
     // Released: ShedLock takes it, and now the provider cannot.
-    assert!(java.lock(&name, LONG).await, "ShedLock could not take a released lock");
+    assert!(
+        java.lock(&name, LONG).await,
+        "ShedLock could not take a released lock"
+    );
     assert_eq!(refused(provider, &name).await, RefusalReason::Held);
     assert!(java.extend(&name, LONG).await);
     java.unlock(&name, Duration::ZERO).await;
@@ -173,7 +176,11 @@ async fn shedlock_ddl_table_as_is_then_migrated() {
     let lease = exclusion_both_ways(&provider, &table).await;
     assert_eq!(lease.fence(), 0, "a four-column table has no fence");
     let records = provider.list_locks().await.expect("list_locks");
-    assert!(records.iter().all(|r| r.fence == 0 && r.last_fire.is_none()));
+    assert!(
+        records
+            .iter()
+            .all(|r| r.fence == 0 && r.last_fire.is_none())
+    );
     assert!(records.iter().any(|r| r.held && r.locked_by == "rust-a"));
     assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
 
@@ -189,7 +196,14 @@ async fn shedlock_ddl_table_as_is_then_migrated() {
         .expect("columns");
     assert_eq!(
         columns,
-        ["name", "lock_until", "locked_at", "locked_by", "fence", "last_fire"]
+        [
+            "name",
+            "lock_until",
+            "locked_at",
+            "locked_by",
+            "fence",
+            "last_fire"
+        ]
     );
     let lease = exclusion_both_ways(&provider, &table).await;
     assert_eq!(
