@@ -1,1 +1,9 @@
-//! Fault tests across real processes; see `tests/` and `src/bin`.
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod backend;
+mod runs;
+
+pub use backend::{Backend, SchemaAction};
+pub use runs::{Run, RunsTable};

@@ -1,0 +1,433 @@
+//! The service the fault tests start as real OS processes.
+//!
+//! ```text
+//! fault-service --backend postgres|mysql|sqlite --lock-url URL_OR_PATH --lock-table T
+//!               --runs-table R --instance ID [--runs-url URL_OR_PATH] [--jobs a,b,..]
+//!               [--pulse] [--load-jobs N] [--shutdown-timeout-ms MS] [--schema create|check]
+//! ```
+//!
+//! Its fixed jobs are annotated functions (`#[scheduled]` + `#[scheduler_lock]`), picked by
+//! `--jobs`; jobs whose names or number come from the arguments (`--pulse`, `--load-jobs`)
+//! are built with `Job::new`. Every run writes a row to the runs table over a direct
+//! connection (`--runs-url`, by default the lock URL), so a test reads what happened on the
+//! database's clock even when the lock provider's link (`--lock-url`, maybe a proxy) is cut.
+//!
+//! Protocol with the test: `READY <instance> <own clock, Unix ms>` on stdout once the scheduler runs; SIGTERM or
+//! SIGINT shuts it down gracefully, then `EXIT errors=<n> warnings=<n>` (events logged at
+//! those levels) on stdout and exit code 0. A bad argument or a start-up failure prints the
+//! error with its causes on stderr and exits with code 2.
+
+#![forbid(unsafe_code)]
+
+use std::error::Error;
+use std::process::ExitCode;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use fault_tests::{Backend, RunsTable, SchemaAction};
+use lock_core::{
+    BoxError, Job, JobContext, LockConfiguration, Scheduler, Trigger, registered_jobs, scheduled,
+    scheduler_lock,
+};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// Exit code for bad arguments and start-up failures (bad credentials, missing table, ...).
+const EXIT_CONFIG: u8 = 2;
+
+static RUNS: OnceLock<RunsTable> = OnceLock::new();
+static ERRORS: AtomicU64 = AtomicU64::new(0);
+static WARNINGS: AtomicU64 = AtomicU64::new(0);
+
+// ---- The annotated jobs: fixed configuration, chosen with --jobs. ----
+
+/// Every second, a short run: rolling restarts and slots under clock skew.
+#[scheduled(cron = "* * * * * *")]
+#[scheduler_lock(name = "tick", lock_at_most_for = "10s")]
+async fn tick() -> Result<(), BoxError> {
+    record_once().await
+}
+
+/// Every second, runs 20 s on a 4 s lease: the holder is killed mid-run.
+#[scheduled(cron = "* * * * * *")]
+#[scheduler_lock(name = "long", lock_at_most_for = "4s")]
+async fn long() -> Result<(), BoxError> {
+    run_body(Duration::from_secs(20), OnCancel::Stop, false).await
+}
+
+/// Every second, a fenced write at start and at end, on a 3 s lease kept alive: the holder
+/// is paused past its lease.
+#[scheduled(cron = "* * * * * *")]
+#[scheduler_lock(name = "guarded", lock_at_most_for = "3s", keep_alive = true)]
+async fn guarded() -> Result<(), BoxError> {
+    run_body(Duration::from_secs(30), OnCancel::Stop, true).await
+}
+
+/// Every second, waits for cancellation, then needs 1 s to finish; held at least 5 s: the
+/// holder is stopped with SIGTERM mid-run.
+#[scheduled(cron = "* * * * * *")]
+#[scheduler_lock(name = "graceful", lock_at_most_for = "20s", lock_at_least_for = "5s")]
+async fn graceful() -> Result<(), BoxError> {
+    run_body(
+        Duration::from_secs(30),
+        OnCancel::Finish(Duration::from_secs(1)),
+        false,
+    )
+    .await
+}
+
+/// Fixed delay (no slot: plain mutual exclusion), runs 5 s on a 3 s lease, so every grant
+/// after the first is a takeover of an expired lease: expiry under clock skew.
+#[scheduled(fixed_delay = "200ms")]
+#[scheduler_lock(name = "exclusive", lock_at_most_for = "3s")]
+async fn exclusive() -> Result<(), BoxError> {
+    run_body(Duration::from_secs(5), OnCancel::Stop, false).await
+}
+
+/// Every second, runs 6 s through a cancellation (work that cannot stop halfway) on a 3 s
+/// lease kept alive: the holder's database link is cut mid-run.
+#[scheduled(cron = "* * * * * *")]
+#[scheduler_lock(name = "partitioned", lock_at_most_for = "3s", keep_alive = true)]
+async fn partitioned() -> Result<(), BoxError> {
+    run_body(Duration::from_secs(6), OnCancel::Ignore, false).await
+}
+
+// ---- Job bodies. ----
+
+/// What a body does once `JobContext::cancelled()` resolves.
+#[derive(Clone, Copy)]
+enum OnCancel {
+    /// Stop at once.
+    Stop,
+    /// Finish its work in this much more time, then stop.
+    Finish(Duration),
+    /// Keep working to the planned end.
+    Ignore,
+}
+
+fn runs() -> &'static RunsTable {
+    RUNS.get()
+        .expect("the runs table is opened before the scheduler starts")
+}
+
+fn context() -> JobContext {
+    JobContext::current().expect("a job body runs inside a locked context")
+}
+
+fn slot_ms(ctx: &JobContext) -> Option<i64> {
+    ctx.scheduled_at().map(|slot| slot.timestamp_millis())
+}
+
+/// A whole run in one row.
+async fn record_once() -> Result<(), BoxError> {
+    let ctx = context();
+    runs()
+        .record(
+            ctx.lock_name(),
+            ctx.instance_id(),
+            slot_ms(&ctx),
+            ctx.fence(),
+        )
+        .await
+}
+
+/// Records the start, works for `work` (optionally with a fenced write before and after),
+/// reacting to cancellation as `on_cancel` says, and records the end.
+async fn run_body(work: Duration, on_cancel: OnCancel, fenced: bool) -> Result<(), BoxError> {
+    let ctx = context();
+    let runs = runs();
+    let id = runs
+        .start(
+            ctx.lock_name(),
+            ctx.instance_id(),
+            slot_ms(&ctx),
+            ctx.fence(),
+        )
+        .await?;
+    let first = match fenced {
+        true => Some(runs.guarded_write(ctx.fence(), ctx.instance_id()).await?),
+        false => None,
+    };
+    let end = tokio::time::Instant::now() + work;
+    let cancelled = tokio::select! {
+        _ = tokio::time::sleep_until(end) => false,
+        _ = ctx.cancelled() => true,
+    };
+    if cancelled {
+        tracing::info!(
+            job = ctx.lock_name(),
+            fence = ctx.fence(),
+            "cancelled() resolved"
+        );
+        match on_cancel {
+            OnCancel::Stop => {}
+            OnCancel::Finish(rest) => tokio::time::sleep(rest).await,
+            OnCancel::Ignore => tokio::time::sleep_until(end).await,
+        }
+    }
+    let late = match fenced {
+        true => Some(runs.guarded_write(ctx.fence(), ctx.instance_id()).await?),
+        false => None,
+    };
+    if late == Some(0) {
+        tracing::info!(
+            job = ctx.lock_name(),
+            fence = ctx.fence(),
+            "fenced write refused: a newer fence wrote first"
+        );
+    }
+    runs.finish(id, cancelled, first, late).await
+}
+
+// ---- Arguments. ----
+
+struct Args {
+    backend: Backend,
+    runs: Backend,
+    lock_table: String,
+    runs_table: String,
+    instance: String,
+    jobs: Vec<String>,
+    pulse: bool,
+    load_jobs: usize,
+    shutdown_timeout: Duration,
+    schema: SchemaAction,
+}
+
+const USAGE: &str = "usage: fault-service --backend postgres|mysql|sqlite --lock-url URL_OR_PATH \
+     --lock-table T --runs-table R --instance ID [--runs-url URL_OR_PATH] [--jobs a,b,..] \
+     [--pulse] [--load-jobs N] [--shutdown-timeout-ms MS] [--schema create|check]";
+
+fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
+    let (mut kind, mut lock_url, mut runs_url) = (None, None, None);
+    let (mut lock_table, mut runs_table, mut instance) = (None, None, None);
+    let mut jobs = Vec::new();
+    let (mut pulse, mut load_jobs) = (false, 0);
+    let mut shutdown_timeout = Duration::from_secs(10);
+    let mut schema = SchemaAction::Create;
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+        match flag.as_str() {
+            "--backend" => kind = Some(value()?),
+            "--lock-url" => lock_url = Some(value()?),
+            "--runs-url" => runs_url = Some(value()?),
+            "--lock-table" => lock_table = Some(value()?),
+            "--runs-table" => runs_table = Some(value()?),
+            "--instance" => instance = Some(value()?),
+            "--jobs" => jobs.extend(
+                value()?
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned),
+            ),
+            "--pulse" => pulse = true,
+            "--load-jobs" => {
+                load_jobs = value()?.parse().map_err(|e| format!("--load-jobs: {e}"))?
+            }
+            "--shutdown-timeout-ms" => {
+                shutdown_timeout = Duration::from_millis(
+                    value()?
+                        .parse()
+                        .map_err(|e| format!("--shutdown-timeout-ms: {e}"))?,
+                )
+            }
+            "--schema" => {
+                schema = match value()?.as_str() {
+                    "create" => SchemaAction::Create,
+                    "check" => SchemaAction::Check,
+                    other => return Err(format!("--schema {other:?}: expected create or check")),
+                }
+            }
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    let required = |v: Option<String>, name: &str| v.ok_or_else(|| format!("{name} is required"));
+    let kind = required(kind, "--backend")?;
+    let lock_url = required(lock_url, "--lock-url")?;
+    let runs_url = runs_url.unwrap_or_else(|| lock_url.clone());
+    Ok(Args {
+        backend: Backend::parse(&kind, &lock_url)?,
+        runs: Backend::parse(&kind, &runs_url)?,
+        lock_table: required(lock_table, "--lock-table")?,
+        runs_table: required(runs_table, "--runs-table")?,
+        instance: required(instance, "--instance")?,
+        jobs,
+        pulse,
+        load_jobs,
+        shutdown_timeout,
+        schema,
+    })
+}
+
+/// The annotated jobs named in `names` (by function name), then the argument-built ones.
+fn jobs(args: &Args) -> Result<Vec<Job>, BoxError> {
+    let registered = registered_jobs()?;
+    let short = |job: &Job| {
+        job.name()
+            .rsplit("::")
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut jobs = Vec::new();
+    for name in &args.jobs {
+        let job = registered
+            .iter()
+            .find(|job| short(job) == *name)
+            .ok_or_else(|| {
+                let known: Vec<String> = registered.iter().map(short).collect();
+                format!("unknown job {name:?} (the service has {known:?})")
+            })?;
+        jobs.push(job.clone());
+    }
+    let every_second = Trigger::cron("* * * * * *")?;
+    if args.pulse {
+        // One lock per instance, so each instance runs it every second whoever else is up:
+        // it shows whether this instance is firing.
+        let name = format!("pulse_{}", args.instance);
+        let lock = LockConfiguration::new(name.as_str(), Duration::from_secs(3), Duration::ZERO)?;
+        jobs.push(Job::new(name, every_second.clone(), record_once).with_lock(lock));
+    }
+    for i in 0..args.load_jobs {
+        let name = format!("load_{i:03}");
+        let lock = LockConfiguration::new(name.as_str(), Duration::from_secs(10), Duration::ZERO)?;
+        jobs.push(Job::new(name, every_second.clone(), record_once).with_lock(lock));
+    }
+    if jobs.is_empty() {
+        return Err("no jobs: give --jobs, --pulse or --load-jobs".into());
+    }
+    Ok(jobs)
+}
+
+// ---- Logging: stderr, plus counts of errors and warnings for the exit report. ----
+
+struct CountLevels;
+
+impl<S: Subscriber> Layer<S> for CountLevels {
+    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+        match *event.metadata().level() {
+            Level::ERROR => ERRORS.fetch_add(1, Ordering::Relaxed),
+            Level::WARN => WARNINGS.fetch_add(1, Ordering::Relaxed),
+            _ => 0,
+        };
+    }
+}
+
+fn init_logging() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::registry()
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(false)
+                .with_filter(filter),
+        )
+        .with(CountLevels.with_filter(LevelFilter::WARN))
+        .init();
+}
+
+/// `error: cause: cause ...`, the whole chain on one line.
+fn chain(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn fail(what: &str, error: &dyn Error) -> ExitCode {
+    eprintln!("fault-service: {what}: {}", chain(error));
+    ExitCode::from(EXIT_CONFIG)
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> ExitCode {
+    init_logging();
+    // Installed first, so a SIGTERM that arrives during start-up is a graceful stop too.
+    let signals = match Signals::new() {
+        Ok(signals) => signals,
+        Err(e) => return fail("cannot install signal handlers", &e),
+    };
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("fault-service: {e}\n{USAGE}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let provider = match args
+        .backend
+        .lock_provider(&args.lock_table, args.schema)
+        .await
+    {
+        Ok(provider) => provider,
+        Err(e) => return fail("cannot open the lock provider", &e),
+    };
+    match RunsTable::open(&args.runs, &args.runs_table).await {
+        Ok(runs) => {
+            let _ = RUNS.set(runs);
+        }
+        Err(e) => return fail("cannot open the runs table", &*e),
+    }
+    let jobs = match jobs(&args) {
+        Ok(jobs) => jobs,
+        Err(e) => return fail("bad job configuration", &*e),
+    };
+    let scheduler = match Scheduler::builder()
+        .lock_provider(provider)
+        .instance_id(args.instance.as_str())
+        .shutdown_timeout(args.shutdown_timeout)
+        .jobs(jobs)
+        .start()
+        .await
+    {
+        Ok(scheduler) => scheduler,
+        Err(e) => return fail("cannot start the scheduler", &e),
+    };
+    // The instance's own wall clock, so a test can check that `faketime` took effect.
+    println!(
+        "READY {} {}",
+        args.instance,
+        chrono::Utc::now().timestamp_millis()
+    );
+    if let Err(e) = scheduler.run_until(signals.wait()).await {
+        eprintln!("fault-service: shutdown failed: {}", chain(&e));
+        return ExitCode::FAILURE;
+    }
+    println!(
+        "EXIT errors={} warnings={}",
+        ERRORS.load(Ordering::Relaxed),
+        WARNINGS.load(Ordering::Relaxed)
+    );
+    ExitCode::SUCCESS
+}
+
+/// SIGTERM and SIGINT.
+struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            terminate: signal(SignalKind::terminate())?,
+            interrupt: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    async fn wait(mut self) {
+        let name = tokio::select! {
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.interrupt.recv() => "SIGINT",
+        };
+        tracing::info!(signal = name, "stopping gracefully");
+    }
+}

@@ -1,0 +1,345 @@
+//! Service processes: how one is started, signalled, waited for, and what it printed.
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fault_tests::Backend;
+
+/// The service binary built by cargo for this package.
+pub const SERVICE: &str = env!("CARGO_BIN_EXE_fault-service");
+
+/// A service command being put together.
+pub struct Service {
+    name: String,
+    args: Vec<String>,
+    faketime: Option<String>,
+    env: Vec<(String, String)>,
+}
+
+impl Service {
+    pub fn new(name: String, backend: &Backend, lock_table: &str, runs_table: &str) -> Self {
+        let args = [
+            "--backend",
+            backend.kind(),
+            "--lock-url",
+            &backend.location(),
+            "--lock-table",
+            lock_table,
+            "--runs-table",
+            runs_table,
+            "--instance",
+            &name,
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        Service {
+            name,
+            args,
+            faketime: None,
+            env: Vec::new(),
+        }
+    }
+
+    /// Annotated jobs to run, by function name.
+    pub fn jobs(self, jobs: &str) -> Self {
+        self.arg("--jobs").arg(jobs)
+    }
+
+    /// Reaches the locks at `url` (e.g. through a proxy); the runs table stays direct.
+    pub fn lock_url(mut self, url: &str) -> Self {
+        let direct = value_after(&self.args, "--lock-url").to_owned();
+        set_value(&mut self.args, "--lock-url", url);
+        self.arg("--runs-url").arg(&direct)
+    }
+
+    pub fn arg(mut self, arg: &str) -> Self {
+        self.args.push(arg.to_owned());
+        self
+    }
+
+    /// Runs the service under `faketime -f <offset>` (wall clock only).
+    pub fn faketime(mut self, offset: &str) -> Self {
+        self.faketime = Some(offset.to_owned());
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    pub fn spawn(self) -> Instance {
+        let mut command = match &self.faketime {
+            Some(offset) => {
+                let mut command = Command::new("faketime");
+                command.args(["-f", offset]).arg(SERVICE);
+                // A machine with a wrong wall clock still has a sane monotonic clock.
+                command.env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+                command
+            }
+            None => Command::new(SERVICE),
+        };
+        command
+            .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if !self.env.iter().any(|(k, _)| k == "RUST_LOG") {
+            command.env("RUST_LOG", "info");
+        }
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {SERVICE}: {e}"));
+        let stdout = Lines::capture(child.stdout.take().expect("piped stdout"));
+        let stderr = Lines::capture(child.stderr.take().expect("piped stderr"));
+        Instance {
+            name: self.name,
+            child,
+            wrapped: self.faketime.is_some(),
+            stdout,
+            stderr,
+            status: None,
+        }
+    }
+}
+
+fn value_after<'a>(args: &'a [String], flag: &str) -> &'a str {
+    let at = args.iter().position(|a| a == flag).expect("flag present");
+    &args[at + 1]
+}
+
+fn set_value(args: &mut [String], flag: &str, value: &str) {
+    let at = args.iter().position(|a| a == flag).expect("flag present");
+    args[at + 1] = value.to_owned();
+}
+
+/// The lines a stream printed so far, read by a thread.
+#[derive(Clone, Default)]
+pub struct Lines(Arc<Mutex<Vec<String>>>);
+
+impl Lines {
+    fn capture(stream: impl Read + Send + 'static) -> Self {
+        let lines = Lines::default();
+        let sink = lines.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines() {
+                let Ok(line) = line else { break };
+                sink.0.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+            }
+        });
+        lines
+    }
+
+    pub fn all(&self) -> Vec<String> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn text(&self) -> String {
+        self.all().join("\n")
+    }
+
+    pub fn count(&self, needle: &str) -> usize {
+        self.all().iter().filter(|l| l.contains(needle)).count()
+    }
+}
+
+/// A running (or exited) service process. Dropping it kills the process if it still runs,
+/// and prints its output if the test is failing.
+pub struct Instance {
+    pub name: String,
+    child: Child,
+    /// Started by `faketime`, which runs the service as its child and does not forward
+    /// signals: signals go to that child.
+    wrapped: bool,
+    pub stdout: Lines,
+    pub stderr: Lines,
+    status: Option<ExitStatus>,
+}
+
+impl Instance {
+    /// The service's process id (under `faketime`, the wrapper's child).
+    pub fn pid(&self) -> u32 {
+        let pid = self.child.id();
+        if !self.wrapped {
+            return pid;
+        }
+        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap_or_else(|e| panic!("{}: read the children of faketime: {e}", self.name));
+        children
+            .split_whitespace()
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("{}: faketime has no child process", self.name))
+    }
+
+    /// Waits for `READY`; returns the instance's own clock (Unix ms) at that moment.
+    pub async fn ready(&mut self) -> i64 {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(line) = self
+                .stdout
+                .all()
+                .into_iter()
+                .find(|l| l.starts_with("READY "))
+            {
+                let clock = line.rsplit(' ').next().and_then(|c| c.parse().ok());
+                return clock.unwrap_or_else(|| panic!("{}: bad READY line {line:?}", self.name));
+            }
+            if let Some(status) = self.try_status() {
+                panic!(
+                    "{} exited before READY ({status}):\n{}",
+                    self.name,
+                    self.stderr.text()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} not READY after 20 s:\n{}",
+                self.name,
+                self.stderr.text()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Sends `SIGKILL`, `SIGSTOP`, `SIGCONT`, `SIGTERM`, ... by name (`KILL`, `STOP`, ...).
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} {} failed", self.pid());
+    }
+
+    pub fn try_status(&mut self) -> Option<ExitStatus> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait().expect("poll the child");
+        }
+        self.status
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.try_status().is_none()
+    }
+
+    /// Waits for the process to exit, up to `timeout`.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.try_status() {
+                // Let the reader threads take the last lines.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// `SIGTERM`, then asserts a clean exit (code 0 within `timeout`, no panic); returns the
+    /// `(errors, warnings)` the service counted.
+    pub async fn stop(&mut self, timeout: Duration) -> (u64, u64) {
+        self.signal("TERM");
+        let status = self.wait_exit(timeout).await.unwrap_or_else(|| {
+            panic!(
+                "{} still running {timeout:?} after SIGTERM:\n{}",
+                self.name,
+                self.stderr.text()
+            )
+        });
+        assert!(
+            status.success(),
+            "{} exited with {status} after SIGTERM:\n{}",
+            self.name,
+            self.stderr.text()
+        );
+        self.assert_no_panic();
+        self.exit_counts()
+            .unwrap_or_else(|| panic!("{}: no EXIT line", self.name))
+    }
+
+    /// The `EXIT errors=.. warnings=..` report.
+    pub fn exit_counts(&self) -> Option<(u64, u64)> {
+        let line = self
+            .stdout
+            .all()
+            .into_iter()
+            .find(|l| l.starts_with("EXIT "))?;
+        let number = |key: &str| {
+            line.split(' ')
+                .find_map(|part| part.strip_prefix(key))
+                .and_then(|n| n.parse().ok())
+        };
+        Some((number("errors=")?, number("warnings=")?))
+    }
+
+    pub fn assert_no_panic(&self) {
+        assert_eq!(
+            self.stderr.count("panicked"),
+            0,
+            "{} panicked:\n{}",
+            self.name,
+            self.stderr.text()
+        );
+    }
+
+    /// Log lines at ERROR level.
+    pub fn error_lines(&self) -> Vec<String> {
+        self.stderr
+            .all()
+            .into_iter()
+            .filter(|l| l.contains(" ERROR "))
+            .collect()
+    }
+
+    /// Waits until the log has a line containing `needle`; panics after `timeout`.
+    pub async fn wait_for_log(&self, timeout: Duration, needle: &str) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(line) = self.stderr.all().into_iter().find(|l| l.contains(needle)) {
+                return line;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{}: no log line with {needle:?} after {timeout:?}:\n{}",
+                self.name,
+                self.stderr.text()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        if self.try_status().is_none() {
+            // SIGKILL ends a stopped (SIGSTOP) process too; the service first, as faketime
+            // would leave it running.
+            if self.wrapped {
+                let _ = Command::new("kill")
+                    .arg("-KILL")
+                    .arg(self.pid().to_string())
+                    .status();
+            }
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        // FAULT_TESTS_LOGS=1 shows every instance's output, also when the test passes.
+        if std::thread::panicking() || std::env::var_os("FAULT_TESTS_LOGS").is_some() {
+            eprintln!(
+                "----- {} (pid {}) stdout -----\n{}\n----- {} stderr -----\n{}\n-----",
+                self.name,
+                self.child.id(),
+                self.stdout.text(),
+                self.name,
+                self.stderr.text()
+            );
+        }
+    }
+}

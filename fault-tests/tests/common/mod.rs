@@ -1,0 +1,289 @@
+//! Test plumbing: where the databases are (and what to do when they are not there), a fixture
+//! per test with its own lock and runs tables, service processes, and waiting.
+
+#![allow(dead_code, unreachable_pub)] // each test binary uses a different part
+
+pub mod instance;
+pub mod proxy;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use fault_tests::{Backend, Run, RunsTable, SchemaAction};
+use lock_core::{LockProvider, LockRecord};
+
+pub use instance::{Instance, Service};
+
+/// The database servers and the embedded file the scenarios run against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Provider {
+    Postgres,
+    MySql,
+    Sqlite,
+}
+
+impl Provider {
+    pub fn short(self) -> &'static str {
+        match self {
+            Provider::Postgres => "pg",
+            Provider::MySql => "my",
+            Provider::Sqlite => "lite",
+        }
+    }
+}
+
+/// `LOCK_TEST_POSTGRES_URL`, or the local server.
+pub fn postgres_url() -> String {
+    std::env::var("LOCK_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
+}
+
+/// `LOCK_TEST_MYSQL_URL`, or the local server.
+pub fn mysql_url() -> String {
+    std::env::var("LOCK_TEST_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned())
+}
+
+/// Under `CI` an unreachable database fails the test; elsewhere the test is skipped, loudly.
+pub fn unreachable(db: &str, url: &str, error: &dyn std::fmt::Display) {
+    if std::env::var_os("CI").is_some() {
+        panic!("{db} unreachable at {url} while CI is set: {error}");
+    }
+    eprintln!("SKIPPED: {db} unreachable at {url}: {error}");
+}
+
+/// `faketime` is needed by the clock-skew scenario: under `CI` its absence fails the test.
+pub fn faketime_available() -> bool {
+    match std::process::Command::new("faketime")
+        .arg("--version")
+        .output()
+    {
+        Ok(_) => true,
+        Err(e) => {
+            if std::env::var_os("CI").is_some() {
+                panic!("faketime is not installed (apt-get install faketime) while CI is set: {e}");
+            }
+            eprintln!("SKIPPED: faketime not installed: {e}");
+            false
+        }
+    }
+}
+
+/// One test's world: a database, a lock table and a runs table of its own (dropped at the
+/// end, also when the test fails), and a provider to read the lock rows with.
+pub struct Fixture {
+    pub provider: Provider,
+    /// `<scenario>-<provider>`: prefix of instance names.
+    pub tag: String,
+    pub backend: Backend,
+    pub lock_table: String,
+    pub runs: RunsTable,
+    pub locks: Arc<dyn LockProvider>,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl Fixture {
+    /// `None` when the database is unreachable and `CI` is not set (after a SKIPPED line).
+    pub async fn new(provider: Provider, scenario: &str) -> Option<Fixture> {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let base = format!(
+            "ft_{scenario}_{}_{}_{}",
+            provider.short(),
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let (backend, dir) = match provider {
+            Provider::Postgres => (Backend::Postgres(postgres_url()), None),
+            Provider::MySql => (Backend::MySql(mysql_url()), None),
+            Provider::Sqlite => {
+                let dir = tempfile::tempdir().expect("a temp dir for the SQLite file");
+                (Backend::Sqlite(dir.path().join("locks.db")), Some(dir))
+            }
+        };
+        let lock_table = format!("{base}_l");
+        let locks = match backend
+            .lock_provider(&lock_table, SchemaAction::Create)
+            .await
+        {
+            Ok(locks) => locks,
+            Err(e) if provider != Provider::Sqlite => {
+                unreachable(backend.kind(), &backend.location(), &chain(&e));
+                return None;
+            }
+            Err(e) => panic!("open the SQLite lock file: {}", chain(&e)),
+        };
+        let runs = RunsTable::open(&backend, &format!("{base}_r"))
+            .await
+            .unwrap_or_else(|e| panic!("open the runs table: {e}"));
+        runs.create().await.expect("create the runs table");
+        Some(Fixture {
+            provider,
+            tag: format!("{scenario}-{}", provider.short()),
+            backend,
+            lock_table,
+            runs,
+            locks,
+            dir,
+        })
+    }
+
+    /// A service process for instance `<tag>-<letter>`, on this fixture's tables.
+    pub fn service(&self, letter: &str) -> Service {
+        Service::new(
+            format!("{}-{letter}", self.tag),
+            &self.backend,
+            &self.lock_table,
+            self.runs.table(),
+        )
+    }
+
+    /// The database's clock, Unix ms.
+    pub async fn now(&self) -> i64 {
+        self.runs.now_ms().await.expect("read the database clock")
+    }
+
+    /// Every run so far.
+    pub async fn all_runs(&self) -> Vec<Run> {
+        self.runs.runs().await.expect("read the runs table")
+    }
+
+    /// The runs of `job`, in fence order.
+    pub async fn runs_of(&self, job: &str) -> Vec<Run> {
+        let mut runs: Vec<Run> = self
+            .all_runs()
+            .await
+            .into_iter()
+            .filter(|r| r.job == job)
+            .collect();
+        runs.sort_by_key(|r| r.fence);
+        runs
+    }
+
+    /// The lock row of `name`.
+    pub async fn lock_row(&self, name: &str) -> Option<LockRecord> {
+        self.locks
+            .list_locks()
+            .await
+            .expect("list the lock rows")
+            .into_iter()
+            .find(|r| r.name == name)
+    }
+
+    /// Polls the runs table every 100 ms until `pick` finds something; panics after `timeout`.
+    pub async fn wait_for_run(
+        &self,
+        timeout: Duration,
+        what: &str,
+        pick: impl Fn(&[Run]) -> Option<Run>,
+    ) -> Run {
+        eventually(timeout, what, || async { pick(&self.all_runs().await) }).await
+    }
+
+    /// Drops the tables now (also done on drop).
+    pub async fn cleanup(mut self) {
+        let lock_table = self.lock_table.clone();
+        self.runs
+            .drop_tables(&[&lock_table])
+            .await
+            .expect("drop the test tables");
+        self.lock_table.clear();
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if self.lock_table.is_empty() {
+            return;
+        }
+        // A failed test: drop the tables on a thread with its own runtime (Drop cannot await).
+        let (backend, runs, lock) = (
+            self.backend.clone(),
+            self.runs.table().to_owned(),
+            self.lock_table.clone(),
+        );
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime for clean-up");
+            runtime.block_on(async {
+                if let Ok(runs) = RunsTable::open(&backend, &runs).await {
+                    let _ = runs.drop_tables(&[&lock]).await;
+                    let _ = runs.close().await;
+                }
+            });
+        })
+        .join();
+        let _ = &self.dir;
+    }
+}
+
+/// Calls `probe` every 100 ms until it returns `Some`; panics naming `what` after `timeout`.
+pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(found) = probe().await {
+            return found;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Sleeps until the database clock reads at least `at_ms` (polling; the test host and the
+/// database may disagree slightly).
+pub async fn sleep_until_db(fx: &Fixture, at_ms: i64) {
+    loop {
+        let now = fx.now().await;
+        if now >= at_ms {
+            return;
+        }
+        let wait = (at_ms - now).clamp(10, 500);
+        tokio::time::sleep(Duration::from_millis(wait as u64)).await;
+    }
+}
+
+/// `(job, slot)` pairs that ran more than once, with their runs' instances.
+pub fn duplicate_slots(runs: &[Run]) -> Vec<String> {
+    let mut by_slot: BTreeMap<(&str, i64), Vec<&str>> = BTreeMap::new();
+    for run in runs {
+        if let Some(slot) = run.slot {
+            by_slot
+                .entry((&run.job, slot))
+                .or_default()
+                .push(&run.instance);
+        }
+    }
+    by_slot
+        .into_iter()
+        .filter(|(_, who)| who.len() > 1)
+        .map(|((job, slot), who)| format!("{job} slot {slot} ran {} times: {who:?}", who.len()))
+        .collect()
+}
+
+/// An error with its causes, on one line.
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// Whole seconds (Unix ms) in `[from, to)`.
+pub fn seconds_between(from: i64, to: i64) -> impl Iterator<Item = i64> {
+    let first = (from + 999).div_euclid(1000) * 1000;
+    (first..to).step_by(1000)
+}
