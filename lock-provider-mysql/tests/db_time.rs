@@ -160,7 +160,7 @@ async fn expiry_follows_the_database_clock_under_a_skewed_client_clock() {
         if std::env::var_os("CI").is_some() {
             panic!("{why}; CI must install it to run the database-time test");
         }
-        eprintln!("SKIPPED: {why}");
+        common::skipped(why);
         return;
     }
     let exe = std::env::current_exe().expect("test binary path");

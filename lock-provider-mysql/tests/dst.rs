@@ -196,7 +196,7 @@ async fn leases_stay_exact_in_a_dst_gap_of_the_servers_zone() {
         if std::env::var_os("CI").is_some() {
             panic!("{why}");
         }
-        eprintln!("SKIPPED: {why}");
+        common::skipped(&why);
         return;
     }
     let shedlock_table = common::unique_table("dst_shedlock");

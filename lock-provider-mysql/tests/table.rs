@@ -354,7 +354,9 @@ async fn mariadb_simultaneous_assignment_mode() {
         .unwrap()
         .unwrap();
     if !version.contains("MariaDB") {
-        eprintln!("not MariaDB ({version}): no SIMULTANEOUS_ASSIGNMENT mode to test");
+        common::skipped(&format!(
+            "not MariaDB ({version}): no SIMULTANEOUS_ASSIGNMENT mode to test"
+        ));
         return;
     }
     let opts = OptsBuilder::from_opts(Opts::from_url(&common::url()).unwrap()).setup(vec![

@@ -24,8 +24,15 @@ pub fn unreachable<T>(error: &dyn std::fmt::Display) -> Option<T> {
     if std::env::var_os("CI").is_some() {
         panic!("MySQL/MariaDB unreachable at {url} (CI is set, so this is a failure): {error}");
     }
-    eprintln!("SKIPPED: mysql unreachable at {url}: {error}");
+    skipped(&format!("mysql unreachable at {url}: {error}"));
     None
+}
+
+/// Says loudly that a test did not run. Written to the process's stderr directly: the test
+/// harness captures `eprintln!` of passing tests, and a skip must not pass unseen.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {why}");
 }
 
 /// A plain connection for the test's own statements (DDL, ShedLock's SQL, KILL).
