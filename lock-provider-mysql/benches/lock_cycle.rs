@@ -4,8 +4,9 @@
 //! `cargo bench -p lock-provider-mysql --bench lock_cycle` runs the full measurement; without
 //! `--bench` (as `cargo test --all-targets` runs it) it makes a short smoke run. Everything
 //! runs on one pool of one connection, so every operation reuses the same server session and
-//! prepared statements, and the four measurements are interleaved so that drift in the
-//! machine's load spreads over all of them alike.
+//! prepared statements, and the measurements are interleaved so that drift in the machine's
+//! load spreads over all of them alike. Besides the four the targets name, it measures the
+//! losing acquire sent by hand and a primary-key `SELECT` of the same row, for scale.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -33,6 +34,10 @@ const ACQUIRE: &str = "INSERT INTO `lock_provider_mysql_bench` (`name`, `lock_un
 const RELEASE: &str = "UPDATE `lock_provider_mysql_bench` SET `lock_until` = IF(LAST_INSERT_ID(1), \
     IF(`locked_at` + INTERVAL ? MICROSECOND > UTC_TIMESTAMP(3), `locked_at` + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3)), NULL) \
     WHERE `name` = ? AND `locked_by` = ? AND `fence` = ?";
+
+/// A primary-key read of the row the losing acquires run into.
+const READ_ROW: &str =
+    "SELECT `locked_by`, `fence` FROM `lock_provider_mysql_bench` WHERE `name` = ?";
 
 fn main() {
     let full = std::env::args().any(|arg| arg == "--bench");
@@ -91,8 +96,8 @@ async fn run(warmup: usize, iterations: usize) {
     // One sample of each operation per iteration, in a random order, so that whatever else the
     // machine is doing, and whatever an operation leaves behind for the next one (a commit's
     // background flushing, say), weighs on all of them alike.
-    let mut samples: [Vec<Duration>; 5] = Default::default();
-    let mut order = [0, 1, 2, 3, 4];
+    let mut samples: [Vec<Duration>; 6] = Default::default();
+    let mut order = [0, 1, 2, 3, 4, 5];
     for i in 0..warmup + iterations {
         order.shuffle(&mut rand::rng());
         for which in order {
@@ -116,6 +121,15 @@ async fn run(warmup: usize, iterations: usize) {
                     assert!(matches!(outcome, AcquireOutcome::Refused(_)), "{outcome:?}");
                 }
                 3 => by_hand_losing(&pool).await,
+                4 => {
+                    // For scale: the cheapest statement that reads the row at all.
+                    let mut conn = pool.get_conn().await.expect("conn");
+                    let row: Option<(String, u64)> = conn
+                        .exec_first(READ_ROW, ("bench-held",))
+                        .await
+                        .expect("read the row");
+                    assert!(row.is_some());
+                }
                 _ => {
                     let mut conn = pool.get_conn().await.expect("conn");
                     conn.query_drop("SELECT 1").await.expect("SELECT 1");
@@ -131,8 +145,14 @@ async fn run(warmup: usize, iterations: usize) {
         .await
         .expect("release");
 
-    let [provider_cycle, hand_cycle, losing, hand_losing, select_one] =
-        samples.map(|s| Stats::of(&s));
+    let [
+        provider_cycle,
+        hand_cycle,
+        losing,
+        hand_losing,
+        read_row,
+        select_one,
+    ] = samples.map(|s| Stats::of(&s));
     println!(
         "lock_cycle: {iterations} samples each, interleaved, one pool of one connection to {}",
         host(&url)
@@ -141,6 +161,7 @@ async fn run(warmup: usize, iterations: usize) {
     hand_cycle.print("lock+release by hand (floor)");
     losing.print("losing acquire via provider");
     hand_losing.print("losing acquire by hand");
+    read_row.print("SELECT of the row by key");
     select_one.print("SELECT 1");
     ratio("provider / by hand", &provider_cycle, &hand_cycle, 1.15);
     ratio("losing acquire / SELECT 1", &losing, &select_one, 1.5);
