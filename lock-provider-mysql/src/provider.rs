@@ -14,7 +14,7 @@ use lock_core::{
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Pool, TxOpts};
 
-use crate::schema::{Shape, Table};
+use crate::schema::{COLUMNS_QUERY, Shape, Table};
 use crate::session::{self, Readiness};
 use crate::statements::{RecordRow, Statements};
 
@@ -167,10 +167,7 @@ impl MySqlLockProvider {
     /// # Ok(()) }
     /// ```
     pub fn with_columns(self, columns: ColumnNames) -> Result<Self, LockError> {
-        let table = match self.table.schema() {
-            Some(schema) => Table::new(&format!("{schema}.{}", self.table.name()), columns)?,
-            None => Table::new(self.table.name(), columns)?,
-        };
+        let table = self.table.with_columns(columns)?;
         Ok(self.with(table))
     }
 
@@ -220,8 +217,8 @@ impl MySqlLockProvider {
         conn.query_drop(self.table.create_ddl())
             .await
             .map_err(|e| self.error("schema", "", e))?;
-        let shape = self.inspect(&mut conn).await?;
-        let missing = Table::missing_extension_columns(shape);
+        let columns = self.columns(&mut conn).await?;
+        let missing = self.table.missing_extension_columns(&columns);
         if let Some(alter) = self.table.migration_ddl(&missing) {
             match conn.query_drop(alter).await {
                 Ok(()) => tracing::info!(
@@ -258,7 +255,7 @@ impl MySqlLockProvider {
                 table = %self.table.display(),
                 "the lock table has TIMESTAMP columns and the pool does not pin the session time \
                  zone, so each use sets it (one more round trip); build the pool with \
-                 MySqlLockProvider::pool_options, or run ensure_schema-created DATETIME columns"
+                 MySqlLockProvider::pool_options, or make the time columns DATETIME(3)"
             );
         }
         Ok((conn, statements))
@@ -313,15 +310,16 @@ impl MySqlLockProvider {
         Ok(statements)
     }
 
+    /// The table's columns and their types; none when it does not exist.
+    async fn columns(&self, conn: &mut Conn) -> Result<Vec<(String, String)>, LockError> {
+        conn.exec(COLUMNS_QUERY, (self.table.schema(), self.table.name()))
+            .await
+            .map_err(|e| self.error("schema", "", e))
+    }
+
     /// What the table holds, or `None` when it does not exist.
     async fn inspect(&self, conn: &mut Conn) -> Result<Option<Shape>, LockError> {
-        let rows: Vec<(String, String)> = conn
-            .exec(
-                self.table.detect_query(),
-                (self.table.schema(), self.table.name()),
-            )
-            .await
-            .map_err(|e| self.error("schema", "", e))?;
+        let rows = self.columns(conn).await?;
         let shape = self.table.layout_from(&rows)?;
         if shape.is_none() && self.table.schema().is_none() {
             let database: Option<Option<String>> = conn

@@ -26,6 +26,15 @@ impl Table {
         &self.columns
     }
 
+    /// The same table with other column names.
+    pub(crate) fn with_columns(&self, columns: ColumnNames) -> Result<Self, LockError> {
+        columns.validate()?;
+        Ok(Table {
+            columns,
+            ..self.clone()
+        })
+    }
+
     pub(crate) fn schema(&self) -> Option<&str> {
         self.schema.as_deref()
     }
@@ -110,13 +119,7 @@ impl Table {
             .then(|| format!("ALTER TABLE {} {}", self.quoted(), additions.join(", ")))
     }
 
-    /// Reads which of our columns the table has, and their types, from `information_schema`.
-    pub(crate) fn detect_query(&self) -> &'static str {
-        "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS \
-         WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?"
-    }
-
-    /// Interprets the rows of [`Table::detect_query`]. `None` when the table does not exist.
+    /// Interprets the rows of [`COLUMNS_QUERY`]. `None` when the table does not exist.
     pub(crate) fn layout_from(
         &self,
         rows: &[(String, String)],
@@ -176,14 +179,27 @@ impl Table {
         }))
     }
 
-    /// The extension columns a table of this shape lacks.
-    pub(crate) fn missing_extension_columns(shape: Option<Shape>) -> Vec<Column> {
-        match shape {
-            Some(Shape { extended: true, .. }) => Vec::new(),
-            _ => vec![Column::Fence, Column::LastFire],
+    /// The extension columns missing from a table with these [`COLUMNS_QUERY`] rows.
+    pub(crate) fn missing_extension_columns(&self, rows: &[(String, String)]) -> Vec<Column> {
+        let has = |column: &str| {
+            rows.iter()
+                .any(|(name, _)| name.eq_ignore_ascii_case(column))
+        };
+        let mut missing = Vec::new();
+        if !has(&self.columns.fence) {
+            missing.push(Column::Fence);
         }
+        if !has(&self.columns.last_fire) {
+            missing.push(Column::LastFire);
+        }
+        missing
     }
 }
+
+/// The columns of a table and their types, from `information_schema`. Parameters: the schema
+/// (`NULL` for the connection's database) and the table name.
+pub(crate) const COLUMNS_QUERY: &str = "SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS \
+     WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?";
 
 /// A column by its role in the lock table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -308,5 +324,7 @@ mod tests {
              ADD COLUMN `last_fire` DATETIME(3) NULL"
         );
         assert_eq!(table.migration_ddl(&[]), None);
+        let half = rows(&[("name", "varchar"), ("FENCE", "bigint")]);
+        assert_eq!(table.missing_extension_columns(&half), [Column::LastFire]);
     }
 }

@@ -135,6 +135,40 @@ async fn custom_table_and_column_names() {
     testkit::list_and_force_unlock(&provider).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_migrated_table_is_explained_then_completed() {
+    let Some(mut admin) = common::admin().await else {
+        return;
+    };
+    let table = common::unique_table("half");
+    let _drop = DropTable(table.clone());
+    admin
+        .query_drop(format!(
+            "CREATE TABLE {table} (name VARCHAR(64) NOT NULL PRIMARY KEY, \
+             lock_until DATETIME(3) NOT NULL, locked_at DATETIME(3) NOT NULL, \
+             locked_by VARCHAR(255) NOT NULL, fence BIGINT NOT NULL DEFAULT 0)"
+        ))
+        .await
+        .unwrap();
+    let provider = MySqlLockProvider::new(common::pool(2))
+        .with_table(&table)
+        .unwrap();
+    let name = testkit::unique_name("half");
+    match provider
+        .acquire(&testkit::request(&name, "a", LONG, None))
+        .await
+    {
+        Err(LockError::InvalidConfiguration(message)) => {
+            assert!(message.contains("ensure_schema"), "{message}")
+        }
+        other => panic!("expected InvalidConfiguration, got {other:?}"),
+    }
+    provider.ensure_schema().await.expect("ensure_schema");
+    testkit::once_per_slot(&provider).await;
+    // Run twice (every instance does at startup): nothing left to add.
+    provider.ensure_schema().await.expect("ensure_schema again");
+}
+
 #[tokio::test]
 async fn unsafe_names_are_refused_at_construction() {
     // Pool::new connects lazily, so no server is needed here.
