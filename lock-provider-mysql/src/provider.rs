@@ -24,6 +24,9 @@ const NO_SUCH_TABLE: u16 = 1146;
 const BAD_FIELD: u16 = 1054;
 /// `ER_DUP_FIELDNAME`: another instance added the column first.
 const DUPLICATE_COLUMN: u16 = 1060;
+/// How often a table found with ShedLock's four columns only is inspected again, so that a
+/// migration run by another instance (`ensure_schema` at its startup) is picked up here too.
+const RECHECK_SHEDLOCK_TABLE: Duration = Duration::from_secs(60);
 
 /// A [`LockProvider`] that keeps leases in a MySQL (8.0+) or MariaDB (10.6+) table, with every
 /// time taken from the database server's clock.
@@ -281,7 +284,10 @@ impl MySqlLockProvider {
         operation: &'static str,
         lock: &str,
     ) -> Result<Arc<Statements>, LockError> {
-        if let Some(statements) = self.cached().clone() {
+        if let Some(statements) = self.cached().clone()
+            && (statements.shape().extended
+                || statements.prepared_at().elapsed() < RECHECK_SHEDLOCK_TABLE)
+        {
             return Ok(statements);
         }
         let shape = match self.inspect(conn).await {

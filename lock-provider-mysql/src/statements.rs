@@ -20,7 +20,7 @@
 //!   makes them see the old values; reading the decision works under both. It also makes the
 //!   result independent of `CLIENT_FOUND_ROWS`, which changes what affected-row counts mean.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDateTime, Utc};
 use lock_core::{AcquireOutcome, Lease, LockRequest, Refusal, RefusalReason};
@@ -51,6 +51,7 @@ const NOW: &str = "UTC_TIMESTAMP(3)";
 #[derive(Debug)]
 pub(crate) struct Statements {
     shape: Shape,
+    prepared_at: Instant,
     acquire: String,
     release: String,
     extend: String,
@@ -136,6 +137,7 @@ impl Statements {
 
         Statements {
             shape,
+            prepared_at: Instant::now(),
             acquire,
             release,
             extend,
@@ -147,6 +149,11 @@ impl Statements {
 
     pub(crate) fn shape(&self) -> Shape {
         self.shape
+    }
+
+    /// When the table was inspected for these statements.
+    pub(crate) fn prepared_at(&self) -> Instant {
+        self.prepared_at
     }
 
     pub(crate) fn acquire(&self, request: &LockRequest) -> (&str, Params) {

@@ -102,6 +102,10 @@ impl ShedLock {
 
 const LONG: Duration = Duration::from_secs(300);
 
+fn name_of(lease: &Lease) -> Arc<str> {
+    lease.name().into()
+}
+
 async fn take(provider: &MySqlLockProvider, name: &Arc<str>, owner: &str) -> Lease {
     match provider
         .acquire(&testkit::request(name, owner, LONG, None))
@@ -184,8 +188,24 @@ async fn shedlock_ddl_table_as_is_then_migrated() {
     assert!(records.iter().any(|r| r.held && r.locked_by == "rust-a"));
     assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
 
+    // Another instance that knows the table as ShedLock made it.
+    let other = MySqlLockProvider::new(common::pool(2))
+        .with_table(&table)
+        .expect("valid table");
+    let other_lease = take(&other, &testkit::unique_name("interop-other"), "rust-c").await;
+    assert_eq!(other_lease.fence(), 0);
+
     // Migrated: fences and slots work, and ShedLock's statements still do.
     provider.ensure_schema().await.expect("migration");
+    // The other instance goes on working on the migrated table until it inspects it again,
+    // and its lease still excludes everyone.
+    assert!(other.release(&other_lease, Duration::ZERO).await.unwrap());
+    let other_lease = take(&other, &name_of(&other_lease), "rust-c").await;
+    assert_eq!(
+        refused(&provider, &name_of(&other_lease)).await,
+        RefusalReason::Held
+    );
+    assert!(other.release(&other_lease, Duration::ZERO).await.unwrap());
     let columns: Vec<String> = admin
         .exec(
             "SELECT COLUMN_NAME FROM information_schema.COLUMNS \
