@@ -63,7 +63,8 @@ impl Backend {
     /// `postgres`, `mysql` or `sqlite`.
     ///
     /// ```
-    /// assert_eq!(fault_tests::Backend::MySql("mysql://root@127.0.0.1/test".into()).kind(), "mysql");
+    /// let backend = fault_tests::Backend::MySql("mysql://root@127.0.0.1/test".into());
+    /// assert_eq!(backend.kind(), "mysql");
     /// ```
     pub fn kind(&self) -> &'static str {
         match self {

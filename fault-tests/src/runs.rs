@@ -145,13 +145,15 @@ impl RunsTable {
         };
         let statements = [
             format!(
-                "CREATE TABLE {t} (id {id}, job VARCHAR(64) NOT NULL, instance VARCHAR(255) NOT NULL, \
-                 slot BIGINT NULL, fence BIGINT NOT NULL, started BIGINT NOT NULL, ended BIGINT NULL, \
-                 cancelled {flag} NOT NULL DEFAULT FALSE, first_write BIGINT NULL, late_write BIGINT NULL)"
+                "CREATE TABLE {t} (id {id}, job VARCHAR(64) NOT NULL, \
+                 instance VARCHAR(255) NOT NULL, slot BIGINT NULL, fence BIGINT NOT NULL, \
+                 started BIGINT NOT NULL, ended BIGINT NULL, \
+                 cancelled {flag} NOT NULL DEFAULT FALSE, \
+                 first_write BIGINT NULL, late_write BIGINT NULL)"
             ),
             format!(
-                "CREATE TABLE {g} (id INT PRIMARY KEY, fence BIGINT NOT NULL, writer VARCHAR(255) NULL, \
-                 writes BIGINT NOT NULL DEFAULT 0)"
+                "CREATE TABLE {g} (id INT PRIMARY KEY, fence BIGINT NOT NULL, \
+                 writer VARCHAR(255) NULL, writes BIGINT NOT NULL DEFAULT 0)"
             ),
             format!("INSERT INTO {g} (id, fence) VALUES (1, 0)"),
         ];
@@ -340,7 +342,8 @@ impl RunsTable {
                     .execute(
                         &format!(
                             "INSERT INTO {t} (job, instance, slot, fence, started, ended) \
-                             SELECT $1::text, $2::text, $3::int8, $4::int8, n, n FROM (SELECT {PG_NOW} AS n) t"
+                             SELECT $1::text, $2::text, $3::int8, $4::int8, n, n \
+                             FROM (SELECT {PG_NOW} AS n) t"
                         ),
                         &[&job, &instance, &slot, &fence],
                     )

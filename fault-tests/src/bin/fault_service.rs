@@ -12,10 +12,10 @@
 //! connection (`--runs-url`, by default the lock URL), so a test reads what happened on the
 //! database's clock even when the lock provider's link (`--lock-url`, maybe a proxy) is cut.
 //!
-//! Protocol with the test: `READY <instance> <own clock, Unix ms>` on stdout once the scheduler runs; SIGTERM or
-//! SIGINT shuts it down gracefully, then `EXIT errors=<n> warnings=<n>` (events logged at
-//! those levels) on stdout and exit code 0. A bad argument or a start-up failure prints the
-//! error with its causes on stderr and exits with code 2.
+//! Protocol with the test: `READY <instance> <own clock, Unix ms>` on stdout once the
+//! scheduler runs; SIGTERM or SIGINT shuts it down gracefully, then `EXIT errors=<n>
+//! warnings=<n>` (events logged at those levels) on stdout and exit code 0. A bad argument or
+//! a start-up failure prints the error with its causes on stderr and exits with code 2.
 
 #![forbid(unsafe_code)]
 

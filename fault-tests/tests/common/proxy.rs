@@ -1,16 +1,31 @@
 //! A TCP proxy on loopback between one service instance and the database, with a switch that
-//! cuts the link: a network partition the test controls.
+//! breaks the link: a network partition the test controls.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+/// The state of a proxied link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Link {
+    /// Bytes flow.
+    Up,
+    /// Open connections are closed and new ones refused: the client sees errors at once.
+    Cut,
+    /// Nothing is delivered, nothing is closed (packets dropped, as most real partitions do):
+    /// bytes sent are held and delivered when the link comes [`Up`](Link::Up) again, new
+    /// connections are accepted but get no answer.
+    Dark,
+}
+
 pub struct Proxy {
     port: u16,
-    cut: Arc<watch::Sender<bool>>,
+    link: Arc<watch::Sender<Link>>,
     accept: JoinHandle<()>,
 }
 
@@ -23,30 +38,31 @@ impl Proxy {
         );
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let port = listener.local_addr().expect("proxy address").port();
-        let cut = Arc::new(watch::Sender::new(false));
-        let switch = cut.clone();
+        let link = Arc::new(watch::Sender::new(Link::Up));
+        let state = link.clone();
         let accept = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                if *switch.borrow() {
-                    // Cut: refuse by closing at once; the client sees an error immediately.
+                if *state.borrow() == Link::Cut {
                     drop(client);
                     continue;
                 }
-                let mut cut = switch.subscribe();
+                let state = state.subscribe();
                 tokio::spawn(async move {
-                    let Ok(mut server) = TcpStream::connect(upstream).await else {
+                    let Ok(server) = TcpStream::connect(upstream).await else {
                         return;
                     };
-                    let mut client = client;
-                    tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
-                        _ = cut.wait_for(|cut| *cut) => {}
-                    }
-                    // Both sockets close here: a cut link fails its pending and next queries.
+                    let (client_read, client_write) = client.into_split();
+                    let (server_read, server_write) = server.into_split();
+                    tokio::join!(
+                        pump(client_read, server_write, state.clone()),
+                        pump(server_read, client_write, state),
+                    );
+                    // Both halves of both sockets are dropped here: a cut link fails its
+                    // pending and next queries.
                 });
             }
         });
-        Proxy { port, cut, accept }
+        Proxy { port, link, accept }
     }
 
     pub fn port(&self) -> u16 {
@@ -55,18 +71,52 @@ impl Proxy {
 
     /// Closes every open connection and refuses new ones until [`heal`](Self::heal).
     pub fn cut(&self) {
-        self.cut.send_replace(true);
+        self.link.send_replace(Link::Cut);
+    }
+
+    /// Delivers nothing and closes nothing until [`heal`](Self::heal).
+    pub fn darken(&self) {
+        self.link.send_replace(Link::Dark);
     }
 
     pub fn heal(&self) {
-        self.cut.send_replace(false);
+        self.link.send_replace(Link::Up);
+    }
+}
+
+/// Copies `from` to `to` while the link allows: holds bytes while it is dark, stops when it
+/// is cut or either side closes.
+async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, mut link: watch::Receiver<Link>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let read = tokio::select! {
+            read = from.read(&mut buf) => read,
+            _ = link.wait_for(|l| *l == Link::Cut) => return,
+        };
+        let n = match read {
+            Ok(0) | Err(_) => {
+                let _ = to.shutdown().await;
+                return;
+            }
+            Ok(n) => n,
+        };
+        let up = matches!(
+            link.wait_for(|l| *l != Link::Dark).await.map(|l| *l),
+            Ok(Link::Up)
+        );
+        if !up {
+            return;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
     }
 }
 
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.accept.abort();
-        self.cut.send_replace(true);
+        self.link.send_replace(Link::Cut);
     }
 }
 
