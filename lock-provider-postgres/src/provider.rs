@@ -20,14 +20,16 @@ use crate::config::{LockTableConfig, ResolvedTable};
 use crate::schema::{self, Found};
 use crate::sql::{self, Shape, Statements};
 
-/// How many times an operation is tried again after its connection turned out to be dead.
+/// How many times an operation is tried again after finding its connection dead or its cached
+/// statement stale (see [`Stale`]).
 ///
-/// Retrying is safe for every statement even when the lost attempt might have executed:
-/// release and extend are idempotent for one lease, and an acquire that did commit makes the
-/// retry see the lock held (by us), so the fire is skipped and the lease runs out at
-/// `lock_at_most_for`, as if the holder had died; exclusion is never broken. Without the retry,
-/// the first fire after a database restart or a killed backend would be skipped for nothing.
-const CONNECTION_RETRIES: usize = 2;
+/// Retrying after a dead connection is safe for every statement even when the lost attempt
+/// might have executed: release and extend are idempotent for one lease, and an acquire that
+/// did commit makes the retry see the lock held (by us), so the fire is skipped and the lease
+/// runs out at `lock_at_most_for`, as if the holder had died; exclusion is never broken. A
+/// stale statement failed before executing. Without the retry, the first fire after a database
+/// restart, a killed backend or a recreated table would be skipped for nothing.
+const RETRIES: usize = 2;
 
 /// Leases longer than this are cut to it, so that `now + lease` stays a valid timestamp.
 const MAX_LEASE: Duration = Duration::from_secs(1000 * 365 * 24 * 3600);
@@ -429,8 +431,8 @@ impl PostgresLockProvider {
         Ok(statements)
     }
 
-    /// Runs one statement on a pooled connection, retrying on a fresh connection when the one
-    /// it got turned out to be dead (see [`CONNECTION_RETRIES`]).
+    /// Runs one statement on a pooled connection, trying again when the connection turned out
+    /// to be dead or the statement stale (see [`RETRIES`]).
     async fn run(
         &self,
         operation: &'static str,
@@ -459,18 +461,22 @@ impl PostgresLockProvider {
             .await;
             match attempt {
                 Ok(done) => return Ok(done),
-                Err(Failure::Db(e)) if retries < CONNECTION_RETRIES && connection_lost(&e) => {
-                    retries += 1;
-                    tracing::debug!(
-                        operation,
-                        lock,
-                        error = %e,
-                        "postgres connection lost; retrying on a fresh connection"
-                    );
-                    // Detach it so the pool cannot hand the same dead connection out again.
-                    drop(Object::take(client));
-                }
-                Err(Failure::Db(e)) => return Err(self.db_error(operation, lock, e)),
+                Err(Failure::Db(e)) => match stale(&e) {
+                    Some(why) if retries < RETRIES => {
+                        retries += 1;
+                        tracing::debug!(operation, lock, error = %e, "postgres {}: retrying", why.describe());
+                        match why {
+                            // Detach it so the pool cannot hand the same dead connection out
+                            // again.
+                            Stale::Connection => drop(Object::take(client)),
+                            // Prepared against an older definition of the table: prepare again.
+                            Stale::Statement => client.statement_cache.clear(),
+                            // Look at the table again.
+                            Stale::Shape => self.shape.clear(),
+                        }
+                    }
+                    _ => return Err(self.db_error(operation, lock, e)),
+                },
                 Err(Failure::Lock(e)) => return Err(e),
             }
         }
@@ -677,10 +683,45 @@ impl LockProvider for PostgresLockProvider {
     }
 }
 
-/// A dead connection: closed before or while the statement was sent (`is_closed`), or its
-/// backend terminated by an administrator (`pg_terminate_backend`, a restart).
-fn connection_lost(e: &tokio_postgres::Error) -> bool {
-    e.is_closed() || e.code() == Some(&SqlState::ADMIN_SHUTDOWN)
+/// Why a statement failed in a way that another attempt can fix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stale {
+    /// The connection is dead: closed before or while the statement was sent (`is_closed`),
+    /// or its backend terminated by an administrator (`pg_terminate_backend`, a restart).
+    Connection,
+    /// The table was recreated with other column types since the statement was prepared
+    /// ("cached plan must not change result type").
+    Statement,
+    /// A column the statements use no longer exists.
+    Shape,
+}
+
+impl Stale {
+    fn describe(self) -> &'static str {
+        match self {
+            Stale::Connection => "connection lost",
+            Stale::Statement => "statement prepared against an older table definition",
+            Stale::Shape => "table columns changed",
+        }
+    }
+}
+
+fn stale(e: &tokio_postgres::Error) -> Option<Stale> {
+    if e.is_closed() || e.code() == Some(&SqlState::ADMIN_SHUTDOWN) {
+        return Some(Stale::Connection);
+    }
+    let db = e.as_db_error()?;
+    if *db.code() == SqlState::FEATURE_NOT_SUPPORTED
+        && db
+            .message()
+            .contains("cached plan must not change result type")
+    {
+        Some(Stale::Statement)
+    } else if *db.code() == SqlState::UNDEFINED_COLUMN {
+        Some(Stale::Shape)
+    } else {
+        None
+    }
 }
 
 /// Whole milliseconds, rounded up (a lease is never shorter than asked), capped at

@@ -143,7 +143,7 @@ async fn the_fire_after_a_killed_connection_runs() {
         );
     }
     let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
-    let retries = text.matches("retrying on a fresh connection").count();
+    let retries = text.matches("connection lost: retrying").count();
     eprintln!("retries after 5 kills: {retries}");
     // Usually 4 or 5: the kill wins the race against the client noticing it.
     assert!(retries >= 1, "the retry path never ran; logs:\n{text}");

@@ -469,3 +469,53 @@ async fn an_unreachable_database_is_a_provider_error_with_its_source() {
         .unwrap_err();
     assert!(matches!(err, LockError::InvalidConfiguration(_)), "{err:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_recreated_under_a_running_provider_costs_no_fire() {
+    let table = common::unique_table("recreated");
+    let _guard = common::drop_table(&table);
+    let Some(pool) = common::pool().await else {
+        return;
+    };
+    // One connection, so the statements cached on it are the ones that go stale.
+    pool.resize(1);
+    let provider = PostgresLockProvider::new(pool).with_table(&table).unwrap();
+    provider.ensure_schema().await.unwrap();
+    let name = testkit::unique_name("recreated");
+    for _ in 0..3 {
+        let lease = acquire(&provider, &name, "a", None).await.expect("free");
+        provider.release(&lease, Duration::ZERO).await.unwrap();
+    }
+    let client = common::raw_client().await;
+
+    // Recreated with other column types (ShedLock's plain TIMESTAMP) plus our two columns:
+    // the prepared statements' result types changed.
+    client
+        .batch_execute(&format!(
+            "DROP TABLE {table}; {}; ALTER TABLE {table} ADD COLUMN fence BIGINT NOT NULL DEFAULT 0, \
+             ADD COLUMN last_fire TIMESTAMP NULL",
+            shedlock_ddl(&table)
+        ))
+        .await
+        .unwrap();
+    let lease = acquire(&provider, &name, "a", None)
+        .await
+        .expect("the first fire after the table was recreated");
+    assert_eq!(lease.fence(), 1, "a new table starts a new fence sequence");
+    provider.release(&lease, Duration::ZERO).await.unwrap();
+
+    // Recreated by ShedLock's DDL alone: the statements name columns that are gone.
+    client
+        .batch_execute(&format!("DROP TABLE {table}; {}", shedlock_ddl(&table)))
+        .await
+        .unwrap();
+    let lease = acquire(&provider, &name, "a", None)
+        .await
+        .expect("the first fire after the table lost its extension columns");
+    assert_eq!(lease.fence(), 0);
+    assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
+    assert_eq!(
+        provider.check_schema().await.unwrap(),
+        TableShape::ShedLockOnly
+    );
+}
