@@ -30,7 +30,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.min(sorted.len() - 1)]
 }
 
-fn summary(name: &str, lags: &mut Vec<f64>) -> (f64, f64) {
+fn summary(name: &str, lags: &mut [f64]) -> (f64, f64) {
     lags.sort_by(f64::total_cmp);
     let (p50, p99) = (percentile(lags, 50.0), percentile(lags, 99.0));
     println!(

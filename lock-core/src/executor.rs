@@ -412,6 +412,8 @@ impl LockingTaskExecutor {
     }
 }
 
+// Lives on the stack for one call; boxing the lease would allocate once per fire.
+#[allow(clippy::large_enum_variant)]
 enum Acquired {
     Reentrant,
     Skipped,
