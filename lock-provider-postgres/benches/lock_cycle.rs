@@ -120,6 +120,10 @@ async fn run(full: bool) {
     };
 
     let table = format!("lockpg_bench_{}", std::process::id());
+    let _drop_table = DropTable {
+        url: url.clone(),
+        table: table.clone(),
+    };
     let provider = PostgresLockProvider::new(pool.clone())
         .with_table(&table)
         .expect("table name");
@@ -381,12 +385,34 @@ async fn run(full: bool) {
         .release(&held_lease, Duration::ZERO)
         .await
         .expect("release");
-    pool.get()
-        .await
-        .unwrap()
-        .batch_execute(&format!("DROP TABLE IF EXISTS {table}"))
-        .await
-        .expect("drop the bench table");
+}
+
+/// Drops the bench's table when dropped, also when the run panics.
+struct DropTable {
+    url: String,
+    table: String,
+}
+
+impl Drop for DropTable {
+    fn drop(&mut self) {
+        let (url, table) = (self.url.clone(), self.table.clone());
+        // Drop cannot await, and runs inside the runtime: use a thread with its own.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            runtime.block_on(async move {
+                if let Ok((client, connection)) = tokio_postgres::connect(&url, NoTls).await {
+                    tokio::spawn(connection);
+                    let _ = client
+                        .batch_execute(&format!("DROP TABLE IF EXISTS {table}"))
+                        .await;
+                }
+            });
+        })
+        .join();
+    }
 }
 
 /// The provider's acquire by hand. The row exists after the first call, so this is the

@@ -22,7 +22,13 @@ pub fn unreachable(what: &str, error: &dyn std::fmt::Display) {
     if std::env::var_os("CI").is_some() {
         panic!("PostgreSQL unreachable at {url} while CI is set ({what}): {error}");
     }
-    eprintln!("SKIPPED: postgres unreachable at {url}: {error}");
+    // Straight to the process's stderr: the test harness captures `eprintln!` of passing
+    // tests, and a skip must be seen.
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: postgres unreachable at {url}: {error}"
+    );
 }
 
 /// A pool on the test database, or `None` (after [`unreachable`]) when it cannot be reached.
