@@ -1,8 +1,9 @@
 //! Contention on PostgreSQL: N instances (OS processes) running the same every-second jobs.
 //!
-//! `cargo bench -p benchmarks --bench contention` runs 2, 4 and 8 instances with 10, 50 and
-//! 100 jobs each, 20 s per configuration; without `--bench` (as under `cargo test`) a smoke
-//! pass of 2 instances, 10 jobs, 3 s. Needs `LOCK_TEST_POSTGRES_URL` (default
+//! `cargo bench -p benchmarks --bench contention` runs 1, 2, 4 and 8 instances with 10, 50 and
+//! 100 jobs each, 20 s per configuration (one instance is the floor: the same fires without
+//! contention); without `--bench` (as under `cargo test`) a smoke pass of 2 instances, 10 jobs,
+//! 3 s. Needs `LOCK_TEST_POSTGRES_URL` (default
 //! `postgres://postgres@127.0.0.1:5432/test`); when the server is unreachable the bench fails
 //! if `CI` is set and prints `SKIPPED` otherwise.
 //!
@@ -31,6 +32,8 @@ use lock_core::{
     Scheduler, Trigger,
 };
 use lock_provider_postgres::PostgresLockProvider;
+use lock_provider_postgres::deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use lock_provider_postgres::tokio_postgres::{self, NoTls};
 
 const CHILD_FLAG: &str = "--contention-child";
 
@@ -54,6 +57,8 @@ struct Config {
     instances: usize,
     jobs: usize,
     secs: u64,
+    /// Connections per instance; `None`: `PostgresLockProvider::connect`'s default pool.
+    pool: Option<usize>,
 }
 
 async fn parent(mode: Mode) {
@@ -66,19 +71,30 @@ async fn parent(mode: Mode) {
         Mode::Full => [10, 50, 100]
             .into_iter()
             .flat_map(|jobs| {
-                [2, 4, 8].map(|instances| Config {
+                [1, 2, 4, 8].map(|instances| Config {
                     instances,
                     jobs,
                     secs: 20,
+                    pool: None,
                 })
             })
+            // A larger pool for the largest bursts: shows how much of the latency is waiting
+            // for a connection rather than the database (4 x 16 stays under max_connections).
+            .chain([1, 4].map(|instances| Config {
+                instances,
+                jobs: 100,
+                secs: 20,
+                pool: Some(16),
+            }))
             .collect(),
         Mode::Smoke => vec![Config {
             instances: 2,
             jobs: 10,
             secs: 3,
+            pool: None,
         }],
     };
+    let default_pool = provider.pool().status().max_size;
     let mut results = Vec::new();
     for config in &configs {
         results.push(run_config(&table, *config));
@@ -94,14 +110,17 @@ async fn parent(mode: Mode) {
 
     println!(
         "contention ({} run): PostgreSQL at {}, every instance a separate process with the same \
-         every-second jobs, acquire timed around the provider (pool checkout + round trip)",
+         every-second jobs and a pool of up to {} connections, acquire timed around the provider \
+         (pool checkout + round trip)",
         mode.name(),
-        benchmarks::postgres::redact(&benchmarks::postgres::url())
+        benchmarks::postgres::redact(&benchmarks::postgres::url()),
+        default_pool
     );
     println!(
-        "  {:>4} {:>5} {:>4}  {:>10} {:>9} {:>6}  {:>9} {:>9} {:>9} {:>9}  {:>10} {:>10}  {:>9}  {:>4} {:>6}",
+        "  {:>4} {:>5} {:>4} {:>4}  {:>10} {:>9} {:>6}  {:>9} {:>9} {:>9} {:>9}  {:>10} {:>10}  {:>9}  {:>4} {:>6}",
         "inst",
         "jobs",
+        "pool",
         "s",
         "attempts/s",
         "grants/s",
@@ -118,9 +137,10 @@ async fn parent(mode: Mode) {
     );
     for r in &results {
         println!(
-            "  {:>4} {:>5} {:>4}  {:>10.1} {:>9.1} {:>6}  {:>9.3} {:>9.3} {:>9.3} {:>9.3}  {:>10.2} {:>10.2}  {:>8.2}%  {:>4} {:>6}",
+            "  {:>4} {:>5} {:>4} {:>4}  {:>10.1} {:>9.1} {:>6}  {:>9.3} {:>9.3} {:>9.3} {:>9.3}  {:>10.2} {:>10.2}  {:>8.2}%  {:>4} {:>6}",
             r.config.instances,
             r.config.jobs,
+            r.config.pool.unwrap_or(default_pool),
             r.config.secs,
             r.attempts as f64 / r.config.secs as f64,
             r.grants as f64 / r.config.secs as f64,
@@ -141,20 +161,65 @@ async fn parent(mode: Mode) {
          = mean on-CPU time of one instance over the window, % of one core; missed = (job, slot) \
          pairs in the window that no instance ran)"
     );
-    // Growth: against the smallest configuration with the same job count.
+    // Growth: against the fewest instances with the same job count.
     for r in &results {
         if let Some(base) = results
             .iter()
-            .find(|b| b.config.jobs == r.config.jobs && b.config.instances == 2)
+            .filter(|b| b.config.jobs == r.config.jobs && b.config.pool == r.config.pool)
+            .min_by_key(|b| b.config.instances)
             && base.config.instances != r.config.instances
         {
             println!(
-                "growth {} -> {} instances, {} jobs: attempts/s x{:.2}, acquire p99 x{:.2}, \
+                "growth {} -> {} instances, {} jobs, pool {}: attempts/s x{:.2}, acquire p99 x{:.2}, \
                  mean x{:.2}, drain max x{:.2}",
                 base.config.instances,
                 r.config.instances,
                 r.config.jobs,
+                r.config.pool.unwrap_or(default_pool),
                 r.attempts as f64 / base.attempts as f64,
+                r.latency.percentile(0.99) / base.latency.percentile(0.99),
+                r.latency.mean() / base.latency.mean(),
+                r.drain.max() / base.drain.max(),
+            );
+        }
+    }
+    // And against the fewest jobs with the same instance count.
+    for r in &results {
+        if let Some(base) = results
+            .iter()
+            .filter(|b| b.config.instances == r.config.instances && b.config.pool.is_none())
+            .min_by_key(|b| b.config.jobs)
+            && base.config.jobs != r.config.jobs
+            && r.config.pool.is_none()
+        {
+            println!(
+                "growth {} -> {} jobs, {} instances: attempts/s x{:.2}, acquire p99 x{:.2}, \
+                 mean x{:.2}, drain max x{:.2}, CPU per instance x{:.2}",
+                base.config.jobs,
+                r.config.jobs,
+                r.config.instances,
+                r.attempts as f64 / base.attempts as f64,
+                r.latency.percentile(0.99) / base.latency.percentile(0.99),
+                r.latency.mean() / base.latency.mean(),
+                r.drain.max() / base.drain.max(),
+                r.cpu_percent_per_instance / base.cpu_percent_per_instance,
+            );
+        }
+    }
+    // The same burst with more connections per instance.
+    for r in results.iter().filter(|r| r.config.pool.is_some()) {
+        if let Some(base) = results.iter().find(|b| {
+            b.config.pool.is_none()
+                && b.config.instances == r.config.instances
+                && b.config.jobs == r.config.jobs
+        }) {
+            println!(
+                "pool {} -> {} connections, {} instances, {} jobs: acquire p99 x{:.2}, mean x{:.2}, \
+                 drain max x{:.2}",
+                default_pool,
+                r.config.pool.unwrap_or(default_pool),
+                r.config.instances,
+                r.config.jobs,
                 r.latency.percentile(0.99) / base.latency.percentile(0.99),
                 r.latency.mean() / base.latency.mean(),
                 r.drain.max() / base.drain.max(),
@@ -189,7 +254,12 @@ struct Outcome {
 
 fn run_config(table: &str, config: Config) -> Outcome {
     // Job names unique per configuration, so configurations never see each other's rows.
-    let label = format!("n{}j{}", config.instances, config.jobs);
+    let label = format!(
+        "n{}j{}p{}",
+        config.instances,
+        config.jobs,
+        config.pool.unwrap_or(0)
+    );
     // Whole seconds, far enough ahead for every child to connect and start.
     let from = (Utc::now().timestamp_millis() / 1000 + 4) * 1000;
     let until = from + config.secs as i64 * 1000;
@@ -205,6 +275,7 @@ fn run_config(table: &str, config: Config) -> Outcome {
                     &until.to_string(),
                     &label,
                     &index.to_string(),
+                    &config.pool.unwrap_or(0).to_string(),
                 ])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -344,6 +415,8 @@ struct ChildArgs {
     until_ms: i64,
     label: String,
     index: usize,
+    /// 0: the default pool of `PostgresLockProvider::connect`.
+    pool: usize,
 }
 
 impl ChildArgs {
@@ -355,16 +428,34 @@ impl ChildArgs {
             until_ms: args[3].parse().expect("until"),
             label: args[4].clone(),
             index: args[5].parse().expect("index"),
+            pool: args[6].parse().expect("pool"),
         }
     }
 
     async fn run(self) {
         let url = benchmarks::postgres::url();
-        let provider = PostgresLockProvider::connect(&url)
-            .await
-            .expect("an instance connects")
-            .with_table(&self.table)
-            .expect("table");
+        let provider = if self.pool == 0 {
+            PostgresLockProvider::connect(&url)
+                .await
+                .expect("an instance connects")
+        } else {
+            // As `connect` builds it, with another size.
+            let config: tokio_postgres::Config = url.parse().expect("LOCK_TEST_POSTGRES_URL");
+            let manager = Manager::from_config(
+                config,
+                NoTls,
+                ManagerConfig {
+                    recycling_method: RecyclingMethod::Fast,
+                },
+            );
+            let pool = Pool::builder(manager)
+                .max_size(self.pool)
+                .build()
+                .expect("pool");
+            PostgresLockProvider::new(pool)
+        }
+        .with_table(&self.table)
+        .expect("table");
         let attempts = Arc::new(Mutex::new(Vec::new()));
         let runs = Arc::new(Mutex::new(Vec::<(usize, i64)>::new()));
         let jobs = (0..self.jobs).map(|job| {
