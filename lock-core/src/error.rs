@@ -87,6 +87,18 @@ pub enum LockError {
         source: BoxError,
     },
 
+    /// A provider call did not answer within the executor's operation timeout (a database
+    /// behind a link that drops packets); its effect is unknown.
+    #[error("{operation} of lock {lock:?} did not answer within {after:?}")]
+    Timeout {
+        /// What was attempted: `acquire`, `extend` or `release`.
+        operation: &'static str,
+        /// The lock concerned.
+        lock: String,
+        /// How long it was given.
+        after: Duration,
+    },
+
     /// A locked function was called but no lock provider has been installed (no
     /// [`Scheduler`](crate::Scheduler) started and no
     /// [`install_default_executor`](crate::install_default_executor) call). The body did not run.

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::metrics::LockMetrics;
 use crate::{
     AcquireOutcome, FireSlot, JobContext, Lease, LockConfiguration, LockError, LockProvider,
-    LockRequest, MAX_INSTANCE_ID_LEN, default_instance_id,
+    LockRequest, MAX_INSTANCE_ID_LEN, RefusalReason, default_instance_id,
 };
 
 /// What [`LockingTaskExecutor::execute_with_lock`] did with the body.
@@ -72,9 +72,14 @@ pub struct LockingTaskExecutor {
     instance_id: Arc<str>,
     shutdown: CancellationToken,
     defaults: LockDefaults,
+    operation_timeout: Duration,
     // The runtime that synchronous locked calls from outside any runtime block on.
     runtime: Option<tokio::runtime::Handle>,
 }
+
+/// The default [`LockingTaskExecutor::with_operation_timeout`]: how long one acquire, extend
+/// or release may take before it counts as failed.
+pub const DEFAULT_OPERATION_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The settings a lock takes when its `#[scheduler_lock]` does not give them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -120,6 +125,7 @@ impl LockingTaskExecutor {
             instance_id: default_instance_id().into(),
             shutdown: CancellationToken::new(),
             defaults: LockDefaults::default(),
+            operation_timeout: DEFAULT_OPERATION_TIMEOUT,
             runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
@@ -145,6 +151,33 @@ impl LockingTaskExecutor {
     /// The defaults for locks that leave settings unset.
     pub fn defaults(&self) -> LockDefaults {
         self.defaults
+    }
+
+    /// Bounds every provider call (default [`DEFAULT_OPERATION_TIMEOUT`], 10 s).
+    ///
+    /// A database behind a link that drops packets does not answer and does not fail either,
+    /// until TCP gives up minutes later. Bounded, an acquire fails with
+    /// [`LockError::Timeout`] (the fire is skipped, the next one tries again), a release is
+    /// logged as failed (the lease then ends at `lock_at_most_for`), and a keep-alive
+    /// extension that has not succeeded by the time the lease would end counts as a lost lock,
+    /// so [`JobContext::cancelled`] resolves before another instance can take over.
+    ///
+    /// ```
+    /// use lock_core::{InMemoryLockProvider, LockingTaskExecutor};
+    /// use std::time::Duration;
+    /// let executor = LockingTaskExecutor::new(InMemoryLockProvider::new())
+    ///     .with_operation_timeout(Duration::from_secs(3));
+    /// assert_eq!(executor.operation_timeout(), Duration::from_secs(3));
+    /// ```
+    #[must_use]
+    pub fn with_operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout;
+        self
+    }
+
+    /// The bound on each provider call.
+    pub fn operation_timeout(&self) -> Duration {
+        self.operation_timeout
     }
 
     /// Replaces the instance id written to `locked_by` (1 to 255 bytes). Make it unique per
@@ -302,7 +335,7 @@ impl LockingTaskExecutor {
             Acquired::Lease(guard, ctx) => (guard, ctx),
         };
         let keep_alive = config.keep_alive().then(|| {
-            let task = keep_alive(self.provider.clone(), ctx.clone(), config);
+            let task = keep_alive(self.provider.clone(), ctx.clone(), config, &guard);
             match tokio::runtime::Handle::try_current()
                 .ok()
                 .or_else(|| runtime.cloned())
@@ -344,7 +377,17 @@ impl LockingTaskExecutor {
         };
         let metrics = config.metrics();
         metrics.attempt();
-        let outcome = match self.provider.acquire(&request).await {
+        // The lease is measured from before the request: it cannot end later than this + at_most.
+        let requested_at = tokio::time::Instant::now();
+        let acquire = tokio::time::timeout(self.operation_timeout, self.provider.acquire(&request));
+        let result = acquire.await.unwrap_or_else(|_| {
+            Err(LockError::Timeout {
+                operation: "acquire",
+                lock: config.name().to_owned(),
+                after: self.operation_timeout,
+            })
+        });
+        let outcome = match result {
             Ok(outcome) => outcome,
             Err(error) => {
                 metrics.error();
@@ -366,11 +409,28 @@ impl LockingTaskExecutor {
                     lock_at_least_for: config.lock_at_least_for(),
                     metrics: metrics.clone(),
                     started: tokio::time::Instant::now(),
+                    requested_at,
+                    operation_timeout: self.operation_timeout,
                 };
                 Ok(Acquired::Lease(guard, ctx))
             }
             AcquireOutcome::Refused(refusal) => {
                 metrics.skipped();
+                // A later slot already ran: some instance computes slots from a clock that is
+                // ahead (or this one's is behind). Each slot still runs at most once, but this
+                // instance will keep being refused until its clock catches up: say so loudly.
+                if refusal.reason == RefusalReason::SlotAlreadyRun
+                    && let (Some(slot), Some(last)) = (slot, refusal.last_fire)
+                    && last > slot.instant()
+                {
+                    tracing::warn!(
+                        lock = config.name(),
+                        slot = %slot,
+                        last_fire = %last,
+                        ahead_by = ?(last - slot.instant()).to_std().unwrap_or_default(),
+                        "a later slot already ran under this lock: an instance's clock is ahead of this one's; this fire is skipped"
+                    );
+                }
                 tracing::debug!(
                     lock = config.name(),
                     slot = ?slot.map(|s| s.instant()),
@@ -395,7 +455,7 @@ impl LockingTaskExecutor {
     ) -> T {
         let body = AssertUnwindSafe(body).catch_unwind();
         let result = if config.keep_alive() {
-            let keep_alive = keep_alive(self.provider.clone(), ctx.clone(), config);
+            let keep_alive = keep_alive(self.provider.clone(), ctx.clone(), config, &guard);
             tokio::select! {
                 biased;
                 out = body => out,
@@ -439,11 +499,14 @@ fn keep_alive(
     provider: Arc<dyn LockProvider>,
     ctx: JobContext,
     config: &LockConfiguration,
+    guard: &LeaseGuard,
 ) -> impl Future<Output = Never> + Send + 'static {
     let at_most = config.lock_at_most_for();
     let metrics = config.metrics().clone();
+    let lease_end = guard.requested_at + at_most;
+    let timeout = guard.operation_timeout;
     async move {
-        extend_until_lost(provider.as_ref(), &ctx, at_most).await;
+        extend_until_lost(provider.as_ref(), &ctx, at_most, lease_end, timeout).await;
         metrics.lost();
         ctx.cancel_token().cancel();
         std::future::pending().await
@@ -451,15 +514,37 @@ fn keep_alive(
 }
 
 /// Extends the lease every `at_most / 2`; returns when an extension fails or is refused.
-async fn extend_until_lost(provider: &dyn LockProvider, ctx: &JobContext, at_most: Duration) {
+///
+/// `lease_end` is the latest the lease can end by this process's clock (the previous request's
+/// send time + `at_most`): an extension still unanswered then may no longer hold anything, so
+/// it counts as lost even if the database never answers.
+async fn extend_until_lost(
+    provider: &dyn LockProvider,
+    ctx: &JobContext,
+    at_most: Duration,
+    mut lease_end: tokio::time::Instant,
+    timeout: Duration,
+) {
     let period = at_most / 2;
     let lease = ctx.lease();
     let mut next = tokio::time::Instant::now() + period;
     loop {
         tokio::time::sleep_until(next).await;
-        match provider.extend(lease, at_most).await {
+        let sent = tokio::time::Instant::now();
+        let deadline = lease_end.min(sent + timeout);
+        let result = tokio::time::timeout_at(deadline, provider.extend(lease, at_most))
+            .await
+            .unwrap_or_else(|_| {
+                Err(LockError::Timeout {
+                    operation: "extend",
+                    lock: lease.name().to_owned(),
+                    after: deadline - sent,
+                })
+            });
+        match result {
             Ok(true) => {
                 tracing::debug!(lock = lease.name(), fence = lease.fence(), "lock extended");
+                lease_end = sent + at_most;
                 next += period;
             }
             Ok(false) => {
@@ -512,13 +597,22 @@ struct LeaseGuard {
     lock_at_least_for: Duration,
     metrics: LockMetrics,
     started: tokio::time::Instant,
+    /// When the acquire was sent: the lease cannot end later than this + `lock_at_most_for`.
+    requested_at: tokio::time::Instant,
+    operation_timeout: Duration,
 }
 
 impl LeaseGuard {
     async fn release(&mut self) {
         if let Some(lease) = self.lease.take() {
             self.metrics.finished(self.started.elapsed());
-            release(self.provider.as_ref(), &lease, self.lock_at_least_for).await;
+            release(
+                self.provider.as_ref(),
+                &lease,
+                self.lock_at_least_for,
+                self.operation_timeout,
+            )
+            .await;
         }
     }
 }
@@ -531,9 +625,12 @@ impl Drop for LeaseGuard {
         self.metrics.finished(self.started.elapsed());
         let provider = self.provider.clone();
         let at_least = self.lock_at_least_for;
+        let timeout = self.operation_timeout;
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
-                handle.spawn(async move { release(provider.as_ref(), &lease, at_least).await });
+                handle.spawn(
+                    async move { release(provider.as_ref(), &lease, at_least, timeout).await },
+                );
             }
             Err(_) => tracing::warn!(
                 lock = lease.name(),
@@ -543,8 +640,22 @@ impl Drop for LeaseGuard {
     }
 }
 
-async fn release(provider: &dyn LockProvider, lease: &Lease, at_least: Duration) {
-    match provider.release(lease, at_least).await {
+async fn release(
+    provider: &dyn LockProvider,
+    lease: &Lease,
+    at_least: Duration,
+    timeout: Duration,
+) {
+    let result = tokio::time::timeout(timeout, provider.release(lease, at_least))
+        .await
+        .unwrap_or_else(|_| {
+            Err(LockError::Timeout {
+                operation: "release",
+                lock: lease.name().to_owned(),
+                after: timeout,
+            })
+        });
+    match result {
         Ok(true) => tracing::debug!(lock = lease.name(), fence = lease.fence(), "lock released"),
         Ok(false) => tracing::warn!(
             lock = lease.name(),

@@ -26,8 +26,8 @@ pub use config::{LockConfiguration, MAX_LOCK_NAME_LEN, validate_lock_name};
 pub use context::{JobContext, assert_locked};
 pub use error::{BoxError, LockError};
 pub use executor::{
-    DEFAULT_LOCK_AT_MOST_FOR, LockDefaults, LockOutcome, LockingTaskExecutor, default_executor,
-    install_default_executor,
+    DEFAULT_LOCK_AT_MOST_FOR, DEFAULT_OPERATION_TIMEOUT, LockDefaults, LockOutcome,
+    LockingTaskExecutor, default_executor, install_default_executor,
 };
 pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};
 pub use lock_macros::{scheduled, scheduler_lock};

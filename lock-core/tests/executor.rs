@@ -220,3 +220,112 @@ fn sync_calls_on_a_current_thread_runtime_panic_with_advice() {
         "{message}"
     );
 }
+
+/// A provider behind a link that drops packets: calls never answer (the in-memory provider
+/// underneath still takes the first acquire).
+struct Dark {
+    inner: InMemoryLockProvider,
+    acquire_hangs: bool,
+}
+
+#[async_trait::async_trait]
+impl LockProvider for Dark {
+    async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, lock_core::LockError> {
+        if self.acquire_hangs {
+            std::future::pending::<()>().await;
+        }
+        self.inner.acquire(request).await
+    }
+    async fn extend(
+        &self,
+        _: &lock_core::Lease,
+        _: Duration,
+    ) -> Result<bool, lock_core::LockError> {
+        std::future::pending().await
+    }
+    async fn release(
+        &self,
+        _: &lock_core::Lease,
+        _: Duration,
+    ) -> Result<bool, lock_core::LockError> {
+        std::future::pending().await
+    }
+    async fn list_locks(&self) -> Result<Vec<lock_core::LockRecord>, lock_core::LockError> {
+        self.inner.list_locks().await
+    }
+    async fn force_unlock(
+        &self,
+        name: &str,
+    ) -> Result<Option<lock_core::LockRecord>, lock_core::LockError> {
+        self.inner.force_unlock(name).await
+    }
+    fn describe(&self) -> String {
+        "a provider behind a dark link".into()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unanswered_extend_cancels_before_the_lease_can_end() {
+    let provider = Dark {
+        inner: InMemoryLockProvider::new(),
+        acquire_hangs: false,
+    };
+    let executor =
+        LockingTaskExecutor::new(provider).with_operation_timeout(Duration::from_secs(2));
+    let config = LockConfiguration::new("dark", Duration::from_millis(600), Duration::ZERO)
+        .unwrap()
+        .with_keep_alive(true);
+    let began = tokio::time::Instant::now();
+    let cancelled_after = executor
+        .execute_with_lock(&config, async {
+            let ctx = JobContext::current().unwrap();
+            tokio::time::timeout(Duration::from_secs(5), ctx.cancelled())
+                .await
+                .expect("cancelled() must resolve");
+            began.elapsed()
+        })
+        .await
+        .unwrap()
+        .executed()
+        .unwrap();
+    // The first extend goes out at 300 ms and is given until the lease's end (600 ms), not the
+    // 2 s operation timeout: the body hears of it before another instance could take over.
+    assert!(
+        cancelled_after < Duration::from_millis(900),
+        "cancelled after {cancelled_after:?}"
+    );
+    assert!(
+        cancelled_after >= Duration::from_millis(550),
+        "cancelled too early: {cancelled_after:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_unanswered_acquire_times_out_as_an_error() {
+    let provider = Dark {
+        inner: InMemoryLockProvider::new(),
+        acquire_hangs: true,
+    };
+    let executor =
+        LockingTaskExecutor::new(provider).with_operation_timeout(Duration::from_millis(200));
+    let config =
+        LockConfiguration::new("dark-acquire", Duration::from_secs(60), Duration::ZERO).unwrap();
+    let error = executor
+        .execute_with_lock(&config, async { unreachable!("never runs") })
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            lock_core::LockError::Timeout {
+                operation: "acquire",
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("did not answer within"),
+        "{error}"
+    );
+}

@@ -95,6 +95,7 @@ pub struct SchedulerBuilder {
     instance_id: Option<String>,
     defaults: LockDefaults,
     shutdown_timeout: Option<Duration>,
+    operation_timeout: Option<Duration>,
     jobs: Option<Vec<Job>>,
 }
 
@@ -206,6 +207,13 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Bounds each acquire, extend and release (default 10 s); see
+    /// [`LockingTaskExecutor::with_operation_timeout`].
+    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = Some(timeout);
+        self
+    }
+
     /// How long [`Scheduler::shutdown`] waits for running bodies (default 30 s).
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = Some(timeout);
@@ -233,6 +241,9 @@ impl SchedulerBuilder {
             )
         })?;
         let mut executor = LockingTaskExecutor::from_shared(provider).with_defaults(self.defaults);
+        if let Some(timeout) = self.operation_timeout {
+            executor = executor.with_operation_timeout(timeout);
+        }
         if let Some(id) = self.instance_id {
             executor = executor.with_instance_id(id)?;
         }
@@ -392,6 +403,7 @@ impl JobRunner {
                 return;
             };
             if let Some(last) = last
+                && !self.stop.is_cancelled()
                 && self.job.trigger().next_slot(last.instant()) != Some(slot)
             {
                 tracing::warn!(job = self.job.name(), last = %last, next = %slot, "the previous run overran; slots in between are skipped");
