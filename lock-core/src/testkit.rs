@@ -35,6 +35,82 @@ const SHORT: Duration = Duration::from_millis(1000);
 /// How long to wait for a `SHORT` lease to have expired by the provider's clock.
 const PAST_SHORT: Duration = Duration::from_millis(1300);
 
+/// What a provider's test set-up hands to the suite: the provider itself, or the provider with
+/// something that must live as long as it (a temporary directory, a container handle).
+pub trait Fixture: Send + Sync {
+    /// The provider under test.
+    fn provider(&self) -> &dyn LockProvider;
+}
+
+impl<P: LockProvider> Fixture for P {
+    fn provider(&self) -> &dyn LockProvider {
+        self
+    }
+}
+
+impl<D: Send + Sync, P: LockProvider> Fixture for (D, P) {
+    fn provider(&self) -> &dyn LockProvider {
+        &self.1
+    }
+}
+
+/// Generates one `#[tokio::test]` per function of the suite, plus one running the whole suite
+/// through `&dyn LockProvider`, so every provider runs every guarantee, including ones added
+/// later, without keeping its own list.
+///
+/// The argument is an `async` expression evaluated afresh in each test, giving
+/// `Option<impl Fixture>`: `None` skips the test (for a database that cannot be reached outside
+/// CI; the set-up should panic instead when `CI` is set). The calling crate needs `tokio` with
+/// the `macros` and `rt-multi-thread` features.
+///
+/// ```ignore
+/// // tests/conformance.rs of a provider crate
+/// mod common;
+/// lock_core::conformance_tests!(common::provider(common::CONFORMANCE_TABLE));
+/// ```
+#[macro_export]
+macro_rules! conformance_tests {
+    ($setup:expr) => {
+        $crate::__conformance_tests!($setup;
+            exclusion,
+            independent_names,
+            at_most_expiry,
+            at_least_hold,
+            release_only_by_owner,
+            extend_only_by_owner,
+            extend_pushes_expiry,
+            extend_of_expired_refused,
+            stale_lease_cannot_release_new_one,
+            fence_strictly_increasing,
+            once_per_slot,
+            slot_refused_while_held,
+            fuzz,
+            name_too_long,
+            list_and_force_unlock,
+        );
+
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn whole_suite_through_a_dyn_provider() {
+            if let ::std::option::Option::Some(fixture) = $setup.await {
+                $crate::testkit::run_all($crate::testkit::Fixture::provider(&fixture)).await;
+            }
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_tests {
+    ($setup:expr; $($test:ident),* $(,)?) => {$(
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            if let ::std::option::Option::Some(fixture) = $setup.await {
+                $crate::testkit::$test($crate::testkit::Fixture::provider(&fixture)).await;
+            }
+        }
+    )*};
+}
+
 /// Runs every function of the suite, one after another.
 pub async fn run_all(provider: &dyn LockProvider) {
     exclusion(provider).await;

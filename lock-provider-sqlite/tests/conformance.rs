@@ -4,40 +4,8 @@ mod common;
 
 use lock_core::testkit;
 
-macro_rules! conformance {
-    ($($test:ident),* $(,)?) => {$(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        async fn $test() {
-            let (_dir, provider) = common::fresh_provider().await;
-            testkit::$test(&provider).await;
-        }
-    )*};
-}
-
-conformance!(
-    exclusion,
-    independent_names,
-    at_most_expiry,
-    at_least_hold,
-    release_only_by_owner,
-    extend_only_by_owner,
-    extend_pushes_expiry,
-    extend_of_expired_refused,
-    stale_lease_cannot_release_new_one,
-    fence_strictly_increasing,
-    once_per_slot,
-    slot_refused_while_held,
-    fuzz,
-    name_too_long,
-    list_and_force_unlock,
-);
-
-#[tokio::test]
-async fn whole_suite_through_a_shared_dyn_provider() {
-    let (_dir, provider) = common::fresh_provider().await;
-    let provider: std::sync::Arc<dyn lock_core::LockProvider> = std::sync::Arc::new(provider);
-    testkit::run_all(&provider).await;
-}
+// Each test on its own file; the temporary directory lives as long as the provider.
+lock_core::conformance_tests!(async { Some(common::fresh_provider().await) });
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn suite_on_custom_table_and_column_names() {
