@@ -11,8 +11,8 @@
 //! - `provider cycle`: `acquire` + `release` through `Arc<dyn LockProvider>`, as the executor
 //!   calls them (each call is an `async_trait` boxed future);
 //! - `executor cycle`: `LockingTaskExecutor::execute_with_lock` with an empty body: the
-//!   provider cycle plus what the executor adds per fire (reentrancy check, job context,
-//!   cancellation token, lease guard, panic catching);
+//!   provider cycle plus what the executor adds per fire (reentrancy check, the timeout
+//!   around each provider call, job context, cancellation token, lease guard, panic catching);
 //! - `losing acquire`: `acquire` through the provider while another owner holds the lock;
 //! - `by-hand held-row read` (floor of a refusal, the `SELECT 1` analogue): lock the mutex,
 //!   look the row up, see it held, unlock;
@@ -235,10 +235,11 @@ async fn run(mode: Mode) {
     let mut refusal = Samples::new("by-hand read + refusal details");
     let mut clock = Samples::new("one monotonic clock read");
     let mut child_token = Samples::new("child CancellationToken, made + dropped");
+    let mut timeout = Samples::new("tokio::time::timeout on a ready future");
 
     let warmup = mode.pick(500, 20);
     let started = Instant::now();
-    const OPS: usize = 11;
+    const OPS: usize = 12;
     for round in 0..warmup + rounds {
         let keep = round >= warmup;
         // Rotate the order so no operation always runs right after the same other one.
@@ -300,8 +301,13 @@ async fn run(mode: Mode) {
                 9 => timed!(clock, keep, {
                     black_box(tokio::time::Instant::now());
                 }),
-                _ => timed!(child_token, keep, {
+                10 => timed!(child_token, keep, {
                     black_box(parent_token.child_token());
+                }),
+                _ => timed!(timeout, keep, {
+                    let ready = std::future::ready(black_box(1u8));
+                    black_box(tokio::time::timeout(Duration::from_secs(10), ready).await)
+                        .expect("ready");
                 }),
             }
         }
@@ -352,6 +358,7 @@ async fn run(mode: Mode) {
         &refusal,
         &clock,
         &child_token,
+        &timeout,
     ] {
         samples.print(Unit::Micros);
     }
