@@ -132,8 +132,14 @@ fn the_example_serves_scheduler_metrics_for_prometheus() {
         "{body}"
     );
     // Every finished run of the failing job is a failure; the healthy job has none.
-    let failures = value(&samples, r#"scheduled_job_failures_total{job="flaky_export"}"#);
-    let flaky_runs = value(&samples, r#"scheduled_lock_acquired_total{job="flaky_export"}"#);
+    let failures = value(
+        &samples,
+        r#"scheduled_job_failures_total{job="flaky_export"}"#,
+    );
+    let flaky_runs = value(
+        &samples,
+        r#"scheduled_lock_acquired_total{job="flaky_export"}"#,
+    );
     assert!(
         failures >= flaky_runs - 1.0 && failures >= 1.0,
         "{failures} failures for {flaky_runs} runs\n{body}"
