@@ -379,7 +379,10 @@ impl LockingTaskExecutor {
         metrics.attempt();
         // The lease is measured from before the request: it cannot end later than this + at_most.
         let requested_at = tokio::time::Instant::now();
-        let acquire = tokio::time::timeout(self.operation_timeout, self.provider.acquire(&request));
+        let acquire = tokio::time::timeout(
+            self.operation_timeout,
+            self.provider.as_ref().acquire(&request),
+        );
         let result = acquire.await.unwrap_or_else(|_| {
             Err(LockError::Timeout {
                 operation: "acquire",
