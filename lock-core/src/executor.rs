@@ -534,7 +534,14 @@ async fn extend_until_lost(
     loop {
         tokio::time::sleep_until(next).await;
         let sent = tokio::time::Instant::now();
-        let deadline = lease_end.min(sent + timeout);
+        // While the lease may still hold, an unanswered extension must not outlive it. Past that
+        // (this process was paused or starved), ask anyway: the database's refusal is the
+        // proof that the lease is gone, and its grant that it is not.
+        let deadline = if lease_end > sent {
+            lease_end.min(sent + timeout)
+        } else {
+            sent + timeout
+        };
         let result = tokio::time::timeout_at(deadline, provider.extend(lease, at_most))
             .await
             .unwrap_or_else(|_| {
