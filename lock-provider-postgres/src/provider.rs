@@ -192,7 +192,12 @@ impl PostgresLockProvider {
     /// plain identifier.
     ///
     /// ```no_run
-    /// # fn pool() -> lock_provider_postgres::deadpool_postgres::Pool { unimplemented!() }
+    /// # fn pool() -> lock_provider_postgres::deadpool_postgres::Pool {
+    /// #     use lock_provider_postgres::{deadpool_postgres as dp, tokio_postgres::NoTls};
+    /// #     let mut config = dp::Config::new();
+    /// #     config.url = Some("postgres://app@localhost/app".into());
+    /// #     config.create_pool(Some(dp::Runtime::Tokio1), NoTls).unwrap() // connects lazily
+    /// # }
     /// use lock_core::ColumnNames;
     /// use lock_provider_postgres::{LockTableConfig, PostgresLockProvider};
     ///
@@ -263,7 +268,12 @@ impl PostgresLockProvider {
     /// not a plain identifier.
     ///
     /// ```no_run
-    /// # fn pool() -> lock_provider_postgres::deadpool_postgres::Pool { unimplemented!() }
+    /// # fn pool() -> lock_provider_postgres::deadpool_postgres::Pool {
+    /// #     use lock_provider_postgres::{deadpool_postgres as dp, tokio_postgres::NoTls};
+    /// #     let mut config = dp::Config::new();
+    /// #     config.url = Some("postgres://app@localhost/app".into());
+    /// #     config.create_pool(Some(dp::Runtime::Tokio1), NoTls).unwrap() // connects lazily
+    /// # }
     /// use lock_provider_postgres::PostgresLockProvider;
     ///
     /// let provider = PostgresLockProvider::new(pool()).with_table("ops.shedlock")?;
@@ -282,7 +292,12 @@ impl PostgresLockProvider {
     /// or two are the same.
     ///
     /// ```no_run
-    /// # fn pool() -> lock_provider_postgres::deadpool_postgres::Pool { unimplemented!() }
+    /// # fn pool() -> lock_provider_postgres::deadpool_postgres::Pool {
+    /// #     use lock_provider_postgres::{deadpool_postgres as dp, tokio_postgres::NoTls};
+    /// #     let mut config = dp::Config::new();
+    /// #     config.url = Some("postgres://app@localhost/app".into());
+    /// #     config.create_pool(Some(dp::Runtime::Tokio1), NoTls).unwrap() // connects lazily
+    /// # }
     /// use lock_core::ColumnNames;
     /// use lock_provider_postgres::PostgresLockProvider;
     ///
@@ -301,7 +316,15 @@ impl PostgresLockProvider {
     /// The pool the provider takes its connections from.
     ///
     /// ```no_run
-    /// # fn provider() -> lock_provider_postgres::PostgresLockProvider { unimplemented!() }
+    /// # fn pool() -> lock_provider_postgres::deadpool_postgres::Pool {
+    /// #     use lock_provider_postgres::{deadpool_postgres as dp, tokio_postgres::NoTls};
+    /// #     let mut config = dp::Config::new();
+    /// #     config.url = Some("postgres://app@localhost/app".into());
+    /// #     config.create_pool(Some(dp::Runtime::Tokio1), NoTls).unwrap() // connects lazily
+    /// # }
+    /// # fn provider() -> lock_provider_postgres::PostgresLockProvider {
+    /// #     lock_provider_postgres::PostgresLockProvider::new(pool())
+    /// # }
     /// println!("{:?}", provider().pool().status());
     /// ```
     pub fn pool(&self) -> &Pool {
@@ -311,7 +334,15 @@ impl PostgresLockProvider {
     /// The table and column configuration.
     ///
     /// ```no_run
-    /// # fn provider() -> lock_provider_postgres::PostgresLockProvider { unimplemented!() }
+    /// # fn pool() -> lock_provider_postgres::deadpool_postgres::Pool {
+    /// #     use lock_provider_postgres::{deadpool_postgres as dp, tokio_postgres::NoTls};
+    /// #     let mut config = dp::Config::new();
+    /// #     config.url = Some("postgres://app@localhost/app".into());
+    /// #     config.create_pool(Some(dp::Runtime::Tokio1), NoTls).unwrap() // connects lazily
+    /// # }
+    /// # fn provider() -> lock_provider_postgres::PostgresLockProvider {
+    /// #     lock_provider_postgres::PostgresLockProvider::new(pool())
+    /// # }
     /// assert_eq!(provider().config().table, "shedlock");
     /// ```
     pub fn config(&self) -> &LockTableConfig {
@@ -322,7 +353,15 @@ impl PostgresLockProvider {
     /// by other tools.
     ///
     /// ```no_run
-    /// # fn provider() -> lock_provider_postgres::PostgresLockProvider { unimplemented!() }
+    /// # fn pool() -> lock_provider_postgres::deadpool_postgres::Pool {
+    /// #     use lock_provider_postgres::{deadpool_postgres as dp, tokio_postgres::NoTls};
+    /// #     let mut config = dp::Config::new();
+    /// #     config.url = Some("postgres://app@localhost/app".into());
+    /// #     config.create_pool(Some(dp::Runtime::Tokio1), NoTls).unwrap() // connects lazily
+    /// # }
+    /// # fn provider() -> lock_provider_postgres::PostgresLockProvider {
+    /// #     lock_provider_postgres::PostgresLockProvider::new(pool())
+    /// # }
     /// println!("{}", provider().create_table_ddl());
     /// ```
     pub fn create_table_ddl(&self) -> String {
