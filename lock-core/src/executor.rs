@@ -379,17 +379,14 @@ impl LockingTaskExecutor {
         metrics.attempt();
         // The lease is measured from before the request: it cannot end later than this + at_most.
         let requested_at = tokio::time::Instant::now();
-        let acquire = tokio::time::timeout(
-            self.operation_timeout,
+        let result = bounded(
+            "acquire",
+            config.name(),
+            requested_at,
+            requested_at + self.operation_timeout,
             self.provider.as_ref().acquire(&request),
-        );
-        let result = acquire.await.unwrap_or_else(|_| {
-            Err(LockError::Timeout {
-                operation: "acquire",
-                lock: config.name().to_owned(),
-                after: self.operation_timeout,
-            })
-        });
+        )
+        .await;
         let outcome = match result {
             Ok(outcome) => outcome,
             Err(error) => {
@@ -475,6 +472,26 @@ impl LockingTaskExecutor {
     }
 }
 
+/// Runs one provider call sent at `sent`, turning "no answer by `deadline`" into
+/// [`LockError::Timeout`]: the one place every acquire, extend and release is bounded.
+async fn bounded<T>(
+    operation: &'static str,
+    lock: &str,
+    sent: tokio::time::Instant,
+    deadline: tokio::time::Instant,
+    call: impl Future<Output = Result<T, LockError>>,
+) -> Result<T, LockError> {
+    tokio::time::timeout_at(deadline, call)
+        .await
+        .unwrap_or_else(|_| {
+            Err(LockError::Timeout {
+                operation,
+                lock: lock.to_owned(),
+                after: deadline.saturating_duration_since(sent),
+            })
+        })
+}
+
 // Lives on the stack for one call; boxing the lease would allocate once per fire.
 #[allow(clippy::large_enum_variant)]
 enum Acquired {
@@ -542,15 +559,14 @@ async fn extend_until_lost(
         } else {
             sent + timeout
         };
-        let result = tokio::time::timeout_at(deadline, provider.extend(lease, at_most))
-            .await
-            .unwrap_or_else(|_| {
-                Err(LockError::Timeout {
-                    operation: "extend",
-                    lock: lease.name().to_owned(),
-                    after: deadline - sent,
-                })
-            });
+        let result = bounded(
+            "extend",
+            lease.name(),
+            sent,
+            deadline,
+            provider.extend(lease, at_most),
+        )
+        .await;
         match result {
             Ok(true) => {
                 tracing::debug!(lock = lease.name(), fence = lease.fence(), "lock extended");
@@ -656,15 +672,15 @@ async fn release(
     at_least: Duration,
     timeout: Duration,
 ) {
-    let result = tokio::time::timeout(timeout, provider.release(lease, at_least))
-        .await
-        .unwrap_or_else(|_| {
-            Err(LockError::Timeout {
-                operation: "release",
-                lock: lease.name().to_owned(),
-                after: timeout,
-            })
-        });
+    let sent = tokio::time::Instant::now();
+    let result = bounded(
+        "release",
+        lease.name(),
+        sent,
+        sent + timeout,
+        provider.release(lease, at_least),
+    )
+    .await;
     match result {
         Ok(true) => tracing::debug!(lock = lease.name(), fence = lease.fence(), "lock released"),
         Ok(false) => tracing::warn!(

@@ -63,10 +63,10 @@ impl<D: Send + Sync, P: LockProvider> Fixture for (D, P) {
 /// CI; the set-up should panic instead when `CI` is set). The calling crate needs `tokio` with
 /// the `macros` and `rt-multi-thread` features.
 ///
-/// ```ignore
-/// // tests/conformance.rs of a provider crate
-/// mod common;
-/// lock_core::conformance_tests!(common::provider(common::CONFORMANCE_TABLE));
+/// ```
+/// // tests/conformance.rs of a provider crate; a database provider's set-up connects (and
+/// // returns None to skip when the server is unreachable outside CI).
+/// lock_core::conformance_tests!(async { Some(lock_core::InMemoryLockProvider::new()) });
 /// ```
 #[macro_export]
 macro_rules! conformance_tests {
