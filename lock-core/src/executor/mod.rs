@@ -1,17 +1,32 @@
-//! Acquire, run, release: the locking executor and its keep-alive.
+//! Acquire, run, release: the locking executor.
+//!
+//! The executor's rooms: this module holds the public type and its `execute_*` entry points;
+//! `acquire` takes the lock (or decides to skip), `lease` holds it (release on every path,
+//! keep-alive), `blocking` bridges synchronous bodies and callers, and `global` keeps the
+//! default executor that direct calls of `#[scheduler_lock]` functions use.
+
+mod acquire;
+mod blocking;
+mod global;
+mod lease;
 
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
-use crate::metrics::LockMetrics;
 use crate::{
-    AcquireOutcome, FireSlot, JobContext, Lease, LockConfiguration, LockError, LockProvider,
-    LockRequest, MAX_INSTANCE_ID_LEN, RefusalReason, default_instance_id,
+    FireSlot, JobContext, LockConfiguration, LockError, LockProvider, MAX_INSTANCE_ID_LEN,
+    default_instance_id,
 };
+
+use acquire::Acquired;
+use blocking::{block_on, join_blocking};
+pub(crate) use global::default_executor_shared;
+pub use global::{default_executor, install_default_executor};
+use lease::{LeaseGuard, keep_alive};
 
 /// What [`LockingTaskExecutor::execute_with_lock`] did with the body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -355,95 +370,6 @@ impl LockingTaskExecutor {
         }
     }
 
-    async fn acquire(
-        &self,
-        config: &LockConfiguration,
-        slot: Option<FireSlot>,
-    ) -> Result<Acquired, LockError> {
-        if let Some(ctx) = JobContext::current()
-            && ctx.lock_name() == config.name()
-        {
-            tracing::trace!(
-                lock = config.name(),
-                "lock already held by this body; reentrant call"
-            );
-            return Ok(Acquired::Reentrant);
-        }
-        let request = LockRequest {
-            name: config.shared_name().clone(),
-            locked_by: self.instance_id.clone(),
-            lock_at_most_for: config.lock_at_most_for(),
-            slot,
-        };
-        let metrics = config.metrics();
-        metrics.attempt();
-        // The lease is measured from before the request: it cannot end later than this + at_most.
-        let requested_at = tokio::time::Instant::now();
-        let result = bounded(
-            "acquire",
-            config.name(),
-            requested_at,
-            requested_at + self.operation_timeout,
-            self.provider.as_ref().acquire(&request),
-        )
-        .await;
-        let outcome = match result {
-            Ok(outcome) => outcome,
-            Err(error) => {
-                metrics.error();
-                tracing::error!(lock = config.name(), slot = ?slot.map(|s| s.instant()), error = &error as &dyn std::error::Error, "lock acquire failed; body not run");
-                return Err(error);
-            }
-        };
-        match outcome {
-            AcquireOutcome::Acquired(lease) => {
-                metrics.acquired();
-                tracing::Span::current().record("fence", lease.fence());
-                tracing::debug!(lock = config.name(), fence = lease.fence(), slot = ?slot.map(|s| s.instant()), instance = &*self.instance_id, "lock acquired");
-                let cancel = self.shutdown.child_token();
-                let ctx = JobContext::new(lease.clone(), cancel);
-                metrics.started();
-                let guard = LeaseGuard {
-                    provider: self.provider.clone(),
-                    lease: Some(lease),
-                    lock_at_least_for: config.lock_at_least_for(),
-                    metrics: metrics.clone(),
-                    started: tokio::time::Instant::now(),
-                    requested_at,
-                    operation_timeout: self.operation_timeout,
-                };
-                Ok(Acquired::Lease(guard, ctx))
-            }
-            AcquireOutcome::Refused(refusal) => {
-                metrics.skipped();
-                // A later slot already ran: some instance computes slots from a clock that is
-                // ahead (or this one's is behind). Each slot still runs at most once, but this
-                // instance will keep being refused until its clock catches up: say so loudly.
-                if refusal.reason == RefusalReason::SlotAlreadyRun
-                    && let (Some(slot), Some(last)) = (slot, refusal.last_fire)
-                    && last > slot.instant()
-                {
-                    tracing::warn!(
-                        lock = config.name(),
-                        slot = %slot,
-                        last_fire = %last,
-                        ahead_by = ?(last - slot.instant()).to_std().unwrap_or_default(),
-                        "a later slot already ran under this lock: an instance's clock is ahead of this one's; this fire is skipped"
-                    );
-                }
-                tracing::debug!(
-                    lock = config.name(),
-                    slot = ?slot.map(|s| s.instant()),
-                    reason = ?refusal.reason,
-                    locked_by = refusal.locked_by.as_deref(),
-                    lock_until = ?refusal.lock_until,
-                    "lock not acquired; skipped"
-                );
-                Ok(Acquired::Skipped)
-            }
-        }
-    }
-
     /// Drives `body` (with keep-alive if configured) and releases the lease afterwards,
     /// re-raising a panic of the body after the release.
     async fn run_holding<T>(
@@ -490,241 +416,4 @@ async fn bounded<T>(
                 after: deadline.saturating_duration_since(sent),
             })
         })
-}
-
-// Lives on the stack for one call; boxing the lease would allocate once per fire.
-#[allow(clippy::large_enum_variant)]
-enum Acquired {
-    Reentrant,
-    Skipped,
-    Lease(LeaseGuard, JobContext),
-}
-
-async fn join_blocking<T>(task: tokio::task::JoinHandle<T>) -> T {
-    match task.await {
-        Ok(out) => out,
-        Err(err) => match err.try_into_panic() {
-            Ok(panic) => std::panic::resume_unwind(panic),
-            // The blocking pool is shutting down with the runtime: nothing left to return to.
-            Err(err) => panic!("blocking job task did not complete: {err}"),
-        },
-    }
-}
-
-enum Never {}
-
-/// Extends the lease every `at_most / 2` until the lease is lost; then resolves the context's
-/// cancellation and waits forever (the body decides when to stop).
-fn keep_alive(
-    provider: Arc<dyn LockProvider>,
-    ctx: JobContext,
-    config: &LockConfiguration,
-    guard: &LeaseGuard,
-) -> impl Future<Output = Never> + Send + 'static {
-    let at_most = config.lock_at_most_for();
-    let metrics = config.metrics().clone();
-    let lease_end = guard.requested_at + at_most;
-    let timeout = guard.operation_timeout;
-    async move {
-        extend_until_lost(provider.as_ref(), &ctx, at_most, lease_end, timeout).await;
-        metrics.lost();
-        ctx.cancel_token().cancel();
-        std::future::pending().await
-    }
-}
-
-/// Extends the lease every `at_most / 2`; returns when an extension fails or is refused.
-///
-/// `lease_end` is the latest the lease can end by this process's clock (the previous request's
-/// send time + `at_most`): an extension still unanswered then may no longer hold anything, so
-/// it counts as lost even if the database never answers.
-async fn extend_until_lost(
-    provider: &dyn LockProvider,
-    ctx: &JobContext,
-    at_most: Duration,
-    mut lease_end: tokio::time::Instant,
-    timeout: Duration,
-) {
-    let period = at_most / 2;
-    let lease = ctx.lease();
-    let mut next = tokio::time::Instant::now() + period;
-    loop {
-        tokio::time::sleep_until(next).await;
-        let sent = tokio::time::Instant::now();
-        // While the lease may still hold, an unanswered extension must not outlive it. Past that
-        // (this process was paused or starved), ask anyway: the database's refusal is the
-        // proof that the lease is gone, and its grant that it is not.
-        let deadline = if lease_end > sent {
-            lease_end.min(sent + timeout)
-        } else {
-            sent + timeout
-        };
-        let result = bounded(
-            "extend",
-            lease.name(),
-            sent,
-            deadline,
-            provider.extend(lease, at_most),
-        )
-        .await;
-        match result {
-            Ok(true) => {
-                tracing::debug!(lock = lease.name(), fence = lease.fence(), "lock extended");
-                lease_end = sent + at_most;
-                next += period;
-            }
-            Ok(false) => {
-                tracing::warn!(
-                    lock = lease.name(),
-                    fence = lease.fence(),
-                    "lock lost: the lease expired or was taken over; cancelling the body"
-                );
-                break;
-            }
-            Err(error) => {
-                tracing::warn!(
-                    lock = lease.name(),
-                    fence = lease.fence(),
-                    error = &error as &dyn std::error::Error,
-                    "lock lost: extending the lease failed; cancelling the body"
-                );
-                break;
-            }
-        }
-    }
-}
-
-/// Blocks the current thread on `fut`, from a multi-thread runtime's worker (via
-/// `block_in_place`) or from a thread outside any runtime (on `fallback`).
-fn block_on<F: Future>(fallback: Option<&tokio::runtime::Handle>, fut: F) -> F::Output {
-    use tokio::runtime::{Handle, RuntimeFlavor};
-    match Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::CurrentThread => panic!(
-            "a synchronous #[scheduler_lock] function was called on a current-thread tokio runtime, \
-             where waiting for the lock would block the only worker; call it from \
-             tokio::task::spawn_blocking, or use a multi-thread runtime"
-        ),
-        Ok(handle) => tokio::task::block_in_place(|| handle.block_on(fut)),
-        Err(_) => match fallback {
-            Some(handle) => handle.block_on(fut),
-            None => panic!(
-                "a synchronous #[scheduler_lock] function was called outside a tokio runtime, and \
-                 its executor was created outside one too; create the executor (or start the \
-                 Scheduler) inside a tokio runtime"
-            ),
-        },
-    }
-}
-
-/// Releases the lease on every path: awaited normally, spawned if the future is dropped.
-struct LeaseGuard {
-    provider: Arc<dyn LockProvider>,
-    lease: Option<Lease>,
-    lock_at_least_for: Duration,
-    metrics: LockMetrics,
-    started: tokio::time::Instant,
-    /// When the acquire was sent: the lease cannot end later than this + `lock_at_most_for`.
-    requested_at: tokio::time::Instant,
-    operation_timeout: Duration,
-}
-
-impl LeaseGuard {
-    async fn release(&mut self) {
-        if let Some(lease) = self.lease.take() {
-            self.metrics.finished(self.started.elapsed());
-            release(
-                self.provider.as_ref(),
-                &lease,
-                self.lock_at_least_for,
-                self.operation_timeout,
-            )
-            .await;
-        }
-    }
-}
-
-impl Drop for LeaseGuard {
-    fn drop(&mut self) {
-        let Some(lease) = self.lease.take() else {
-            return;
-        };
-        self.metrics.finished(self.started.elapsed());
-        let provider = self.provider.clone();
-        let at_least = self.lock_at_least_for;
-        let timeout = self.operation_timeout;
-        match tokio::runtime::Handle::try_current() {
-            Ok(handle) => {
-                handle.spawn(
-                    async move { release(provider.as_ref(), &lease, at_least, timeout).await },
-                );
-            }
-            Err(_) => tracing::warn!(
-                lock = lease.name(),
-                "locked body dropped outside a runtime; the lease ends at lock_at_most_for"
-            ),
-        }
-    }
-}
-
-async fn release(
-    provider: &dyn LockProvider,
-    lease: &Lease,
-    at_least: Duration,
-    timeout: Duration,
-) {
-    let sent = tokio::time::Instant::now();
-    let result = bounded(
-        "release",
-        lease.name(),
-        sent,
-        sent + timeout,
-        provider.release(lease, at_least),
-    )
-    .await;
-    match result {
-        Ok(true) => tracing::debug!(lock = lease.name(), fence = lease.fence(), "lock released"),
-        Ok(false) => tracing::warn!(
-            lock = lease.name(),
-            fence = lease.fence(),
-            "lock release found the lease already expired and taken over; nothing released"
-        ),
-        Err(error) => tracing::error!(
-            lock = lease.name(),
-            fence = lease.fence(),
-            error = &error as &dyn std::error::Error,
-            "lock release failed; the lease ends at lock_at_most_for"
-        ),
-    }
-}
-
-// An `Arc` so that a direct locked call costs one reference count, not a clone of every field.
-static DEFAULT_EXECUTOR: RwLock<Option<Arc<LockingTaskExecutor>>> = RwLock::new(None);
-
-/// Installs the executor that direct calls of `#[scheduler_lock]` functions use.
-///
-/// [`SchedulerBuilder::start`](crate::SchedulerBuilder::start) installs its own executor, so
-/// this is only needed when a program calls locked functions without a scheduler. A later call
-/// replaces the executor.
-///
-/// ```
-/// use lock_core::{InMemoryLockProvider, LockingTaskExecutor};
-/// lock_core::install_default_executor(LockingTaskExecutor::new(InMemoryLockProvider::new()));
-/// assert!(lock_core::default_executor().is_some());
-/// ```
-pub fn install_default_executor(executor: LockingTaskExecutor) {
-    *DEFAULT_EXECUTOR
-        .write()
-        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(Arc::new(executor));
-}
-
-/// The executor installed by [`install_default_executor`] or the last started scheduler.
-pub fn default_executor() -> Option<LockingTaskExecutor> {
-    default_executor_shared().map(|executor| (*executor).clone())
-}
-
-pub(crate) fn default_executor_shared() -> Option<Arc<LockingTaskExecutor>> {
-    DEFAULT_EXECUTOR
-        .read()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .clone()
 }

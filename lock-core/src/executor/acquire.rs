@@ -1,0 +1,108 @@
+//! Taking the lock: reentrancy, the bounded acquire call, and what a grant or refusal means.
+
+use crate::{
+    AcquireOutcome, FireSlot, JobContext, LockConfiguration, LockError, LockRequest, RefusalReason,
+};
+
+use super::lease::LeaseGuard;
+use super::{LockingTaskExecutor, bounded};
+
+// Lives on the stack for one call; boxing the lease would allocate once per fire.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Acquired {
+    Reentrant,
+    Skipped,
+    Lease(LeaseGuard, JobContext),
+}
+
+impl LockingTaskExecutor {
+    /// Takes the lock for one call, or says why the body runs without (reentrant) or not at all.
+    pub(super) async fn acquire(
+        &self,
+        config: &LockConfiguration,
+        slot: Option<FireSlot>,
+    ) -> Result<Acquired, LockError> {
+        if let Some(ctx) = JobContext::current()
+            && ctx.lock_name() == config.name()
+        {
+            tracing::trace!(
+                lock = config.name(),
+                "lock already held by this body; reentrant call"
+            );
+            return Ok(Acquired::Reentrant);
+        }
+        let request = LockRequest {
+            name: config.shared_name().clone(),
+            locked_by: self.instance_id.clone(),
+            lock_at_most_for: config.lock_at_most_for(),
+            slot,
+        };
+        let metrics = config.metrics();
+        metrics.attempt();
+        // The lease is measured from before the request: it cannot end later than this + at_most.
+        let requested_at = tokio::time::Instant::now();
+        let result = bounded(
+            "acquire",
+            config.name(),
+            requested_at,
+            requested_at + self.operation_timeout,
+            self.provider.as_ref().acquire(&request),
+        )
+        .await;
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(error) => {
+                metrics.error();
+                tracing::error!(lock = config.name(), slot = ?slot.map(|s| s.instant()), error = &error as &dyn std::error::Error, "lock acquire failed; body not run");
+                return Err(error);
+            }
+        };
+        match outcome {
+            AcquireOutcome::Acquired(lease) => {
+                metrics.acquired();
+                tracing::Span::current().record("fence", lease.fence());
+                tracing::debug!(lock = config.name(), fence = lease.fence(), slot = ?slot.map(|s| s.instant()), instance = &*self.instance_id, "lock acquired");
+                let cancel = self.shutdown.child_token();
+                let ctx = JobContext::new(lease.clone(), cancel);
+                metrics.started();
+                let guard = LeaseGuard {
+                    provider: self.provider.clone(),
+                    lease: Some(lease),
+                    lock_at_least_for: config.lock_at_least_for(),
+                    metrics: metrics.clone(),
+                    started: tokio::time::Instant::now(),
+                    requested_at,
+                    operation_timeout: self.operation_timeout,
+                };
+                Ok(Acquired::Lease(guard, ctx))
+            }
+            AcquireOutcome::Refused(refusal) => {
+                metrics.skipped();
+                // A later slot already ran: some instance computes slots from a clock that is
+                // ahead (or this one's is behind). Each slot still runs at most once, but this
+                // instance will keep being refused until its clock catches up: say so loudly.
+                if refusal.reason == RefusalReason::SlotAlreadyRun
+                    && let (Some(slot), Some(last)) = (slot, refusal.last_fire)
+                    && last > slot.instant()
+                {
+                    tracing::warn!(
+                        lock = config.name(),
+                        slot = %slot,
+                        last_fire = %last,
+                        ahead_by = ?(last - slot.instant()).to_std().unwrap_or_default(),
+                        "a later slot already ran under this lock: an instance's clock is ahead of this one's; this fire is skipped"
+                    );
+                }
+                tracing::debug!(
+                    lock = config.name(),
+                    slot = ?slot.map(|s| s.instant()),
+                    reason = ?refusal.reason,
+                    locked_by = refusal.locked_by.as_deref(),
+                    lock_until = ?refusal.lock_until,
+                    "lock not acquired; skipped"
+                );
+                Ok(Acquired::Skipped)
+            }
+        }
+    }
+}
