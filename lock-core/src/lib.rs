@@ -8,7 +8,7 @@ mod error;
 mod executor;
 mod instance;
 mod memory;
-mod metrics;
+pub mod metrics;
 mod provider;
 mod scheduler;
 mod table;

@@ -1,101 +1,206 @@
-//! Counters, gauges and histograms per lock (feature `metrics`); no-ops without the feature.
+//! The metrics lock-core records with the `metrics` feature: their names, and the per-lock
+//! handles that record them.
+//!
+//! Every metric carries one label, [`JOB_LABEL`] (`job`): the lock's name. The names are
+//! constants here whether the feature is on or not, so an exporter's set-up (histogram buckets,
+//! filters, alerts in tests) can name them without spelling them again:
+//!
+//! ```
+//! use lock_core::metrics;
+//!
+//! // e.g. PrometheusBuilder::new().set_buckets_for_metric(
+//! //     Matcher::Full(metrics::JOB_FIRE_LAG_SECONDS.into()), &[0.001, 0.01, 0.1, 1.0])
+//! assert_eq!(metrics::JOB_FIRE_LAG_SECONDS, "scheduled_job_fire_lag_seconds");
+//! assert!(metrics::ALL.contains(&metrics::LOCK_ACQUIRED_TOTAL));
+//! ```
 //!
 //! Handles are registered once per [`LockConfiguration`](crate::LockConfiguration) (the
-//! scheduler builds one per job at start), so a fire allocates nothing for metrics.
+//! scheduler builds one per job at start), so a fire allocates nothing for metrics. Without the
+//! feature every recording call compiles to nothing.
 
-#[cfg(feature = "metrics")]
-mod enabled {
-    use std::sync::Arc;
-    use std::time::Duration;
+use std::time::Duration;
 
-    use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
+/// The one label of every metric: the lock's name (the job's name unless
+/// `#[scheduler_lock(name = ...)]` gives another).
+///
+/// ```
+/// assert_eq!(lock_core::metrics::JOB_LABEL, "job");
+/// ```
+pub const JOB_LABEL: &str = "job";
 
-    /// The handles of one lock.
-    #[derive(Clone, Debug)]
-    pub(crate) struct LockMetrics {
-        attempts: Counter,
-        acquired: Counter,
-        skipped: Counter,
-        errors: Counter,
-        lost: Counter,
-        failures: Counter,
-        active: Gauge,
-        duration: Histogram,
-        fire_lag: Histogram,
-    }
+/// Generates, from one table, the public name constants, [`ALL`], and both halves of
+/// `LockMetrics`: the enabled one (a handle per metric, registered with the `job` label) and the
+/// disabled one (every recording call a no-op). A row is
+/// `CONSTANT = "name", kind field => recorder(s);` where a counter has one recorder (add 1), a
+/// gauge two (add 1, subtract 1) and a histogram one (record a `Duration` in seconds).
+macro_rules! lock_metrics {
+    (@handle counter) => { ::metrics::Counter };
+    (@handle gauge) => { ::metrics::Gauge };
+    (@handle histogram) => { ::metrics::Histogram };
 
-    impl LockMetrics {
-        pub(crate) fn new(name: &Arc<str>) -> Self {
-            let job = || name.clone();
-            LockMetrics {
-                attempts: counter!("scheduled_lock_attempts_total", "job" => job()),
-                acquired: counter!("scheduled_lock_acquired_total", "job" => job()),
-                skipped: counter!("scheduled_lock_skipped_total", "job" => job()),
-                errors: counter!("scheduled_lock_errors_total", "job" => job()),
-                lost: counter!("scheduled_lock_lost_total", "job" => job()),
-                failures: counter!("scheduled_job_failures_total", "job" => job()),
-                active: gauge!("scheduled_job_active", "job" => job()),
-                duration: histogram!("scheduled_job_duration_seconds", "job" => job()),
-                fire_lag: histogram!("scheduled_job_fire_lag_seconds", "job" => job()),
+    // The kinds are named after the `metrics` facade's macros: `counter!`, `gauge!`, `histogram!`.
+    (@register $kind:ident $name:expr, $job:expr) => {
+        ::metrics::$kind!($name, super::JOB_LABEL => $job)
+    };
+
+    (@record counter $field:ident; $add:ident) => {
+        pub(crate) fn $add(&self) {
+            self.$field.increment(1);
+        }
+    };
+    (@record gauge $field:ident; $up:ident, $down:ident) => {
+        pub(crate) fn $up(&self) {
+            self.$field.increment(1.0);
+        }
+        pub(crate) fn $down(&self) {
+            self.$field.decrement(1.0);
+        }
+    };
+    (@record histogram $field:ident; $record:ident) => {
+        pub(crate) fn $record(&self, value: Duration) {
+            self.$field.record(value.as_secs_f64());
+        }
+    };
+
+    (@noop counter; $add:ident) => {
+        pub(crate) fn $add(&self) {}
+    };
+    (@noop gauge; $up:ident, $down:ident) => {
+        pub(crate) fn $up(&self) {}
+        pub(crate) fn $down(&self) {}
+    };
+    (@noop histogram; $record:ident) => {
+        pub(crate) fn $record(&self, _value: Duration) {}
+    };
+
+    ($(
+        $(#[doc = $doc:literal])*
+        $constant:ident = $name:literal, $kind:ident $field:ident => $($recorder:ident),+;
+    )*) => {
+        $(
+            $(#[doc = $doc])*
+            #[doc = ""]
+            #[doc = concat!("A ", stringify!($kind), ", labelled [`JOB_LABEL`] (the lock name).")]
+            #[doc = ""]
+            #[doc = "```"]
+            #[doc = concat!(
+                "assert_eq!(lock_core::metrics::",
+                stringify!($constant),
+                ", ",
+                stringify!($name),
+                ");"
+            )]
+            #[doc = "```"]
+            pub const $constant: &str = $name;
+        )*
+
+        /// Every metric name above, in the order of this page.
+        ///
+        /// ```
+        /// assert_eq!(lock_core::metrics::ALL.len(), 9);
+        /// ```
+        pub const ALL: &[&str] = &[$($constant),*];
+
+        #[cfg(feature = "metrics")]
+        mod enabled {
+            use std::sync::Arc;
+            use std::time::Duration;
+
+            /// The handles of one lock.
+            #[derive(Clone, Debug)]
+            pub(crate) struct LockMetrics {
+                $($field: lock_metrics!(@handle $kind),)*
+            }
+
+            impl LockMetrics {
+                pub(crate) fn new(name: &Arc<str>) -> Self {
+                    LockMetrics {
+                        $($field: lock_metrics!(@register $kind super::$constant, name.clone()),)*
+                    }
+                }
+
+                $(lock_metrics!(@record $kind $field; $($recorder),+);)*
             }
         }
-        pub(crate) fn attempt(&self) {
-            self.attempts.increment(1);
+
+        #[cfg(not(feature = "metrics"))]
+        mod disabled {
+            use std::sync::Arc;
+            use std::time::Duration;
+
+            /// Without the `metrics` feature every call compiles to nothing.
+            #[derive(Clone, Debug)]
+            pub(crate) struct LockMetrics;
+
+            impl LockMetrics {
+                pub(crate) fn new(_name: &Arc<str>) -> Self {
+                    LockMetrics
+                }
+
+                $(lock_metrics!(@noop $kind; $($recorder),+);)*
+            }
         }
-        pub(crate) fn acquired(&self) {
-            self.acquired.increment(1);
-        }
-        pub(crate) fn skipped(&self) {
-            self.skipped.increment(1);
-        }
-        pub(crate) fn error(&self) {
-            self.errors.increment(1);
-        }
-        pub(crate) fn lost(&self) {
-            self.lost.increment(1);
-        }
-        pub(crate) fn failure(&self) {
-            self.failures.increment(1);
-        }
-        pub(crate) fn started(&self) {
-            self.active.increment(1.0);
-        }
-        pub(crate) fn finished(&self, took: Duration) {
-            self.active.decrement(1.0);
-            self.duration.record(took.as_secs_f64());
-        }
-        pub(crate) fn fire_lag(&self, lag: Duration) {
-            self.fire_lag.record(lag.as_secs_f64());
-        }
-    }
+    };
 }
 
-#[cfg(not(feature = "metrics"))]
-mod disabled {
-    use std::sync::Arc;
-    use std::time::Duration;
-
-    /// Without the `metrics` feature every call compiles to nothing.
-    #[derive(Clone, Debug)]
-    pub(crate) struct LockMetrics;
-
-    impl LockMetrics {
-        pub(crate) fn new(_name: &Arc<str>) -> Self {
-            LockMetrics
-        }
-        pub(crate) fn attempt(&self) {}
-        pub(crate) fn acquired(&self) {}
-        pub(crate) fn skipped(&self) {}
-        pub(crate) fn error(&self) {}
-        pub(crate) fn lost(&self) {}
-        pub(crate) fn failure(&self) {}
-        pub(crate) fn started(&self) {}
-        pub(crate) fn finished(&self, _took: Duration) {}
-        pub(crate) fn fire_lag(&self, _lag: Duration) {}
-    }
+lock_metrics! {
+    /// Acquires tried: every instance, every fire, and every direct call of a locked function.
+    /// `attempts = acquired + skipped + errors`.
+    LOCK_ATTEMPTS_TOTAL = "scheduled_lock_attempts_total", counter attempts => attempt;
+    /// Acquires granted: runs of the body.
+    LOCK_ACQUIRED_TOTAL = "scheduled_lock_acquired_total", counter acquired => acquired;
+    /// Acquires refused: another instance holds the lock, or this slot already ran.
+    LOCK_SKIPPED_TOTAL = "scheduled_lock_skipped_total", counter skipped => skipped;
+    /// Acquires that failed (database unreachable, table missing); the body did not run.
+    LOCK_ERRORS_TOTAL = "scheduled_lock_errors_total", counter errors => error;
+    /// Leases lost while the body ran (keep-alive found the lease gone or could not extend it).
+    LOCK_LOST_TOTAL = "scheduled_lock_lost_total", counter lost => lost;
+    /// Scheduled runs whose body returned an error or panicked.
+    JOB_FAILURES_TOTAL = "scheduled_job_failures_total", counter failures => failure;
+    /// Bodies running now under this lock.
+    JOB_ACTIVE = "scheduled_job_active", gauge active => started, ended;
+    /// Time the lock was held, in seconds: from acquire to release, body included, failed runs
+    /// too.
+    JOB_DURATION_SECONDS = "scheduled_job_duration_seconds", histogram duration => held_for;
+    /// How late a fire started after its slot, in seconds (cron and fixed-rate jobs; every
+    /// instance records it).
+    JOB_FIRE_LAG_SECONDS = "scheduled_job_fire_lag_seconds", histogram fire_lag => fire_lag;
 }
 
 #[cfg(not(feature = "metrics"))]
 pub(crate) use disabled::LockMetrics;
 #[cfg(feature = "metrics")]
 pub(crate) use enabled::LockMetrics;
+
+impl LockMetrics {
+    /// A body that held the lock for `took` ended: one fewer active, one more duration.
+    pub(crate) fn finished(&self, took: Duration) {
+        self.ended();
+        self.held_for(took);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Dashboards and alerts query these names: they change only on purpose.
+    #[test]
+    fn names_are_the_published_ones() {
+        assert_eq!(
+            ALL,
+            [
+                "scheduled_lock_attempts_total",
+                "scheduled_lock_acquired_total",
+                "scheduled_lock_skipped_total",
+                "scheduled_lock_errors_total",
+                "scheduled_lock_lost_total",
+                "scheduled_job_failures_total",
+                "scheduled_job_active",
+                "scheduled_job_duration_seconds",
+                "scheduled_job_fire_lag_seconds",
+            ]
+        );
+        assert_eq!(JOB_LABEL, "job");
+    }
+}

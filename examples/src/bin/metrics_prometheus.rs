@@ -147,11 +147,11 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     PrometheusBuilder::new()
         .with_http_listener(options.listen)
         .set_buckets_for_metric(
-            Matcher::Full("scheduled_job_duration_seconds".into()),
+            Matcher::Full(lock_core::metrics::JOB_DURATION_SECONDS.into()),
             DURATION_BUCKETS,
         )?
         .set_buckets_for_metric(
-            Matcher::Full("scheduled_job_fire_lag_seconds".into()),
+            Matcher::Full(lock_core::metrics::JOB_FIRE_LAG_SECONDS.into()),
             FIRE_LAG_BUCKETS,
         )?
         .install()
