@@ -6,17 +6,10 @@ use std::time::Duration;
 
 use lock_core::{
     AcquireOutcome, InMemoryLockProvider, JobContext, LockConfiguration, LockOutcome, LockProvider,
-    LockRequest, LockingTaskExecutor,
+    LockRequest, LockingTaskExecutor, testkit,
 };
 
-fn request(name: &str, owner: &str) -> LockRequest {
-    LockRequest {
-        name: name.into(),
-        locked_by: owner.into(),
-        lock_at_most_for: Duration::from_secs(60),
-        slot: None,
-    }
-}
+const MINUTE: Duration = Duration::from_secs(60);
 
 async fn held(provider: &dyn LockProvider, name: &str) -> bool {
     provider
@@ -40,7 +33,10 @@ async fn keep_alive_holds_the_lease_past_lock_at_most_for() {
             // Three times lock_at_most_for: without extensions another owner would get in.
             for _ in 0..6 {
                 tokio::time::sleep(Duration::from_millis(200)).await;
-                let attempt = other.acquire(&request("kept", "intruder")).await.unwrap();
+                let attempt = other
+                    .acquire(&testkit::request(&"kept".into(), "intruder", MINUTE, None))
+                    .await
+                    .unwrap();
                 assert!(
                     matches!(attempt, AcquireOutcome::Refused(_)),
                     "lease expired while kept alive"
@@ -73,7 +69,10 @@ async fn a_lost_lease_resolves_cancelled() {
                 .await
                 .unwrap()
                 .expect("the row exists");
-            let taken = other.acquire(&request("lost", "new-owner")).await.unwrap();
+            let taken = other
+                .acquire(&testkit::request(&"lost".into(), "new-owner", MINUTE, None))
+                .await
+                .unwrap();
             assert!(matches!(taken, AcquireOutcome::Acquired(_)));
             let ctx = JobContext::current().unwrap();
             tokio::time::timeout(Duration::from_secs(2), ctx.cancelled())
