@@ -7,16 +7,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use lock_core::kit::{ColumnNames, fence_from_sql};
 use lock_core::{
-    AcquireOutcome, ColumnNames, DEFAULT_TABLE, Lease, LockError, LockProvider, LockRecord,
-    LockRequest, validate_lock_name,
+    AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, validate_lock_name,
 };
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Pool, TxOpts};
 
-use crate::schema::{COLUMNS_QUERY, Shape, Table};
+use crate::config::LockTableConfig;
 use crate::session::{self, Readiness};
 use crate::statements::{RecordRow, Statements};
+use crate::table::{COLUMNS_QUERY, Shape, Table};
 
 /// `ER_NO_SUCH_TABLE`.
 const NO_SUCH_TABLE: u16 = 1146;
@@ -54,6 +55,7 @@ const RECHECK_SHEDLOCK_TABLE: Duration = Duration::from_secs(60);
 /// ```
 pub struct MySqlLockProvider {
     pool: Pool,
+    config: LockTableConfig,
     table: Table,
     /// The statements for the table as last inspected; `None` until the first use, and again
     /// after the table went missing or `ensure_schema` changed it.
@@ -69,7 +71,7 @@ impl fmt::Debug for MySqlLockProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MySqlLockProvider")
             .field("table", &self.table.display())
-            .field("columns", self.table.columns())
+            .field("columns", &self.config.columns)
             .finish_non_exhaustive()
     }
 }
@@ -92,16 +94,35 @@ impl MySqlLockProvider {
     /// # Ok(()) }
     /// ```
     pub fn new(pool: Pool) -> Self {
-        let table = Table::new(DEFAULT_TABLE, ColumnNames::default())
-            .expect("the default table and column names are valid identifiers");
-        MySqlLockProvider {
+        Self::with_config(pool, LockTableConfig::default())
+            .expect("the default table and column names are valid identifiers")
+    }
+
+    /// A provider on `pool` with the given table and columns, refused if any name is not a
+    /// plain identifier.
+    ///
+    /// ```
+    /// # fn run(pool: lock_provider_mysql::mysql_async::Pool) -> Result<(), lock_core::LockError> {
+    /// use lock_core::ColumnNames;
+    /// use lock_provider_mysql::{LockTableConfig, MySqlLockProvider};
+    ///
+    /// let config = LockTableConfig::default()
+    ///     .with_table("ops.job_locks")
+    ///     .with_columns(ColumnNames { locked_by: "owner".into(), ..ColumnNames::default() });
+    /// let provider = MySqlLockProvider::with_config(pool, config)?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_config(pool: Pool, config: LockTableConfig) -> Result<Self, LockError> {
+        let table = Table::new(&config)?;
+        Ok(MySqlLockProvider {
             pool,
+            config,
             table,
             statements: Mutex::new(None),
             pool_pins_utc: OnceLock::new(),
             warned_shedlock_only: AtomicBool::new(false),
             warned_zone_per_use: AtomicBool::new(false),
-        }
+        })
     }
 
     /// Connects to `url` (`mysql://user:password@host:port/database`, with mysql_async's URL
@@ -154,8 +175,8 @@ impl MySqlLockProvider {
     /// # Ok(()) }
     /// ```
     pub fn with_table(self, table: &str) -> Result<Self, LockError> {
-        let table = Table::new(table, self.table.columns().clone())?;
-        Ok(self.with(table))
+        let config = self.config.clone().with_table(table);
+        self.with(config)
     }
 
     /// Uses other column names, for a table whose columns were renamed. Checked like
@@ -170,16 +191,17 @@ impl MySqlLockProvider {
     /// # Ok(()) }
     /// ```
     pub fn with_columns(self, columns: ColumnNames) -> Result<Self, LockError> {
-        let table = self.table.with_columns(columns)?;
-        Ok(self.with(table))
+        let config = self.config.clone().with_columns(columns);
+        self.with(config)
     }
 
-    fn with(self, table: Table) -> Self {
-        MySqlLockProvider {
-            table,
+    fn with(self, config: LockTableConfig) -> Result<Self, LockError> {
+        Ok(MySqlLockProvider {
+            table: Table::new(&config)?,
+            config,
             statements: Mutex::new(None),
             ..self
-        }
+        })
     }
 
     /// The pool the provider uses, e.g. to close it at shutdown with
@@ -194,16 +216,28 @@ impl MySqlLockProvider {
         &self.pool
     }
 
+    /// The table and column configuration.
+    ///
+    /// ```
+    /// # fn run(pool: lock_provider_mysql::mysql_async::Pool) {
+    /// let provider = lock_provider_mysql::MySqlLockProvider::new(pool);
+    /// assert_eq!(provider.config().table, "shedlock");
+    /// # }
+    /// ```
+    pub fn config(&self) -> &LockTableConfig {
+        &self.config
+    }
+
     /// The statement that creates the lock table, as [`ensure_schema`](Self::ensure_schema)
     /// runs it, for migration tools.
     ///
     /// ```
     /// # fn run(pool: lock_provider_mysql::mysql_async::Pool) {
-    /// let ddl = lock_provider_mysql::MySqlLockProvider::new(pool).create_table_statement();
+    /// let ddl = lock_provider_mysql::MySqlLockProvider::new(pool).create_table_sql();
     /// assert!(ddl.starts_with("CREATE TABLE IF NOT EXISTS `shedlock`"));
     /// # }
     /// ```
-    pub fn create_table_statement(&self) -> String {
+    pub fn create_table_sql(&self) -> String {
         self.table.create_ddl()
     }
 
@@ -455,7 +489,7 @@ fn record(row: RecordRow) -> LockRecord {
         lock_until: utc(lock_until),
         locked_at: utc(locked_at),
         locked_by,
-        fence: u64::try_from(fence).unwrap_or(0),
+        fence: fence_from_sql(fence),
         last_fire: last_fire.map(utc),
         held,
     }
