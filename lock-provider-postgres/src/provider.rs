@@ -160,7 +160,7 @@ impl PostgresLockProvider {
     /// assert!(PostgresLockProvider::new(pool()).with_table("locks; DROP TABLE users").is_err());
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
-    pub fn with_table(self, table: impl Into<String>) -> Result<Self, LockError> {
+    pub fn with_table(self, table: &str) -> Result<Self, LockError> {
         let config = LockTableConfig {
             table: table.into(),
             ..self.config
