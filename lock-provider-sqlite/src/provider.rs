@@ -454,4 +454,29 @@ mod tests {
         assert!(path_of_url("postgres://host/db").is_err());
         assert!(path_of_url("locks.db").is_err());
     }
+
+    /// The kit's rounding rule: a sub-millisecond lease is one millisecond, not zero (SQLite
+    /// used to truncate it to `lock_until = locked_at`, a lease over when taken).
+    #[tokio::test]
+    async fn a_sub_millisecond_lease_is_one_millisecond() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = SqliteLockProvider::open(dir.path().join("locks.db")).unwrap();
+        provider.ensure_schema().await.unwrap();
+        let request = LockRequest {
+            name: "short".into(),
+            locked_by: "me".into(),
+            lock_at_most_for: Duration::from_micros(200),
+            slot: None,
+        };
+        let outcome = provider.acquire(&request).await.unwrap();
+        assert!(
+            matches!(outcome, AcquireOutcome::Acquired(_)),
+            "{outcome:?}"
+        );
+        let record = provider.force_unlock("short").await.unwrap().unwrap();
+        assert_eq!(
+            record.lock_until - record.locked_at,
+            chrono::TimeDelta::milliseconds(1)
+        );
+    }
 }
