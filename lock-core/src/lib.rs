@@ -7,11 +7,11 @@ mod context;
 mod error;
 mod executor;
 mod instance;
+pub mod kit;
 mod memory;
 pub mod metrics;
 mod provider;
 mod scheduler;
-mod table;
 #[cfg(feature = "tokio-cron-scheduler")]
 pub mod tcs;
 
@@ -30,6 +30,7 @@ pub use executor::{
     LockingTaskExecutor, default_executor, install_default_executor,
 };
 pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};
+pub use kit::{ColumnNames, DEFAULT_TABLE, validate_identifier, validate_table_name};
 pub use lock_macros::{scheduled, scheduler_lock};
 pub use memory::InMemoryLockProvider;
 pub use provider::{
@@ -39,4 +40,3 @@ pub use scheduler::{
     DEFAULT_SHUTDOWN_TIMEOUT, Job, JobStatus, RunOutcome, Scheduler, SchedulerBuilder, Trigger,
     registered_jobs,
 };
-pub use table::{ColumnNames, DEFAULT_TABLE, validate_identifier, validate_table_name};

@@ -224,6 +224,10 @@ pub struct LockRecord {
 ///
 /// The conformance suite in `lock_core::testkit` (feature `testkit`) checks all of these.
 ///
+/// A new backend follows the checklist "Adding a provider" in the [crate docs](crate): this
+/// trait, the SQL provider kit [`kit`](crate::kit), `conformance_tests!`, the
+/// `lock_providers::open` registry and the fault-test backend.
+///
 /// ```
 /// use lock_core::{AcquireOutcome, InMemoryLockProvider, LockProvider, LockRequest};
 /// use std::{sync::Arc, time::Duration};

@@ -2,11 +2,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+mod config;
 mod provider;
-mod schema;
 mod session;
 mod statements;
+mod table;
 
+pub use config::LockTableConfig;
 pub use provider::MySqlLockProvider;
 
 /// The MySQL driver the provider runs on, re-exported so that one dependency line is enough to

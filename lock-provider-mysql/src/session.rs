@@ -1,4 +1,5 @@
-//! What every connection the provider uses must be like, and how it gets that way.
+//! Connections and statements: what every connection the provider uses must be like and how
+//! it gets that way, and the statements for the table as last inspected.
 //!
 //! - **Session time zone `+00:00`.** `UTC_TIMESTAMP()` does not depend on it, and neither do
 //!   `DATETIME` columns, but a ShedLock table's `TIMESTAMP(3)` columns convert every value through
@@ -10,8 +11,16 @@
 //!   use would prepare its statement again: one more round trip per operation. The provider
 //!   leaves nothing in a session that a reset would need to clear.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use lock_core::LockError;
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Opts, OptsBuilder};
+use mysql_async::{Conn, Opts, OptsBuilder, Pool};
+
+use crate::statements::Statements;
+use crate::table::{COLUMNS_QUERY, Shape, Table};
 
 /// The statement that pins the session time zone to UTC.
 pub(crate) const UTC_SESSION: &str = "SET time_zone = '+00:00'";
@@ -71,6 +80,209 @@ fn sets_utc(statement: &str) -> bool {
     ["'+00:00'", "\"+00:00\"", "'+0:00'", "'utc'", "\"utc\""]
         .iter()
         .any(|zone| compact.contains(&format!("time_zone={zone}")))
+}
+
+/// `ER_NO_SUCH_TABLE`.
+const NO_SUCH_TABLE: u16 = 1146;
+/// `ER_BAD_FIELD_ERROR`: a column was renamed or dropped after the table was inspected.
+const BAD_FIELD: u16 = 1054;
+/// `ER_DUP_FIELDNAME`: another instance added the column first.
+const DUPLICATE_COLUMN: u16 = 1060;
+/// How often a table found with ShedLock's four columns only is inspected again, so that a
+/// migration run by another instance (`ensure_schema` at its startup) is picked up here too.
+const RECHECK_SHEDLOCK_TABLE: Duration = Duration::from_secs(60);
+
+/// The pool, the table, and the statements for the table as last inspected.
+pub(crate) struct Session {
+    pub(crate) pool: Pool,
+    pub(crate) table: Table,
+    /// The statements for the table as last inspected; `None` until the first use, and again
+    /// after the table went missing or `ensure_schema` changed it.
+    statements: Mutex<Option<Arc<Statements>>>,
+    /// Whether the pool's options pin the session time zone; every connection of a pool has
+    /// the pool's options, so the first one tells.
+    pool_pins_utc: OnceLock<bool>,
+    warned_shedlock_only: AtomicBool,
+    warned_zone_per_use: AtomicBool,
+}
+
+impl Session {
+    pub(crate) fn new(pool: Pool, table: Table) -> Self {
+        Session {
+            pool,
+            table,
+            statements: Mutex::new(None),
+            pool_pins_utc: OnceLock::new(),
+            warned_shedlock_only: AtomicBool::new(false),
+            warned_zone_per_use: AtomicBool::new(false),
+        }
+    }
+
+    /// `mysql table <schema.table>`, for errors and logs.
+    pub(crate) fn describe(&self) -> String {
+        format!("mysql table {}", self.table.display())
+    }
+
+    /// Creates or migrates the table (see
+    /// [`MySqlLockProvider::ensure_schema`](crate::MySqlLockProvider::ensure_schema)), then
+    /// inspects it again.
+    pub(crate) async fn ensure_table(&self) -> Result<(), LockError> {
+        let mut conn = self.conn("schema", "").await?;
+        conn.query_drop(self.table.create_ddl())
+            .await
+            .map_err(|e| self.error("schema", "", e))?;
+        let columns = self.columns(&mut conn).await?;
+        let missing = self.table.missing_extension_columns(&columns);
+        if let Some(alter) = self.table.migration_ddl(&missing) {
+            match conn.query_drop(alter).await {
+                Ok(()) => tracing::info!(
+                    table = %self.table.display(),
+                    "added the fence and last_fire columns to the lock table"
+                ),
+                // Another instance migrated the table at the same moment.
+                Err(mysql_async::Error::Server(e)) if e.code == DUPLICATE_COLUMN => {}
+                Err(e) => return Err(self.error("schema", "", e)),
+            }
+        }
+        *self.cached() = None;
+        self.statements(&mut conn, "schema", "").await.map(drop)
+    }
+
+    /// A connection from the pool, with the statements for the table as it is now.
+    pub(crate) async fn ready(
+        &self,
+        operation: &'static str,
+        lock: &str,
+    ) -> Result<(Conn, Arc<Statements>), LockError> {
+        let mut conn = self.conn(operation, lock).await?;
+        let statements = self.statements(&mut conn, operation, lock).await?;
+        let pins_utc = *self.pool_pins_utc.get_or_init(|| pins_utc(conn.opts()));
+        let readiness = ready(&mut conn, pins_utc, statements.shape().zone_sensitive)
+            .await
+            .map_err(|e| self.error(operation, lock, e))?;
+        if readiness == Readiness::ZoneSetNow
+            && !self.warned_zone_per_use.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(
+                table = %self.table.display(),
+                "the lock table has TIMESTAMP columns and the pool does not pin the session time \
+                 zone, so each use sets it (one more round trip); build the pool with \
+                 MySqlLockProvider::pool_options, or make the time columns DATETIME(3)"
+            );
+        }
+        Ok((conn, statements))
+    }
+
+    pub(crate) async fn conn(
+        &self,
+        operation: &'static str,
+        lock: &str,
+    ) -> Result<Conn, LockError> {
+        self.pool
+            .get_conn()
+            .await
+            .map_err(|e| self.error(operation, lock, e))
+    }
+
+    fn cached(&self) -> std::sync::MutexGuard<'_, Option<Arc<Statements>>> {
+        // The guarded value is replaced whole, so a poisoned lock still holds a consistent one.
+        self.statements
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    async fn statements(
+        &self,
+        conn: &mut Conn,
+        operation: &'static str,
+        lock: &str,
+    ) -> Result<Arc<Statements>, LockError> {
+        if let Some(statements) = self.cached().clone()
+            && (statements.shape().extended
+                || statements.prepared_at().elapsed() < RECHECK_SHEDLOCK_TABLE)
+        {
+            return Ok(statements);
+        }
+        let shape = match self.inspect(conn).await {
+            Ok(Some(shape)) => shape,
+            Ok(None) => return Err(self.table_missing(None)),
+            Err(LockError::Provider { source, .. }) => {
+                return Err(LockError::Provider {
+                    operation,
+                    lock: lock.to_owned(),
+                    backend: self.describe(),
+                    source,
+                });
+            }
+            Err(other) => return Err(other),
+        };
+        if !shape.extended && !self.warned_shedlock_only.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                table = %self.table.display(),
+                "the lock table has only ShedLock's four columns: leases exclude each other, but \
+                 fences are 0, a stale holder is told apart by locked_by only, and a slot may run \
+                 twice; run ensure_schema() to add the fence and last_fire columns"
+            );
+        }
+        let statements = Arc::new(Statements::new(&self.table, shape));
+        *self.cached() = Some(statements.clone());
+        Ok(statements)
+    }
+
+    /// The table's columns and their types; none when it does not exist.
+    async fn columns(&self, conn: &mut Conn) -> Result<Vec<(String, String)>, LockError> {
+        conn.exec(COLUMNS_QUERY, (self.table.schema(), self.table.name()))
+            .await
+            .map_err(|e| self.error("schema", "", e))
+    }
+
+    /// What the table holds, or `None` when it does not exist.
+    async fn inspect(&self, conn: &mut Conn) -> Result<Option<Shape>, LockError> {
+        let rows = self.columns(conn).await?;
+        let shape = self.table.layout_from(&rows)?;
+        if shape.is_none() && self.table.schema().is_none() {
+            let database: Option<Option<String>> = conn
+                .query_first("SELECT DATABASE()")
+                .await
+                .map_err(|e| self.error("schema", "", e))?;
+            if database.flatten().is_none() {
+                return Err(LockError::InvalidConfiguration(format!(
+                    "no database selected for lock table {}: name one in the connection URL \
+                     (mysql://host/database) or qualify the table (`database.{}`)",
+                    self.table.name(),
+                    self.table.name()
+                )));
+            }
+        }
+        Ok(shape)
+    }
+
+    fn table_missing(&self, source: Option<mysql_async::Error>) -> LockError {
+        *self.cached() = None;
+        LockError::TableMissing {
+            table: self.table.display(),
+            ddl: format!("{};", self.table.create_ddl()),
+            source: source.map(Into::into),
+        }
+    }
+
+    /// Wraps a driver error with the operation, lock and table it concerns.
+    pub(crate) fn error(
+        &self,
+        operation: &'static str,
+        lock: &str,
+        error: mysql_async::Error,
+    ) -> LockError {
+        if let mysql_async::Error::Server(server) = &error {
+            match server.code {
+                NO_SUCH_TABLE => return self.table_missing(Some(error)),
+                // Inspect the table again at the next use, to report what is wrong with it.
+                BAD_FIELD => *self.cached() = None,
+                _ => {}
+            }
+        }
+        LockError::provider(operation, lock, self.describe(), error)
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 //! decoding of what the server answers.
 //!
 //! Every time is the server's `UTC_TIMESTAMP(3)` (evaluated once per statement, so all its uses
-//! in one statement agree); durations travel as microsecond intervals. The shapes follow
+//! in one statement agree); durations travel as microsecond intervals holding whole
+//! milliseconds, rounded by the kit's rule (`lock_core::kit::lease_millis`), so that
+//! `now + interval` stays on the columns' millisecond grid and no lease is shorter than asked. The shapes follow
 //! ShedLock's `MySqlServerTimeStatementsSource`, with two changes:
 //!
 //! - **Acquire is one statement**, `INSERT ... ON DUPLICATE KEY UPDATE`, instead of ShedLock's
@@ -23,10 +25,11 @@
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDateTime, Utc};
+use lock_core::kit::{at_least_millis, fence_to_sql, lease_millis};
 use lock_core::{AcquireOutcome, Lease, LockRequest, Refusal, RefusalReason};
 use mysql_async::{Params, Value};
 
-use crate::schema::{Column, Shape, Table};
+use crate::table::{Column, Shape, Table};
 
 /// `last_insert_id` at or above this is a refusal; below it, a fence. 2^62: no fence gets there.
 const REFUSED: u64 = 1 << 62;
@@ -39,11 +42,6 @@ const SLOT_ALREADY_RUN: u64 = 1 << 61;
 /// acquire's server time); it reads a `DATETIME`'s stored UTC wall time whatever the session
 /// zone.
 const SECONDS_MASK: u64 = SLOT_ALREADY_RUN - 1;
-
-/// The shortest lease written: a shorter one would round to `lock_until = now`, already over.
-const MIN_LEASE: Duration = Duration::from_millis(1);
-/// The longest interval written, so that `now + interval` stays far inside `DATETIME`'s range.
-const MAX_INTERVAL: Duration = Duration::from_secs(1000 * 365 * 24 * 3600);
 
 const NOW: &str = "UTC_TIMESTAMP(3)";
 
@@ -158,7 +156,7 @@ impl Statements {
 
     pub(crate) fn acquire(&self, request: &LockRequest) -> (&str, Params) {
         let name = Value::from(&*request.name);
-        let at_most = micros(request.lock_at_most_for.max(MIN_LEASE));
+        let at_most = micros(lease_millis(request.lock_at_most_for));
         let by = Value::from(&*request.locked_by);
         let params = if self.shape.extended {
             let slot = Value::from(request.slot.map(|s| s.instant().naive_utc()));
@@ -180,14 +178,14 @@ impl Statements {
     }
 
     pub(crate) fn release(&self, lease: &Lease, at_least: Duration) -> (&str, Params) {
-        let at_least = micros(at_least);
+        let at_least = micros(at_least_millis(at_least));
         let mut params = vec![at_least.clone(), at_least];
         params.extend(self.owner(lease));
         (&self.release, Params::Positional(params))
     }
 
     pub(crate) fn extend(&self, lease: &Lease, at_most: Duration) -> (&str, Params) {
-        let mut params = vec![micros(at_most.max(MIN_LEASE))];
+        let mut params = vec![micros(lease_millis(at_most))];
         params.extend(self.owner(lease));
         (&self.extend, Params::Positional(params))
     }
@@ -207,7 +205,7 @@ impl Statements {
     fn owner(&self, lease: &Lease) -> Vec<Value> {
         let mut params = vec![Value::from(lease.name()), Value::from(lease.locked_by())];
         if self.shape.extended {
-            params.push(Value::from(lease.fence()));
+            params.push(Value::from(fence_to_sql(lease)));
         }
         params
     }
@@ -280,18 +278,21 @@ fn from_to_seconds(seconds: u64) -> Option<DateTime<Utc>> {
     DateTime::from_timestamp(unix, 0)
 }
 
-fn micros(d: Duration) -> Value {
-    Value::Int(d.min(MAX_INTERVAL).as_micros() as i64)
+/// Whole milliseconds (already rounded by the kit) as the `MICROSECOND` interval the
+/// statements add.
+fn micros(millis: i64) -> Value {
+    Value::Int(millis * 1000)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lock_core::{ColumnNames, FireSlot};
+    use lock_core::FireSlot;
+    use lock_core::kit::LockTableConfig;
     use std::sync::Arc;
 
     fn statements(extended: bool) -> Statements {
-        let table = Table::new("shedlock", ColumnNames::default()).unwrap();
+        let table = Table::new(&LockTableConfig::default()).unwrap();
         Statements::new(
             &table,
             Shape {

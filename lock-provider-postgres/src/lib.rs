@@ -4,11 +4,14 @@
 
 mod config;
 mod provider;
-mod schema;
-mod sql;
+mod session;
+mod statements;
+mod table;
 
 pub use config::LockTableConfig;
-pub use provider::{LockStatements, PostgresLockProvider, TableShape};
+pub use provider::PostgresLockProvider;
+pub use statements::LockStatements;
+pub use table::TableShape;
 
 /// The pool crate, re-exported so that one dependency line is enough to build a pool.
 ///

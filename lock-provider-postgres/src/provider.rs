@@ -1,38 +1,25 @@
 //! `PostgresLockProvider`: the `LockProvider` contract on a deadpool-postgres pool.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use lock_core::kit::{
+    ColumnNames, IdentifierStyle, at_least_millis, fence_from_sql, fence_to_sql, lease_millis,
+};
 use lock_core::{
-    AcquireOutcome, ColumnNames, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
+    AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
     RefusalReason, validate_lock_name,
 };
-use tokio_postgres::error::SqlState;
-use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, Row};
 
-use crate::config::{LockTableConfig, ResolvedTable};
-use crate::schema::{self, Found};
-use crate::sql::{self, Shape, Statements};
-
-/// How many times an operation is tried again after finding its connection dead or its cached
-/// statement stale (see [`Stale`]).
-///
-/// Retrying after a dead connection is safe for every statement even when the lost attempt
-/// might have executed: release and extend are idempotent for one lease, and an acquire that
-/// did commit makes the retry see the lock held (by us), so the fire is skipped and the lease
-/// runs out at `lock_at_most_for`, as if the holder had died; exclusion is never broken. A
-/// stale statement failed before executing. Without the retry, the first fire after a database
-/// restart, a killed backend or a recreated table would be skipped for nothing.
-const RETRIES: usize = 2;
-
-/// Leases longer than this are cut to it, so that `now + lease` stays a valid timestamp.
-const MAX_LEASE: Duration = Duration::from_secs(1000 * 365 * 24 * 3600);
+use crate::config::LockTableConfig;
+use crate::session::Session;
+use crate::statements::{self as sql, LockStatements};
+use crate::table::{self, TableShape};
 
 /// Locks in a PostgreSQL table shared with ShedLock, on a [`deadpool_postgres::Pool`].
 ///
@@ -58,113 +45,8 @@ const MAX_LEASE: Duration = Duration::from_secs(1000 * 365 * 24 * 3600);
 /// ```
 #[derive(Clone)]
 pub struct PostgresLockProvider {
-    pool: Pool,
     config: LockTableConfig,
-    table: Arc<ResolvedTable>,
-    shape: Arc<ShapeCache>,
-}
-
-/// The statements for the table as last found, shared by clones of a provider.
-#[derive(Default)]
-struct ShapeCache {
-    statements: Mutex<Option<Arc<Statements>>>,
-    warned: AtomicBool,
-}
-
-impl ShapeCache {
-    fn get(&self) -> Option<Arc<Statements>> {
-        self.lock().clone()
-    }
-
-    fn set(&self, statements: Arc<Statements>) {
-        *self.lock() = Some(statements);
-    }
-
-    fn clear(&self) {
-        *self.lock() = None;
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Statements>>> {
-        // Only ever holds a finished value; a panic elsewhere cannot leave it half-written.
-        self.statements
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-/// What the lock table supports, as found by [`PostgresLockProvider::check_schema`].
-///
-/// ```no_run
-/// # async fn run(provider: lock_provider_postgres::PostgresLockProvider) -> Result<(), lock_core::LockError> {
-/// use lock_provider_postgres::TableShape;
-/// match provider.check_schema().await? {
-///     TableShape::Full => {}
-///     TableShape::ShedLockOnly => println!("run ensure_schema() to enable fencing"),
-///     _ => {}
-/// }
-/// # Ok(()) }
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TableShape {
-    /// All six columns: exclusion, fencing and once-per-slot.
-    Full,
-    /// Only ShedLock's four columns: exclusion only; leases carry fence 0 and slots are
-    /// ignored until [`PostgresLockProvider::ensure_schema`] adds `fence` and `last_fire`.
-    ShedLockOnly,
-}
-
-/// The exact SQL the provider runs on its table, for operators (to `EXPLAIN` it, or to grant
-/// precisely what it needs) and for benchmarks that issue the same statements by hand.
-///
-/// Parameters: acquire `$1` name (text), `$2` lock_at_most_for in ms (int8), `$3` locked_by
-/// (text), `$4` slot (timestamp, UTC, or NULL); release `$1` name, `$2` locked_by, `$3` fence
-/// (int8), `$4` lock_at_least_for in ms; extend like release with `$4` lock_at_most_for in ms;
-/// force unlock `$1` name; list none.
-///
-/// ```no_run
-/// # async fn run(provider: lock_provider_postgres::PostgresLockProvider) -> Result<(), lock_core::LockError> {
-/// let statements = provider.statements().await?;
-/// println!("{}\n{}", statements.acquire, statements.release);
-/// # Ok(()) }
-/// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct LockStatements {
-    /// The shape of the table these statements were built for.
-    pub shape: TableShape,
-    /// Acquire: one row while the lock's row exists (`granted` fence or NULL, then the row as
-    /// it was), none when it does not.
-    pub acquire: String,
-    /// Create the missing row (same parameters as `acquire`); returns the fence, or nothing
-    /// when another instance created it first.
-    pub create: String,
-    /// Release, with asynchronous commit of its own transaction.
-    pub release: String,
-    /// Extend.
-    pub extend: String,
-    /// Every row, sorted by name.
-    pub list: String,
-    /// Force unlock, returning the row as it was.
-    pub force_unlock: String,
-}
-
-/// A failure inside one attempt: the database's (maybe worth a retry) or already final.
-enum Failure {
-    Db(tokio_postgres::Error),
-    Lock(LockError),
-}
-
-impl From<tokio_postgres::Error> for Failure {
-    fn from(e: tokio_postgres::Error) -> Self {
-        Failure::Db(e)
-    }
-}
-
-/// Rows or a row count, depending on the statement.
-enum Reply {
-    Rows(Vec<Row>),
-    Count(u64),
+    session: Session,
 }
 
 impl PostgresLockProvider {
@@ -209,12 +91,10 @@ impl PostgresLockProvider {
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
     pub fn with_config(pool: Pool, config: LockTableConfig) -> Result<Self, LockError> {
-        let table = Arc::new(config.resolve()?);
+        let table = config.resolve(IdentifierStyle::POSTGRES)?;
         Ok(PostgresLockProvider {
-            pool,
+            session: Session::new(pool, table),
             config,
-            table,
-            shape: Arc::default(),
         })
     }
 
@@ -260,7 +140,7 @@ impl PostgresLockProvider {
         let provider = Self::new(pool);
         // Fail fast, and as a connect error, when the server cannot be reached; the connection
         // stays in the pool for the first fire.
-        drop(provider.client("connect", "").await?);
+        drop(provider.session.client("connect", "").await?);
         Ok(provider)
     }
 
@@ -280,12 +160,12 @@ impl PostgresLockProvider {
     /// assert!(PostgresLockProvider::new(pool()).with_table("locks; DROP TABLE users").is_err());
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
-    pub fn with_table(self, table: impl Into<String>) -> Result<Self, LockError> {
+    pub fn with_table(self, table: &str) -> Result<Self, LockError> {
         let config = LockTableConfig {
             table: table.into(),
             ..self.config
         };
-        Self::with_config(self.pool, config)
+        Self::with_config(self.session.pool, config)
     }
 
     /// The same provider with other column names, refused if a name is not a plain identifier
@@ -310,7 +190,7 @@ impl PostgresLockProvider {
             columns,
             ..self.config
         };
-        Self::with_config(self.pool, config)
+        Self::with_config(self.session.pool, config)
     }
 
     /// The pool the provider takes its connections from.
@@ -328,7 +208,7 @@ impl PostgresLockProvider {
     /// println!("{:?}", provider().pool().status());
     /// ```
     pub fn pool(&self) -> &Pool {
-        &self.pool
+        &self.session.pool
     }
 
     /// The table and column configuration.
@@ -362,10 +242,10 @@ impl PostgresLockProvider {
     /// # fn provider() -> lock_provider_postgres::PostgresLockProvider {
     /// #     lock_provider_postgres::PostgresLockProvider::new(pool())
     /// # }
-    /// println!("{}", provider().create_table_ddl());
+    /// println!("{}", provider().create_table_sql());
     /// ```
-    pub fn create_table_ddl(&self) -> String {
-        sql::create_table(&self.table)
+    pub fn create_table_sql(&self) -> String {
+        table::create_table(&self.session.table)
     }
 
     /// Creates the lock table if it is missing, or adds `fence` and `last_fire` to a table
@@ -378,12 +258,7 @@ impl PostgresLockProvider {
     /// # Ok(()) }
     /// ```
     pub async fn ensure_schema(&self) -> Result<(), LockError> {
-        let mut client = self.client("schema", "").await?;
-        schema::ensure(&mut client, &self.table)
-            .await
-            .map_err(|e| self.db_error("schema", "", e))?;
-        drop(client);
-        self.shape.clear();
+        self.session.ensure_table().await?;
         self.check_schema().await.map(|_| ())
     }
 
@@ -403,8 +278,8 @@ impl PostgresLockProvider {
     /// # Ok(()) }
     /// ```
     pub async fn check_schema(&self) -> Result<TableShape, LockError> {
-        self.shape.clear();
-        Ok(self.statements().await?.shape)
+        self.session.forget_shape();
+        Ok(self.session.statements().await?.shape)
     }
 
     /// The statements the provider runs on its table as it is now (looks at the table if it
@@ -416,191 +291,25 @@ impl PostgresLockProvider {
     /// # Ok(()) }
     /// ```
     pub async fn statements(&self) -> Result<LockStatements, LockError> {
-        let client = self.client("schema", "").await?;
-        let s = self
-            .statements_for(&client)
-            .await
-            .map_err(|failure| match failure {
-                Failure::Db(e) => self.db_error("schema", "", e),
-                Failure::Lock(e) => e,
-            })?;
-        Ok(LockStatements {
-            shape: match s.shape {
-                Shape::Full => TableShape::Full,
-                Shape::ShedLockOnly => TableShape::ShedLockOnly,
-            },
-            acquire: s.acquire.clone(),
-            create: s.create.clone(),
-            release: s.release.clone(),
-            extend: s.extend.clone(),
-            list: s.list.clone(),
-            force_unlock: s.force_unlock.clone(),
-        })
-    }
-
-    async fn client(&self, operation: &'static str, lock: &str) -> Result<Object, LockError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| LockError::provider(operation, lock, self.describe(), e))
-    }
-
-    /// The statements for the table's current shape, finding the shape on first use.
-    async fn statements_for(&self, client: &Object) -> Result<Arc<Statements>, Failure> {
-        if let Some(statements) = self.shape.get() {
-            return Ok(statements);
-        }
-        let columns = match schema::find(&***client, &self.table).await? {
-            Found::Missing => return Err(Failure::Lock(self.table_missing(None))),
-            Found::Present(columns) => columns,
-        };
-        let shape = schema::shape_of(&self.table, &columns).map_err(Failure::Lock)?;
-        if shape == Shape::ShedLockOnly && !self.shape.warned.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                table = %self.table.display,
-                "lock table {} has only ShedLock's columns: locks are exclusive, but fencing \
-                 tokens are 0 and once-per-slot is not enforced until the table is migrated; \
-                 call ensure_schema() or run:\n{}",
-                self.table.display,
-                sql::add_extension_columns(&self.table)
-            );
-        }
-        let statements = Arc::new(Statements::new(&self.table, shape));
-        self.shape.set(statements.clone());
-        Ok(statements)
-    }
-
-    /// Runs one statement on a pooled connection, trying again when the connection turned out
-    /// to be dead or the statement stale (see [`RETRIES`]).
-    async fn run(
-        &self,
-        operation: &'static str,
-        lock: &str,
-        pick: fn(&Statements) -> &str,
-        types: &[Type],
-        params: &[&(dyn ToSql + Sync)],
-        want_rows: bool,
-    ) -> Result<Reply, LockError> {
-        let mut retries = 0;
-        loop {
-            let client = self.client(operation, lock).await?;
-            let attempt = async {
-                let statements = self.statements_for(&client).await?;
-                // Prepared once per connection, then served from the connection's cache.
-                let statement = client
-                    .prepare_typed_cached(pick(&statements), types)
-                    .await?;
-                let reply = if want_rows {
-                    Reply::Rows(client.query(&statement, params).await?)
-                } else {
-                    Reply::Count(client.execute(&statement, params).await?)
-                };
-                Ok::<_, Failure>(reply)
-            }
-            .await;
-            match attempt {
-                Ok(done) => return Ok(done),
-                Err(Failure::Db(e)) => match stale(&e) {
-                    Some(why) if retries < RETRIES => {
-                        retries += 1;
-                        tracing::debug!(operation, lock, error = %e, "postgres {}: retrying", why.describe());
-                        match why {
-                            // Detach it so the pool cannot hand the same dead connection out
-                            // again.
-                            Stale::Connection => drop(Object::take(client)),
-                            // Prepared against an older definition of the table: prepare again.
-                            Stale::Statement => client.statement_cache.clear(),
-                            // Look at the table again.
-                            Stale::Shape => self.shape.clear(),
-                        }
-                    }
-                    _ => return Err(self.db_error(operation, lock, e)),
-                },
-                Err(Failure::Lock(e)) => return Err(e),
-            }
-        }
-    }
-
-    async fn rows(
-        &self,
-        operation: &'static str,
-        lock: &str,
-        pick: fn(&Statements) -> &str,
-        types: &[Type],
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<Row>, LockError> {
-        match self.run(operation, lock, pick, types, params, true).await? {
-            Reply::Rows(rows) => Ok(rows),
-            Reply::Count(_) => unreachable!("rows were asked for"),
-        }
-    }
-
-    async fn count(
-        &self,
-        operation: &'static str,
-        lock: &str,
-        pick: fn(&Statements) -> &str,
-        types: &[Type],
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64, LockError> {
-        match self
-            .run(operation, lock, pick, types, params, false)
-            .await?
-        {
-            Reply::Count(n) => Ok(n),
-            Reply::Rows(_) => unreachable!("a count was asked for"),
-        }
-    }
-
-    fn table_missing(&self, source: Option<tokio_postgres::Error>) -> LockError {
-        LockError::TableMissing {
-            table: self.table.display.clone(),
-            ddl: sql::create_table(&self.table),
-            source: source.map(Into::into),
-        }
-    }
-
-    fn db_error(&self, operation: &'static str, lock: &str, e: tokio_postgres::Error) -> LockError {
-        match e.code() {
-            Some(code) if *code == SqlState::UNDEFINED_TABLE => {
-                // Dropped since we last looked: look again next time (it may come back with
-                // another shape).
-                self.shape.clear();
-                self.table_missing(Some(e))
-            }
-            Some(code) if *code == SqlState::UNDEFINED_COLUMN => {
-                self.shape.clear();
-                LockError::provider(operation, lock, self.describe(), e)
-            }
-            _ => LockError::provider(operation, lock, self.describe(), e),
-        }
-    }
-
-    fn row_error(
-        &self,
-        operation: &'static str,
-        lock: &str,
-        e: tokio_postgres::Error,
-    ) -> LockError {
-        LockError::provider(operation, lock, self.describe(), e)
+        Ok(self.session.statements().await?.public())
     }
 
     fn record(&self, operation: &'static str, row: &Row) -> Result<LockRecord, LockError> {
         let name: String = row
             .try_get(0)
-            .map_err(|e| self.row_error(operation, "", e))?;
+            .map_err(|e| self.session.row_error(operation, "", e))?;
         let parse = || -> Result<LockRecord, tokio_postgres::Error> {
             Ok(LockRecord {
                 lock_until: utc(row.try_get(1)?),
                 locked_at: utc(row.try_get(2)?),
                 locked_by: row.try_get(3)?,
-                fence: fence(row.try_get(4)?),
+                fence: fence_from_sql(row.try_get(4)?),
                 last_fire: row.try_get::<_, Option<NaiveDateTime>>(5)?.map(utc),
                 held: row.try_get(6)?,
                 name: name.clone(),
             })
         };
-        parse().map_err(|e| self.row_error(operation, &name, e))
+        parse().map_err(|e| self.session.row_error(operation, &name, e))
     }
 }
 
@@ -608,7 +317,7 @@ impl fmt::Debug for PostgresLockProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PostgresLockProvider")
             .field("config", &self.config)
-            .field("pool", &self.pool.status())
+            .field("pool", &self.session.pool.status())
             .finish_non_exhaustive()
     }
 }
@@ -619,25 +328,27 @@ impl LockProvider for PostgresLockProvider {
         validate_lock_name(&request.name)?;
         let name: &str = &request.name;
         let locked_by: &str = &request.locked_by;
-        let at_most = millis(request.lock_at_most_for);
+        let at_most = lease_millis(request.lock_at_most_for);
         let slot = request.slot.map(|s| s.instant().naive_utc());
         let params: [&(dyn ToSql + Sync); 4] = [&name, &at_most, &locked_by, &slot];
         let rows = self
+            .session
             .rows("acquire", name, |s| &s.acquire, sql::ACQUIRE_TYPES, &params)
             .await?;
         let Some(row) = rows.first() else {
             // No row for this name: its first fire, or the row was deleted by hand.
             let rows = self
+                .session
                 .rows("acquire", name, |s| &s.create, sql::ACQUIRE_TYPES, &params)
                 .await?;
             return match rows.first() {
                 Some(row) => {
                     let new_fence: i64 = row
                         .try_get(0)
-                        .map_err(|e| self.row_error("acquire", name, e))?;
+                        .map_err(|e| self.session.row_error("acquire", name, e))?;
                     Ok(AcquireOutcome::Acquired(Lease::granted(
                         request,
-                        fence(new_fence),
+                        fence_from_sql(new_fence),
                     )))
                 }
                 // Another instance created it between our two statements: it holds the lock.
@@ -648,7 +359,7 @@ impl LockProvider for PostgresLockProvider {
             if let Some(new_fence) = row.try_get::<_, Option<i64>>(0)? {
                 return Ok(AcquireOutcome::Acquired(Lease::granted(
                     request,
-                    fence(new_fence),
+                    fence_from_sql(new_fence),
                 )));
             }
             let locked_by: Option<String> = row.try_get(1)?;
@@ -672,15 +383,16 @@ impl LockProvider for PostgresLockProvider {
                 Refusal::new(RefusalReason::Held)
             }))
         };
-        parse().map_err(|e| self.row_error("acquire", name, e))
+        parse().map_err(|e| self.session.row_error("acquire", name, e))
     }
 
     async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {
         let (name, locked_by) = (lease.name(), lease.locked_by());
-        let fence = db_fence(lease);
-        let at_most = millis(lock_at_most_for);
+        let fence = fence_to_sql(lease);
+        let at_most = lease_millis(lock_at_most_for);
         let params: [&(dyn ToSql + Sync); 4] = [&name, &locked_by, &fence, &at_most];
         let n = self
+            .session
             .count("extend", name, |s| &s.extend, sql::EXTEND_TYPES, &params)
             .await?;
         Ok(n > 0)
@@ -688,22 +400,24 @@ impl LockProvider for PostgresLockProvider {
 
     async fn release(&self, lease: &Lease, lock_at_least_for: Duration) -> Result<bool, LockError> {
         let (name, locked_by) = (lease.name(), lease.locked_by());
-        let fence = db_fence(lease);
-        let at_least = millis(lock_at_least_for);
+        let fence = fence_to_sql(lease);
+        let at_least = at_least_millis(lock_at_least_for);
         let params: [&(dyn ToSql + Sync); 4] = [&name, &locked_by, &fence, &at_least];
         let n = self
+            .session
             .count("release", name, |s| &s.release, sql::RELEASE_TYPES, &params)
             .await?;
         Ok(n > 0)
     }
 
     async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
-        let rows = self.rows("list", "", |s| &s.list, &[], &[]).await?;
+        let rows = self.session.rows("list", "", |s| &s.list, &[], &[]).await?;
         rows.iter().map(|row| self.record("list", row)).collect()
     }
 
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
         let rows = self
+            .session
             .rows(
                 "unlock",
                 name,
@@ -718,82 +432,10 @@ impl LockProvider for PostgresLockProvider {
     }
 
     fn describe(&self) -> String {
-        format!("postgres table {}", self.table.display)
+        self.session.describe()
     }
-}
-
-/// Why a statement failed in a way that another attempt can fix.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Stale {
-    /// The connection is dead: closed before or while the statement was sent (`is_closed`),
-    /// or its backend terminated by an administrator (`pg_terminate_backend`, a restart).
-    Connection,
-    /// The table was recreated with other column types since the statement was prepared
-    /// ("cached plan must not change result type").
-    Statement,
-    /// A column the statements use no longer exists.
-    Shape,
-}
-
-impl Stale {
-    fn describe(self) -> &'static str {
-        match self {
-            Stale::Connection => "connection lost",
-            Stale::Statement => "statement prepared against an older table definition",
-            Stale::Shape => "table columns changed",
-        }
-    }
-}
-
-fn stale(e: &tokio_postgres::Error) -> Option<Stale> {
-    if e.is_closed() || e.code() == Some(&SqlState::ADMIN_SHUTDOWN) {
-        return Some(Stale::Connection);
-    }
-    let db = e.as_db_error()?;
-    if *db.code() == SqlState::FEATURE_NOT_SUPPORTED
-        && db
-            .message()
-            .contains("cached plan must not change result type")
-    {
-        Some(Stale::Statement)
-    } else if *db.code() == SqlState::UNDEFINED_COLUMN {
-        Some(Stale::Shape)
-    } else {
-        None
-    }
-}
-
-/// Whole milliseconds, rounded up (a lease is never shorter than asked), capped at
-/// [`MAX_LEASE`].
-fn millis(d: Duration) -> i64 {
-    let d = d.min(MAX_LEASE);
-    let ms = d.as_millis() + u128::from(!d.subsec_nanos().is_multiple_of(1_000_000));
-    i64::try_from(ms).unwrap_or(i64::MAX)
-}
-
-/// A lease's fence as the BIGINT column holds it; a value that cannot be stored matches no row.
-fn db_fence(lease: &Lease) -> i64 {
-    i64::try_from(lease.fence()).unwrap_or(-1)
-}
-
-fn fence(stored: i64) -> u64 {
-    u64::try_from(stored).unwrap_or(0)
 }
 
 fn utc(naive: NaiveDateTime) -> DateTime<Utc> {
     naive.and_utc()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn millis_round_up_and_cap() {
-        assert_eq!(millis(Duration::from_millis(1500)), 1500);
-        assert_eq!(millis(Duration::from_micros(1)), 1);
-        assert_eq!(millis(Duration::from_micros(1001)), 2);
-        assert_eq!(millis(Duration::ZERO), 0);
-        assert_eq!(millis(Duration::MAX), MAX_LEASE.as_millis() as i64);
-    }
 }

@@ -232,7 +232,7 @@ async fn missing_table_error_carries_the_ddl() {
         panic!("expected TableMissing, got {err:?}");
     };
     assert_eq!(*t, table);
-    assert_eq!(*ddl, provider.create_table_ddl());
+    assert_eq!(*ddl, provider.create_table_sql());
     let message = err.to_string();
     assert!(
         message.contains(&format!("CREATE TABLE IF NOT EXISTS \"{table}\"")),

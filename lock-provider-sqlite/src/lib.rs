@@ -2,9 +2,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+mod config;
 mod provider;
-mod sql;
+mod session;
+mod statements;
+mod table;
 
+pub use config::LockTableConfig;
 pub use provider::SqliteLockProvider;
 /// The SQLite driver this provider is built on (bundled SQLite), re-exported so that one
 /// dependency line is enough, e.g. to inspect the lock table with your own connection.

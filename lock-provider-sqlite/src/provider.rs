@@ -1,26 +1,22 @@
-//! `SqliteLockProvider`: one connection, used off the async workers.
+//! `SqliteLockProvider`: the `LockProvider` impl on the session's one connection.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use lock_core::kit::{ColumnNames, at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
 use lock_core::{
-    AcquireOutcome, ColumnNames, DEFAULT_TABLE, Lease, LockError, LockProvider, LockRecord,
-    LockRequest, Refusal, RefusalReason, validate_lock_name,
+    AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
+    RefusalReason, validate_lock_name,
 };
-use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-use crate::sql::{Statements, millis, slot_text};
-
-/// How long a statement waits for another connection's write lock before failing with
-/// `SQLITE_BUSY` (then the fire is skipped, like any provider error).
-const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-
-/// Room for every statement of [`Statements`] plus the transaction and pragma statements.
-const STATEMENT_CACHE_CAPACITY: usize = 32;
+use crate::config::LockTableConfig;
+use crate::session::{Session, in_immediate_transaction, relaxed_commit};
+use crate::statements::{Statements, slot_text};
+use crate::table::Table;
 
 /// A [`LockProvider`] on a SQLite database file, shared by every process on one host.
 ///
@@ -50,9 +46,9 @@ const STATEMENT_CACHE_CAPACITY: usize = 32;
 /// ```
 #[derive(Clone, Debug)]
 pub struct SqliteLockProvider {
-    connection: Arc<Mutex<Connection>>,
+    session: Session,
+    config: LockTableConfig,
     statements: Arc<Statements>,
-    path: Arc<Path>,
 }
 
 impl SqliteLockProvider {
@@ -71,47 +67,74 @@ impl SqliteLockProvider {
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self, LockError> {
-        let path: Arc<Path> = Arc::from(path.as_ref());
-        let statements = Statements::new(DEFAULT_TABLE, &ColumnNames::default())?;
-        let fail = |e: rusqlite::Error| {
-            LockError::provider("open", "", format!("sqlite database {}", path.display()), e)
-        };
-        let connection = Connection::open(&path).map_err(fail)?;
-        // The busy timeout first: switching to WAL needs a lock another process may hold.
-        connection
-            .busy_timeout(DEFAULT_BUSY_TIMEOUT)
-            .map_err(fail)?;
-        let mode: String = connection
-            .query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))
-            .map_err(fail)?;
-        if !mode.eq_ignore_ascii_case("wal") {
-            return Err(LockError::InvalidConfiguration(format!(
-                "sqlite database {}: cannot switch to WAL mode (journal_mode is {mode:?}); \
-                 the lock provider needs a database file on a local disk",
-                path.display()
-            )));
+        Self::on(Session::open(path.as_ref())?, LockTableConfig::default())
+    }
+
+    /// Opens the database named by a `sqlite://` URL, as [`open`](Self::open) does:
+    /// `sqlite:///absolute/path.db` or `sqlite://relative/path.db` (what follows `sqlite://` is
+    /// the path). Async like the other providers' `connect`; the opening runs on tokio's
+    /// blocking pool, as it may wait for another process's lock.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), lock_core::LockError> {
+    /// let provider = lock_provider_sqlite::SqliteLockProvider::connect("sqlite:///var/lib/myapp/locks.db").await?;
+    /// provider.ensure_schema().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(url: &str) -> Result<Self, LockError> {
+        let path = path_of_url(url)?.to_owned();
+        tokio::task::spawn_blocking(move || Self::open(path))
+            .await
+            .map_err(|e| LockError::provider("open", "", "sqlite", e))?
+    }
+
+    /// A provider on an open connection, which it sets up as [`open`](Self::open) does (WAL
+    /// mode, a 5 s busy timeout, `synchronous = FULL`) and then owns. The connection must be
+    /// on a database file: an in-memory one cannot use WAL and is
+    /// [`LockError::InvalidConfiguration`].
+    ///
+    /// ```no_run
+    /// use lock_provider_sqlite::{SqliteLockProvider, rusqlite::Connection};
+    ///
+    /// let connection = Connection::open("locks.db").unwrap();
+    /// let provider = SqliteLockProvider::new(connection)?;
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn new(connection: Connection) -> Result<Self, LockError> {
+        Self::with_config(connection, LockTableConfig::default())
+    }
+
+    /// A provider on an open connection with the given table and columns, refused if a name
+    /// is not a plain identifier or the table's schema is not `main`.
+    ///
+    /// ```no_run
+    /// use lock_core::ColumnNames;
+    /// use lock_provider_sqlite::{LockTableConfig, SqliteLockProvider, rusqlite::Connection};
+    ///
+    /// let config = LockTableConfig::default()
+    ///     .with_table("job_locks")
+    ///     .with_columns(ColumnNames { locked_by: "owner".into(), ..ColumnNames::default() });
+    /// let provider = SqliteLockProvider::with_config(Connection::open("locks.db").unwrap(), config)?;
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn with_config(connection: Connection, config: LockTableConfig) -> Result<Self, LockError> {
+        let table = Table::new(&config)?;
+        let path = Path::new(connection.path().unwrap_or_default()).to_owned();
+        let session = Session::new(connection, &path)?;
+        Ok(Self::with_table_of(session, config, table))
+    }
+
+    fn on(session: Session, config: LockTableConfig) -> Result<Self, LockError> {
+        let table = Table::new(&config)?;
+        Ok(Self::with_table_of(session, config, table))
+    }
+
+    fn with_table_of(session: Session, config: LockTableConfig, table: Table) -> Self {
+        SqliteLockProvider {
+            session,
+            config,
+            statements: Arc::new(Statements::new(table)),
         }
-        // Double-quoted names must be identifiers only: by default SQLite reads a quoted name
-        // that matches no column as a string literal, which would turn a missing column into
-        // a silently wrong comparison instead of an error.
-        for config in [
-            DbConfig::SQLITE_DBCONFIG_DQS_DML,
-            DbConfig::SQLITE_DBCONFIG_DQS_DDL,
-        ] {
-            connection.set_db_config(config, false).map_err(fail)?;
-        }
-        // A granted acquire is fsynced (a fence is never handed out twice, even after a power
-        // loss); release and extend lower this for their own commit, see `relaxed_commit`.
-        connection
-            .pragma_update(None, "synchronous", "FULL")
-            .map_err(fail)?;
-        connection.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
-        tracing::debug!(path = %path.display(), "opened sqlite lock database (WAL)");
-        Ok(SqliteLockProvider {
-            connection: Arc::new(Mutex::new(connection)),
-            statements: Arc::new(statements),
-            path,
-        })
     }
 
     /// Uses the lock table `table` (`name` or `main.name`) instead of `shedlock`. The name is
@@ -124,9 +147,9 @@ impl SqliteLockProvider {
     /// assert!(SqliteLockProvider::open("locks.db")?.with_table("locks; DROP TABLE x").is_err());
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
-    pub fn with_table(mut self, table: &str) -> Result<Self, LockError> {
-        self.statements = Arc::new(Statements::new(table, &self.statements.columns)?);
-        Ok(self)
+    pub fn with_table(self, table: &str) -> Result<Self, LockError> {
+        let config = self.config.clone().with_table(table);
+        Self::on(self.session, config)
     }
 
     /// Uses other column names (an existing table with its own naming). Every name is
@@ -139,9 +162,9 @@ impl SqliteLockProvider {
     /// let provider = SqliteLockProvider::open("locks.db")?.with_columns(columns)?;
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
-    pub fn with_columns(mut self, columns: ColumnNames) -> Result<Self, LockError> {
-        self.statements = Arc::new(Statements::new(&self.statements.table, &columns)?);
-        Ok(self)
+    pub fn with_columns(self, columns: ColumnNames) -> Result<Self, LockError> {
+        let config = self.config.clone().with_columns(columns);
+        Self::on(self.session, config)
     }
 
     /// How long a statement waits for another process's write lock before it fails (default
@@ -154,8 +177,8 @@ impl SqliteLockProvider {
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
     pub fn with_busy_timeout(self, timeout: Duration) -> Result<Self, LockError> {
-        lock_connection(&self.connection)
-            .busy_timeout(timeout)
+        self.session
+            .set_busy_timeout(timeout)
             .map_err(|e| LockError::provider("open", "", self.backend(), e))?;
         Ok(self)
     }
@@ -173,38 +196,13 @@ impl SqliteLockProvider {
     pub async fn ensure_schema(&self) -> Result<(), LockError> {
         let outcome = self
             .run("schema", "", |connection, sql| {
-                in_immediate_transaction(connection, |connection| {
-                    connection.execute_batch(&sql.create_table)?;
-                    let present = table_columns(connection, sql)?;
-                    let has = |column: &str| present.iter().any(|c| c.eq_ignore_ascii_case(column));
-                    let columns = &sql.columns;
-                    let missing: Vec<String> = [
-                        &columns.name,
-                        &columns.lock_until,
-                        &columns.locked_at,
-                        &columns.locked_by,
-                    ]
-                    .into_iter()
-                    .filter(|c| !has(c))
-                    .cloned()
-                    .collect();
-                    if !missing.is_empty() {
-                        return Ok(Err(missing));
-                    }
-                    if !has(&columns.fence) {
-                        connection.execute_batch(&sql.add_fence)?;
-                    }
-                    if !has(&columns.last_fire) {
-                        connection.execute_batch(&sql.add_last_fire)?;
-                    }
-                    Ok(Ok(()))
-                })
+                in_immediate_transaction(connection, |connection| sql.table.ensure(connection))
             })
             .await?;
         outcome.map_err(|missing| {
             LockError::InvalidConfiguration(format!(
                 "lock table {} exists but has no column(s) {missing:?}; check `with_columns`",
-                self.statements.table
+                self.table()
             ))
         })
     }
@@ -214,11 +212,22 @@ impl SqliteLockProvider {
     ///
     /// ```no_run
     /// let provider = lock_provider_sqlite::SqliteLockProvider::open("locks.db")?;
-    /// assert!(provider.ddl().starts_with("CREATE TABLE IF NOT EXISTS \"shedlock\""));
+    /// assert!(provider.create_table_sql().starts_with("CREATE TABLE IF NOT EXISTS \"shedlock\""));
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
-    pub fn ddl(&self) -> &str {
-        &self.statements.create_table
+    pub fn create_table_sql(&self) -> String {
+        self.statements.table.create_table.clone()
+    }
+
+    /// The table and column configuration.
+    ///
+    /// ```no_run
+    /// let provider = lock_provider_sqlite::SqliteLockProvider::open("locks.db")?;
+    /// assert_eq!(provider.config().table, "shedlock");
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn config(&self) -> &LockTableConfig {
+        &self.config
     }
 
     /// The lock table's name as configured.
@@ -229,7 +238,7 @@ impl SqliteLockProvider {
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
     pub fn table(&self) -> &str {
-        &self.statements.table
+        self.statements.table.display()
     }
 
     /// The database file.
@@ -240,141 +249,44 @@ impl SqliteLockProvider {
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
     pub fn path(&self) -> &Path {
-        &self.path
+        self.session.path()
     }
 
     fn backend(&self) -> String {
-        format!(
-            "sqlite table {} in {}",
-            self.statements.table,
-            self.path.display()
-        )
+        self.session.backend(&self.statements)
     }
 
-    /// Runs `work` with the connection on tokio's blocking pool and maps its errors.
+    /// Runs `work` with the connection on tokio's blocking pool (see [`Session::run`]).
     async fn run<T, F>(&self, operation: &'static str, lock: &str, work: F) -> Result<T, LockError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection, &Statements) -> rusqlite::Result<T> + Send + 'static,
     {
-        let connection = Arc::clone(&self.connection);
-        let statements = Arc::clone(&self.statements);
-        let joined = tokio::task::spawn_blocking(move || {
-            let connection = lock_connection(&connection);
-            work(&connection, &statements)
-        })
-        .await;
-        match joined {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(self.map_error(operation, lock, error)),
-            Err(join) => Err(LockError::provider(operation, lock, self.backend(), join)),
-        }
-    }
-
-    fn map_error(&self, operation: &'static str, lock: &str, error: rusqlite::Error) -> LockError {
-        let message = match &error {
-            rusqlite::Error::SqliteFailure(_, Some(message)) => message.as_str(),
-            // A prepare error with its position in the SQL (SQLite 3.38+).
-            rusqlite::Error::SqlInputError { msg, .. } => msg.as_str(),
-            _ => "",
-        };
-        if message.starts_with("no such table") {
-            return LockError::TableMissing {
-                table: self.statements.table.clone(),
-                ddl: self.statements.create_table.clone(),
-                source: Some(Box::new(error)),
-            };
-        }
-        if message.starts_with("no such column") || message.contains("has no column named") {
-            let hint = format!(
-                "lock table {} lacks a column; run `ensure_schema()` or:\n{}\n{}",
-                self.statements.table, self.statements.add_fence, self.statements.add_last_fire
-            );
-            return LockError::provider(
-                operation,
-                lock,
-                self.backend(),
-                ColumnMissing {
-                    hint,
-                    source: error,
-                },
-            );
-        }
-        LockError::provider(operation, lock, self.backend(), error)
+        self.session
+            .run(&self.statements, operation, lock, work)
+            .await
     }
 }
 
-/// A statement referred to a column the lock table does not have.
-#[derive(Debug, thiserror::Error)]
-#[error("{hint}")]
-struct ColumnMissing {
-    hint: String,
-    #[source]
-    source: rusqlite::Error,
-}
-
-/// Locks the shared connection. A panic while it was held may have left a transaction open:
-/// roll it back, so the connection is usable (and holds no write lock) afterwards.
-fn lock_connection(connection: &Mutex<Connection>) -> MutexGuard<'_, Connection> {
-    match connection.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => {
-            connection.clear_poison();
-            let guard = poisoned.into_inner();
-            tracing::warn!("sqlite lock connection recovered after a panic while it was in use");
-            if !guard.is_autocommit() {
-                // Nothing better to do if this fails: the next BEGIN will report the state.
-                let _ = guard.execute_batch("ROLLBACK");
-            }
-            guard
-        }
+/// The path in a `sqlite://` URL.
+fn path_of_url(url: &str) -> Result<&str, LockError> {
+    let path = url
+        .split_once("://")
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("sqlite"))
+        .map(|(_, path)| path)
+        .ok_or_else(|| {
+            LockError::InvalidConfiguration(
+                "SQLite URL: expected sqlite:///absolute/path.db or sqlite://relative.db".into(),
+            )
+        })?;
+    if path.is_empty() {
+        return Err(LockError::InvalidConfiguration(
+            "SQLite URL: sqlite:// names no file (sqlite:///absolute/path.db or \
+             sqlite://relative.db)"
+                .into(),
+        ));
     }
-}
-
-/// Runs `work` between `BEGIN IMMEDIATE` and `COMMIT`, rolling back on error. IMMEDIATE takes
-/// the write lock up front, through the busy handler, so the transaction can never fail later
-/// with `SQLITE_BUSY_SNAPSHOT` (a read lock that cannot be upgraded).
-fn in_immediate_transaction<T>(
-    connection: &Connection,
-    work: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-) -> rusqlite::Result<T> {
-    connection.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
-    let result = work(connection).and_then(|value| {
-        connection
-            .prepare_cached("COMMIT")?
-            .execute([])
-            .map(|_| value)
-    });
-    if result.is_err() && !connection.is_autocommit() {
-        // The error being returned says what went wrong; a failing ROLLBACK adds nothing.
-        let _ = connection.execute_batch("ROLLBACK");
-    }
-    result
-}
-
-/// Runs one write with `synchronous = NORMAL`: committed to the WAL without an fsync. Used for
-/// release and extend, whose loss in a power failure is harmless: the holder on this host died
-/// too, and a lost release only delays the next holder until `lock_until`.
-fn relaxed_commit<T>(
-    connection: &Connection,
-    work: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-) -> rusqlite::Result<T> {
-    connection
-        .prepare_cached("PRAGMA synchronous = NORMAL")?
-        .execute([])?;
-    let result = work(connection);
-    let restored = connection
-        .prepare_cached("PRAGMA synchronous = FULL")
-        .and_then(|mut statement| statement.execute([]));
-    let value = result?;
-    restored?;
-    Ok(value)
-}
-
-fn table_columns(connection: &Connection, sql: &Statements) -> rusqlite::Result<Vec<String>> {
-    let mut statement = connection.prepare_cached(sql.table_columns)?;
-    let rows = statement.query_map(params![sql.bare_table, sql.schema], |row| row.get(0))?;
-    rows.collect()
+    Ok(path)
 }
 
 /// The row of `name` as a refusal: `Held` while `lock_until > now`, `SlotAlreadyRun` when
@@ -404,19 +316,13 @@ fn read_refusal(
         .optional()
 }
 
-fn fence_of(stored: i64) -> u64 {
-    // The column is ours and only ever incremented from 0; a negative value written by hand
-    // reads as 0 rather than failing every acquire.
-    u64::try_from(stored).unwrap_or(0)
-}
-
 fn record(row: &Row<'_>) -> rusqlite::Result<LockRecord> {
     Ok(LockRecord {
         name: row.get(0)?,
         lock_until: row.get(1)?,
         locked_at: row.get(2)?,
         locked_by: row.get(3)?,
-        fence: fence_of(row.get(4)?),
+        fence: fence_from_sql(row.get(4)?),
         last_fire: row.get(5)?,
         held: row.get(6)?,
     })
@@ -430,7 +336,7 @@ impl LockProvider for SqliteLockProvider {
             .slot
             .map(|slot| slot_text(slot.instant()))
             .transpose()?;
-        let at_most = millis(request.lock_at_most_for);
+        let at_most = lease_millis(request.lock_at_most_for);
         let owned = request.clone();
         self.run("acquire", &request.name, move |connection, sql| {
             // Most acquires lose (N instances, one winner). A plain read settles those without
@@ -451,7 +357,7 @@ impl LockProvider for SqliteLockProvider {
                 if let Some(fence) = granted {
                     return Ok(AcquireOutcome::Acquired(Lease::granted(
                         &owned,
-                        fence_of(fence),
+                        fence_from_sql(fence),
                     )));
                 }
                 // Another process took it between the read and the write lock: read the
@@ -467,13 +373,13 @@ impl LockProvider for SqliteLockProvider {
 
     async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {
         let lease_owned = lease.clone();
-        let at_most = millis(lock_at_most_for);
+        let at_most = lease_millis(lock_at_most_for);
         self.run("extend", lease.name(), move |connection, sql| {
             relaxed_commit(connection, |connection| {
                 let changed = connection.prepare_cached(&sql.extend)?.execute(params![
                     lease_owned.name(),
                     lease_owned.locked_by(),
-                    fence_param(&lease_owned),
+                    fence_to_sql(&lease_owned),
                     at_most
                 ])?;
                 Ok(changed == 1)
@@ -484,13 +390,13 @@ impl LockProvider for SqliteLockProvider {
 
     async fn release(&self, lease: &Lease, lock_at_least_for: Duration) -> Result<bool, LockError> {
         let lease_owned = lease.clone();
-        let at_least = millis(lock_at_least_for);
+        let at_least = at_least_millis(lock_at_least_for);
         self.run("release", lease.name(), move |connection, sql| {
             relaxed_commit(connection, |connection| {
                 let changed = connection.prepare_cached(&sql.release)?.execute(params![
                     lease_owned.name(),
                     lease_owned.locked_by(),
-                    fence_param(&lease_owned),
+                    fence_to_sql(&lease_owned),
                     at_least
                 ])?;
                 Ok(changed == 1)
@@ -533,8 +439,44 @@ impl LockProvider for SqliteLockProvider {
     }
 }
 
-/// The fence as bound to SQL. Fences are handed out by this table from 1 upwards, so they
-/// fit an `i64`; a lease from elsewhere with a larger one can never match a row.
-fn fence_param(lease: &Lease) -> i64 {
-    i64::try_from(lease.fence()).unwrap_or(-1)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sqlite_urls_name_a_path() {
+        assert_eq!(
+            path_of_url("sqlite:///var/lib/locks.db").unwrap(),
+            "/var/lib/locks.db"
+        );
+        assert_eq!(path_of_url("SQLite://locks.db").unwrap(), "locks.db");
+        assert!(path_of_url("sqlite://").is_err());
+        assert!(path_of_url("postgres://host/db").is_err());
+        assert!(path_of_url("locks.db").is_err());
+    }
+
+    /// The kit's rounding rule: a sub-millisecond lease is one millisecond, not zero (SQLite
+    /// used to truncate it to `lock_until = locked_at`, a lease over when taken).
+    #[tokio::test]
+    async fn a_sub_millisecond_lease_is_one_millisecond() {
+        let dir = tempfile::tempdir().unwrap();
+        let provider = SqliteLockProvider::open(dir.path().join("locks.db")).unwrap();
+        provider.ensure_schema().await.unwrap();
+        let request = LockRequest {
+            name: "short".into(),
+            locked_by: "me".into(),
+            lock_at_most_for: Duration::from_micros(200),
+            slot: None,
+        };
+        let outcome = provider.acquire(&request).await.unwrap();
+        assert!(
+            matches!(outcome, AcquireOutcome::Acquired(_)),
+            "{outcome:?}"
+        );
+        let record = provider.force_unlock("short").await.unwrap().unwrap();
+        assert_eq!(
+            record.lock_until - record.locked_at,
+            chrono::TimeDelta::milliseconds(1)
+        );
+    }
 }

@@ -62,7 +62,7 @@ async fn a_missing_table_is_reported_with_its_ddl_and_ensure_schema_fixes_it() {
     match &err {
         LockError::TableMissing { table, ddl, source } => {
             assert_eq!(table, "shedlock");
-            assert_eq!(ddl, provider.ddl());
+            assert_eq!(*ddl, provider.create_table_sql());
             assert!(source.is_some(), "the driver's error is kept as the source");
         }
         other => panic!("expected TableMissing, got {other:?}"),

@@ -1,75 +1,59 @@
 //! The lock table: its validated name and columns, its DDL, and what an existing table holds.
 
-use lock_core::{ColumnNames, LockError, validate_table_name};
+use lock_core::LockError;
+use lock_core::kit::{
+    ColumnNames, IdentifierStyle, LockTableConfig, MAX_INSTANCE_ID_LEN, MAX_LOCK_NAME_LEN,
+    ResolvedTable,
+};
 
-/// The lock table's name and column names, validated once so that every statement built from
-/// them is safe: each identifier is `[A-Za-z_][A-Za-z0-9_]*` and is quoted with backticks.
+/// The lock table's name and column names, validated once by the kit so that every statement
+/// built from them is safe: each identifier is `[A-Za-z_][A-Za-z0-9_]*` and is quoted with
+/// backticks.
 #[derive(Clone, Debug)]
 pub(crate) struct Table {
-    schema: Option<String>,
-    name: String,
+    resolved: ResolvedTable,
     columns: ColumnNames,
 }
 
 impl Table {
-    pub(crate) fn new(table: &str, columns: ColumnNames) -> Result<Self, LockError> {
-        let (schema, name) = validate_table_name(table)?;
-        columns.validate()?;
+    pub(crate) fn new(config: &LockTableConfig) -> Result<Self, LockError> {
         Ok(Table {
-            schema: schema.map(str::to_owned),
-            name: name.to_owned(),
-            columns,
-        })
-    }
-
-    pub(crate) fn columns(&self) -> &ColumnNames {
-        &self.columns
-    }
-
-    /// The same table with other column names.
-    pub(crate) fn with_columns(&self, columns: ColumnNames) -> Result<Self, LockError> {
-        columns.validate()?;
-        Ok(Table {
-            columns,
-            ..self.clone()
+            resolved: config.resolve(IdentifierStyle::MYSQL)?,
+            columns: config.columns.clone(),
         })
     }
 
     pub(crate) fn schema(&self) -> Option<&str> {
-        self.schema.as_deref()
+        self.resolved.schema.as_deref()
     }
 
     pub(crate) fn name(&self) -> &str {
-        &self.name
+        &self.resolved.name
     }
 
     /// `schema.table` or `table`, for messages.
     pub(crate) fn display(&self) -> String {
-        match &self.schema {
-            Some(schema) => format!("{schema}.{}", self.name),
-            None => self.name.clone(),
-        }
+        self.resolved.display.clone()
     }
 
     /// The table as it appears in SQL.
     pub(crate) fn quoted(&self) -> String {
-        match &self.schema {
-            Some(schema) => format!("{}.{}", quote(schema), quote(&self.name)),
-            None => quote(&self.name),
-        }
+        self.resolved.qualified.clone()
     }
 
     /// One column, quoted.
     pub(crate) fn col(&self, role: Column) -> String {
-        let c = &self.columns;
-        quote(match role {
+        let c = &self.resolved.columns;
+        match role {
             Column::Name => &c.name,
             Column::LockUntil => &c.lock_until,
             Column::LockedAt => &c.locked_at,
             Column::LockedBy => &c.locked_by,
             Column::Fence => &c.fence,
             Column::LastFire => &c.last_fire,
-        })
+        }
+        .sql
+        .clone()
     }
 
     /// The statement that creates the table with all six columns.
@@ -81,10 +65,10 @@ impl Table {
     pub(crate) fn create_ddl(&self) -> String {
         format!(
             "CREATE TABLE IF NOT EXISTS {table} (\n  \
-               {name} VARCHAR(64) NOT NULL,\n  \
+               {name} VARCHAR({MAX_LOCK_NAME_LEN}) NOT NULL,\n  \
                {lock_until} DATETIME(3) NOT NULL,\n  \
                {locked_at} DATETIME(3) NOT NULL,\n  \
-               {locked_by} VARCHAR(255) NOT NULL,\n  \
+               {locked_by} VARCHAR({MAX_INSTANCE_ID_LEN}) NOT NULL,\n  \
                {fence} BIGINT NOT NULL DEFAULT 0,\n  \
                {last_fire} DATETIME(3) NULL,\n  \
                PRIMARY KEY ({name})\n\
@@ -222,12 +206,6 @@ pub(crate) struct Shape {
     pub(crate) zone_sensitive: bool,
 }
 
-/// Quotes an identifier already checked by `lock_core::validate_identifier`, which allows no
-/// backtick, so the quoting cannot be escaped.
-fn quote(identifier: &str) -> String {
-    format!("`{identifier}`")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,15 +217,23 @@ mod tests {
             .collect()
     }
 
+    fn table(name: &str, columns: ColumnNames) -> Result<Table, LockError> {
+        Table::new(
+            &LockTableConfig::default()
+                .with_table(name)
+                .with_columns(columns),
+        )
+    }
+
     #[test]
     fn refuses_unsafe_identifiers() {
-        assert!(Table::new("shedlock`; DROP TABLE x; --", ColumnNames::default()).is_err());
+        assert!(table("shedlock`; DROP TABLE x; --", ColumnNames::default()).is_err());
         let columns = ColumnNames {
             fence: "fence`".into(),
             ..ColumnNames::default()
         };
-        assert!(Table::new("shedlock", columns).is_err());
-        let table = Table::new("ops.locks", ColumnNames::default()).unwrap();
+        assert!(table("shedlock", columns).is_err());
+        let table = table("ops.locks", ColumnNames::default()).unwrap();
         assert_eq!(table.quoted(), "`ops`.`locks`");
         assert_eq!(table.display(), "ops.locks");
     }
@@ -258,7 +244,7 @@ mod tests {
             locked_by: "owner".into(),
             ..ColumnNames::default()
         };
-        let ddl = Table::new("jobs_lock", columns).unwrap().create_ddl();
+        let ddl = table("jobs_lock", columns).unwrap().create_ddl();
         assert!(
             ddl.starts_with("CREATE TABLE IF NOT EXISTS `jobs_lock`"),
             "{ddl}"
@@ -270,7 +256,7 @@ mod tests {
 
     #[test]
     fn shapes() {
-        let table = Table::new("shedlock", ColumnNames::default()).unwrap();
+        let table = table("shedlock", ColumnNames::default()).unwrap();
         assert_eq!(table.layout_from(&[]).unwrap(), None);
         let shedlock = rows(&[
             ("name", "varchar"),
@@ -315,7 +301,7 @@ mod tests {
 
     #[test]
     fn migration_adds_only_what_is_missing() {
-        let table = Table::new("shedlock", ColumnNames::default()).unwrap();
+        let table = table("shedlock", ColumnNames::default()).unwrap();
         assert_eq!(
             table
                 .migration_ddl(&[Column::Fence, Column::LastFire])

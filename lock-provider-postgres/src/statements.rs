@@ -10,9 +10,10 @@
 //!   friends), so callers bind the same values whatever the table looks like; a shape that
 //!   does not need a parameter simply does not reference it.
 
+use lock_core::kit::ResolvedTable;
 use tokio_postgres::types::Type;
 
-use crate::config::ResolvedTable;
+use crate::table::TableShape;
 
 /// The database's clock, UTC, as a zone-less timestamp: what every comparison uses. A column
 /// value on the millisecond grid is `<=` this exactly when it is `<=` [`NOW_MS`].
@@ -33,20 +34,45 @@ pub(crate) const EXTEND_TYPES: &[Type] = &[Type::TEXT, Type::TEXT, Type::INT8, T
 /// `$1` name.
 pub(crate) const UNLOCK_TYPES: &[Type] = &[Type::TEXT];
 
-/// What the lock table looks like.
+/// The exact SQL the provider runs on its table, for operators (to `EXPLAIN` it, or to grant
+/// precisely what it needs) and for benchmarks that issue the same statements by hand.
+///
+/// Parameters: acquire `$1` name (text), `$2` lock_at_most_for in ms (int8), `$3` locked_by
+/// (text), `$4` slot (timestamp, UTC, or NULL); release `$1` name, `$2` locked_by, `$3` fence
+/// (int8), `$4` lock_at_least_for in ms; extend like release with `$4` lock_at_most_for in ms;
+/// force unlock `$1` name; list none.
+///
+/// ```no_run
+/// # async fn run(provider: lock_provider_postgres::PostgresLockProvider) -> Result<(), lock_core::LockError> {
+/// let statements = provider.statements().await?;
+/// println!("{}\n{}", statements.acquire, statements.release);
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Shape {
-    /// All six columns: fencing and once-per-slot work.
-    Full,
-    /// A table made by ShedLock's own DDL (four columns): plain exclusion only; fences are 0
-    /// and slots are ignored until `ensure_schema()` adds the missing columns.
-    ShedLockOnly,
+#[non_exhaustive]
+pub struct LockStatements {
+    /// The shape of the table these statements were built for.
+    pub shape: TableShape,
+    /// Acquire: one row while the lock's row exists (`granted` fence or NULL, then the row as
+    /// it was), none when it does not.
+    pub acquire: String,
+    /// Create the missing row (same parameters as `acquire`); returns the fence, or nothing
+    /// when another instance created it first.
+    pub create: String,
+    /// Release, with asynchronous commit of its own transaction.
+    pub release: String,
+    /// Extend.
+    pub extend: String,
+    /// Every row, sorted by name.
+    pub list: String,
+    /// Force unlock, returning the row as it was.
+    pub force_unlock: String,
 }
 
 /// The statements for one table in one shape.
 #[derive(Debug)]
 pub(crate) struct Statements {
-    pub(crate) shape: Shape,
+    pub(crate) shape: TableShape,
     /// Returns one row when the lock's row exists: `granted` (the new fence, or NULL), then
     /// the row as it was before (`locked_by`, `lock_until`, `last_fire`, `held`); no row when
     /// it does not exist.
@@ -64,11 +90,12 @@ pub(crate) struct Statements {
 }
 
 impl Statements {
-    pub(crate) fn new(t: &ResolvedTable, shape: Shape) -> Self {
+    pub(crate) fn new(t: &ResolvedTable, shape: TableShape) -> Self {
         let table = &t.qualified;
-        let (name, until, at, by) = (&t.name, &t.lock_until, &t.locked_at, &t.locked_by);
-        let full = shape == Shape::Full;
-        let (fence, last_fire) = (&t.fence, &t.last_fire);
+        let c = &t.columns;
+        let (name, until, at, by) = (&c.name, &c.lock_until, &c.locked_at, &c.locked_by);
+        let full = shape == TableShape::Full;
+        let (fence, last_fire) = (&c.fence, &c.last_fire);
         // On a ShedLock-only table the extension columns read as constants.
         let fence_of = |alias: &str| -> (String, String) {
             if full {
@@ -194,37 +221,17 @@ impl Statements {
             force_unlock,
         }
     }
-}
 
-/// The statement that creates the table with all six columns (no-op if it exists).
-pub(crate) fn create_table(t: &ResolvedTable) -> String {
-    format!(
-        "CREATE TABLE IF NOT EXISTS {table} (\n  \
-           {name} VARCHAR(64) NOT NULL PRIMARY KEY,\n  \
-           {until} TIMESTAMP(3) NOT NULL,\n  \
-           {at} TIMESTAMP(3) NOT NULL,\n  \
-           {by} VARCHAR(255) NOT NULL,\n  \
-           {fence} BIGINT NOT NULL DEFAULT 0,\n  \
-           {last_fire} TIMESTAMP(3) NULL\n\
-         );",
-        table = t.qualified,
-        name = t.name,
-        until = t.lock_until,
-        at = t.locked_at,
-        by = t.locked_by,
-        fence = t.fence,
-        last_fire = t.last_fire,
-    )
-}
-
-/// The statements that add the extension columns to a ShedLock table. Both have defaults, so
-/// ShedLock's own INSERTs keep working and adding them rewrites no rows.
-pub(crate) fn add_extension_columns(t: &ResolvedTable) -> String {
-    format!(
-        "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {fence} BIGINT NOT NULL DEFAULT 0;\n\
-         ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {last_fire} TIMESTAMP(3) NULL;",
-        table = t.qualified,
-        fence = t.fence,
-        last_fire = t.last_fire,
-    )
+    /// The public copy of these statements.
+    pub(crate) fn public(&self) -> LockStatements {
+        LockStatements {
+            shape: self.shape,
+            acquire: self.acquire.clone(),
+            create: self.create.clone(),
+            release: self.release.clone(),
+            extend: self.extend.clone(),
+            list: self.list.clone(),
+            force_unlock: self.force_unlock.clone(),
+        }
+    }
 }

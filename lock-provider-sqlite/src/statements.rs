@@ -1,15 +1,18 @@
-//! The SQL text of every statement, built once per table and column naming.
+//! The SQL text of every lock statement, built once per table and column naming.
 //!
 //! Every time is SQLite's own clock: `strftime('%Y-%m-%d %H:%M:%f','now')` gives UTC wall time
 //! as `YYYY-MM-DD HH:MM:SS.SSS`, a fixed-width text that sorts chronologically, so plain text
 //! comparisons order it correctly at millisecond precision. Durations travel as integer
-//! milliseconds and are added in SQL with a `+N.NNN seconds` modifier (SQLite keeps its
+//! milliseconds, rounded by the kit's rule (`lock_core::kit::lease_millis`: up, and a lease at
+//! least 1 ms), and are added in SQL with a `+N.NNN seconds` modifier (SQLite keeps its
 //! internal clock in whole milliseconds, so no float error reaches the stored value). SQLite
 //! evaluates `'now'` once per statement step, so every `now` inside one statement is the same
 //! instant.
 
 use chrono::{DateTime, Datelike, Utc};
-use lock_core::{ColumnNames, LockError, validate_table_name};
+use lock_core::LockError;
+
+use crate::table::Table;
 
 /// The stored timestamp format (UTC), for `strftime` and for slots written by this crate.
 const FORMAT: &str = "%Y-%m-%d %H:%M:%f";
@@ -24,27 +27,11 @@ fn plus_millis(base: &str, param: u8) -> String {
     format!("strftime('{FORMAT}', {base}, '+' || (?{param} / 1000.0) || ' seconds')")
 }
 
-/// An identifier already checked by `validate_identifier` (ASCII letters, digits, `_`), quoted
-/// so that a name that happens to be an SQL keyword (`order`, `group`) still works.
-fn quote(identifier: &str) -> String {
-    format!("\"{identifier}\"")
-}
-
 /// The statements for one lock table.
 #[derive(Debug)]
 pub(crate) struct Statements {
-    /// The table as the user named it, for messages.
-    pub(crate) table: String,
-    /// The schema the table lives in: always `main` (the only one the connection has).
-    pub(crate) schema: String,
-    /// The bare table name.
-    pub(crate) bare_table: String,
-    pub(crate) columns: ColumnNames,
-    pub(crate) create_table: String,
-    pub(crate) add_fence: String,
-    pub(crate) add_last_fire: String,
-    /// `?1` table, `?2` schema: the table's column names.
-    pub(crate) table_columns: &'static str,
+    /// The table the statements run on, with its DDL.
+    pub(crate) table: Table,
     /// `?1` name, `?2` locked_by, `?3` at_most ms, `?4` slot or NULL; returns the new fence
     /// when granted, no row when refused (and then nothing was written).
     pub(crate) acquire: String,
@@ -64,42 +51,13 @@ pub(crate) struct Statements {
 }
 
 impl Statements {
-    /// Validates the names and builds every statement.
-    pub(crate) fn new(table: &str, columns: &ColumnNames) -> Result<Self, LockError> {
-        let (schema, bare) = validate_table_name(table)?;
-        // Another schema would be a database ATTACHed to the provider's private connection,
-        // which nothing can do; refuse it here rather than report a missing table later.
-        if let Some(schema) = schema.filter(|s| !s.eq_ignore_ascii_case("main")) {
-            return Err(LockError::InvalidConfiguration(format!(
-                "table name {table:?}: schema {schema:?} is not available to the SQLite lock \
-                 provider; use `table` or `main.table`"
-            )));
-        }
-        columns.validate()?;
-        let t = match schema {
-            Some(schema) => format!("{}.{}", quote(schema), quote(bare)),
-            None => quote(bare),
-        };
-        let name = quote(&columns.name);
-        let lock_until = quote(&columns.lock_until);
-        let locked_at = quote(&columns.locked_at);
-        let locked_by = quote(&columns.locked_by);
-        let fence = quote(&columns.fence);
-        let last_fire = quote(&columns.last_fire);
+    /// Builds every statement for `table`.
+    pub(crate) fn new(table: Table) -> Self {
+        let t = &table.resolved.qualified;
+        let c = &table.resolved.columns;
+        let (name, lock_until, locked_at) = (&c.name, &c.lock_until, &c.locked_at);
+        let (locked_by, fence, last_fire) = (&c.locked_by, &c.fence, &c.last_fire);
         let now = now();
-
-        let create_table = format!(
-            "CREATE TABLE IF NOT EXISTS {t} (\n  \
-             {name} VARCHAR(64) NOT NULL PRIMARY KEY,\n  \
-             {lock_until} TEXT NOT NULL,\n  \
-             {locked_at} TEXT NOT NULL,\n  \
-             {locked_by} VARCHAR(255) NOT NULL,\n  \
-             {fence} INTEGER NOT NULL DEFAULT 0,\n  \
-             {last_fire} TEXT NULL\n\
-             ) WITHOUT ROWID;"
-        );
-        let add_fence = format!("ALTER TABLE {t} ADD COLUMN {fence} INTEGER NOT NULL DEFAULT 0;");
-        let add_last_fire = format!("ALTER TABLE {t} ADD COLUMN {last_fire} TEXT NULL;");
 
         // One statement decides and writes: it inserts a missing row (fence 1), or takes a
         // free row whose last slot is older than this one. When the WHERE fails SQLite changes
@@ -128,7 +86,7 @@ impl Statements {
         let release = format!(
             "UPDATE {t} SET {lock_until} = max({now}, coalesce({hold}, {now})) \
              WHERE {name} = ?1 AND {locked_by} = ?2 AND {fence} = ?3",
-            hold = plus_millis(&locked_at, 4),
+            hold = plus_millis(&locked_at.sql, 4),
         );
         let extend = format!(
             "UPDATE {t} SET {lock_until} = {until} \
@@ -142,15 +100,8 @@ impl Statements {
         let select_one = format!("SELECT {record_columns} FROM {t} WHERE {name} = ?1");
         let force_unlock = format!("UPDATE {t} SET {lock_until} = {now} WHERE {name} = ?1");
 
-        Ok(Statements {
-            table: table.to_owned(),
-            schema: schema.unwrap_or("main").to_owned(),
-            bare_table: bare.to_owned(),
-            columns: columns.clone(),
-            create_table,
-            add_fence,
-            add_last_fire,
-            table_columns: "SELECT name FROM pragma_table_info(?1, ?2)",
+        Statements {
+            table,
             acquire,
             refusal,
             release,
@@ -158,7 +109,7 @@ impl Statements {
             list,
             select_one,
             force_unlock,
-        })
+        }
     }
 }
 
@@ -173,12 +124,6 @@ pub(crate) fn slot_text(slot: DateTime<Utc>) -> Result<String, LockError> {
     Ok(slot.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
 }
 
-/// A duration as whole milliseconds for SQL (saturating: a lease of 292 million years is as
-/// good as forever, and SQLite then reports the date as out of range).
-pub(crate) fn millis(duration: std::time::Duration) -> i64 {
-    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,18 +136,5 @@ mod tests {
         assert_eq!(slot_text(at).unwrap(), "2026-03-09 01:02:03.045");
         let far = Utc.with_ymd_and_hms(10_000, 1, 1, 0, 0, 0).unwrap();
         assert!(slot_text(far).is_err());
-    }
-
-    #[test]
-    fn names_are_validated_and_quoted() {
-        let columns = ColumnNames::default();
-        assert!(Statements::new("shedlock; DROP TABLE x", &columns).is_err());
-        assert!(Statements::new("aux.locks", &columns).is_err());
-        let sql = Statements::new("main.locks", &columns).unwrap();
-        assert_eq!(sql.schema, "main");
-        assert!(
-            sql.create_table
-                .starts_with("CREATE TABLE IF NOT EXISTS \"main\".\"locks\"")
-        );
     }
 }

@@ -1,11 +1,68 @@
-//! What the lock table looks like in the database, and how `ensure_schema` creates or
-//! migrates it.
+//! The lock table: its DDL, what an existing table looks like in the catalog, and how
+//! `ensure_schema` creates or migrates it.
 
 use lock_core::LockError;
+use lock_core::kit::{MAX_INSTANCE_ID_LEN, MAX_LOCK_NAME_LEN, ResolvedTable};
 use tokio_postgres::GenericClient;
 
-use crate::config::ResolvedTable;
-use crate::sql::{self, Shape};
+/// What the lock table supports, as found by
+/// [`PostgresLockProvider::check_schema`](crate::PostgresLockProvider::check_schema).
+///
+/// ```no_run
+/// # async fn run(provider: lock_provider_postgres::PostgresLockProvider) -> Result<(), lock_core::LockError> {
+/// use lock_provider_postgres::TableShape;
+/// match provider.check_schema().await? {
+///     TableShape::Full => {}
+///     TableShape::ShedLockOnly => println!("run ensure_schema() to enable fencing"),
+///     _ => {}
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TableShape {
+    /// All six columns: exclusion, fencing and once-per-slot.
+    Full,
+    /// Only ShedLock's four columns (a table made by ShedLock's own DDL): exclusion only;
+    /// leases carry fence 0 and slots are ignored until
+    /// [`PostgresLockProvider::ensure_schema`](crate::PostgresLockProvider::ensure_schema) adds
+    /// `fence` and `last_fire`.
+    ShedLockOnly,
+}
+
+/// The statement that creates the table with all six columns (no-op if it exists).
+pub(crate) fn create_table(t: &ResolvedTable) -> String {
+    let c = &t.columns;
+    format!(
+        "CREATE TABLE IF NOT EXISTS {table} (\n  \
+           {name} VARCHAR({MAX_LOCK_NAME_LEN}) NOT NULL PRIMARY KEY,\n  \
+           {until} TIMESTAMP(3) NOT NULL,\n  \
+           {at} TIMESTAMP(3) NOT NULL,\n  \
+           {by} VARCHAR({MAX_INSTANCE_ID_LEN}) NOT NULL,\n  \
+           {fence} BIGINT NOT NULL DEFAULT 0,\n  \
+           {last_fire} TIMESTAMP(3) NULL\n\
+         );",
+        table = t.qualified,
+        name = c.name,
+        until = c.lock_until,
+        at = c.locked_at,
+        by = c.locked_by,
+        fence = c.fence,
+        last_fire = c.last_fire,
+    )
+}
+
+/// The statements that add the extension columns to a ShedLock table. Both have defaults, so
+/// ShedLock's own INSERTs keep working and adding them rewrites no rows.
+pub(crate) fn add_extension_columns(t: &ResolvedTable) -> String {
+    format!(
+        "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {fence} BIGINT NOT NULL DEFAULT 0;\n\
+         ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {last_fire} TIMESTAMP(3) NULL;",
+        table = t.qualified,
+        fence = t.columns.fence,
+        last_fire = t.columns.last_fire,
+    )
+}
 
 /// The table as found in the catalog.
 #[derive(Debug)]
@@ -48,7 +105,7 @@ pub(crate) async fn find<C: GenericClient + Sync>(
 pub(crate) fn shape_of(
     table: &ResolvedTable,
     columns: &[(String, String)],
-) -> Result<Shape, LockError> {
+) -> Result<TableShape, LockError> {
     let type_of = |column: &str| {
         columns
             .iter()
@@ -62,13 +119,8 @@ pub(crate) fn shape_of(
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let required = [
-        ("name", &table.name),
-        ("lock_until", &table.lock_until),
-        ("locked_at", &table.locked_at),
-        ("locked_by", &table.locked_by),
-    ];
-    for (role, column) in required {
+    let c = &table.columns;
+    for (role, column) in c.required() {
         if type_of(&column.catalog).is_none() {
             return Err(LockError::InvalidConfiguration(format!(
                 "lock table {} has no column {:?} (configured for `{role}`); its columns are: {}",
@@ -80,7 +132,7 @@ pub(crate) fn shape_of(
     }
     // Timestamps are UTC wall time in zone-less columns, as ShedLock stores them; a
     // `timestamptz` column would be shifted by the session's TimeZone on every comparison.
-    for column in [&table.lock_until, &table.locked_at, &table.last_fire] {
+    for column in [&c.lock_until, &c.locked_at, &c.last_fire] {
         if let Some(ty) = type_of(&column.catalog)
             && !(ty.starts_with("timestamp") && ty.ends_with("without time zone"))
         {
@@ -91,10 +143,10 @@ pub(crate) fn shape_of(
             )));
         }
     }
-    if type_of(&table.fence.catalog).is_some() && type_of(&table.last_fire.catalog).is_some() {
-        Ok(Shape::Full)
+    if type_of(&c.fence.catalog).is_some() && type_of(&c.last_fire.catalog).is_some() {
+        Ok(TableShape::Full)
     } else {
-        Ok(Shape::ShedLockOnly)
+        Ok(TableShape::ShedLockOnly)
     }
 }
 
@@ -118,11 +170,12 @@ pub(crate) async fn ensure(
     )
     .await?;
     match find(&*tx, table).await? {
-        Found::Missing => tx.batch_execute(&sql::create_table(table)).await?,
+        Found::Missing => tx.batch_execute(&create_table(table)).await?,
         Found::Present(columns) => {
             let has = |c: &str| columns.iter().any(|(name, _)| name == c);
-            if !has(&table.fence.catalog) || !has(&table.last_fire.catalog) {
-                tx.batch_execute(&sql::add_extension_columns(table)).await?;
+            let c = &table.columns;
+            if !has(&c.fence.catalog) || !has(&c.last_fire.catalog) {
+                tx.batch_execute(&add_extension_columns(table)).await?;
             }
         }
     }

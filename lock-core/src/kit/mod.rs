@@ -1,0 +1,55 @@
+//! The provider kit: what every SQL lock provider needs, written once.
+//!
+//! A provider crate (`lock-provider-postgres`, `-mysql`, `-sqlite`, the next one) builds its
+//! statements from these pieces instead of its own copies:
+//!
+//! - **the configuration**: [`LockTableConfig`] (table and [`ColumnNames`], with `with_table`
+//!   and `with_columns`), which every provider crate re-exports as its config type;
+//! - **identifiers**: [`validate_identifier`], [`validate_table_name`] (`table` or
+//!   `schema.table`), and [`IdentifierStyle`] for quoting (and, for PostgreSQL, folding);
+//!   [`LockTableConfig::resolve`] does all of it at once and gives a [`ResolvedTable`] whose
+//!   columns can go straight into `format!`;
+//! - **durations**: the one rounding rule, [`lease_millis`] and [`at_least_millis`]: a lease is
+//!   never shorter than asked and never 0 (rounded up to the column's millisecond, at least one),
+//!   and capped at [`MAX_INTERVAL`] (see [the rule](duration));
+//! - **fences**: [`fence_to_sql`] and [`fence_from_sql`] between a lease's `u64` and the
+//!   `BIGINT` column;
+//! - **limits**: [`MAX_LOCK_NAME_LEN`] (the `name` column, `VARCHAR(64)`),
+//!   [`MAX_INSTANCE_ID_LEN`] (`locked_by`, `VARCHAR(255)`), [`MAX_IDENTIFIER_LEN`],
+//!   [`MAX_INTERVAL`].
+//!
+//! Every provider crate has the same layout: `config.rs` (the config type, re-exported),
+//! `table.rs` (the DDL and the checks of an existing table's shape), `statements.rs` (the SQL),
+//! `session.rs` (connections and statement handling), `provider.rs` (the
+//! [`LockProvider`](crate::LockProvider) impl), and a `lib.rs` that re-exports the driver crate.
+//! The steps to add one are in the crate documentation ("Adding a provider").
+//!
+//! ```
+//! use lock_core::kit::{self, IdentifierStyle, LockTableConfig};
+//! use std::time::Duration;
+//!
+//! let table = LockTableConfig::default().with_table("ops.shedlock").resolve(IdentifierStyle::ANSI)?;
+//! let c = &table.columns;
+//! let extend = format!(
+//!     "UPDATE {} SET {} = now() + ?4 WHERE {} = ?1 AND {} = ?2 AND {} = ?3",
+//!     table.qualified, c.lock_until, c.name, c.locked_by, c.fence
+//! );
+//! assert!(extend.starts_with(r#"UPDATE "ops"."shedlock" SET "lock_until""#));
+//! assert_eq!(kit::lease_millis(Duration::from_micros(200)), 1);
+//! # Ok::<(), lock_core::LockError>(())
+//! ```
+
+pub mod duration;
+mod fence;
+mod ident;
+mod table;
+
+pub use crate::config::MAX_LOCK_NAME_LEN;
+pub use crate::instance::MAX_INSTANCE_ID_LEN;
+pub use duration::{COLUMN_UNIT, MAX_INTERVAL, at_least_millis, lease_millis};
+pub use fence::{fence_from_sql, fence_to_sql};
+pub use ident::{IdentifierStyle, MAX_IDENTIFIER_LEN, validate_identifier};
+pub use table::{
+    Column, ColumnNames, DEFAULT_TABLE, LockTableConfig, ResolvedColumns, ResolvedTable,
+    validate_table_name,
+};
