@@ -277,7 +277,10 @@ impl OpenedProvider {
     }
 
     /// What [`close`](Self::close) awaits after dropping the provider.
-    pub(crate) fn closing_with(mut self, goodbye: impl Future<Output = ()> + Send + 'static) -> Self {
+    pub(crate) fn closing_with(
+        mut self,
+        goodbye: impl Future<Output = ()> + Send + 'static,
+    ) -> Self {
         self.closing = Some(Box::pin(goodbye));
         self
     }

@@ -99,7 +99,10 @@ mod tests {
             described("postgres://app@%2Fvar%2Frun%2Fpostgresql/app"),
             "the PostgreSQL server at /var/run/postgresql/.s.PGSQL.5432 (database app)"
         );
-        let debug = format!("{:?}", LockDatabase::parse("postgres://app:secret@h/db").unwrap());
+        let debug = format!(
+            "{:?}",
+            LockDatabase::parse("postgres://app:secret@h/db").unwrap()
+        );
         assert!(!debug.contains("secret"), "{debug}");
     }
 }

@@ -66,7 +66,10 @@ mod tests {
             described("sqlite:///var/lib/app/locks.db"),
             "the SQLite database /var/lib/app/locks.db"
         );
-        assert_eq!(described("sqlite://locks.db"), "the SQLite database locks.db");
+        assert_eq!(
+            described("sqlite://locks.db"),
+            "the SQLite database locks.db"
+        );
     }
 
     #[tokio::test]
