@@ -30,8 +30,11 @@ struct Registration {
     /// Lower-case URL schemes, without `://`.
     schemes: &'static [&'static str],
     /// Checks `rest` (what follows `scheme://`) without connecting.
-    parse: fn(scheme: &str, rest: &str) -> Result<Box<dyn Database>, UrlError>,
+    parse: Parse,
 }
+
+/// A provider module's `parse(scheme, rest)`.
+type Parse = fn(scheme: &str, rest: &str) -> Result<Box<dyn Database>, UrlError>;
 
 /// What a provider module implements for the registry: a parsed URL that describes itself and
 /// opens the provider.
