@@ -50,32 +50,11 @@ trait RunsConnection: Send + Sync {
     /// The database's clock, in Unix milliseconds.
     async fn now_ms(&self) -> Result<i64, BoxError>;
     /// Inserts a started run; returns its id.
-    async fn start(
-        &self,
-        t: &str,
-        job: &str,
-        instance: &str,
-        slot: Option<i64>,
-        fence: i64,
-    ) -> Result<i64, BoxError>;
+    async fn start(&self, t: &str, run: &NewRun<'_>) -> Result<i64, BoxError>;
     /// Completes run `id`.
-    async fn finish(
-        &self,
-        t: &str,
-        id: i64,
-        cancelled: bool,
-        first: Option<i64>,
-        late: Option<i64>,
-    ) -> Result<(), BoxError>;
+    async fn finish(&self, t: &str, end: &RunEnd) -> Result<(), BoxError>;
     /// Inserts a whole run, started and ended now.
-    async fn record(
-        &self,
-        t: &str,
-        job: &str,
-        instance: &str,
-        slot: Option<i64>,
-        fence: i64,
-    ) -> Result<(), BoxError>;
+    async fn record(&self, t: &str, run: &NewRun<'_>) -> Result<(), BoxError>;
     /// The fenced write; returns the rows changed.
     async fn guarded_write(&self, g: &str, fence: i64, writer: &str) -> Result<u64, BoxError>;
     /// Reads the fenced row with `sql`.
@@ -86,6 +65,24 @@ trait RunsConnection: Send + Sync {
     async fn close(self: Box<Self>) -> Result<(), BoxError> {
         Ok(())
     }
+}
+
+/// A run as it starts: what `start` and `record` insert.
+#[derive(Clone, Copy)]
+struct NewRun<'a> {
+    job: &'a str,
+    instance: &'a str,
+    slot: Option<i64>,
+    fence: i64,
+}
+
+/// A run as it ends: what `finish` sets on row `id`.
+#[derive(Clone, Copy)]
+struct RunEnd {
+    id: i64,
+    cancelled: bool,
+    first: Option<i64>,
+    late: Option<i64>,
 }
 
 /// Column types that differ between databases.
@@ -208,10 +205,13 @@ impl RunsTable {
         slot: Option<i64>,
         fence: u64,
     ) -> Result<i64, BoxError> {
-        let fence = i64::try_from(fence)?;
-        self.conn
-            .start(&self.table, job, instance, slot, fence)
-            .await
+        let run = NewRun {
+            job,
+            instance,
+            slot,
+            fence: i64::try_from(fence)?,
+        };
+        self.conn.start(&self.table, &run).await
     }
 
     /// Records that run `id` ended, whether it had been cancelled, and what its fenced writes
@@ -229,11 +229,13 @@ impl RunsTable {
         first_write: Option<u64>,
         late_write: Option<u64>,
     ) -> Result<(), BoxError> {
-        let first = first_write.map(i64::try_from).transpose()?;
-        let late = late_write.map(i64::try_from).transpose()?;
-        self.conn
-            .finish(&self.table, id, cancelled, first, late)
-            .await
+        let end = RunEnd {
+            id,
+            cancelled,
+            first: first_write.map(i64::try_from).transpose()?,
+            late: late_write.map(i64::try_from).transpose()?,
+        };
+        self.conn.finish(&self.table, &end).await
     }
 
     /// Records a whole run in one statement (start and end at the same instant), for short
@@ -251,10 +253,13 @@ impl RunsTable {
         slot: Option<i64>,
         fence: u64,
     ) -> Result<(), BoxError> {
-        let fence = i64::try_from(fence)?;
-        self.conn
-            .record(&self.table, job, instance, slot, fence)
-            .await
+        let run = NewRun {
+            job,
+            instance,
+            slot,
+            fence: i64::try_from(fence)?,
+        };
+        self.conn.record(&self.table, &run).await
     }
 
     /// The fenced write a job makes with its lease's token: it changes the row only if no

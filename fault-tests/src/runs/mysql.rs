@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use lock_core::BoxError;
 use mysql_async::prelude::Queryable;
 
-use super::{Run, RunRow, RunsConnection, SqlTypes};
+use super::{NewRun, Run, RunEnd, RunRow, RunsConnection, SqlTypes};
 
 /// Unix milliseconds now, by the database's clock.
 const NOW: &str =
@@ -51,35 +51,21 @@ impl RunsConnection for MySql {
         now.ok_or_else(|| "SELECT returned no row".into())
     }
 
-    async fn start(
-        &self,
-        t: &str,
-        job: &str,
-        instance: &str,
-        slot: Option<i64>,
-        fence: i64,
-    ) -> Result<i64, BoxError> {
+    async fn start(&self, t: &str, run: &NewRun<'_>) -> Result<i64, BoxError> {
         let mut conn = self.pool.get_conn().await?;
         conn.exec_drop(
             format!(
                 "INSERT INTO {t} (job, instance, slot, fence, started) \
                  VALUES (?, ?, ?, ?, {NOW})"
             ),
-            (job, instance, slot, fence),
+            (run.job, run.instance, run.slot, run.fence),
         )
         .await?;
         let id = conn.last_insert_id().ok_or("no insert id")?;
         Ok(i64::try_from(id)?)
     }
 
-    async fn finish(
-        &self,
-        t: &str,
-        id: i64,
-        cancelled: bool,
-        first: Option<i64>,
-        late: Option<i64>,
-    ) -> Result<(), BoxError> {
+    async fn finish(&self, t: &str, end: &RunEnd) -> Result<(), BoxError> {
         self.pool
             .get_conn()
             .await?
@@ -88,20 +74,13 @@ impl RunsConnection for MySql {
                     "UPDATE {t} SET ended = {NOW}, cancelled = ?, first_write = ?, \
                      late_write = ? WHERE id = ?"
                 ),
-                (cancelled, first, late, id),
+                (end.cancelled, end.first, end.late, end.id),
             )
             .await?;
         Ok(())
     }
 
-    async fn record(
-        &self,
-        t: &str,
-        job: &str,
-        instance: &str,
-        slot: Option<i64>,
-        fence: i64,
-    ) -> Result<(), BoxError> {
+    async fn record(&self, t: &str, run: &NewRun<'_>) -> Result<(), BoxError> {
         self.pool
             .get_conn()
             .await?
@@ -110,7 +89,7 @@ impl RunsConnection for MySql {
                     "INSERT INTO {t} (job, instance, slot, fence, started, ended) \
                      SELECT ?, ?, ?, ?, n, n FROM (SELECT {NOW} AS n) t"
                 ),
-                (job, instance, slot, fence),
+                (run.job, run.instance, run.slot, run.fence),
             )
             .await?;
         Ok(())

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use lock_core::BoxError;
 
-use super::{Run, RunRow, RunsConnection, SqlTypes};
+use super::{NewRun, Run, RunEnd, RunRow, RunsConnection, SqlTypes};
 
 /// Unix milliseconds now, by the database's clock.
 const NOW: &str = "floor(extract(epoch from clock_timestamp()) * 1000)::int8";
@@ -52,58 +52,37 @@ impl RunsConnection for Postgres {
         Ok(row.try_get(0)?)
     }
 
-    async fn start(
-        &self,
-        t: &str,
-        job: &str,
-        instance: &str,
-        slot: Option<i64>,
-        fence: i64,
-    ) -> Result<i64, BoxError> {
+    async fn start(&self, t: &str, run: &NewRun<'_>) -> Result<i64, BoxError> {
         let sql = format!(
             "INSERT INTO {t} (job, instance, slot, fence, started) \
              VALUES ($1, $2, $3, $4, {NOW}) RETURNING id"
         );
         let row = self
             .client
-            .query_one(&sql, &[&job, &instance, &slot, &fence])
+            .query_one(&sql, &[&run.job, &run.instance, &run.slot, &run.fence])
             .await?;
         Ok(row.try_get(0)?)
     }
 
-    async fn finish(
-        &self,
-        t: &str,
-        id: i64,
-        cancelled: bool,
-        first: Option<i64>,
-        late: Option<i64>,
-    ) -> Result<(), BoxError> {
+    async fn finish(&self, t: &str, end: &RunEnd) -> Result<(), BoxError> {
         let sql = format!(
             "UPDATE {t} SET ended = {NOW}, cancelled = $2, first_write = $3, \
              late_write = $4 WHERE id = $1"
         );
         self.client
-            .execute(&sql, &[&id, &cancelled, &first, &late])
+            .execute(&sql, &[&end.id, &end.cancelled, &end.first, &end.late])
             .await?;
         Ok(())
     }
 
-    async fn record(
-        &self,
-        t: &str,
-        job: &str,
-        instance: &str,
-        slot: Option<i64>,
-        fence: i64,
-    ) -> Result<(), BoxError> {
+    async fn record(&self, t: &str, run: &NewRun<'_>) -> Result<(), BoxError> {
         let sql = format!(
             "INSERT INTO {t} (job, instance, slot, fence, started, ended) \
              SELECT $1::text, $2::text, $3::int8, $4::int8, n, n \
              FROM (SELECT {NOW} AS n) t"
         );
         self.client
-            .execute(&sql, &[&job, &instance, &slot, &fence])
+            .execute(&sql, &[&run.job, &run.instance, &run.slot, &run.fence])
             .await?;
         Ok(())
     }

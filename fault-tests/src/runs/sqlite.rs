@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lock_core::BoxError;
 
-use super::{Run, RunRow, RunsConnection, SqlTypes};
+use super::{NewRun, Run, RunEnd, RunRow, RunsConnection, SqlTypes};
 
 /// Unix milliseconds now, by the host's clock (SQLite's database clock).
 const NOW: &str = "CAST(round(unixepoch('now', 'subsec') * 1000) AS INTEGER)";
@@ -70,19 +70,13 @@ impl RunsConnection for Sqlite {
             .await
     }
 
-    async fn start(
-        &self,
-        t: &str,
-        job: &str,
-        instance: &str,
-        slot: Option<i64>,
-        fence: i64,
-    ) -> Result<i64, BoxError> {
+    async fn start(&self, t: &str, run: &NewRun<'_>) -> Result<i64, BoxError> {
         let sql = format!(
             "INSERT INTO {t} (job, instance, slot, fence, started) \
              VALUES (?1, ?2, ?3, ?4, {NOW}) RETURNING id"
         );
-        let (job, instance) = (job.to_owned(), instance.to_owned());
+        let (job, instance) = (run.job.to_owned(), run.instance.to_owned());
+        let (slot, fence) = (run.slot, run.fence);
         self.with(move |c| {
             c.query_row(&sql, rusqlite::params![job, instance, slot, fence], |row| {
                 row.get(0)
@@ -91,36 +85,29 @@ impl RunsConnection for Sqlite {
         .await
     }
 
-    async fn finish(
-        &self,
-        t: &str,
-        id: i64,
-        cancelled: bool,
-        first: Option<i64>,
-        late: Option<i64>,
-    ) -> Result<(), BoxError> {
+    async fn finish(&self, t: &str, end: &RunEnd) -> Result<(), BoxError> {
+        let end = *end;
         let sql = format!(
             "UPDATE {t} SET ended = {NOW}, cancelled = ?2, first_write = ?3, \
              late_write = ?4 WHERE id = ?1"
         );
-        self.with(move |c| c.execute(&sql, rusqlite::params![id, cancelled, first, late]))
-            .await?;
+        self.with(move |c| {
+            c.execute(
+                &sql,
+                rusqlite::params![end.id, end.cancelled, end.first, end.late],
+            )
+        })
+        .await?;
         Ok(())
     }
 
-    async fn record(
-        &self,
-        t: &str,
-        job: &str,
-        instance: &str,
-        slot: Option<i64>,
-        fence: i64,
-    ) -> Result<(), BoxError> {
+    async fn record(&self, t: &str, run: &NewRun<'_>) -> Result<(), BoxError> {
         let sql = format!(
             "INSERT INTO {t} (job, instance, slot, fence, started, ended) \
              SELECT ?1, ?2, ?3, ?4, n, n FROM (SELECT {NOW} AS n)"
         );
-        let (job, instance) = (job.to_owned(), instance.to_owned());
+        let (job, instance) = (run.job.to_owned(), run.instance.to_owned());
+        let (slot, fence) = (run.slot, run.fence);
         self.with(move |c| c.execute(&sql, rusqlite::params![job, instance, slot, fence]))
             .await?;
         Ok(())
