@@ -43,8 +43,8 @@ pub(crate) trait Database: fmt::Display + fmt::Debug + Send + Sync {
     /// A short name for the provider: `postgres`, `mysql`, `sqlite`.
     fn kind(&self) -> &'static str;
 
-    /// Connects (or opens the file), points the provider at `options.table_name()` and applies
-    /// `options.schema()`'s `Create`; the registry does the `Check`.
+    /// Connects (or opens the file), points the provider at `options.table_name()` and, for
+    /// `SchemaAction::Create`, calls `ensure_schema()`; the registry does the `Check`.
     async fn open(&self, options: &OpenOptions) -> Result<OpenedProvider, OpenError>;
 }
 

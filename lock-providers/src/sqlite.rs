@@ -57,6 +57,9 @@ impl fmt::Display for Sqlite {
 
 #[cfg(test)]
 mod tests {
+    use lock_core::LockError;
+    use lock_provider_sqlite::SqliteLockProvider;
+
     use crate::{LockDatabase, OpenError, OpenOptions, SchemaAction};
 
     #[test]
@@ -90,6 +93,28 @@ mod tests {
             .unwrap();
         assert!(path.is_file());
         assert!(opened.provider().list_locks().await.unwrap().is_empty());
+        assert!(opened.downcast_ref::<SqliteLockProvider>().is_some());
         opened.close().await;
+    }
+
+    #[tokio::test]
+    async fn check_refuses_a_missing_table_with_its_ddl() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("locks.db").display());
+        let options = OpenOptions::new()
+            .table("no_such_table")
+            .schema(SchemaAction::Check);
+        match options.open(&url).await {
+            Err(OpenError::Schema(LockError::TableMissing { table, ddl, .. })) => {
+                assert_eq!(table, "no_such_table");
+                assert!(ddl.contains("CREATE TABLE"), "{ddl}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let refused = OpenOptions::new()
+            .table("locks; DROP TABLE users")
+            .open(&url)
+            .await;
+        assert!(matches!(refused, Err(OpenError::Table(_))), "{refused:?}");
     }
 }
