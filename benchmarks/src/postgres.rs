@@ -1,6 +1,7 @@
 //! The PostgreSQL server the database benches run against.
 
 use lock_provider_postgres::PostgresLockProvider;
+use lock_providers::{OpenError, OpenOptions};
 
 /// `LOCK_TEST_POSTGRES_URL`, or the server of the development machine and CI.
 ///
@@ -12,9 +13,9 @@ pub fn url() -> String {
         .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
 }
 
-/// Connects a provider to [`url`] on `table`. An unreachable server fails the bench when `CI`
-/// is set (a bench that silently measures nothing would hide a broken setup); otherwise it
-/// prints `SKIPPED: ...` to stderr and returns `None`.
+/// Connects a provider to [`url`] on `table`, through the `lock-providers` registry. An
+/// unreachable server fails the bench when `CI` is set (a bench that silently measures nothing
+/// would hide a broken setup); otherwise it prints `SKIPPED: ...` to stderr and returns `None`.
 ///
 /// ```no_run
 /// # async fn run() {
@@ -25,19 +26,23 @@ pub fn url() -> String {
 /// ```
 pub async fn connect_or_skip(table: &str) -> Option<PostgresLockProvider> {
     let url = url();
-    match PostgresLockProvider::connect(&url).await {
-        Ok(provider) => Some(
-            provider
-                .with_table(table)
-                .expect("a valid bench table name"),
+    match OpenOptions::new().table(table).open(&url).await {
+        Ok(opened) => Some(
+            opened
+                .downcast_ref::<PostgresLockProvider>()
+                .expect("LOCK_TEST_POSTGRES_URL names a PostgreSQL server")
+                .clone(),
         ),
-        Err(e) if std::env::var_os("CI").is_some() => {
-            panic!(
-                "PostgreSQL unreachable at {} while CI is set: {e}",
-                redact(&url)
-            )
-        }
+        Err(OpenError::Table(e)) => panic!("a valid bench table name: {e:?}"),
         Err(e) => {
+            // The provider's own error, as the bench printed it before the registry.
+            let e = e.into_lock_error();
+            if std::env::var_os("CI").is_some() {
+                panic!(
+                    "PostgreSQL unreachable at {} while CI is set: {e}",
+                    redact(&url)
+                )
+            }
             eprintln!("SKIPPED: postgres unreachable at {}: {e}", redact(&url));
             None
         }

@@ -4,9 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lock_core::{LockError, LockProvider};
-use lock_provider_mysql::MySqlLockProvider;
-use lock_provider_postgres::PostgresLockProvider;
-use lock_provider_sqlite::SqliteLockProvider;
+use lock_providers::{LockDatabase, OpenError, OpenOptions, SchemaAction};
 
 /// One of the three databases the providers support, with where to find it.
 ///
@@ -26,19 +24,6 @@ pub enum Backend {
     MySql(String),
     /// A SQLite database file shared by the processes of one host.
     Sqlite(PathBuf),
-}
-
-/// What a service does about the lock table at start.
-///
-/// ```
-/// assert_ne!(fault_tests::SchemaAction::Create, fault_tests::SchemaAction::Check);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SchemaAction {
-    /// `ensure_schema()`: create the table or add the extension columns.
-    Create,
-    /// Only look at it (a service without DDL rights): a missing table is an error at start.
-    Check,
 }
 
 impl Backend {
@@ -87,8 +72,22 @@ impl Backend {
         }
     }
 
-    /// Opens the provider on `table`, the way a service does at start: connect (which fails on
-    /// bad credentials or an unknown database), then create or check the table.
+    /// The URL the `lock-providers` registry opens: the URL as given, or `sqlite://<path>`.
+    ///
+    /// ```
+    /// let backend = fault_tests::Backend::Sqlite("/tmp/locks.db".into());
+    /// assert_eq!(backend.url(), "sqlite:///tmp/locks.db");
+    /// ```
+    pub fn url(&self) -> String {
+        match self {
+            Backend::Postgres(url) | Backend::MySql(url) => url.clone(),
+            Backend::Sqlite(path) => format!("sqlite://{}", path.display()),
+        }
+    }
+
+    /// Opens the provider on `table` through the `lock-providers` registry, the way a service
+    /// does at start: connect (which fails on bad credentials or an unknown database), then
+    /// create or check the table as `schema` says.
     ///
     /// ```no_run
     /// use fault_tests::{Backend, SchemaAction};
@@ -103,36 +102,22 @@ impl Backend {
         table: &str,
         schema: SchemaAction,
     ) -> Result<Arc<dyn LockProvider>, LockError> {
-        let provider: Arc<dyn LockProvider> = match self {
-            Backend::Postgres(url) => {
-                let provider = PostgresLockProvider::connect(url)
-                    .await?
-                    .with_table(table)?;
-                if schema == SchemaAction::Create {
-                    provider.ensure_schema().await?;
-                }
-                Arc::new(provider)
-            }
-            Backend::MySql(url) => {
-                let provider = MySqlLockProvider::connect(url).await?.with_table(table)?;
-                if schema == SchemaAction::Create {
-                    provider.ensure_schema().await?;
-                }
-                Arc::new(provider)
-            }
-            Backend::Sqlite(path) => {
-                let provider = SqliteLockProvider::open(path)?.with_table(table)?;
-                if schema == SchemaAction::Create {
-                    provider.ensure_schema().await?;
-                }
-                Arc::new(provider)
-            }
-        };
-        if schema == SchemaAction::Check {
-            // Reading the table is the one check every provider has; a missing table is
-            // `LockError::TableMissing` with the DDL to run.
-            provider.list_locks().await?;
+        let database = LockDatabase::parse(&self.url()).map_err(|e| {
+            LockError::InvalidConfiguration(format!("{} location {e}", self.kind()))
+        })?;
+        if database.kind() != self.kind() {
+            return Err(LockError::InvalidConfiguration(format!(
+                "the {} backend was given a {} URL",
+                self.kind(),
+                database.kind()
+            )));
         }
-        Ok(provider)
+        let options = OpenOptions::new().table(table).schema(schema);
+        let opened = database
+            .open(&options)
+            .await
+            .map_err(OpenError::into_lock_error)?;
+        // A service keeps its provider to the end of the process.
+        Ok(opened.into_provider())
     }
 }

@@ -5,5 +5,7 @@
 mod backend;
 mod runs;
 
-pub use backend::{Backend, SchemaAction};
+pub use backend::Backend;
+/// What a service does about the lock table at start (`--schema create|check`).
+pub use lock_providers::SchemaAction;
 pub use runs::{Run, RunsTable};

@@ -14,7 +14,7 @@ use clap::{CommandFactory, Parser, error::ErrorKind};
 use lock_core::{LockError, LockRecord, validate_lock_name, validate_table_name};
 
 use cli::{Cli, Command};
-use target::{Store, Target};
+use lock_providers::OpenedProvider;
 
 /// Why lockctl stops without doing what was asked, and the exit code that says so.
 #[derive(Debug)]
@@ -144,19 +144,19 @@ fn main() -> ExitCode {
 
 async fn run(url: &str, table: &str, command: &Command) -> Result<(), Failure> {
     // Everything that can be checked without a server is, so a typing mistake never connects.
-    let target = Target::parse(url).map_err(Failure::usage)?;
+    let database = target::parse(url)?;
     validate_table_name(table).map_err(|e| Failure::usage(format!("--table: {e}")))?;
     if let Command::Unlock { name, .. } = command {
         validate_lock_name(name).map_err(|e| Failure::usage(e.to_string()))?;
     }
-    let store = target.open(table).await?;
-    let result = execute(&store, command).await;
-    store.close().await;
+    let opened = target::open(&database, table).await?;
+    let result = execute(&opened, command).await;
+    opened.close().await;
     result
 }
 
-async fn execute(store: &Store, command: &Command) -> Result<(), Failure> {
-    let provider = &store.provider;
+async fn execute(opened: &OpenedProvider, command: &Command) -> Result<(), Failure> {
+    let provider = opened.provider();
     let table = provider.describe();
     match command {
         Command::List { json } => {

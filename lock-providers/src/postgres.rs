@@ -1,0 +1,108 @@
+//! `postgres://` and `postgresql://`: [`PostgresLockProvider`].
+
+use std::fmt;
+
+use async_trait::async_trait;
+use lock_provider_postgres::PostgresLockProvider;
+use tokio_postgres::config::Host;
+
+use crate::registry::Database;
+use crate::{OpenError, OpenOptions, OpenedProvider, UrlError};
+
+/// A PostgreSQL server, by URL.
+pub(crate) struct Postgres {
+    /// The URL as given, with the scheme lower-cased (the driver parses it again).
+    url: String,
+    // Boxed: it is large, and the registry keeps it behind a pointer anyway.
+    config: Box<tokio_postgres::Config>,
+}
+
+pub(crate) fn parse(scheme: &str, rest: &str) -> Result<Box<dyn Database>, UrlError> {
+    let url = format!("{scheme}://{rest}");
+    // The driver's message never repeats the URL.
+    let config = url
+        .parse()
+        .map_err(|e| UrlError::new(format!("is not a valid PostgreSQL URL: {e}")))?;
+    Ok(Box::new(Postgres {
+        url,
+        config: Box::new(config),
+    }))
+}
+
+#[async_trait]
+impl Database for Postgres {
+    fn kind(&self) -> &'static str {
+        "postgres"
+    }
+
+    async fn open(&self, options: &OpenOptions) -> Result<OpenedProvider, OpenError> {
+        let provider = PostgresLockProvider::connect(&self.url)
+            .await
+            .map_err(|e| OpenError::unreachable(format!("cannot connect to {self}"), e))?
+            .with_table(options.table_name())
+            .map_err(OpenError::Table)?;
+        options.ensure_schema(provider.ensure_schema()).await?;
+        Ok(OpenedProvider::new(provider))
+    }
+}
+
+/// Host(s) and database: never the user or password.
+impl fmt::Display for Postgres {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ports = self.config.get_ports();
+        let servers: Vec<String> = self
+            .config
+            .get_hosts()
+            .iter()
+            .enumerate()
+            .map(|(i, host)| {
+                // libpq's rule: one port for all hosts, or one per host.
+                let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+                match host {
+                    Host::Tcp(name) => format!("{name}:{port}"),
+                    Host::Unix(dir) => format!("{}/.s.PGSQL.{port}", dir.display()),
+                }
+            })
+            .collect();
+        let servers = if servers.is_empty() {
+            "(no host in the URL)".to_owned()
+        } else {
+            servers.join(",")
+        };
+        write!(f, "the PostgreSQL server at {servers}")?;
+        if let Some(db) = self.config.get_dbname() {
+            write!(f, " (database {db})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Like `Display`: a derived `Debug` would print the URL, password included.
+impl fmt::Debug for Postgres {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Postgres").field(&self.to_string()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::LockDatabase;
+
+    #[test]
+    fn several_hosts_and_unix_sockets_are_described() {
+        let described = |url: &str| LockDatabase::parse(url).unwrap().to_string();
+        assert_eq!(
+            described("postgresql://app@a:5433,b/app"),
+            "the PostgreSQL server at a:5433,b:5432 (database app)"
+        );
+        assert_eq!(
+            described("postgres://app@%2Fvar%2Frun%2Fpostgresql/app"),
+            "the PostgreSQL server at /var/run/postgresql/.s.PGSQL.5432 (database app)"
+        );
+        let debug = format!(
+            "{:?}",
+            LockDatabase::parse("postgres://app:secret@h/db").unwrap()
+        );
+        assert!(!debug.contains("secret"), "{debug}");
+    }
+}
