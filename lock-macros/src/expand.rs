@@ -7,9 +7,10 @@ use syn::ext::IdentExt;
 use syn::token::Paren;
 use syn::{AttrStyle, Attribute, ItemFn, MacroDelimiter, Meta, MetaList, ReturnType};
 
-use crate::args::{self, LockArgs, Macro};
+use crate::args::{self, Args};
 use crate::errors::Errors;
-use crate::valid::{self, Lock, MAX_LOCK_NAME_LEN, Trigger};
+use crate::keys::Macro;
+use crate::valid::{self, Lock, Trigger};
 
 /// Expands `#[scheduled]` or `#[scheduler_lock]` (`this`), whichever of the two runs first:
 /// it finds the other one among the function's attributes and handles both.
@@ -39,16 +40,15 @@ pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> Token
     let own = (this, args, own_attribute());
     let mut trigger = None;
     // `#[scheduled]` alone: locked with the defaults.
-    let mut lock = valid::lock(&LockArgs::default(), &mut errors);
+    let mut lock = valid::lock(&Args::none(), &mut errors);
     for (which, tokens, attr) in std::iter::once(own).chain(other) {
+        let args = args::parse(which, tokens, attr, &mut errors);
         match which {
             Macro::Scheduled => {
-                trigger = args::parse_scheduled(tokens, attr, &mut errors)
-                    .and_then(|args| valid::trigger(&args, &mut errors));
+                trigger = args.and_then(|args| valid::trigger(&args, &mut errors));
             }
             Macro::SchedulerLock => {
-                lock = args::parse_lock(tokens, &mut errors)
-                    .and_then(|args| valid::lock(&args, &mut errors));
+                lock = args.and_then(|args| valid::lock(&args, &mut errors));
             }
         }
     }
@@ -184,28 +184,31 @@ fn parts<'a>(func: &'a ItemFn, lock: &Lock) -> Parts<'a> {
         ReturnType::Type(_, ty) => ty.to_token_stream(),
     };
     let path = job_name(func);
+    let max = lock_trigger::MAX_LOCK_NAME_LEN;
     let (name, name_check) = match &lock.name {
         Some(name) => (name.to_token_stream(), TokenStream::new()),
         // The module path is known only to the compiler: check the length there.
         None => {
             let message = format!(
                 "the lock name defaults to the function's path, which is longer than \
-                 {MAX_LOCK_NAME_LEN} bytes here; set a shorter one with \
+                 {max} bytes here; set a shorter one with \
                  #[scheduler_lock(name = \"...\")]"
             );
             let check = quote! {
-                const _: () = ::core::assert!(#path.len() <= #MAX_LOCK_NAME_LEN, #message);
+                const _: () = ::core::assert!(#path.len() <= #max, #message);
             };
             (path, check)
         }
     };
-    let at_most = option(lock.at_most_ms);
-    let at_least = lock.at_least_ms;
-    let keep_alive = option(lock.keep_alive);
+    let fields = &lock.fields;
     let spec = quote! {
         #name_check
         static __LOCK_SPEC: ::lock_core::__private::LockSpec =
-            ::lock_core::__private::LockSpec::new(#name, #at_most, #at_least, #keep_alive);
+            ::lock_core::__private::LockSpec::new(::lock_core::__private::lock_trigger::LockSpec {
+                name: #name,
+                #(#fields,)*
+                ..::lock_core::__private::lock_trigger::LockSpec::DEFAULT
+            });
     };
     Parts { func, ret, spec }
 }
@@ -229,13 +232,6 @@ fn job_name(func: &ItemFn) -> TokenStream {
     quote!(::core::concat!(::core::module_path!(), "::", #ident))
 }
 
-fn option<T: ToTokens>(value: Option<T>) -> TokenStream {
-    match value {
-        Some(value) => quote!(::core::option::Option::Some(#value)),
-        None => quote!(::core::option::Option::None),
-    }
-}
-
 /// The function with its signature and attributes kept, and `body` as its block (after the
 /// body's own inner attributes, which keep applying to everything inside).
 fn with_body(func: &ItemFn, extra_attrs: TokenStream, body: TokenStream) -> TokenStream {
@@ -252,31 +248,14 @@ fn with_body(func: &ItemFn, extra_attrs: TokenStream, body: TokenStream) -> Toke
     }
 }
 
+/// `TriggerSpec::new(kind)`, with the options given set on top.
 fn trigger_tokens(trigger: &Trigger) -> TokenStream {
-    match trigger {
-        Trigger::Cron { expr, zone } => {
-            let zone = option(zone.as_ref());
-            quote!(::lock_core::__private::TriggerSpec::Cron { expr: #expr, zone: #zone })
-        }
-        Trigger::FixedRate {
-            period_ms,
-            initial_delay_ms,
-        } => quote! {
-            ::lock_core::__private::TriggerSpec::FixedRate {
-                period_ms: #period_ms,
-                initial_delay_ms: #initial_delay_ms,
-            }
-        },
-        Trigger::FixedDelay {
-            delay_ms,
-            initial_delay_ms,
-        } => quote! {
-            ::lock_core::__private::TriggerSpec::FixedDelay {
-                delay_ms: #delay_ms,
-                initial_delay_ms: #initial_delay_ms,
-            }
-        },
+    let Trigger { kind, fields } = trigger;
+    let spec = quote!(::lock_core::__private::TriggerSpec::new(#kind));
+    if fields.is_empty() {
+        return spec;
     }
+    quote!(::lock_core::__private::TriggerSpec { #(#fields,)* ..#spec })
 }
 
 /// A `#[scheduled]` function (with or without `#[scheduler_lock]`).
@@ -440,12 +419,14 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("TriggerSpec :: FixedRate { period_ms : 5000u64"),
+            out.contains(
+                "TriggerKind :: FixedRate { period : :: core :: time :: Duration :: from_millis (5000u64) }"
+            ),
             "{out}"
         );
         assert!(
             out.contains(
-                "LockSpec :: new (\"job\" , :: core :: option :: Option :: Some (60000u64)"
+                "LockSpec { name : \"job\" , lock_at_most_for : :: core :: option :: Option :: Some (:: core :: time :: Duration :: from_millis (60000u64)) , .."
             ),
             "{out}"
         );

@@ -158,9 +158,9 @@ impl<C> TriggerKind<C> {
             TriggerKind::FixedRate { period } if period.as_millis() == 0 => Err(TriggerError(
                 "fixed_rate: the period must be at least 1 ms".into(),
             )),
-            TriggerKind::Cron(_) | TriggerKind::FixedRate { .. } | TriggerKind::FixedDelay { .. } => {
-                Ok(())
-            }
+            TriggerKind::Cron(_)
+            | TriggerKind::FixedRate { .. }
+            | TriggerKind::FixedDelay { .. } => Ok(()),
         }
     }
 }
