@@ -1,8 +1,9 @@
 //! The attribute arguments: `key = value` pairs, typed per key, each value kept with its span.
 //!
-//! Syntax is parsed first (`RawArgs`); then every pair is checked on its own (known key, set
-//! once, value of the right kind), recording each mistake and going on, so a user sees all of
-//! them at once. What the values mean (cron syntax, durations, combinations) is `valid.rs`.
+//! Syntax is parsed first (`RawArg`); then every pair is checked on its own against the key
+//! table (`keys::KEYS`: known key, set once, value of the right kind), recording each mistake
+//! and going on, so a user sees all of them at once. What the values mean (cron syntax,
+//! durations, combinations) is `valid.rs`.
 
 use proc_macro2::TokenStream;
 use syn::ext::IdentExt;

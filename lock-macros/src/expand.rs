@@ -203,6 +203,9 @@ fn parts<'a>(func: &'a ItemFn, lock: &Lock) -> Parts<'a> {
     let fields = &lock.fields;
     let spec = quote! {
         #name_check
+        // With every key given, `..DEFAULT` adds nothing; it stays so that the expansion is
+        // the same whatever is given.
+        #[allow(clippy::needless_update)]
         static __LOCK_SPEC: ::lock_core::__private::LockSpec =
             ::lock_core::__private::LockSpec::new(::lock_core::__private::lock_trigger::LockSpec {
                 name: #name,
@@ -275,11 +278,19 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 /// #[allow(dead_code)] // the scheduler calls it; the program may never name it
 /// async fn sync_bill() -> R {
 ///     async fn __lock_body() -> R { body }
-///     static __LOCK_SPEC: LockSpec = LockSpec::new("sync_bill", Some(1_800_000), 10_000, None);
+///     static __LOCK_SPEC: LockSpec = LockSpec::new(lock_trigger::LockSpec {
+///         name: "sync_bill",
+///         lock_at_most_for: Some(Duration::from_millis(1800000u64)),
+///         lock_at_least_for: Duration::from_millis(10000u64),
+///         ..lock_trigger::LockSpec::DEFAULT
+///     });
 ///     inventory::submit! {
 ///         ScheduledJob {
 ///             name: concat!(module_path!(), "::", "sync_bill"),
-///             trigger: TriggerSpec::Cron { expr: "0 5 1 * * *", zone: Some("Asia/Shanghai") },
+///             trigger: TriggerSpec::new(TriggerKind::Cron(CronSpec {
+///                 expr: "0 5 1 * * *",
+///                 zone: Some("Asia/Shanghai"),
+///             })),
 ///             lock: &__LOCK_SPEC,
 ///             body: JobBody::Async(|| Box::pin(async { JobReturn::into_job_result(__lock_body().await) })),
 ///         }
@@ -293,9 +304,17 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///             body: JobBody::Blocking(|| JobReturn::into_job_result(__lock_body())),
 ///     // ...
 ///     run_locked_blocking(&__LOCK_SPEC, __lock_body)
+///
+/// // Input: #[scheduled(fixed_delay = "5s", initial_delay = "1s")]
+/// // Output: the same, with
+///             trigger: TriggerSpec {
+///                 initial_delay: Duration::from_millis(1000u64),
+///                 ..TriggerSpec::new(TriggerKind::FixedDelay { delay: Duration::from_millis(5000u64) })
+///             },
 /// ```
 ///
-/// (All paths in the output are absolute, `::lock_core::__private::...`.) A nested function
+/// (All paths in the output are absolute, `::lock_core::__private::...` and
+/// `::core::time::Duration`; each key's part comes from its row in `keys::KEYS`.) A nested function
 /// cannot see the outer function's generics, parameters or `Self`; `valid::signature` rejects
 /// the first two, and inside an `impl` block the body must name its type instead of `Self`.
 fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock) -> TokenStream {
@@ -358,7 +377,11 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock) -> TokenStream {
 ///
 /// // Output:
 /// async fn export(day: NaiveDate) -> anyhow::Result<()> {
-///     static __LOCK_SPEC: LockSpec = LockSpec::new("export", Some(600_000), 0, None);
+///     static __LOCK_SPEC: LockSpec = LockSpec::new(lock_trigger::LockSpec {
+///         name: "export",
+///         lock_at_most_for: Some(Duration::from_millis(600000u64)),
+///         ..lock_trigger::LockSpec::DEFAULT
+///     });
 ///     run_locked(&__LOCK_SPEC, async move {
 ///         let __lock_ret: anyhow::Result<()> = { body };
 ///         #[allow(unreachable_code)] // when `body` ends in `return`
@@ -370,9 +393,11 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock) -> TokenStream {
 /// // Input: #[scheduler_lock] fn cleanup(dir: &Path) -> io::Result<()> { body }
 /// // Output:
 /// fn cleanup(dir: &Path) -> io::Result<()> {
-///     static __LOCK_SPEC: LockSpec =
-///         LockSpec::new(concat!(module_path!(), "::", "cleanup"), None, 0, None);
-///     const _: () = assert!(concat!(module_path!(), "::", "cleanup").len() <= 64, "...");
+///     const _: () = assert!(concat!(module_path!(), "::", "cleanup").len() <= 64usize, "...");
+///     static __LOCK_SPEC: LockSpec = LockSpec::new(lock_trigger::LockSpec {
+///         name: concat!(module_path!(), "::", "cleanup"),
+///         ..lock_trigger::LockSpec::DEFAULT
+///     });
 ///     run_locked_blocking(&__LOCK_SPEC, move || -> io::Result<()> { body })
 /// }
 /// ```

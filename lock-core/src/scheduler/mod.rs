@@ -376,7 +376,7 @@ struct JobRunner {
 impl JobRunner {
     async fn run(self, started: tokio::time::Instant) {
         let initial = started + self.job.trigger().initial_delay();
-        match *self.job.trigger().kind() {
+        match self.job.trigger().spec().kind {
             TriggerKind::Cron(_) | TriggerKind::FixedRate { .. } => self.run_slotted(initial).await,
             TriggerKind::FixedDelay { delay } => self.run_fixed_delay(initial, delay).await,
         }

@@ -115,9 +115,9 @@ impl Trigger {
         self.spec.initial_delay
     }
 
-    /// What the trigger is: slotted (cron, fixed rate) or after-run (fixed delay).
-    pub(crate) fn kind(&self) -> &TriggerKind<CronSchedule> {
-        &self.spec.kind
+    /// The description: what the trigger is (slotted or after-run) and its options.
+    pub(crate) fn spec(&self) -> &TriggerSpec<CronSchedule> {
+        &self.spec
     }
 
     /// The first slot strictly after `after` (cron, fixed rate); `None` for fixed-delay
