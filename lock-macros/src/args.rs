@@ -202,7 +202,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// "`a`, `b`, `c`".
-pub(crate) fn list(keys: &[&str]) -> String {
+fn list(keys: &[&str]) -> String {
     keys.iter()
         .map(|k| format!("`{k}`"))
         .collect::<Vec<_>>()

@@ -356,8 +356,8 @@ pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
         == Err(lock_trigger::LeaseError::AtLeastExceedsAtMost)
     {
         let (most_lit, least_lit) = (
-            values.string_of(args, "lock_at_most_for")?,
-            values.string_of(args, "lock_at_least_for")?,
+            written(args, "lock_at_most_for")?,
+            written(args, "lock_at_least_for")?,
         );
         errors.at(
             least_lit.span(),
@@ -384,13 +384,11 @@ pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
     Some(Lock { name, fields })
 }
 
-impl Values {
-    /// The literal a key was written with (for messages about two values at once).
-    fn string_of<'a>(&self, args: &'a Args, key: &str) -> Option<&'a LitStr> {
-        match &args.get(key)?.value {
-            Some(Value::Str(lit)) => Some(lit),
-            _ => None,
-        }
+/// The literal a string key was written with (for messages about two values at once).
+fn written<'a>(args: &'a Args, key: &str) -> Option<&'a LitStr> {
+    match &args.get(key)?.value {
+        Some(Value::Str(lit)) => Some(lit),
+        _ => None,
     }
 }
 
