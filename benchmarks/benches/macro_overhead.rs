@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use benchmarks::stats::ratio_line;
 use benchmarks::{Mode, Samples, Unit};
-use lock_core::__private::LockSpec;
+use lock_core::__private::{LockSpec, lock_trigger};
 use lock_core::{
     InMemoryLockProvider, LockConfiguration, LockOutcome, LockingTaskExecutor, scheduler_lock,
 };
@@ -38,7 +38,11 @@ async fn locked_noop() {}
 
 /// What the macro above puts in its `static` (same settings, another name, so the part
 /// measurements do not contend with it).
-static SPEC: LockSpec = LockSpec::new("bench_spec", Some(60_000), 0, None);
+static SPEC: LockSpec = LockSpec::new(lock_trigger::LockSpec {
+    name: "bench_spec",
+    lock_at_most_for: Some(Duration::from_secs(60)),
+    ..lock_trigger::LockSpec::DEFAULT
+});
 
 /// Times `BATCH` runs of `$body` as one sample of `$samples` (kept only when `$keep`).
 macro_rules! timed {

@@ -3,11 +3,12 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use lock_trigger::LeaseError;
+
 use crate::LockError;
 use crate::metrics::LockMetrics;
 
-/// The longest lock name, in bytes: the `name` column of the lock table is `VARCHAR(64)`.
-pub const MAX_LOCK_NAME_LEN: usize = 64;
+pub use lock_trigger::{MAX_DURATION, MAX_LOCK_NAME_LEN};
 
 /// How one named lock is held: ShedLock's `name`, `lockAtMostFor`, `lockAtLeastFor`, plus
 /// keep-alive.
@@ -72,17 +73,20 @@ impl LockConfiguration {
     ) -> Result<Self, LockError> {
         let name = name.into();
         validate_lock_name(&name)?;
-        if at_most.is_zero() {
-            return Err(LockError::ZeroAtMost {
-                name: name.to_string(),
-            });
-        }
-        if at_least > at_most {
-            return Err(LockError::AtLeastExceedsAtMost {
-                name: name.to_string(),
-                at_least,
-                at_most,
-            });
+        match lock_trigger::check_lease(at_most, at_least) {
+            Ok(()) => {}
+            Err(LeaseError::ZeroAtMost) => {
+                return Err(LockError::ZeroAtMost {
+                    name: name.to_string(),
+                });
+            }
+            Err(LeaseError::AtLeastExceedsAtMost) => {
+                return Err(LockError::AtLeastExceedsAtMost {
+                    name: name.to_string(),
+                    at_least,
+                    at_most,
+                });
+            }
         }
         Ok(Self {
             name,
@@ -150,19 +154,10 @@ impl LockConfiguration {
 /// assert!(lock_core::validate_lock_name(&"x".repeat(65)).is_err());
 /// ```
 pub fn validate_lock_name(name: &str) -> Result<(), LockError> {
-    if name.is_empty() {
-        return Err(LockError::InvalidLockName {
-            name: String::new(),
-            reason: "a lock name must not be empty",
-        });
-    }
-    if name.len() > MAX_LOCK_NAME_LEN {
-        return Err(LockError::InvalidLockName {
-            name: name.to_owned(),
-            reason: "a lock name must be at most 64 bytes (the lock table's name column is VARCHAR(64))",
-        });
-    }
-    Ok(())
+    lock_trigger::check_lock_name(name).map_err(|error| LockError::InvalidLockName {
+        name: name.to_owned(),
+        reason: error.reason(),
+    })
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ pub mod __private;
 pub mod testkit;
 
 pub use __private::JobReturn;
-pub use config::{LockConfiguration, MAX_LOCK_NAME_LEN, validate_lock_name};
+pub use config::{LockConfiguration, MAX_DURATION, MAX_LOCK_NAME_LEN, validate_lock_name};
 pub use context::{JobContext, assert_locked};
 pub use error::{BoxError, LockError};
 pub use executor::{

@@ -7,9 +7,11 @@ use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 pub use inventory;
+/// The vocabulary the expansion is written in (`TriggerSpec`, `TriggerKind`, `CronSpec`, and
+/// `lock_trigger::LockSpec` inside [`LockSpec`]).
+pub use lock_trigger::{self, CronSpec, TriggerKind, TriggerSpec};
 
 use crate::executor::default_executor_shared;
 use crate::{LockConfiguration, LockDefaults, LockError, LockOutcome, LockingTaskExecutor};
@@ -20,18 +22,13 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 /// A job run's result as the scheduler reports it: the body's error, rendered with `{:?}`.
 pub type JobResult = Result<(), String>;
 
-/// The `#[scheduler_lock]` arguments of one function (or the defaults for a `#[scheduled]`
-/// function without one), as a `static` in the expansion.
+/// One locked function's lock, as a `static` in the expansion: its [`LockSpec`] (the
+/// `#[scheduler_lock]` arguments, or the defaults for a `#[scheduled]` function without one)
+/// and the configuration resolved from it.
 #[derive(Debug)]
 pub struct LockSpec {
-    /// The lock name: the `name` argument, or `concat!(module_path!(), "::", fn_name)`.
-    pub name: &'static str,
-    /// `lock_at_most_for` in milliseconds; `None` takes the executor's default.
-    pub lock_at_most_for_ms: Option<u64>,
-    /// `lock_at_least_for` in milliseconds.
-    pub lock_at_least_for_ms: u64,
-    /// Keep-alive on or off; `None` takes the executor's default.
-    pub keep_alive: Option<bool>,
+    /// The arguments, as the macro checked them.
+    pub spec: lock_trigger::LockSpec,
     /// The configuration built for the first executor's defaults; later calls under the same
     /// defaults clone it (two reference counts) instead of validating and allocating again.
     cached: OnceLock<(LockDefaults, LockConfiguration)>,
@@ -39,19 +36,16 @@ pub struct LockSpec {
 
 impl LockSpec {
     /// Used by the expansion in a `static`.
-    pub const fn new(
-        name: &'static str,
-        lock_at_most_for_ms: Option<u64>,
-        lock_at_least_for_ms: u64,
-        keep_alive: Option<bool>,
-    ) -> Self {
+    pub const fn new(spec: lock_trigger::LockSpec) -> Self {
         LockSpec {
-            name,
-            lock_at_most_for_ms,
-            lock_at_least_for_ms,
-            keep_alive,
+            spec,
             cached: OnceLock::new(),
         }
+    }
+
+    /// The lock name.
+    pub fn name(&self) -> &'static str {
+        self.spec.name
     }
 
     /// The validated configuration under `executor`'s defaults (allocates nothing after the
@@ -66,45 +60,18 @@ impl LockSpec {
         {
             return Ok(config.clone());
         }
-        let at_least = Duration::from_millis(self.lock_at_least_for_ms);
+        let spec = &self.spec;
+        let at_least = spec.lock_at_least_for;
         // A default at_most shorter than an explicit at_least: hold at least as long as asked.
-        let at_most = match self.lock_at_most_for_ms {
-            Some(ms) => Duration::from_millis(ms),
-            None => defaults.lock_at_most_for.max(at_least),
-        };
-        let config = LockConfiguration::new(self.name, at_most, at_least)?
-            .with_keep_alive(self.keep_alive.unwrap_or(defaults.keep_alive));
+        let at_most = spec
+            .lock_at_most_for
+            .unwrap_or_else(|| defaults.lock_at_most_for.max(at_least));
+        let config = LockConfiguration::new(spec.name, at_most, at_least)?
+            .with_keep_alive(spec.keep_alive.unwrap_or(defaults.keep_alive));
         // Only the first executor's defaults are cached; another set rebuilds per call.
         let _ = self.cached.set((defaults, config.clone()));
         Ok(config)
     }
-}
-
-/// How a `#[scheduled]` function fires.
-#[derive(Debug, Clone, Copy)]
-pub enum TriggerSpec {
-    /// A Spring cron expression (already checked by the macro) in a zone (`None` = UTC).
-    Cron {
-        /// The expression as written.
-        expr: &'static str,
-        /// The IANA zone name.
-        zone: Option<&'static str>,
-    },
-    /// Every `period_ms`, slots aligned to the Unix epoch, the first not before
-    /// `initial_delay_ms` after start.
-    FixedRate {
-        /// The period.
-        period_ms: u64,
-        /// The delay before the first fire.
-        initial_delay_ms: u64,
-    },
-    /// `delay_ms` after the previous run ended; no slot.
-    FixedDelay {
-        /// The pause between runs.
-        delay_ms: u64,
-        /// The delay before the first fire.
-        initial_delay_ms: u64,
-    },
 }
 
 /// How the scheduler calls the function's body (without the function's own lock wrapper: the
@@ -167,7 +134,7 @@ fn executor_for(spec: &LockSpec) -> std::sync::Arc<LockingTaskExecutor> {
         None => panic!(
             "{}",
             LockError::NoProvider {
-                name: spec.name.to_owned()
+                name: spec.name().to_owned()
             }
         ),
     }
@@ -178,7 +145,7 @@ fn resolve(spec: &LockSpec, executor: &LockingTaskExecutor) -> Option<LockConfig
         Ok(config) => Some(config),
         Err(error) => {
             tracing::error!(
-                lock = spec.name,
+                lock = spec.name(),
                 error = &error as &dyn std::error::Error,
                 "invalid lock configuration; body not run"
             );

@@ -1,8 +1,9 @@
 //! The attribute arguments: `key = value` pairs, typed per key, each value kept with its span.
 //!
-//! Syntax is parsed first (`RawArgs`); then every pair is checked on its own (known key, set
-//! once, value of the right kind), recording each mistake and going on, so a user sees all of
-//! them at once. What the values mean (cron syntax, durations, combinations) is `valid.rs`.
+//! Syntax is parsed first (`RawArg`); then every pair is checked on its own against the key
+//! table (`keys::KEYS`: known key, set once, value of the right kind), recording each mistake
+//! and going on, so a user sees all of them at once. What the values mean (cron syntax,
+//! durations, combinations) is `valid.rs`.
 
 use proc_macro2::TokenStream;
 use syn::ext::IdentExt;
@@ -10,18 +11,7 @@ use syn::parse::{ParseStream, Parser};
 use syn::{Expr, ExprLit, Ident, Lit, LitBool, LitStr, Token};
 
 use crate::errors::Errors;
-
-/// The keys of `#[scheduled(...)]`.
-pub(crate) const SCHEDULED_KEYS: [&str; 5] =
-    ["cron", "zone", "fixed_rate", "fixed_delay", "initial_delay"];
-
-/// The keys of `#[scheduler_lock(...)]`.
-pub(crate) const LOCK_KEYS: [&str; 4] = [
-    "name",
-    "lock_at_most_for",
-    "lock_at_least_for",
-    "keep_alive",
-];
+use crate::keys::{self, Key, Macro, example};
 
 /// One argument as written: a key and, unless it is bare, a value of any expression kind (so
 /// `keep_alive = "yes"` or `cron = 5` reach the type check instead of failing as syntax).
@@ -34,11 +24,12 @@ impl RawArg {
     fn parse(input: ParseStream<'_>, attr: Macro) -> syn::Result<Self> {
         // `peek_any`/`parse_any`: a keyword used as a key (`type = ..`) is an unknown key.
         if !input.peek(Ident::peek_any) {
+            let names = attr.key_names();
             return Err(input.error(format!(
                 "expected `key = value` arguments, e.g. #[{}({})]; the keys are {}",
                 attr.name(),
-                example(attr.keys()[0]),
-                list(attr.keys())
+                example(names[0]),
+                list(&names)
             )));
         }
         let key = input.call(Ident::parse_any)?;
@@ -72,155 +63,101 @@ fn parse_raw(tokens: TokenStream, attr: Macro) -> syn::Result<Vec<RawArg>> {
     parser.parse2(tokens)
 }
 
+/// A value of the kind its key expects, with its span.
+pub(crate) enum Value {
+    Str(LitStr),
+    Bool(LitBool),
+}
+
 /// A key that was given, with its value. `value` is `None` when the value was missing or of
 /// the wrong kind: that is already reported, and later checks treat the key as present so
 /// that they do not report a second, misleading error (such as "no trigger").
-pub(crate) struct Arg<T> {
-    pub(crate) key: Ident,
-    pub(crate) value: Option<T>,
+pub(crate) struct Given {
+    pub(crate) key: &'static Key,
+    pub(crate) ident: Ident,
+    pub(crate) value: Option<Value>,
 }
 
-/// Which attribute a set of arguments belongs to.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Macro {
-    Scheduled,
-    SchedulerLock,
-}
-
-impl Macro {
-    /// The attribute's name, as users write it.
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Macro::Scheduled => "scheduled",
-            Macro::SchedulerLock => "scheduler_lock",
-        }
-    }
-
-    fn keys(self) -> &'static [&'static str] {
-        match self {
-            Macro::Scheduled => &SCHEDULED_KEYS,
-            Macro::SchedulerLock => &LOCK_KEYS,
-        }
-    }
-
-    fn other(self) -> Macro {
-        match self {
-            Macro::Scheduled => Macro::SchedulerLock,
-            Macro::SchedulerLock => Macro::Scheduled,
-        }
-    }
-}
-
-/// `#[scheduled(...)]`.
-pub(crate) struct ScheduledArgs {
-    /// Where to report "no trigger": the attribute itself.
+/// One attribute's arguments: every known key given, each once, in source order.
+pub(crate) struct Args {
+    /// Where to report errors about the attribute as a whole ("no trigger").
     pub(crate) attr: TokenStream,
     /// An unknown key was given (and reported): maybe a misspelled trigger, so a missing
     /// trigger is not reported on top.
     pub(crate) had_unknown_key: bool,
-    pub(crate) cron: Option<Arg<LitStr>>,
-    pub(crate) zone: Option<Arg<LitStr>>,
-    pub(crate) fixed_rate: Option<Arg<LitStr>>,
-    pub(crate) fixed_delay: Option<Arg<LitStr>>,
-    pub(crate) initial_delay: Option<Arg<LitStr>>,
+    pub(crate) given: Vec<Given>,
 }
 
-/// `#[scheduler_lock(...)]`; all keys optional.
-#[derive(Default)]
-pub(crate) struct LockArgs {
-    pub(crate) name: Option<Arg<LitStr>>,
-    pub(crate) lock_at_most_for: Option<Arg<LitStr>>,
-    pub(crate) lock_at_least_for: Option<Arg<LitStr>>,
-    pub(crate) keep_alive: Option<Arg<LitBool>>,
+impl Args {
+    /// No arguments (`#[scheduled]` alone is locked with the defaults).
+    pub(crate) fn none() -> Self {
+        Args {
+            attr: TokenStream::new(),
+            had_unknown_key: false,
+            given: Vec::new(),
+        }
+    }
+
+    /// The key `name`, if it was given.
+    pub(crate) fn get(&self, name: &str) -> Option<&Given> {
+        self.given.iter().find(|given| given.key.name == name)
+    }
 }
 
-/// Parses `#[scheduled(...)]`'s arguments, recording every mistake in `errors`. `None` when
-/// the arguments are not even `key = value` pairs.
-pub(crate) fn parse_scheduled(
+/// Parses one attribute's arguments against the key table, recording every mistake in
+/// `errors` (unknown key, value of the wrong kind, key set twice). `None` when the arguments
+/// are not even `key = value` pairs.
+pub(crate) fn parse(
+    attr: Macro,
     tokens: TokenStream,
-    attr: TokenStream,
+    attr_tokens: TokenStream,
     errors: &mut Errors,
-) -> Option<ScheduledArgs> {
-    let raw = parse_raw(tokens, Macro::Scheduled)
-        .map_err(|e| errors.push(e))
-        .ok()?;
-    let mut args = ScheduledArgs {
-        attr,
+) -> Option<Args> {
+    let raw = parse_raw(tokens, attr).map_err(|e| errors.push(e)).ok()?;
+    let mut args = Args {
+        attr: attr_tokens,
         had_unknown_key: false,
-        cron: None,
-        zone: None,
-        fixed_rate: None,
-        fixed_delay: None,
-        initial_delay: None,
+        given: Vec::new(),
     };
     for arg in raw {
-        let slot = match arg.key.to_string().as_str() {
-            "cron" => &mut args.cron,
-            "zone" => &mut args.zone,
-            "fixed_rate" => &mut args.fixed_rate,
-            "fixed_delay" => &mut args.fixed_delay,
-            "initial_delay" => &mut args.initial_delay,
-            _ => {
-                unknown_key(Macro::Scheduled, &arg.key, errors);
-                args.had_unknown_key = true;
-                continue;
-            }
+        let Some(key) = keys::find(attr, &arg.key.to_string()) else {
+            unknown_key(attr, &arg.key, errors);
+            args.had_unknown_key = true;
+            continue;
         };
-        let value = string_value(&arg, errors);
-        set(slot, arg.key, value, errors);
+        let value = if key.value.is_string() {
+            string_value(&arg, errors).map(Value::Str)
+        } else {
+            bool_value(&arg, errors).map(Value::Bool)
+        };
+        if args.get(key.name).is_some() {
+            errors.at(
+                arg.key.span(),
+                format!("`{}` set twice; keep one of the two values", arg.key),
+            );
+            continue;
+        }
+        args.given.push(Given {
+            key,
+            ident: arg.key,
+            value,
+        });
     }
     Some(args)
-}
-
-/// Parses `#[scheduler_lock(...)]`'s arguments, recording every mistake in `errors`.
-pub(crate) fn parse_lock(tokens: TokenStream, errors: &mut Errors) -> Option<LockArgs> {
-    let raw = parse_raw(tokens, Macro::SchedulerLock)
-        .map_err(|e| errors.push(e))
-        .ok()?;
-    let mut args = LockArgs::default();
-    for arg in raw {
-        let slot = match arg.key.to_string().as_str() {
-            "name" => &mut args.name,
-            "lock_at_most_for" => &mut args.lock_at_most_for,
-            "lock_at_least_for" => &mut args.lock_at_least_for,
-            "keep_alive" => {
-                let value = bool_value(&arg, errors);
-                set(&mut args.keep_alive, arg.key, value, errors);
-                continue;
-            }
-            _ => {
-                unknown_key(Macro::SchedulerLock, &arg.key, errors);
-                continue;
-            }
-        };
-        let value = string_value(&arg, errors);
-        set(slot, arg.key, value, errors);
-    }
-    Some(args)
-}
-
-fn set<T>(slot: &mut Option<Arg<T>>, key: Ident, value: Option<T>, errors: &mut Errors) {
-    if slot.is_some() {
-        errors.at(
-            key.span(),
-            format!("`{key}` set twice; keep one of the two values"),
-        );
-        return;
-    }
-    *slot = Some(Arg { key, value });
 }
 
 fn unknown_key(attr: Macro, key: &Ident, errors: &mut Errors) {
-    let valid = list(attr.keys());
+    let names = attr.key_names();
+    let valid = list(&names);
     let other = attr.other();
     let written = key.to_string();
-    let message = if other.keys().contains(&written.as_str()) {
+    let message = if keys::find(other, &written).is_some() {
         format!(
             "`{key}` belongs in #[{}(...)], not in #[{}(...)]; the keys here are {valid}",
             other.name(),
             attr.name()
         )
-    } else if let Some(near) = closest(&written, attr.keys()) {
+    } else if let Some(near) = closest(&written, &names) {
         format!(
             "unknown key `{key}` in #[{}(...)]; did you mean `{near}`? The valid keys are {valid}",
             attr.name()
@@ -270,21 +207,6 @@ fn list(keys: &[&str]) -> String {
         .map(|k| format!("`{k}`"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-/// How each string-valued key is written, for "expects a string" messages.
-fn example(key: &str) -> &'static str {
-    match key {
-        "cron" => "cron = \"0 */5 * * * *\"",
-        "zone" => "zone = \"Europe/Berlin\"",
-        "fixed_rate" => "fixed_rate = \"5s\"",
-        "fixed_delay" => "fixed_delay = \"5s\"",
-        "initial_delay" => "initial_delay = \"1s\"",
-        "name" => "name = \"sync_bill\"",
-        "lock_at_most_for" => "lock_at_most_for = \"30m\"",
-        "lock_at_least_for" => "lock_at_least_for = \"10s\"",
-        _ => "key = \"...\"",
-    }
 }
 
 fn string_value(arg: &RawArg, errors: &mut Errors) -> Option<LitStr> {
@@ -354,20 +276,20 @@ mod tests {
 
     #[test]
     fn closest_key_suggests_prefixes_and_near_misses_only() {
-        assert_eq!(closest("crontab", &SCHEDULED_KEYS), Some("cron"));
-        assert_eq!(closest("fixed_rat", &SCHEDULED_KEYS), Some("fixed_rate"));
-        assert_eq!(
-            closest("lock_at_most", &LOCK_KEYS),
-            Some("lock_at_most_for")
-        );
-        assert_eq!(closest("keepalive", &LOCK_KEYS), Some("keep_alive"));
-        assert_eq!(closest("colour", &SCHEDULED_KEYS), None);
+        let scheduled = Macro::Scheduled.key_names();
+        let lock = Macro::SchedulerLock.key_names();
+        assert_eq!(closest("crontab", &scheduled), Some("cron"));
+        assert_eq!(closest("fixed_rat", &scheduled), Some("fixed_rate"));
+        assert_eq!(closest("lock_at_most", &lock), Some("lock_at_most_for"));
+        assert_eq!(closest("keepalive", &lock), Some("keep_alive"));
+        assert_eq!(closest("colour", &scheduled), None);
     }
 
     #[test]
     fn every_pair_is_checked_and_every_mistake_recorded() {
         let mut errors = Errors::default();
-        let args = parse_lock(
+        let args = parse(
+            Macro::SchedulerLock,
             quote!(
                 name = "a",
                 keep_alive = "yes",
@@ -375,13 +297,16 @@ mod tests {
                 colour = 1,
                 lock_at_most_for
             ),
+            quote!(#),
             &mut errors,
         )
         .expect("valid syntax");
-        assert_eq!(args.name.unwrap().value.unwrap().value(), "a");
+        assert!(
+            matches!(&args.get("name").unwrap().value, Some(Value::Str(s)) if s.value() == "a")
+        );
         // Given, but with a bad value: present without a value.
-        assert!(args.keep_alive.unwrap().value.is_none());
-        assert!(args.lock_at_most_for.unwrap().value.is_none());
+        assert!(args.get("keep_alive").unwrap().value.is_none());
+        assert!(args.get("lock_at_most_for").unwrap().value.is_none());
         let all = errors.finish().unwrap_err();
         let messages: Vec<String> = all.into_iter().map(|e| e.to_string()).collect();
         assert_eq!(messages.len(), 4, "{messages:?}");
@@ -394,7 +319,7 @@ mod tests {
     #[test]
     fn syntax_errors_say_what_was_expected() {
         let mut errors = Errors::default();
-        assert!(parse_scheduled(quote!(cron "x"), quote!(#), &mut errors).is_none());
+        assert!(parse(Macro::Scheduled, quote!(cron "x"), quote!(#), &mut errors).is_none());
         let message = errors.finish().unwrap_err().to_string();
         assert!(message.contains("expected `=` after `cron`"), "{message}");
     }

@@ -7,9 +7,10 @@ use syn::ext::IdentExt;
 use syn::token::Paren;
 use syn::{AttrStyle, Attribute, ItemFn, MacroDelimiter, Meta, MetaList, ReturnType};
 
-use crate::args::{self, LockArgs, Macro};
+use crate::args::{self, Args};
 use crate::errors::Errors;
-use crate::valid::{self, Lock, MAX_LOCK_NAME_LEN, Trigger};
+use crate::keys::Macro;
+use crate::valid::{self, Lock, Trigger};
 
 /// Expands `#[scheduled]` or `#[scheduler_lock]` (`this`), whichever of the two runs first:
 /// it finds the other one among the function's attributes and handles both.
@@ -39,16 +40,15 @@ pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> Token
     let own = (this, args, own_attribute());
     let mut trigger = None;
     // `#[scheduled]` alone: locked with the defaults.
-    let mut lock = valid::lock(&LockArgs::default(), &mut errors);
+    let mut lock = valid::lock(&Args::none(), &mut errors);
     for (which, tokens, attr) in std::iter::once(own).chain(other) {
+        let args = args::parse(which, tokens, attr, &mut errors);
         match which {
             Macro::Scheduled => {
-                trigger = args::parse_scheduled(tokens, attr, &mut errors)
-                    .and_then(|args| valid::trigger(&args, &mut errors));
+                trigger = args.and_then(|args| valid::trigger(&args, &mut errors));
             }
             Macro::SchedulerLock => {
-                lock = args::parse_lock(tokens, &mut errors)
-                    .and_then(|args| valid::lock(&args, &mut errors));
+                lock = args.and_then(|args| valid::lock(&args, &mut errors));
             }
         }
     }
@@ -184,28 +184,34 @@ fn parts<'a>(func: &'a ItemFn, lock: &Lock) -> Parts<'a> {
         ReturnType::Type(_, ty) => ty.to_token_stream(),
     };
     let path = job_name(func);
+    let max = lock_trigger::MAX_LOCK_NAME_LEN;
     let (name, name_check) = match &lock.name {
         Some(name) => (name.to_token_stream(), TokenStream::new()),
         // The module path is known only to the compiler: check the length there.
         None => {
             let message = format!(
                 "the lock name defaults to the function's path, which is longer than \
-                 {MAX_LOCK_NAME_LEN} bytes here; set a shorter one with \
+                 {max} bytes here; set a shorter one with \
                  #[scheduler_lock(name = \"...\")]"
             );
             let check = quote! {
-                const _: () = ::core::assert!(#path.len() <= #MAX_LOCK_NAME_LEN, #message);
+                const _: () = ::core::assert!(#path.len() <= #max, #message);
             };
             (path, check)
         }
     };
-    let at_most = option(lock.at_most_ms);
-    let at_least = lock.at_least_ms;
-    let keep_alive = option(lock.keep_alive);
+    let fields = &lock.fields;
     let spec = quote! {
         #name_check
+        // With every key given, `..DEFAULT` adds nothing; it stays so that the expansion is
+        // the same whatever is given.
+        #[allow(clippy::needless_update)]
         static __LOCK_SPEC: ::lock_core::__private::LockSpec =
-            ::lock_core::__private::LockSpec::new(#name, #at_most, #at_least, #keep_alive);
+            ::lock_core::__private::LockSpec::new(::lock_core::__private::lock_trigger::LockSpec {
+                name: #name,
+                #(#fields,)*
+                ..::lock_core::__private::lock_trigger::LockSpec::DEFAULT
+            });
     };
     Parts { func, ret, spec }
 }
@@ -229,13 +235,6 @@ fn job_name(func: &ItemFn) -> TokenStream {
     quote!(::core::concat!(::core::module_path!(), "::", #ident))
 }
 
-fn option<T: ToTokens>(value: Option<T>) -> TokenStream {
-    match value {
-        Some(value) => quote!(::core::option::Option::Some(#value)),
-        None => quote!(::core::option::Option::None),
-    }
-}
-
 /// The function with its signature and attributes kept, and `body` as its block (after the
 /// body's own inner attributes, which keep applying to everything inside).
 fn with_body(func: &ItemFn, extra_attrs: TokenStream, body: TokenStream) -> TokenStream {
@@ -252,31 +251,14 @@ fn with_body(func: &ItemFn, extra_attrs: TokenStream, body: TokenStream) -> Toke
     }
 }
 
+/// `TriggerSpec::new(kind)`, with the options given set on top.
 fn trigger_tokens(trigger: &Trigger) -> TokenStream {
-    match trigger {
-        Trigger::Cron { expr, zone } => {
-            let zone = option(zone.as_ref());
-            quote!(::lock_core::__private::TriggerSpec::Cron { expr: #expr, zone: #zone })
-        }
-        Trigger::FixedRate {
-            period_ms,
-            initial_delay_ms,
-        } => quote! {
-            ::lock_core::__private::TriggerSpec::FixedRate {
-                period_ms: #period_ms,
-                initial_delay_ms: #initial_delay_ms,
-            }
-        },
-        Trigger::FixedDelay {
-            delay_ms,
-            initial_delay_ms,
-        } => quote! {
-            ::lock_core::__private::TriggerSpec::FixedDelay {
-                delay_ms: #delay_ms,
-                initial_delay_ms: #initial_delay_ms,
-            }
-        },
+    let Trigger { kind, fields } = trigger;
+    let spec = quote!(::lock_core::__private::TriggerSpec::new(#kind));
+    if fields.is_empty() {
+        return spec;
     }
+    quote!(::lock_core::__private::TriggerSpec { #(#fields,)* ..#spec })
 }
 
 /// A `#[scheduled]` function (with or without `#[scheduler_lock]`).
@@ -296,11 +278,19 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 /// #[allow(dead_code)] // the scheduler calls it; the program may never name it
 /// async fn sync_bill() -> R {
 ///     async fn __lock_body() -> R { body }
-///     static __LOCK_SPEC: LockSpec = LockSpec::new("sync_bill", Some(1_800_000), 10_000, None);
+///     static __LOCK_SPEC: LockSpec = LockSpec::new(lock_trigger::LockSpec {
+///         name: "sync_bill",
+///         lock_at_most_for: Some(Duration::from_millis(1800000u64)),
+///         lock_at_least_for: Duration::from_millis(10000u64),
+///         ..lock_trigger::LockSpec::DEFAULT
+///     });
 ///     inventory::submit! {
 ///         ScheduledJob {
 ///             name: concat!(module_path!(), "::", "sync_bill"),
-///             trigger: TriggerSpec::Cron { expr: "0 5 1 * * *", zone: Some("Asia/Shanghai") },
+///             trigger: TriggerSpec::new(TriggerKind::Cron(CronSpec {
+///                 expr: "0 5 1 * * *",
+///                 zone: Some("Asia/Shanghai"),
+///             })),
 ///             lock: &__LOCK_SPEC,
 ///             body: JobBody::Async(|| Box::pin(async { JobReturn::into_job_result(__lock_body().await) })),
 ///         }
@@ -314,9 +304,17 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///             body: JobBody::Blocking(|| JobReturn::into_job_result(__lock_body())),
 ///     // ...
 ///     run_locked_blocking(&__LOCK_SPEC, __lock_body)
+///
+/// // Input: #[scheduled(fixed_delay = "5s", initial_delay = "1s")]
+/// // Output: the same, with
+///             trigger: TriggerSpec {
+///                 initial_delay: Duration::from_millis(1000u64),
+///                 ..TriggerSpec::new(TriggerKind::FixedDelay { delay: Duration::from_millis(5000u64) })
+///             },
 /// ```
 ///
-/// (All paths in the output are absolute, `::lock_core::__private::...`.) A nested function
+/// (All paths in the output are absolute, `::lock_core::__private::...` and
+/// `::core::time::Duration`; each key's part comes from its row in `keys::KEYS`.) A nested function
 /// cannot see the outer function's generics, parameters or `Self`; `valid::signature` rejects
 /// the first two, and inside an `impl` block the body must name its type instead of `Self`.
 fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock) -> TokenStream {
@@ -379,7 +377,11 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock) -> TokenStream {
 ///
 /// // Output:
 /// async fn export(day: NaiveDate) -> anyhow::Result<()> {
-///     static __LOCK_SPEC: LockSpec = LockSpec::new("export", Some(600_000), 0, None);
+///     static __LOCK_SPEC: LockSpec = LockSpec::new(lock_trigger::LockSpec {
+///         name: "export",
+///         lock_at_most_for: Some(Duration::from_millis(600000u64)),
+///         ..lock_trigger::LockSpec::DEFAULT
+///     });
 ///     run_locked(&__LOCK_SPEC, async move {
 ///         let __lock_ret: anyhow::Result<()> = { body };
 ///         #[allow(unreachable_code)] // when `body` ends in `return`
@@ -391,9 +393,11 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock) -> TokenStream {
 /// // Input: #[scheduler_lock] fn cleanup(dir: &Path) -> io::Result<()> { body }
 /// // Output:
 /// fn cleanup(dir: &Path) -> io::Result<()> {
-///     static __LOCK_SPEC: LockSpec =
-///         LockSpec::new(concat!(module_path!(), "::", "cleanup"), None, 0, None);
-///     const _: () = assert!(concat!(module_path!(), "::", "cleanup").len() <= 64, "...");
+///     const _: () = assert!(concat!(module_path!(), "::", "cleanup").len() <= 64usize, "...");
+///     static __LOCK_SPEC: LockSpec = LockSpec::new(lock_trigger::LockSpec {
+///         name: concat!(module_path!(), "::", "cleanup"),
+///         ..lock_trigger::LockSpec::DEFAULT
+///     });
 ///     run_locked_blocking(&__LOCK_SPEC, move || -> io::Result<()> { body })
 /// }
 /// ```
@@ -440,12 +444,14 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("TriggerSpec :: FixedRate { period_ms : 5000u64"),
+            out.contains(
+                "TriggerKind :: FixedRate { period : :: core :: time :: Duration :: from_millis (5000u64) }"
+            ),
             "{out}"
         );
         assert!(
             out.contains(
-                "LockSpec :: new (\"job\" , :: core :: option :: Option :: Some (60000u64)"
+                "LockSpec { name : \"job\" , lock_at_most_for : :: core :: option :: Option :: Some (:: core :: time :: Duration :: from_millis (60000u64)) , .."
             ),
             "{out}"
         );

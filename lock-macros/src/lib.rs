@@ -5,11 +5,12 @@
 mod args;
 mod errors;
 mod expand;
+mod keys;
 mod valid;
 
 use proc_macro::TokenStream;
 
-use args::Macro;
+use keys::Macro;
 
 /// Runs a function on a schedule, once per fire across all instances of the service.
 ///
@@ -68,7 +69,7 @@ use args::Macro;
 /// // Registered at link time, found by the scheduler:
 /// let names: Vec<_> = lock_core::__private::inventory::iter::<lock_core::__private::ScheduledJob>
 ///     .into_iter()
-///     .map(|job| job.lock.name)
+///     .map(|job| job.lock.spec.name)
 ///     .collect();
 /// assert!(names.contains(&"sync_bill"));
 /// ```

@@ -2,38 +2,79 @@
 //! zones, durations, and how the arguments combine. Values are parsed with `lock_trigger`, the
 //! parser the runtime uses, so whatever compiles is what the scheduler accepts.
 
+use std::time::Duration;
+
+use proc_macro2::TokenStream;
 use syn::{GenericArgument, LitStr, PathArguments, ReturnType, Signature, Type};
 
-use crate::args::{Arg, LockArgs, ScheduledArgs};
+use crate::args::{Args, Given, Value};
 use crate::errors::Errors;
+use crate::keys::{Macro, Role, ValueKind};
 
-/// The longest lock name, in bytes (`lock_core::MAX_LOCK_NAME_LEN`: the lock table's `name`
-/// column is `VARCHAR(64)`). Repeated here because lock-core depends on this crate.
-pub(crate) const MAX_LOCK_NAME_LEN: usize = 64;
-
-/// When a `#[scheduled]` function fires, checked.
-pub(crate) enum Trigger {
-    Cron {
-        expr: LitStr,
-        zone: Option<LitStr>,
-    },
-    FixedRate {
-        period_ms: u64,
-        initial_delay_ms: u64,
-    },
-    FixedDelay {
-        delay_ms: u64,
-        initial_delay_ms: u64,
-    },
+/// When a `#[scheduled]` function fires, checked: the `TriggerKind` expression and the other
+/// `TriggerSpec` fields given.
+pub(crate) struct Trigger {
+    pub(crate) kind: TokenStream,
+    pub(crate) fields: Vec<TokenStream>,
 }
 
-/// How calls are locked, checked; `None` fields take the executor's defaults at run time.
+/// How calls are locked, checked: the `LockSpec` fields given; the rest take their defaults.
 pub(crate) struct Lock {
     /// `None`: the function's path.
     pub(crate) name: Option<LitStr>,
-    pub(crate) at_most_ms: Option<u64>,
-    pub(crate) at_least_ms: u64,
-    pub(crate) keep_alive: Option<bool>,
+    pub(crate) fields: Vec<TokenStream>,
+}
+
+/// The values that passed their checks, by key.
+#[derive(Default)]
+pub(crate) struct Values {
+    /// Keys given (with a good value or not).
+    given: Vec<&'static str>,
+    checked: Vec<(&'static str, Checked)>,
+}
+
+enum Checked {
+    Str(LitStr),
+    Duration(Duration),
+    Bool(bool),
+}
+
+impl Values {
+    /// Whether `key` was given, whatever its value.
+    pub(crate) fn given(&self, key: &str) -> bool {
+        self.given.contains(&key)
+    }
+
+    fn get(&self, key: &str) -> Option<&Checked> {
+        self.checked
+            .iter()
+            .find(|(name, _)| *name == key)
+            .map(|(_, value)| value)
+    }
+
+    /// A string key's literal, if it passed its check.
+    pub(crate) fn string(&self, key: &str) -> Option<&LitStr> {
+        match self.get(key)? {
+            Checked::Str(lit) => Some(lit),
+            _ => None,
+        }
+    }
+
+    /// A duration key's value, if it passed its check.
+    pub(crate) fn duration(&self, key: &str) -> Option<Duration> {
+        match self.get(key)? {
+            Checked::Duration(duration) => Some(*duration),
+            _ => None,
+        }
+    }
+
+    /// A bool key's value.
+    pub(crate) fn bool(&self, key: &str) -> Option<bool> {
+        match self.get(key)? {
+            Checked::Bool(on) => Some(*on),
+            _ => None,
+        }
+    }
 }
 
 /// Checks the signature: the parts that cannot work with a lock (or, for `#[scheduled]`, with
@@ -127,86 +168,132 @@ fn is_allowed_return(ty: &Type) -> bool {
 }
 
 /// Checks `#[scheduled(...)]`: exactly one trigger, the keys that go with it, and each value.
-pub(crate) fn trigger(args: &ScheduledArgs, errors: &mut Errors) -> Option<Trigger> {
-    let kinds = [&args.cron, &args.fixed_rate, &args.fixed_delay];
-    let mut given = kinds.iter().filter_map(|kind| kind.as_ref());
+pub(crate) fn trigger(args: &Args, errors: &mut Errors) -> Option<Trigger> {
+    let triggers: Vec<&'static str> = Macro::Scheduled
+        .keys()
+        .filter(|key| matches!(key.role, Role::Trigger { .. }))
+        .map(|key| key.name)
+        .collect();
+    // In table order: the first is the job's trigger, the others are reported.
+    let mut given = triggers.iter().filter_map(|name| args.get(name));
     let first = given.next();
     match first {
         None if args.had_unknown_key => {}
-        None => errors.on(
-            &args.attr,
-            "#[scheduled] needs a trigger: add one of `cron = \"0 0 * * * *\"`, \
-             `fixed_rate = \"5s\"` or `fixed_delay = \"5s\"`",
-        ),
+        None => {
+            let hints: Vec<String> = Macro::Scheduled
+                .keys()
+                .filter_map(|key| match key.role {
+                    Role::Trigger { hint, .. } => Some(format!("`{hint}`")),
+                    _ => None,
+                })
+                .collect();
+            errors.on(
+                &args.attr,
+                format!(
+                    "#[scheduled] needs a trigger: add one of {}",
+                    one_of(&hints, "or")
+                ),
+            );
+        }
         Some(first) => {
+            let names: Vec<String> = triggers.iter().map(|name| format!("`{name}`")).collect();
             for extra in given {
                 errors.at(
-                    extra.key.span(),
+                    extra.ident.span(),
                     format!(
                         "`{}` and `{}` are both set, but a job has exactly one trigger; keep \
-                         one of `cron`, `fixed_rate` and `fixed_delay`",
-                        extra.key, first.key
+                         one of {}",
+                        extra.ident,
+                        first.ident,
+                        one_of(&names, "and")
                     ),
                 );
             }
         }
     }
-    let is_cron = args.cron.is_some();
-    if let (Some(zone), false, Some(_)) = (&args.zone, is_cron, first) {
-        errors.at(
-            zone.key.span(),
-            "`zone` applies to `cron` only: `fixed_rate` and `fixed_delay` count elapsed time, \
-             not wall-clock time; remove `zone`",
-        );
-    }
-    if let (Some(delay), true) = (&args.initial_delay, is_cron) {
-        errors.at(
-            delay.key.span(),
-            "`initial_delay` applies to `fixed_rate` and `fixed_delay` only: a cron job first \
-             fires at the next time its expression matches; remove `initial_delay`",
-        );
+    for key in Macro::Scheduled.keys() {
+        if let (Role::TriggerOption { with, misuse, .. }, Some(option), Some(first)) =
+            (&key.role, args.get(key.name), first)
+            && !with.contains(&first.key.name)
+        {
+            errors.at(option.ident.span(), misuse);
+        }
     }
 
-    // Parse every value given, so each bad one is reported, then build the trigger.
-    let cron = value(&args.cron).and_then(|expr| match lock_trigger::parse_cron(&expr.value()) {
-        Ok(_) => Some(expr.clone()),
-        Err(e) => {
-            errors.at(expr.span(), explain_cron(&expr.value(), &e));
-            None
-        }
-    });
-    let zone = value(&args.zone).and_then(|zone| match lock_trigger::parse_zone(&zone.value()) {
-        Ok(_) => Some(zone.clone()),
-        Err(e) => {
-            errors.at(zone.span(), e);
-            None
-        }
-    });
-    let fixed_rate = positive_millis(&args.fixed_rate, errors);
-    let fixed_delay = positive_millis(&args.fixed_delay, errors);
-    let initial_delay = millis(&args.initial_delay, errors);
-
-    let initial_delay_ms = match (&args.initial_delay, initial_delay) {
-        (Some(_), None) => return None,
-        (_, delay) => delay.unwrap_or(0),
+    // Check every value given, so each bad one is reported, then build the trigger.
+    let values = check_values(Macro::Scheduled, args, errors);
+    let Role::Trigger { kind, .. } = first?.key.role else {
+        return None;
     };
-    match first?.key.to_string().as_str() {
-        "cron" => Some(Trigger::Cron {
-            expr: cron?,
-            zone: match &args.zone {
-                Some(_) => Some(zone?),
-                None => None,
+    let mut fields = Vec::new();
+    for key in Macro::Scheduled.keys() {
+        if let (
+            Role::TriggerOption {
+                field: Some(field), ..
             },
-        }),
-        "fixed_rate" => Some(Trigger::FixedRate {
-            period_ms: fixed_rate?,
-            initial_delay_ms,
-        }),
-        _ => Some(Trigger::FixedDelay {
-            delay_ms: fixed_delay?,
-            initial_delay_ms,
-        }),
+            true,
+        ) = (&key.role, values.given(key.name))
+        {
+            fields.push(field(&values)?);
+        }
     }
+    Some(Trigger {
+        kind: kind(&values)?,
+        fields,
+    })
+}
+
+/// "a, b and c" (`word` = "and") or "a, b or c".
+fn one_of(items: &[String], word: &str) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} {word} {last}", init.join(", ")),
+    }
+}
+
+/// Checks each value given to `attr`, in table order, recording each refusal.
+fn check_values(attr: Macro, args: &Args, errors: &mut Errors) -> Values {
+    let mut values = Values::default();
+    for key in attr.keys() {
+        let Some(given) = args.get(key.name) else {
+            continue;
+        };
+        values.given.push(key.name);
+        let checked = match (&key.value, &given.value) {
+            (ValueKind::Bool, Some(Value::Bool(on))) => Some(Checked::Bool(on.value)),
+            // Missing, or not of the key's kind: reported by the parser.
+            (_, None | Some(Value::Bool(_))) | (ValueKind::Bool, Some(Value::Str(_))) => None,
+            (ValueKind::Cron, Some(Value::Str(expr))) => {
+                match lock_trigger::parse_cron(&expr.value()) {
+                    Ok(_) => Some(Checked::Str(expr.clone())),
+                    Err(e) => {
+                        errors.at(expr.span(), explain_cron(&expr.value(), &e));
+                        None
+                    }
+                }
+            }
+            (ValueKind::Zone, Some(Value::Str(zone))) => {
+                match lock_trigger::parse_zone(&zone.value()) {
+                    Ok(_) => Some(Checked::Str(zone.clone())),
+                    Err(e) => {
+                        errors.at(zone.span(), e);
+                        None
+                    }
+                }
+            }
+            (ValueKind::LockName, Some(Value::Str(name))) => {
+                lock_name(name, errors).then(|| Checked::Str(name.clone()))
+            }
+            (ValueKind::Duration { zero }, Some(Value::Str(text))) => {
+                duration(given, text, *zero, errors).map(Checked::Duration)
+            }
+        };
+        if let Some(checked) = checked {
+            values.checked.push((key.name, checked));
+        }
+    }
+    values
 }
 
 /// Spring's cron fields and what each accepts.
@@ -260,37 +347,17 @@ fn explain_cron(expr: &str, error: &lock_trigger::TriggerError) -> String {
 }
 
 /// Checks `#[scheduler_lock(...)]`: the name's length, each duration, and `at_least <= at_most`.
-pub(crate) fn lock(args: &LockArgs, errors: &mut Errors) -> Option<Lock> {
-    let name = value(&args.name).and_then(|name| {
-        let len = name.value().len();
-        if len == 0 {
-            errors.at(
-                name.span(),
-                "the lock `name` must not be empty; remove `name` to use the function's path",
-            );
-            return None;
-        }
-        if len > MAX_LOCK_NAME_LEN {
-            errors.at(
-                name.span(),
-                format!(
-                    "the lock `name` is {len} bytes, over the limit of {MAX_LOCK_NAME_LEN} (the \
-                     lock table's `name` column is VARCHAR({MAX_LOCK_NAME_LEN})); choose a \
-                     shorter name"
-                ),
-            );
-            return None;
-        }
-        Some(name.clone())
-    });
-    let at_most = positive_millis(&args.lock_at_most_for, errors);
-    let at_least = millis(&args.lock_at_least_for, errors);
-    if let (Some(most), Some(least)) = (at_most, at_least)
-        && least > most
+pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
+    let values = check_values(Macro::SchedulerLock, args, errors);
+    if let (Some(most), Some(least)) = (
+        values.duration("lock_at_most_for"),
+        values.duration("lock_at_least_for"),
+    ) && lock_trigger::check_lease(most, least)
+        == Err(lock_trigger::LeaseError::AtLeastExceedsAtMost)
     {
         let (most_lit, least_lit) = (
-            value(&args.lock_at_most_for)?,
-            value(&args.lock_at_least_for)?,
+            written(args, "lock_at_most_for")?,
+            written(args, "lock_at_least_for")?,
         );
         errors.at(
             least_lit.span(),
@@ -304,32 +371,73 @@ pub(crate) fn lock(args: &LockArgs, errors: &mut Errors) -> Option<Lock> {
         );
         return None;
     }
-    // Any key given with a bad value has been reported; do not build a half-checked lock.
-    let failed = |given: bool, parsed: bool| given && !parsed;
-    if failed(args.name.is_some(), name.is_some())
-        || failed(args.lock_at_most_for.is_some(), at_most.is_some())
-        || failed(args.lock_at_least_for.is_some(), at_least.is_some())
-        || failed(args.keep_alive.is_some(), value(&args.keep_alive).is_some())
-    {
-        return None;
+    let mut fields = Vec::new();
+    for key in Macro::SchedulerLock.keys() {
+        if let (Role::Lock(Some(field)), true) = (&key.role, values.given(key.name)) {
+            fields.push(field(&values)?);
+        }
     }
-    Some(Lock {
-        name,
-        at_most_ms: at_most,
-        at_least_ms: at_least.unwrap_or(0),
-        keep_alive: value(&args.keep_alive).map(|b| b.value),
-    })
+    let name = match values.given("name") {
+        true => Some(values.string("name")?.clone()),
+        false => None,
+    };
+    Some(Lock { name, fields })
 }
 
-/// The value of a key that was given with a value of the right kind.
-fn value<T>(arg: &Option<Arg<T>>) -> Option<&T> {
-    arg.as_ref().and_then(|arg| arg.value.as_ref())
+/// The literal a string key was written with (for messages about two values at once).
+fn written<'a>(args: &'a Args, key: &str) -> Option<&'a LitStr> {
+    match &args.get(key)?.value {
+        Some(Value::Str(lit)) => Some(lit),
+        _ => None,
+    }
+}
+
+/// The lock name's length, checked by the rule the runtime applies.
+fn lock_name(name: &LitStr, errors: &mut Errors) -> bool {
+    let max = lock_trigger::MAX_LOCK_NAME_LEN;
+    match lock_trigger::check_lock_name(&name.value()) {
+        Ok(()) => true,
+        Err(lock_trigger::NameError::Empty) => {
+            errors.at(
+                name.span(),
+                "the lock `name` must not be empty; remove `name` to use the function's path",
+            );
+            false
+        }
+        Err(lock_trigger::NameError::TooLong { len }) => {
+            errors.at(
+                name.span(),
+                format!(
+                    "the lock `name` is {len} bytes, over the limit of {max} (the lock table's \
+                     `name` column is VARCHAR({max})); choose a shorter name"
+                ),
+            );
+            false
+        }
+    }
+}
+
+/// A duration in whole milliseconds (the precision of the lock table); zero refused with
+/// `zero` as the reason, when given.
+fn duration(
+    given: &Given,
+    lit: &LitStr,
+    zero: Option<&str>,
+    errors: &mut Errors,
+) -> Option<Duration> {
+    let ms = millis(&given.ident, lit, errors)?;
+    if let (0, Some(why)) = (ms, zero) {
+        errors.at(
+            lit.span(),
+            format!("`{}` must be greater than zero: {why}", given.ident),
+        );
+        return None;
+    }
+    Some(Duration::from_millis(ms))
 }
 
 /// A duration in whole milliseconds (the unit of the lock table and of the runtime's specs).
-fn millis(arg: &Option<Arg<LitStr>>, errors: &mut Errors) -> Option<u64> {
-    let arg = arg.as_ref()?;
-    let lit = arg.value.as_ref()?;
+fn millis(key: &syn::Ident, lit: &LitStr, errors: &mut Errors) -> Option<u64> {
     let text = lit.value();
     let duration = match lock_trigger::parse_duration(&text) {
         Ok(duration) => duration,
@@ -342,9 +450,8 @@ fn millis(arg: &Option<Arg<LitStr>>, errors: &mut Errors) -> Option<u64> {
         errors.at(
             lit.span(),
             format!(
-                "`{} = {text:?}` is finer than a millisecond: lock and trigger durations have \
-                 millisecond precision; use whole milliseconds (`1ms` at least)",
-                arg.key
+                "`{key} = {text:?}` is finer than a millisecond: lock and trigger durations have \
+                 millisecond precision; use whole milliseconds (`1ms` at least)"
             ),
         );
         return None;
@@ -354,33 +461,11 @@ fn millis(arg: &Option<Arg<LitStr>>, errors: &mut Errors) -> Option<u64> {
         Err(_) => {
             errors.at(
                 lit.span(),
-                format!(
-                    "`{} = {text:?}` is too long to count in milliseconds",
-                    arg.key
-                ),
+                format!("`{key} = {text:?}` is too long to count in milliseconds"),
             );
             None
         }
     }
-}
-
-/// Like [`millis`], and zero is an error (a zero period, delay or lease makes no sense).
-fn positive_millis(arg: &Option<Arg<LitStr>>, errors: &mut Errors) -> Option<u64> {
-    let ms = millis(arg, errors)?;
-    if ms == 0 {
-        let arg = arg.as_ref()?;
-        let why = match arg.key.to_string().as_str() {
-            "lock_at_most_for" => "a lease of zero expires as it is taken",
-            "fixed_rate" => "the job would fire continuously",
-            _ => "the job would run back to back without pause",
-        };
-        errors.at(
-            arg.value.as_ref()?.span(),
-            format!("`{}` must be greater than zero: {why}", arg.key),
-        );
-        return None;
-    }
-    Some(ms)
 }
 
 #[cfg(test)]
@@ -419,12 +504,10 @@ mod tests {
     }
 
     fn duration(text: &str) -> Result<u64, String> {
-        let arg = Some(Arg {
-            key: parse_quote!(fixed_rate),
-            value: Some(LitStr::new(text, proc_macro2::Span::call_site())),
-        });
+        let key: syn::Ident = parse_quote!(fixed_rate);
+        let lit = LitStr::new(text, proc_macro2::Span::call_site());
         let mut errors = Errors::default();
-        let ms = millis(&arg, &mut errors);
+        let ms = millis(&key, &lit, &mut errors);
         errors.finish().map_err(|e| e.to_string())?;
         Ok(ms.expect("no error, so a value"))
     }
@@ -449,8 +532,10 @@ mod tests {
     #[test]
     fn the_lock_checks_name_and_durations_together() {
         let mut errors = Errors::default();
-        let args = crate::args::parse_lock(
+        let args = crate::args::parse(
+            Macro::SchedulerLock,
             quote!(name = "", lock_at_most_for = "1m", lock_at_least_for = "2m"),
+            quote!(#),
             &mut errors,
         )
         .unwrap();

@@ -8,8 +8,14 @@ use std::time::Duration;
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
 use croner::parser::{CronParser, Seconds, Year};
 
+mod spec;
+
 pub use chrono_tz::Tz;
 pub use croner::Cron;
+pub use spec::{
+    CronSchedule, CronSpec, LeaseError, LockSpec, MAX_DURATION, MAX_LOCK_NAME_LEN, NameError,
+    TriggerKind, TriggerSpec, check_lease, check_lock_name,
+};
 
 /// A trigger value that could not be understood; the message says what and how to fix it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,6 +25,11 @@ impl TriggerError {
     /// The message, without the offending input.
     pub fn message(&self) -> &str {
         &self.0
+    }
+
+    /// The same error, prefixed with which value it is about (`zone: unknown time zone ..`).
+    fn context(self, what: &str) -> Self {
+        TriggerError(format!("{what}: {}", self.0))
     }
 }
 

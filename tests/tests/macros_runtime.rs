@@ -9,7 +9,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use lock_core::__private::{JobBody, ScheduledJob, TriggerSpec, inventory};
+use lock_core::__private::{CronSpec, JobBody, ScheduledJob, TriggerKind, TriggerSpec, inventory};
 use lock_core::{
     AcquireOutcome, FireSlot, InMemoryLockProvider, JobContext, LockRequest, LockingTaskExecutor,
     scheduled, scheduler_lock,
@@ -279,43 +279,53 @@ fn scheduled_functions_are_registered_with_trigger_and_lock() {
     assert_eq!(inventory::iter::<ScheduledJob>.into_iter().count(), 3);
 
     let bill = registered("sync_bill");
-    assert!(matches!(
+    assert_eq!(
         bill.trigger,
-        TriggerSpec::Cron {
+        TriggerSpec::new(TriggerKind::Cron(CronSpec {
             expr: "0 5 1 * * *",
             zone: Some("Asia/Shanghai")
-        }
-    ));
-    assert_eq!(bill.lock.name, "rt-sync-bill");
-    assert_eq!(bill.lock.lock_at_most_for_ms, Some(30 * 60 * 1000));
-    assert_eq!(bill.lock.lock_at_least_for_ms, 10_000);
-    assert_eq!(bill.lock.keep_alive, Some(true));
+        }))
+    );
+    assert_eq!(bill.lock.spec.name, "rt-sync-bill");
+    assert_eq!(
+        bill.lock.spec.lock_at_most_for,
+        Some(Duration::from_millis(30 * 60 * 1000))
+    );
+    assert_eq!(
+        bill.lock.spec.lock_at_least_for,
+        Duration::from_millis(10_000)
+    );
+    assert_eq!(bill.lock.spec.keep_alive, Some(true));
     assert!(matches!(bill.body, JobBody::Async(_)));
 
     let cleanup = registered("cleanup");
-    assert!(matches!(
+    assert_eq!(
         cleanup.trigger,
-        TriggerSpec::FixedDelay {
-            delay_ms: 5_000,
-            initial_delay_ms: 1_000
+        TriggerSpec {
+            kind: TriggerKind::FixedDelay {
+                delay: Duration::from_millis(5_000)
+            },
+            initial_delay: Duration::from_millis(1_000)
         }
-    ));
-    assert_eq!(cleanup.lock.name, "rt-cleanup");
+    );
+    assert_eq!(cleanup.lock.spec.name, "rt-cleanup");
     assert!(matches!(cleanup.body, JobBody::Blocking(_)));
 
     let rate = registered("hourly_and_a_half");
-    assert!(matches!(
+    assert_eq!(
         rate.trigger,
-        TriggerSpec::FixedRate {
-            period_ms: 5_400_000,
-            initial_delay_ms: 0
+        TriggerSpec {
+            kind: TriggerKind::FixedRate {
+                period: Duration::from_millis(5_400_000)
+            },
+            initial_delay: Duration::ZERO
         }
-    ));
+    );
     // `#[scheduled]` alone: the function path, the executor's at_most, no at_least.
-    assert_eq!(rate.lock.name, "macros_runtime::hourly_and_a_half");
-    assert_eq!(rate.lock.lock_at_most_for_ms, None);
-    assert_eq!(rate.lock.lock_at_least_for_ms, 0);
-    assert_eq!(rate.lock.keep_alive, None);
+    assert_eq!(rate.lock.spec.name, "macros_runtime::hourly_and_a_half");
+    assert_eq!(rate.lock.spec.lock_at_most_for, None);
+    assert_eq!(rate.lock.spec.lock_at_least_for, Duration::ZERO);
+    assert_eq!(rate.lock.spec.keep_alive, None);
 }
 
 #[tokio::test(flavor = "multi_thread")]

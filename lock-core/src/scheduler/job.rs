@@ -4,9 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::__private::{
-    self, BoxFuture, JobBody, JobResult, JobReturn, LockSpec, ScheduledJob, TriggerSpec,
-};
+use crate::__private::{self, BoxFuture, JobBody, JobResult, JobReturn, LockSpec, ScheduledJob};
 use crate::{LockConfiguration, LockError, LockingTaskExecutor, Trigger};
 
 /// One job the [`Scheduler`](crate::Scheduler) runs: a name, a [`Trigger`], how it is locked
@@ -147,27 +145,7 @@ impl Job {
     fn from_registered(job: &'static ScheduledJob) -> Result<Self, LockError> {
         let context =
             |e: LockError| LockError::InvalidConfiguration(format!("job `{}`: {e}", job.name));
-        let trigger = match job.trigger {
-            TriggerSpec::Cron { expr, zone } => {
-                let trigger = Trigger::cron(expr).map_err(context)?;
-                match zone {
-                    Some(zone) => trigger.in_zone(zone).map_err(context)?,
-                    None => trigger,
-                }
-            }
-            TriggerSpec::FixedRate {
-                period_ms,
-                initial_delay_ms,
-            } => Trigger::fixed_rate(Duration::from_millis(period_ms))
-                .map_err(context)?
-                .with_initial_delay(Duration::from_millis(initial_delay_ms)),
-            TriggerSpec::FixedDelay {
-                delay_ms,
-                initial_delay_ms,
-            } => Trigger::fixed_delay(Duration::from_millis(delay_ms))
-                .map_err(context)?
-                .with_initial_delay(Duration::from_millis(initial_delay_ms)),
-        };
+        let trigger = Trigger::from_spec(&job.trigger).map_err(context)?;
         Ok(Job {
             name: job.name.into(),
             trigger,

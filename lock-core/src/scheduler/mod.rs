@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures_util::FutureExt;
+use lock_trigger::TriggerKind;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
@@ -375,9 +376,9 @@ struct JobRunner {
 impl JobRunner {
     async fn run(self, started: tokio::time::Instant) {
         let initial = started + self.job.trigger().initial_delay();
-        match self.job.trigger().fixed_delay_pause() {
-            Some(pause) => self.run_fixed_delay(initial, pause).await,
-            None => self.run_slotted(initial).await,
+        match self.job.trigger().spec().kind {
+            TriggerKind::Cron(_) | TriggerKind::FixedRate { .. } => self.run_slotted(initial).await,
+            TriggerKind::FixedDelay { delay } => self.run_fixed_delay(initial, delay).await,
         }
     }
 

@@ -1,11 +1,10 @@
 //! When a job fires: cron in a zone, fixed rate aligned to the epoch, or fixed delay.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, DurationRound, Utc};
-use lock_trigger::{Cron, Tz};
+use chrono::{DateTime, Utc};
+use lock_trigger::{CronSchedule, TriggerError, TriggerKind, TriggerSpec};
 
 use crate::{FireSlot, LockError};
 
@@ -32,19 +31,7 @@ use crate::{FireSlot, LockError};
 /// ```
 #[derive(Clone)]
 pub struct Trigger {
-    kind: Kind,
-    initial_delay: Duration,
-}
-
-#[derive(Clone)]
-enum Kind {
-    Cron {
-        expr: Arc<str>,
-        cron: Arc<Cron>,
-        zone: Tz,
-    },
-    FixedRate(Duration),
-    FixedDelay(Duration),
+    spec: TriggerSpec<CronSchedule>,
 }
 
 impl fmt::Debug for Trigger {
@@ -55,35 +42,19 @@ impl fmt::Debug for Trigger {
 
 impl fmt::Display for Trigger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.kind {
-            Kind::Cron { expr, zone, .. } => write!(f, "cron `{expr}` in {zone}")?,
-            Kind::FixedRate(period) => write!(f, "fixed rate {period:?}")?,
-            Kind::FixedDelay(delay) => write!(f, "fixed delay {delay:?}")?,
-        }
-        if !self.initial_delay.is_zero() {
-            write!(f, " after {:?}", self.initial_delay)?;
-        }
-        Ok(())
+        fmt::Display::fmt(&self.spec, f)
     }
 }
 
-fn invalid(what: &str, error: impl fmt::Display) -> LockError {
-    LockError::InvalidConfiguration(format!("{what}: {error}"))
+fn invalid(error: TriggerError) -> LockError {
+    LockError::InvalidConfiguration(error.to_string())
 }
 
 impl Trigger {
     /// A cron trigger in UTC. Fails with the parser's explanation for an invalid expression.
     pub fn cron(expr: &str) -> Result<Self, LockError> {
-        let cron =
-            lock_trigger::parse_cron(expr).map_err(|e| invalid(&format!("cron `{expr}`"), e))?;
-        Ok(Trigger {
-            kind: Kind::Cron {
-                expr: expr.into(),
-                cron: Arc::new(cron),
-                zone: Tz::UTC,
-            },
-            initial_delay: Duration::ZERO,
-        })
+        let schedule = CronSchedule::parse(expr).map_err(invalid)?;
+        Ok(Self::of(TriggerKind::Cron(schedule)))
     }
 
     /// Evaluates a cron trigger on the wall clock of an IANA zone.
@@ -95,51 +66,58 @@ impl Trigger {
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
     pub fn in_zone(mut self, zone: &str) -> Result<Self, LockError> {
-        let parsed = lock_trigger::parse_zone(zone).map_err(|e| invalid("zone", e))?;
-        match &mut self.kind {
-            Kind::Cron { zone, .. } => *zone = parsed,
-            _ => return Err(invalid("zone", "only a cron trigger has a zone")),
-        }
+        let TriggerKind::Cron(schedule) = self.spec.kind else {
+            return Err(LockError::InvalidConfiguration(
+                "zone: only a cron trigger has a zone".into(),
+            ));
+        };
+        self.spec.kind = TriggerKind::Cron(schedule.in_zone(zone).map_err(invalid)?);
         Ok(self)
     }
 
     /// Every `period`, slots at whole multiples of `period` since the Unix epoch.
     pub fn fixed_rate(period: Duration) -> Result<Self, LockError> {
-        if period.as_millis() == 0 {
-            return Err(invalid("fixed_rate", "the period must be at least 1 ms"));
-        }
-        Ok(Trigger {
-            kind: Kind::FixedRate(period),
-            initial_delay: Duration::ZERO,
-        })
+        Self::checked(TriggerKind::FixedRate { period })
     }
 
     /// `delay` after each run ends (slot-less).
     pub fn fixed_delay(delay: Duration) -> Result<Self, LockError> {
+        Self::checked(TriggerKind::FixedDelay { delay })
+    }
+
+    /// A trigger from its description (what `#[scheduled]` registers), checked.
+    pub(crate) fn from_spec(spec: &TriggerSpec) -> Result<Self, LockError> {
         Ok(Trigger {
-            kind: Kind::FixedDelay(delay),
-            initial_delay: Duration::ZERO,
+            spec: spec.parse().map_err(invalid)?,
         })
+    }
+
+    fn checked(kind: TriggerKind<CronSchedule>) -> Result<Self, LockError> {
+        kind.check().map_err(invalid)?;
+        Ok(Self::of(kind))
+    }
+
+    fn of(kind: TriggerKind<CronSchedule>) -> Self {
+        Trigger {
+            spec: TriggerSpec::new(kind),
+        }
     }
 
     /// No fire earlier than `delay` after the scheduler starts.
     #[must_use]
     pub fn with_initial_delay(mut self, delay: Duration) -> Self {
-        self.initial_delay = delay;
+        self.spec.initial_delay = delay;
         self
     }
 
     /// The delay before the first fire.
     pub fn initial_delay(&self) -> Duration {
-        self.initial_delay
+        self.spec.initial_delay
     }
 
-    /// The pause between runs for a fixed-delay trigger; `None` for slotted triggers.
-    pub(crate) fn fixed_delay_pause(&self) -> Option<Duration> {
-        match self.kind {
-            Kind::FixedDelay(delay) => Some(delay),
-            _ => None,
-        }
+    /// The description: what the trigger is (slotted or after-run) and its options.
+    pub(crate) fn spec(&self) -> &TriggerSpec<CronSchedule> {
+        &self.spec
     }
 
     /// The first slot strictly after `after` (cron, fixed rate); `None` for fixed-delay
@@ -156,39 +134,13 @@ impl Trigger {
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
     pub fn next_slot(&self, after: DateTime<Utc>) -> Option<FireSlot> {
-        match &self.kind {
-            Kind::Cron { cron, zone, .. } => {
-                lock_trigger::next_fire(cron, *zone, after).map(FireSlot::new)
-            }
-            Kind::FixedRate(period) => {
-                let period = i64::try_from(period.as_millis()).ok()?;
-                let next = (after.timestamp_millis().div_euclid(period) + 1).checked_mul(period)?;
-                FireSlot::from_unix_millis(next)
-            }
-            Kind::FixedDelay(_) => None,
-        }
+        self.spec.kind.next_slot(after).map(FireSlot::new)
     }
 
     /// The most recent slot at or before `at` (used by integrations that are told "now" rather
     /// than the scheduled instant).
     pub fn slot_at_or_before(&self, at: DateTime<Utc>) -> Option<FireSlot> {
-        match &self.kind {
-            Kind::Cron { cron, zone, .. } => {
-                // croner keeps sub-second parts; slots are whole seconds.
-                let at = at
-                    .duration_trunc(chrono::TimeDelta::seconds(1))
-                    .unwrap_or(at)
-                    .with_timezone(zone);
-                cron.find_previous_occurrence(&at, true)
-                    .ok()
-                    .map(|t| FireSlot::new(t.with_timezone(&Utc)))
-            }
-            Kind::FixedRate(period) => {
-                let period = i64::try_from(period.as_millis()).ok()?;
-                FireSlot::from_unix_millis(at.timestamp_millis().div_euclid(period) * period)
-            }
-            Kind::FixedDelay(_) => None,
-        }
+        self.spec.kind.slot_at_or_before(at).map(FireSlot::new)
     }
 }
 
@@ -223,5 +175,35 @@ mod tests {
                 .instant(),
             at
         );
+    }
+
+    #[test]
+    fn a_registered_spec_becomes_the_same_trigger_as_the_builders() {
+        let spec = TriggerSpec {
+            kind: TriggerKind::FixedDelay {
+                delay: Duration::from_secs(5),
+            },
+            initial_delay: Duration::from_secs(1),
+        };
+        let built = Trigger::fixed_delay(Duration::from_secs(5))
+            .unwrap()
+            .with_initial_delay(Duration::from_secs(1));
+        assert_eq!(
+            Trigger::from_spec(&spec).unwrap().to_string(),
+            built.to_string()
+        );
+        assert_eq!(built.to_string(), "fixed delay 5s after 1s");
+        let errors = [
+            Trigger::cron("* * * * *").unwrap_err().to_string(),
+            Trigger::fixed_rate(Duration::ZERO).unwrap_err().to_string(),
+            Trigger::fixed_rate(Duration::from_secs(1))
+                .unwrap()
+                .in_zone("UTC")
+                .unwrap_err()
+                .to_string(),
+        ];
+        assert!(errors[0].contains("cron `* * * * *`: a cron expression needs 6 fields"));
+        assert!(errors[1].contains("fixed_rate: the period must be at least 1 ms"));
+        assert!(errors[2].contains("zone: only a cron trigger has a zone"));
     }
 }

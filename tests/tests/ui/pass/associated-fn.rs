@@ -40,10 +40,10 @@ impl<T> Repository<T> {
 #[tokio::main]
 async fn main() {
     lock_core::install_default_executor(LockingTaskExecutor::new(InMemoryLockProvider::new()));
-    let names: Vec<&str> = inventory::iter::<ScheduledJob>.into_iter().map(|j| j.lock.name).collect();
+    let names: Vec<&str> = inventory::iter::<ScheduledJob>.into_iter().map(|j| j.lock.spec.name).collect();
     assert_eq!(names.len(), 2, "{names:?}");
     assert!(names.contains(&"repository-sweep"));
-    let job = inventory::iter::<ScheduledJob>.into_iter().find(|j| j.lock.name == "billing-nightly").unwrap();
+    let job = inventory::iter::<ScheduledJob>.into_iter().find(|j| j.lock.spec.name == "billing-nightly").unwrap();
     assert_eq!(job.name, concat!(module_path!(), "::nightly"));
     Billing::nightly().await;
     Billing::export(3).await.unwrap();

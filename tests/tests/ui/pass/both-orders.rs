@@ -2,7 +2,9 @@
 
 #![deny(warnings)]
 
-use lock_core::__private::{ScheduledJob, TriggerSpec, inventory};
+use std::time::Duration;
+
+use lock_core::__private::{CronSpec, ScheduledJob, TriggerKind, TriggerSpec, inventory};
 use lock_core::{scheduled, scheduler_lock};
 
 #[scheduled(cron = "0 5 1 * * *", zone = "Asia/Shanghai")]
@@ -20,31 +22,32 @@ async fn full_paths() {}
 fn job(lock: &str) -> &'static ScheduledJob {
     inventory::iter::<ScheduledJob>
         .into_iter()
-        .find(|job| job.lock.name == lock)
+        .find(|job| job.lock.spec.name == lock)
         .unwrap_or_else(|| panic!("job locked by {lock} not registered"))
 }
 
 fn main() {
+    let ms = Duration::from_millis;
     let bill = job("sync_bill");
     assert_eq!(bill.name, concat!(module_path!(), "::sync_bill"));
-    assert_eq!(bill.lock.lock_at_most_for_ms, Some(1_800_000));
-    assert_eq!(bill.lock.lock_at_least_for_ms, 10_000);
-    assert_eq!(bill.lock.keep_alive, None);
-    assert!(matches!(
+    assert_eq!(bill.lock.spec.lock_at_most_for, Some(ms(1_800_000)));
+    assert_eq!(bill.lock.spec.lock_at_least_for, ms(10_000));
+    assert_eq!(bill.lock.spec.keep_alive, None);
+    assert_eq!(
         bill.trigger,
-        TriggerSpec::Cron { expr: "0 5 1 * * *", zone: Some("Asia/Shanghai") }
-    ));
+        TriggerSpec::new(TriggerKind::Cron(CronSpec { expr: "0 5 1 * * *", zone: Some("Asia/Shanghai") }))
+    );
 
     let reports = job("send_reports");
-    assert_eq!(reports.lock.keep_alive, Some(true));
-    assert!(matches!(
+    assert_eq!(reports.lock.spec.keep_alive, Some(true));
+    assert_eq!(
         reports.trigger,
-        TriggerSpec::FixedDelay { delay_ms: 60_000, initial_delay_ms: 0 }
-    ));
+        TriggerSpec { kind: TriggerKind::FixedDelay { delay: ms(60_000) }, initial_delay: ms(0) }
+    );
 
-    assert!(matches!(
+    assert_eq!(
         job("full_paths").trigger,
-        TriggerSpec::FixedRate { period_ms: 10_000, initial_delay_ms: 0 }
-    ));
+        TriggerSpec { kind: TriggerKind::FixedRate { period: ms(10_000) }, initial_delay: ms(0) }
+    );
     assert_eq!(inventory::iter::<ScheduledJob>.into_iter().count(), 3);
 }

@@ -3,6 +3,8 @@
 
 #![deny(warnings)]
 
+use std::time::Duration;
+
 use lock_core::__private::{ScheduledJob, inventory};
 use lock_core::{scheduled, scheduler_lock};
 
@@ -37,15 +39,16 @@ fn job(function: &str) -> &'static ScheduledJob {
 }
 
 fn main() {
-    let spec = job("defaults").lock;
+    let ms = Duration::from_millis;
+    let spec = job("defaults").lock.spec;
     assert_eq!(spec.name, concat!(module_path!(), "::defaults"));
-    assert_eq!((spec.lock_at_most_for_ms, spec.lock_at_least_for_ms, spec.keep_alive), (None, 0, None));
+    assert_eq!((spec.lock_at_most_for, spec.lock_at_least_for, spec.keep_alive), (None, ms(0), None));
 
-    assert_eq!(job("keep_alive_on").lock.keep_alive, Some(true));
-    let spec = job("at_least_only").lock;
-    assert_eq!((spec.lock_at_most_for_ms, spec.lock_at_least_for_ms, spec.keep_alive), (None, 7_200_000, Some(false)));
-    let spec = job("at_least_equals_at_most").lock;
-    assert_eq!((spec.lock_at_most_for_ms, spec.lock_at_least_for_ms), (Some(600_000), 600_000));
-    assert_eq!(job("match").lock.name, concat!(module_path!(), "::match"));
-    assert_eq!(job("longest_name").lock.name.len(), 64);
+    assert_eq!(job("keep_alive_on").lock.spec.keep_alive, Some(true));
+    let spec = job("at_least_only").lock.spec;
+    assert_eq!((spec.lock_at_most_for, spec.lock_at_least_for, spec.keep_alive), (None, ms(7_200_000), Some(false)));
+    let spec = job("at_least_equals_at_most").lock.spec;
+    assert_eq!((spec.lock_at_most_for, spec.lock_at_least_for), (Some(ms(600_000)), ms(600_000)));
+    assert_eq!(job("match").lock.spec.name, concat!(module_path!(), "::match"));
+    assert_eq!(job("longest_name").lock.spec.name.len(), 64);
 }

@@ -1,8 +1,10 @@
-//! Each trigger kind with its options, checked in the registry; durations become milliseconds.
+//! Each trigger kind with its options, checked in the registry; durations are whole milliseconds.
 
 #![deny(warnings)]
 
-use lock_core::__private::{ScheduledJob, TriggerSpec, inventory};
+use std::time::Duration;
+
+use lock_core::__private::{CronSpec, ScheduledJob, TriggerKind, TriggerSpec, inventory};
 use lock_core::scheduled;
 
 #[scheduled(cron = "0 5 1 * * *", zone = "Asia/Shanghai")]
@@ -38,29 +40,31 @@ fn trigger(function: &str) -> TriggerSpec {
         .trigger
 }
 
+fn cron(expr: &'static str, zone: Option<&'static str>) -> TriggerSpec {
+    TriggerSpec::new(TriggerKind::Cron(CronSpec { expr, zone }))
+}
+
 fn main() {
+    let ms = Duration::from_millis;
+    assert_eq!(trigger("cron_in_zone"), cron("0 5 1 * * *", Some("Asia/Shanghai")));
+    assert_eq!(trigger("cron_utc_names"), cron("0 0 12 ? * MON-FRI", None));
+    assert_eq!(trigger("cron_macro"), cron("@daily", None));
     assert!(matches!(
-        trigger("cron_in_zone"),
-        TriggerSpec::Cron { expr: "0 5 1 * * *", zone: Some("Asia/Shanghai") }
+        trigger("cron_last_day").kind,
+        TriggerKind::Cron(CronSpec { zone: Some("UTC"), .. })
     ));
-    assert!(matches!(
-        trigger("cron_utc_names"),
-        TriggerSpec::Cron { expr: "0 0 12 ? * MON-FRI", zone: None }
-    ));
-    assert!(matches!(trigger("cron_macro"), TriggerSpec::Cron { expr: "@daily", zone: None }));
-    assert!(matches!(trigger("cron_last_day"), TriggerSpec::Cron { zone: Some("UTC"), .. }));
-    assert!(matches!(trigger("cron_second_friday"), TriggerSpec::Cron { .. }));
-    assert!(matches!(
+    assert!(matches!(trigger("cron_second_friday").kind, TriggerKind::Cron(_)));
+    assert_eq!(
         trigger("rate"),
-        TriggerSpec::FixedRate { period_ms: 5_400_500, initial_delay_ms: 0 }
-    ));
-    assert!(matches!(
+        TriggerSpec { kind: TriggerKind::FixedRate { period: ms(5_400_500) }, initial_delay: ms(0) }
+    );
+    assert_eq!(
         trigger("rate_zero_initial_delay"),
-        TriggerSpec::FixedRate { period_ms: 5_000, initial_delay_ms: 0 }
-    ));
-    assert!(matches!(
+        TriggerSpec { kind: TriggerKind::FixedRate { period: ms(5_000) }, initial_delay: ms(0) }
+    );
+    assert_eq!(
         trigger("delay"),
-        TriggerSpec::FixedDelay { delay_ms: 250, initial_delay_ms: 60_000 }
-    ));
+        TriggerSpec { kind: TriggerKind::FixedDelay { delay: ms(250) }, initial_delay: ms(60_000) }
+    );
     assert_eq!(inventory::iter::<ScheduledJob>.into_iter().count(), 8);
 }

@@ -1,0 +1,268 @@
+//! The keys of the two attributes, as data: one row per key says which attribute takes it, what
+//! its value is, how it is written (for error messages) and what it becomes in the expansion.
+//! Parsing, duplicate detection, the unknown-key message ("did you mean", the list of valid
+//! keys), the trigger rules and the emitted `TriggerSpec` / `LockSpec` all read this table.
+//!
+//! A new key is a row here (and, if it is new vocabulary, a field or variant in `lock-trigger`).
+
+use std::time::Duration;
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use crate::valid::Values;
+
+/// Which attribute a key belongs to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Macro {
+    Scheduled,
+    SchedulerLock,
+}
+
+impl Macro {
+    /// The attribute's name, as users write it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Macro::Scheduled => "scheduled",
+            Macro::SchedulerLock => "scheduler_lock",
+        }
+    }
+
+    /// The other attribute (a key of one written in the other gets "belongs in #[..]").
+    pub(crate) fn other(self) -> Macro {
+        match self {
+            Macro::Scheduled => Macro::SchedulerLock,
+            Macro::SchedulerLock => Macro::Scheduled,
+        }
+    }
+
+    /// This attribute's keys, in table order.
+    pub(crate) fn keys(self) -> impl Iterator<Item = &'static Key> {
+        KEYS.iter().filter(move |key| key.attr == self)
+    }
+
+    /// This attribute's key names, in table order.
+    pub(crate) fn key_names(self) -> Vec<&'static str> {
+        self.keys().map(|key| key.name).collect()
+    }
+}
+
+/// What a key's value is, and so how it is checked (`valid::check_values`).
+pub(crate) enum ValueKind {
+    /// A string: a Spring cron expression.
+    Cron,
+    /// A string: an IANA zone name.
+    Zone,
+    /// A string: a lock name.
+    LockName,
+    /// A string: a `humantime` duration, whole milliseconds. `zero` says why zero is refused
+    /// (`None`: zero is allowed).
+    Duration { zero: Option<&'static str> },
+    /// `true` or `false`.
+    Bool,
+}
+
+impl ValueKind {
+    /// Whether the value is written as a string literal (else as a bool).
+    pub(crate) fn is_string(&self) -> bool {
+        !matches!(self, ValueKind::Bool)
+    }
+}
+
+/// Emits a piece of the expansion from the checked values; `None` when a value it needs was
+/// refused (and so reported already).
+pub(crate) type Emit = fn(&Values) -> Option<TokenStream>;
+
+/// What a key does.
+pub(crate) enum Role {
+    /// Chooses the trigger (a job has exactly one): `kind` emits its `TriggerKind`; `hint` is
+    /// how it is suggested when no trigger is given.
+    Trigger { kind: Emit, hint: &'static str },
+    /// An option of the triggers named in `with`; `misuse` is the error when the job's trigger
+    /// is another one. `field` emits a `TriggerSpec` field (`None`: the trigger's `kind` reads
+    /// the value).
+    TriggerOption {
+        with: &'static [&'static str],
+        misuse: &'static str,
+        field: Option<Emit>,
+    },
+    /// A `LockSpec` field (`None`: the expansion emits it, as `name` defaults to the path).
+    Lock(Option<Emit>),
+}
+
+/// One accepted key.
+pub(crate) struct Key {
+    pub(crate) name: &'static str,
+    pub(crate) attr: Macro,
+    pub(crate) value: ValueKind,
+    /// How the key is written, for "e.g." in error messages.
+    pub(crate) example: &'static str,
+    pub(crate) role: Role,
+}
+
+/// Every accepted key. The order is the order of the lists in error messages, and the order in
+/// which values are checked (so errors come out in it).
+pub(crate) const KEYS: [Key; 9] = [
+    Key {
+        name: "cron",
+        attr: Macro::Scheduled,
+        value: ValueKind::Cron,
+        example: "cron = \"0 */5 * * * *\"",
+        role: Role::Trigger {
+            kind: |values| {
+                let expr = values.string("cron")?;
+                let zone = match values.given("zone") {
+                    true => {
+                        let zone = values.string("zone")?;
+                        quote!(::core::option::Option::Some(#zone))
+                    }
+                    false => quote!(::core::option::Option::None),
+                };
+                Some(quote! {
+                    ::lock_core::__private::TriggerKind::Cron(::lock_core::__private::CronSpec {
+                        expr: #expr,
+                        zone: #zone,
+                    })
+                })
+            },
+            hint: "cron = \"0 0 * * * *\"",
+        },
+    },
+    Key {
+        name: "zone",
+        attr: Macro::Scheduled,
+        value: ValueKind::Zone,
+        example: "zone = \"Europe/Berlin\"",
+        role: Role::TriggerOption {
+            with: &["cron"],
+            misuse: "`zone` applies to `cron` only: `fixed_rate` and `fixed_delay` count elapsed \
+                     time, not wall-clock time; remove `zone`",
+            field: None,
+        },
+    },
+    Key {
+        name: "fixed_rate",
+        attr: Macro::Scheduled,
+        value: ValueKind::Duration {
+            zero: Some("the job would fire continuously"),
+        },
+        example: "fixed_rate = \"5s\"",
+        role: Role::Trigger {
+            kind: |values| {
+                let period = duration(values.duration("fixed_rate")?);
+                Some(quote!(::lock_core::__private::TriggerKind::FixedRate { period: #period }))
+            },
+            hint: "fixed_rate = \"5s\"",
+        },
+    },
+    Key {
+        name: "fixed_delay",
+        attr: Macro::Scheduled,
+        value: ValueKind::Duration {
+            zero: Some("the job would run back to back without pause"),
+        },
+        example: "fixed_delay = \"5s\"",
+        role: Role::Trigger {
+            kind: |values| {
+                let delay = duration(values.duration("fixed_delay")?);
+                Some(quote!(::lock_core::__private::TriggerKind::FixedDelay { delay: #delay }))
+            },
+            hint: "fixed_delay = \"5s\"",
+        },
+    },
+    Key {
+        name: "initial_delay",
+        attr: Macro::Scheduled,
+        value: ValueKind::Duration { zero: None },
+        example: "initial_delay = \"1s\"",
+        role: Role::TriggerOption {
+            with: &["fixed_rate", "fixed_delay"],
+            misuse: "`initial_delay` applies to `fixed_rate` and `fixed_delay` only: a cron job \
+                     first fires at the next time its expression matches; remove `initial_delay`",
+            field: Some(|values| {
+                let delay = duration(values.duration("initial_delay")?);
+                Some(quote!(initial_delay: #delay))
+            }),
+        },
+    },
+    Key {
+        name: "name",
+        attr: Macro::SchedulerLock,
+        value: ValueKind::LockName,
+        example: "name = \"sync_bill\"",
+        role: Role::Lock(None),
+    },
+    Key {
+        name: "lock_at_most_for",
+        attr: Macro::SchedulerLock,
+        value: ValueKind::Duration {
+            zero: Some("a lease of zero expires as it is taken"),
+        },
+        example: "lock_at_most_for = \"30m\"",
+        role: Role::Lock(Some(|values| {
+            let at_most = duration(values.duration("lock_at_most_for")?);
+            Some(quote!(lock_at_most_for: ::core::option::Option::Some(#at_most)))
+        })),
+    },
+    Key {
+        name: "lock_at_least_for",
+        attr: Macro::SchedulerLock,
+        value: ValueKind::Duration { zero: None },
+        example: "lock_at_least_for = \"10s\"",
+        role: Role::Lock(Some(|values| {
+            let at_least = duration(values.duration("lock_at_least_for")?);
+            Some(quote!(lock_at_least_for: #at_least))
+        })),
+    },
+    Key {
+        name: "keep_alive",
+        attr: Macro::SchedulerLock,
+        value: ValueKind::Bool,
+        example: "keep_alive = true",
+        role: Role::Lock(Some(|values| {
+            let on = values.bool("keep_alive")?;
+            Some(quote!(keep_alive: ::core::option::Option::Some(#on)))
+        })),
+    },
+];
+
+/// The row of `name` in `attr`, if it is one of its keys.
+pub(crate) fn find(attr: Macro, name: &str) -> Option<&'static Key> {
+    attr.keys().find(|key| key.name == name)
+}
+
+/// How `key` is written, for "e.g." in messages (any key, known or not).
+pub(crate) fn example(key: &str) -> &'static str {
+    KEYS.iter()
+        .find(|row| row.name == key)
+        .map_or("key = \"...\"", |row| row.example)
+}
+
+/// A checked duration (whole milliseconds) as a const expression.
+fn duration(value: Duration) -> TokenStream {
+    let ms = u64::try_from(value.as_millis()).unwrap_or(u64::MAX);
+    quote!(::core::time::Duration::from_millis(#ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_is_unique_and_every_reference_names_a_trigger() {
+        for (i, key) in KEYS.iter().enumerate() {
+            assert!(
+                KEYS[..i].iter().all(|other| other.name != key.name),
+                "`{}` listed twice",
+                key.name
+            );
+            assert!(key.example.starts_with(key.name), "{}", key.example);
+            if let Role::TriggerOption { with, .. } = key.role {
+                for trigger in with {
+                    let row = find(key.attr, trigger).expect("a key of the same attribute");
+                    assert!(matches!(row.role, Role::Trigger { .. }), "{trigger}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,397 @@
+//! The vocabulary: what a trigger is and how a lock is held, as constants that `lock-macros`
+//! emits and `lock-core` reads, with the limits and checks both sides apply.
+//!
+//! A trigger kind is described here once: its variant of [`TriggerKind`], how it is checked,
+//! when it fires ([`TriggerKind::next_slot`]) and how it is shown. The macros build it from
+//! their key table; the scheduler matches on it (slotted or after-run).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+
+use crate::{Cron, TriggerError, Tz, next_fire, parse_cron, parse_zone};
+
+/// The longest lock name, in bytes: the lock table's `name` column is `VARCHAR(64)`.
+pub const MAX_LOCK_NAME_LEN: usize = 64;
+
+/// The longest lease or interval written to a database (1000 years): providers cut longer ones
+/// to it, so that `now + lease` stays a valid timestamp in every backend.
+///
+/// ```
+/// assert_eq!(lock_trigger::MAX_DURATION.as_secs() / (365 * 24 * 3600), 1000);
+/// ```
+pub const MAX_DURATION: Duration = Duration::from_secs(1000 * 365 * 24 * 3600);
+
+/// A cron schedule as written in `#[scheduled(cron = .., zone = ..)]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CronSpec {
+    /// The expression, Spring's six fields (see [`parse_cron`]).
+    pub expr: &'static str,
+    /// The IANA zone name as written; `None` is UTC.
+    pub zone: Option<&'static str>,
+}
+
+/// A cron schedule parsed, ready to compute fires: the expression (kept for display), the
+/// parsed form and the zone. Cloning shares both.
+///
+/// ```
+/// let nightly = lock_trigger::CronSchedule::parse("0 5 1 * * *")?.in_zone("Asia/Shanghai")?;
+/// assert_eq!(nightly.zone(), lock_trigger::Tz::Asia__Shanghai);
+/// # Ok::<(), lock_trigger::TriggerError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct CronSchedule {
+    expr: Arc<str>,
+    cron: Arc<Cron>,
+    zone: Tz,
+}
+
+impl CronSchedule {
+    /// Parses `expr`, evaluated in UTC; the error names the expression.
+    pub fn parse(expr: &str) -> Result<Self, TriggerError> {
+        let cron = parse_cron(expr).map_err(|e| e.context(&format!("cron `{expr}`")))?;
+        Ok(CronSchedule {
+            expr: expr.into(),
+            cron: Arc::new(cron),
+            zone: Tz::UTC,
+        })
+    }
+
+    /// Evaluates the schedule on the wall clock of the IANA zone `zone`.
+    pub fn in_zone(mut self, zone: &str) -> Result<Self, TriggerError> {
+        self.zone = parse_zone(zone).map_err(|e| e.context("zone"))?;
+        Ok(self)
+    }
+
+    /// The expression as written.
+    pub fn expr(&self) -> &str {
+        &self.expr
+    }
+
+    /// The zone whose wall clock the expression is evaluated on.
+    pub fn zone(&self) -> Tz {
+        self.zone
+    }
+}
+
+/// What a trigger is. `C` is how a cron schedule is held: as written ([`CronSpec`], in a
+/// `static` of the expansion) or parsed ([`CronSchedule`], at run time).
+///
+/// Cron and fixed rate are **slotted**: each fire has an instant every instance computes alike,
+/// and it runs once per slot. Fixed delay is **after-run**: no slot, the lock is plain mutual
+/// exclusion.
+///
+/// ```
+/// use lock_trigger::{TriggerKind, TriggerSpec};
+/// use std::time::Duration;
+///
+/// const EVERY_5S: TriggerSpec = TriggerSpec::new(TriggerKind::FixedRate {
+///     period: Duration::from_secs(5),
+/// });
+/// let parsed = EVERY_5S.parse()?;
+/// assert_eq!(parsed.to_string(), "fixed rate 5s");
+/// # Ok::<(), lock_trigger::TriggerError>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TriggerKind<C = CronSpec> {
+    /// Slotted: at each wall-clock time the expression matches; the slot is that instant.
+    Cron(C),
+    /// Slotted: every `period`, slots at whole multiples of it since the Unix epoch.
+    FixedRate {
+        /// The period, 1 ms at least.
+        period: Duration,
+    },
+    /// After-run: `delay` after the previous run ended.
+    FixedDelay {
+        /// The pause between runs.
+        delay: Duration,
+    },
+}
+
+/// When a job fires: its [`TriggerKind`] and how long after start the first fire may come.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TriggerSpec<C = CronSpec> {
+    /// What the trigger is.
+    pub kind: TriggerKind<C>,
+    /// No fire earlier than this after the scheduler starts.
+    pub initial_delay: Duration,
+}
+
+impl<C> TriggerSpec<C> {
+    /// `kind`, with no initial delay.
+    pub const fn new(kind: TriggerKind<C>) -> Self {
+        TriggerSpec {
+            kind,
+            initial_delay: Duration::ZERO,
+        }
+    }
+}
+
+impl TriggerSpec<CronSpec> {
+    /// Checks every value and parses the cron schedule; the error says which value.
+    pub fn parse(&self) -> Result<TriggerSpec<CronSchedule>, TriggerError> {
+        let kind = match self.kind {
+            TriggerKind::Cron(CronSpec { expr, zone }) => {
+                let cron = CronSchedule::parse(expr)?;
+                TriggerKind::Cron(match zone {
+                    Some(zone) => cron.in_zone(zone)?,
+                    None => cron,
+                })
+            }
+            TriggerKind::FixedRate { period } => TriggerKind::FixedRate { period },
+            TriggerKind::FixedDelay { delay } => TriggerKind::FixedDelay { delay },
+        };
+        kind.check()?;
+        Ok(TriggerSpec {
+            kind,
+            initial_delay: self.initial_delay,
+        })
+    }
+}
+
+impl<C> TriggerKind<C> {
+    /// The run-time checks of the values (a parsed cron schedule is valid already).
+    pub fn check(&self) -> Result<(), TriggerError> {
+        match self {
+            TriggerKind::FixedRate { period } if period.as_millis() == 0 => Err(TriggerError(
+                "fixed_rate: the period must be at least 1 ms".into(),
+            )),
+            TriggerKind::Cron(_)
+            | TriggerKind::FixedRate { .. }
+            | TriggerKind::FixedDelay { .. } => Ok(()),
+        }
+    }
+}
+
+impl TriggerKind<CronSchedule> {
+    /// The first slot strictly after `after`, in whole milliseconds (whole seconds for cron);
+    /// `None` for an after-run trigger and for a cron expression that never fires again.
+    pub fn next_slot(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self {
+            TriggerKind::Cron(schedule) => next_fire(&schedule.cron, schedule.zone, after),
+            TriggerKind::FixedRate { period } => {
+                let period = i64::try_from(period.as_millis()).ok()?;
+                let next = (after.timestamp_millis().div_euclid(period) + 1).checked_mul(period)?;
+                DateTime::from_timestamp_millis(next)
+            }
+            TriggerKind::FixedDelay { .. } => None,
+        }
+    }
+
+    /// The most recent slot at or before `at`; `None` for an after-run trigger.
+    pub fn slot_at_or_before(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        match self {
+            TriggerKind::Cron(schedule) => {
+                // croner keeps sub-second parts; slots are whole seconds.
+                let at = at
+                    .duration_trunc(TimeDelta::seconds(1))
+                    .unwrap_or(at)
+                    .with_timezone(&schedule.zone);
+                schedule
+                    .cron
+                    .find_previous_occurrence(&at, true)
+                    .ok()
+                    .map(|t| t.with_timezone(&Utc))
+            }
+            TriggerKind::FixedRate { period } => {
+                let period = i64::try_from(period.as_millis()).ok()?;
+                DateTime::from_timestamp_millis(at.timestamp_millis().div_euclid(period) * period)
+            }
+            TriggerKind::FixedDelay { .. } => None,
+        }
+    }
+}
+
+impl fmt::Display for TriggerSpec<CronSchedule> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            TriggerKind::Cron(schedule) => {
+                write!(f, "cron `{}` in {}", schedule.expr, schedule.zone)?
+            }
+            TriggerKind::FixedRate { period } => write!(f, "fixed rate {period:?}")?,
+            TriggerKind::FixedDelay { delay } => write!(f, "fixed delay {delay:?}")?,
+        }
+        if !self.initial_delay.is_zero() {
+            write!(f, " after {:?}", self.initial_delay)?;
+        }
+        Ok(())
+    }
+}
+
+/// How a locked function's lock is held, as written in `#[scheduler_lock(..)]`; `None` takes
+/// the executor's default at run time.
+///
+/// ```
+/// use lock_trigger::LockSpec;
+/// use std::time::Duration;
+///
+/// const SPEC: LockSpec = LockSpec {
+///     name: "sync_bill",
+///     lock_at_most_for: Some(Duration::from_secs(30 * 60)),
+///     ..LockSpec::DEFAULT
+/// };
+/// assert_eq!(SPEC.lock_at_least_for, Duration::ZERO);
+/// assert_eq!(SPEC.keep_alive, None);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockSpec {
+    /// The lock name: the `name` key, or the function's path.
+    pub name: &'static str,
+    /// The lease ends this long after it was taken, even if the holder died.
+    pub lock_at_most_for: Option<Duration>,
+    /// On release the lease is kept until this long after it was taken.
+    pub lock_at_least_for: Duration,
+    /// Extend the lease while the body runs.
+    pub keep_alive: Option<bool>,
+}
+
+impl LockSpec {
+    /// Every key at its default (and an empty name, which a spec always replaces).
+    pub const DEFAULT: LockSpec = LockSpec {
+        name: "",
+        lock_at_most_for: None,
+        lock_at_least_for: Duration::ZERO,
+        keep_alive: None,
+    };
+}
+
+/// Why a lock name was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NameError {
+    /// The name is empty.
+    Empty,
+    /// The name is longer than [`MAX_LOCK_NAME_LEN`] bytes.
+    TooLong {
+        /// Its length in bytes.
+        len: usize,
+    },
+}
+
+impl NameError {
+    /// The rule that was broken, in a sentence.
+    pub fn reason(self) -> &'static str {
+        match self {
+            NameError::Empty => "a lock name must not be empty",
+            NameError::TooLong { .. } => {
+                "a lock name must be at most 64 bytes (the lock table's name column is VARCHAR(64))"
+            }
+        }
+    }
+}
+
+/// Checks a lock name: not empty, at most [`MAX_LOCK_NAME_LEN`] bytes.
+///
+/// ```
+/// use lock_trigger::{NameError, check_lock_name};
+/// assert_eq!(check_lock_name("sync_bill"), Ok(()));
+/// assert_eq!(check_lock_name(""), Err(NameError::Empty));
+/// assert_eq!(check_lock_name(&"x".repeat(65)), Err(NameError::TooLong { len: 65 }));
+/// ```
+pub fn check_lock_name(name: &str) -> Result<(), NameError> {
+    match name.len() {
+        0 => Err(NameError::Empty),
+        len if len > MAX_LOCK_NAME_LEN => Err(NameError::TooLong { len }),
+        _ => Ok(()),
+    }
+}
+
+/// Why a lease's bounds were refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseError {
+    /// `lock_at_most_for` is zero: the lease would expire as it is taken.
+    ZeroAtMost,
+    /// `lock_at_least_for` is longer than `lock_at_most_for`.
+    AtLeastExceedsAtMost,
+}
+
+/// Checks a lease's bounds: `at_most` above zero and not below `at_least`.
+///
+/// ```
+/// use lock_trigger::{LeaseError, check_lease};
+/// use std::time::Duration;
+/// let s = Duration::from_secs;
+/// assert_eq!(check_lease(s(60), s(60)), Ok(()));
+/// assert_eq!(check_lease(s(0), s(0)), Err(LeaseError::ZeroAtMost));
+/// assert_eq!(check_lease(s(1), s(2)), Err(LeaseError::AtLeastExceedsAtMost));
+/// ```
+pub fn check_lease(at_most: Duration, at_least: Duration) -> Result<(), LeaseError> {
+    if at_most.is_zero() {
+        Err(LeaseError::ZeroAtMost)
+    } else if at_least > at_most {
+        Err(LeaseError::AtLeastExceedsAtMost)
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn parsed(kind: TriggerKind) -> TriggerSpec<CronSchedule> {
+        TriggerSpec::new(kind).parse().unwrap()
+    }
+
+    #[test]
+    fn fixed_rate_slots_are_epoch_aligned() {
+        let rate = parsed(TriggerKind::FixedRate {
+            period: Duration::from_millis(1500),
+        })
+        .kind;
+        let at = Utc.timestamp_millis_opt(1_000_000_000_100).unwrap();
+        let next = rate.next_slot(at).unwrap();
+        assert_eq!(next.timestamp_millis() % 1500, 0);
+        assert!(next > at && next.timestamp_millis() - at.timestamp_millis() <= 1500);
+        assert_eq!(
+            rate.next_slot(next).unwrap().timestamp_millis(),
+            next.timestamp_millis() + 1500
+        );
+        assert_eq!(rate.slot_at_or_before(next), Some(next));
+    }
+
+    #[test]
+    fn parse_names_the_bad_value() {
+        let cron = |expr, zone| {
+            TriggerSpec::new(TriggerKind::Cron(CronSpec { expr, zone }))
+                .parse()
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(cron("* * * * *", None).starts_with("cron `* * * * *`: "));
+        assert!(cron("* * * * * *", Some("Mars/Olympus")).starts_with("zone: unknown time zone"));
+        let zero = TriggerSpec::new(TriggerKind::FixedRate {
+            period: Duration::from_micros(10),
+        });
+        assert_eq!(
+            zero.parse().unwrap_err().to_string(),
+            "fixed_rate: the period must be at least 1 ms"
+        );
+    }
+
+    #[test]
+    fn display_says_what_and_when() {
+        let spec = TriggerSpec {
+            kind: TriggerKind::Cron(CronSpec {
+                expr: "0 5 1 * * *",
+                zone: Some("Asia/Shanghai"),
+            }),
+            initial_delay: Duration::from_secs(1),
+        };
+        assert_eq!(
+            spec.parse().unwrap().to_string(),
+            "cron `0 5 1 * * *` in Asia/Shanghai after 1s"
+        );
+    }
+
+    #[test]
+    fn names_are_checked_in_bytes() {
+        assert_eq!(check_lock_name(&"é".repeat(32)), Ok(()));
+        assert_eq!(
+            check_lock_name(&"é".repeat(33)),
+            Err(NameError::TooLong { len: 66 })
+        );
+    }
+}
