@@ -17,9 +17,10 @@
 
 use std::time::Duration;
 
-/// The longest duration written to SQL (1000 years); longer ones are cut to it, so that
-/// `now + duration` stays far inside every database's timestamp range.
-pub const MAX_INTERVAL: Duration = Duration::from_secs(1000 * 365 * 24 * 3600);
+/// The longest duration written to SQL: the vocabulary's one cap (1000 years), the same limit
+/// the macros enforce at compile time; longer ones are cut to it, so that `now + duration`
+/// stays far inside every database's timestamp range.
+pub use lock_trigger::MAX_DURATION as MAX_INTERVAL;
 
 /// The smallest unit of the lock table's time columns.
 pub const COLUMN_UNIT: Duration = Duration::from_millis(1);
