@@ -28,12 +28,12 @@ use std::hint::black_box;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use benchmarks::stats::ratio_line;
+use benchmarks::stats::{median_difference, median_difference_line, ratio_line};
 use benchmarks::{Mode, Samples, Unit};
 use chrono::{DateTime, TimeDelta, Utc};
 use lock_core::{
     AcquireOutcome, InMemoryLockProvider, LockConfiguration, LockOutcome, LockProvider,
-    LockRequest, LockingTaskExecutor, Refusal, RefusalReason,
+    LockRequest, LockingTaskExecutor, Refusal, RefusalReason, testkit,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -145,12 +145,7 @@ fn hand_refusal(
 }
 
 fn request(name: &str, owner: &str) -> LockRequest {
-    LockRequest {
-        name: name.into(),
-        locked_by: owner.into(),
-        lock_at_most_for: Duration::from_secs(60),
-        slot: None,
-    }
+    testkit::request(&name.into(), owner, Duration::from_secs(60), None)
 }
 
 /// Times `BATCH` runs of `$body` as one sample of `$samples` (kept only when `$keep`).
@@ -364,27 +359,34 @@ async fn run(mode: Mode) {
     }
     // Differences of medians: robust against the preemptions that inflate means on a busy
     // machine.
-    let us = |a: &Samples, b: &Samples| (a.percentile(0.5) - b.percentile(0.5)) / 1e3;
     println!("differences of p50s:");
-    println!(
-        "  boxing two futures (boxed - plain by-hand cycle)          {:>7.3} µs",
-        us(&boxed_cycle, &hand_cycle)
-    );
-    println!(
-        "  rest of the provider cycle (provider - boxed by-hand)     {:>7.3} µs",
-        us(&provider_cycle, &boxed_cycle)
-    );
-    println!(
-        "  refusal details (read + details - read)                   {:>7.3} µs",
-        us(&refusal, &hand_read)
-    );
-    println!(
-        "  calling through the Arc (Arc cycle - &dyn cycle)          {:>7.3} µs",
-        us(&arc_provider_cycle, &provider_cycle)
-    );
+    for (what, a, b) in [
+        (
+            "boxing two futures (boxed - plain by-hand cycle)",
+            &boxed_cycle,
+            &hand_cycle,
+        ),
+        (
+            "rest of the provider cycle (provider - boxed by-hand)",
+            &provider_cycle,
+            &boxed_cycle,
+        ),
+        (
+            "refusal details (read + details - read)",
+            &refusal,
+            &hand_read,
+        ),
+        (
+            "calling through the Arc (Arc cycle - &dyn cycle)",
+            &arc_provider_cycle,
+            &provider_cycle,
+        ),
+    ] {
+        median_difference_line(what, a, b, Unit::Micros);
+    }
     println!(
         "  executor over the provider cycle                          {:>7.3} µs per fire, {:.3} µs per skip",
-        us(&executor_cycle, &provider_cycle),
-        us(&executor_skip, &losing),
+        median_difference(&executor_cycle, &provider_cycle, Unit::Micros),
+        median_difference(&executor_skip, &losing, Unit::Micros),
     );
 }

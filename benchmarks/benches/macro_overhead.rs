@@ -20,7 +20,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use benchmarks::stats::ratio_line;
+use benchmarks::stats::{median_difference_line, ratio_line};
 use benchmarks::{Mode, Samples, Unit};
 use lock_core::__private::LockSpec;
 use lock_core::{
@@ -145,18 +145,18 @@ async fn run(mode: Mode) {
         samples.print(Unit::Micros);
     }
     // Differences of medians: robust against preemptions on a busy machine.
-    let us = |a: &Samples, b: &Samples| (a.percentile(0.5) - b.percentile(0.5)) / 1e3;
     println!("differences of p50s:");
-    println!(
-        "  macro - by hand                                           {:>7.3} µs",
-        us(&via_macro, &hand)
-    );
-    println!(
-        "  executor lookup in the call (by hand + lookup - by hand)  {:>7.3} µs",
-        us(&hand_lookup, &hand)
-    );
-    println!(
-        "  configuration per call (by hand + resolve - by hand)      {:>7.3} µs",
-        us(&hand_resolve, &hand)
-    );
+    for (what, a) in [
+        ("macro - by hand", &via_macro),
+        (
+            "executor lookup in the call (by hand + lookup - by hand)",
+            &hand_lookup,
+        ),
+        (
+            "configuration per call (by hand + resolve - by hand)",
+            &hand_resolve,
+        ),
+    ] {
+        median_difference_line(what, a, &hand, Unit::Micros);
+    }
 }

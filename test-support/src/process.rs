@@ -44,6 +44,22 @@ pub fn run_to_end(program: &str, args: &[&str]) -> (bool, String) {
     (output.status.success(), text)
 }
 
+/// `faketime -f <offset> <program>`: `program` under a wall clock `offset` away (`+10m`,
+/// `-3h`), with the monotonic clock left alone (timers keep working as they should). The
+/// Debian package `faketime` provides the command; check with
+/// [`crate::skip::command_available`] first.
+///
+/// ```
+/// let command = test_support::process::under_faketime("+10m", "date");
+/// assert_eq!(command.get_program(), "faketime");
+/// ```
+pub fn under_faketime(offset: &str, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut command = Command::new("faketime");
+    command.args(["-f", offset]).arg(program);
+    command.env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+    command
+}
+
 /// A TCP port nobody listens on right now (the caller's child binds it a moment later).
 ///
 /// ```
