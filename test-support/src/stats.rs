@@ -167,7 +167,7 @@ impl Samples {
     pub fn print(&self, unit: Unit) {
         let u = unit.symbol();
         println!(
-            "  {:<40} mean {:>9.3} {u}  p50 {:>9.3} {u}  p99 {:>9.3} {u}  max {:>9.3} {u}  (n = {})",
+            "  {:<48} mean {:>9.3} {u}  p50 {:>9.3} {u}  p99 {:>9.3} {u}  max {:>9.3} {u}  (n = {})",
             self.label,
             self.mean_in(unit),
             self.percentile_in(0.50, unit),
@@ -213,7 +213,7 @@ pub fn ratio_line(
     let Ratio { mean, p50, p99 } = Ratio::of(numerator, denominator);
     let met = mean <= target;
     println!(
-        "ratio {what:<44} mean {mean:>6.3}  p50 {p50:>6.3}  p99 {p99:>6.3}  target <= {target:.2} on the mean: {}",
+        "ratio {what:<50} mean {mean:>6.3}  p50 {p50:>6.3}  p99 {p99:>6.3}  target <= {target:.2} on the mean: {}",
         verdict(met, judged)
     );
     met
@@ -262,7 +262,7 @@ impl Ratio {
 pub fn comparison_line(what: &str, numerator: &Samples, denominator: &Samples) -> Ratio {
     let ratio = Ratio::of(numerator, denominator);
     println!(
-        "ratio {what:<44} mean {:>6.3}  p50 {:>6.3}  p99 {:>6.3}  (for comparison)",
+        "ratio {what:<50} mean {:>6.3}  p50 {:>6.3}  p99 {:>6.3}  (for comparison)",
         ratio.mean, ratio.p50, ratio.p99
     );
     ratio
