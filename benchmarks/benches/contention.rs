@@ -34,6 +34,7 @@ use lock_core::{
 use lock_provider_postgres::PostgresLockProvider;
 use lock_provider_postgres::deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use lock_provider_postgres::tokio_postgres::{self, NoTls};
+use test_support::process::expect_success;
 
 const CHILD_FLAG: &str = "--contention-child";
 
@@ -291,13 +292,7 @@ fn run_config(table: &str, config: Config) -> Outcome {
     let mut cpu_ms = 0.0;
     for child in children {
         let out = child.wait_with_output().expect("instance output");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "an instance failed: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stdout = expect_success(&out, "an instance");
         for line in stdout.lines() {
             let fields: Vec<&str> = line.split_whitespace().collect();
             match fields.as_slice() {

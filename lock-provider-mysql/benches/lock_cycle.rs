@@ -51,11 +51,7 @@ const LABELS: [&str; 6] = [
 ];
 
 fn main() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(run(Mode::from_args()));
+    test_support::mode::run_on_current_thread(run);
 }
 
 async fn run(mode: Mode) {

@@ -116,13 +116,7 @@ fn run_child(offset: &str, role: &str) -> ChildReport {
         .env(CHILD_ROLE, role)
         .output()
         .expect("run the child under faketime");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "child failed: {}\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = test_support::process::expect_success(&output, "child");
     let field = |key: &str| {
         stdout
             .lines()

@@ -28,6 +28,25 @@ pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// Asserts that a finished command succeeded, showing `what`, its status and both streams
+/// when it did not; returns its stdout.
+///
+/// ```
+/// let output = std::process::Command::new("cargo").arg("--version").output().unwrap();
+/// let stdout = test_support::process::expect_success(&output, "cargo --version");
+/// assert!(stdout.starts_with("cargo "));
+/// ```
+pub fn expect_success(output: &Output, what: &str) -> String {
+    let out = stdout(output);
+    assert!(
+        output.status.success(),
+        "{what} failed: {}\n{out}\n{}",
+        output.status,
+        stderr(output)
+    );
+    out
+}
+
 /// Runs `program` with `args` to its end; returns whether it succeeded and its stdout and
 /// stderr (in that order, on separate lines) as one text to search and to show.
 ///
@@ -161,6 +180,24 @@ impl Lines {
     pub fn find(&self, matches: impl Fn(&str) -> bool) -> Option<String> {
         self.all().into_iter().find(|l| matches(l))
     }
+
+    /// Polls every 50 ms for a line that `matches` accepts; `None` after `timeout`.
+    pub async fn wait_for(
+        &self,
+        timeout: Duration,
+        matches: impl Fn(&str) -> bool,
+    ) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(line) = self.find(&matches) {
+                return Some(line);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }
 
 /// A child process with its stdout and stderr captured line by line. Dropping it kills the
@@ -256,18 +293,45 @@ impl Process {
 
     /// Waits until its stderr has a line containing `needle`; panics after `timeout`.
     pub async fn wait_for_log(&self, timeout: Duration, needle: &str) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(line) = self.stderr.find(|l| l.contains(needle)) {
-                return line;
-            }
-            assert!(
-                Instant::now() < deadline,
+        let found = self.stderr.wait_for(timeout, |l| l.contains(needle)).await;
+        found.unwrap_or_else(|| {
+            panic!(
                 "{}: no log line with {needle:?} after {timeout:?}:\n{}",
                 self.name,
                 self.stderr.text()
+            )
+        })
+    }
+
+    /// Waits until a line of `lines` (its [`Process::stdout`] or [`Process::stderr`]) is
+    /// accepted by `matches`; panics naming `what`, with its stderr, if the process exits
+    /// first or after `timeout`.
+    pub async fn wait_for_line(
+        &mut self,
+        lines: &Lines,
+        timeout: Duration,
+        what: &str,
+        matches: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let poll = Duration::from_millis(50);
+            if let Some(line) = lines.wait_for(poll, &matches).await {
+                return line;
+            }
+            if let Some(status) = self.try_status() {
+                panic!(
+                    "{} exited before {what} ({status}):\n{}",
+                    self.name,
+                    self.stderr.text()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} not {what} after {timeout:?}:\n{}",
+                self.name,
+                self.stderr.text()
             );
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 }

@@ -296,3 +296,26 @@ pub fn median_difference_line(what: &str, a: &Samples, b: &Samples, unit: Unit) 
     println!("  {what:<58}{difference:>7.3} {}", unit.symbol());
     difference
 }
+
+/// Times `$batch` runs of `$body` (a block; it may `.await`) as one sample of `$samples` (a
+/// [`Samples`]), kept only when `$keep` (false during warm-up). For operations too short to
+/// time one by one: the sample is the batch's time divided by `$batch`.
+///
+/// ```
+/// use test_support::{Samples, time_batch};
+/// let mut samples = Samples::new("add");
+/// let mut total = 0u64;
+/// time_batch!(samples, 64, true, { total += 1; });
+/// time_batch!(samples, 64, false, { total += 1; });
+/// assert_eq!((samples.len(), total), (1, 128));
+/// ```
+#[macro_export]
+macro_rules! time_batch {
+    ($samples:expr, $batch:expr, $keep:expr, $body:block) => {{
+        let started = ::std::time::Instant::now();
+        for _ in 0..$batch $body
+        if $keep {
+            $samples.record_batch(started, $batch);
+        }
+    }};
+}

@@ -135,27 +135,15 @@ impl Instance {
 
     /// Waits for `READY`; returns the instance's own clock (Unix ms) at that moment.
     pub async fn ready(&mut self) -> i64 {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(line) = self.stdout.find(|l| l.starts_with("READY ")) {
-                let clock = line.rsplit(' ').next().and_then(|c| c.parse().ok());
-                return clock.unwrap_or_else(|| panic!("{}: bad READY line {line:?}", self.name));
-            }
-            if let Some(status) = self.try_status() {
-                panic!(
-                    "{} exited before READY ({status}):\n{}",
-                    self.name,
-                    self.stderr.text()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} not READY after 20 s:\n{}",
-                self.name,
-                self.stderr.text()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let stdout = self.stdout.clone();
+        let line = self
+            .process
+            .wait_for_line(&stdout, Duration::from_secs(20), "READY", |l| {
+                l.starts_with("READY ")
+            })
+            .await;
+        let clock = line.rsplit(' ').next().and_then(|c| c.parse().ok());
+        clock.unwrap_or_else(|| panic!("{}: bad READY line {line:?}", self.name))
     }
 
     /// Sends `SIGKILL`, `SIGSTOP`, `SIGCONT`, `SIGTERM`, ... by name (`KILL`, `STOP`, ...).
