@@ -55,7 +55,7 @@ pub fn unreachable(db: &str, url: &str, error: &dyn Display) {
     ));
 }
 
-/// `Some(value)` when connected; otherwise applies [`unreachable`] and returns `None`.
+/// `Some(value)` when connected; otherwise applies [`unreachable()`] and returns `None`.
 ///
 /// ```
 /// let connected: Result<u32, &str> = Ok(7);
