@@ -144,28 +144,14 @@ async fn run(mode: Mode) {
         .await
         .expect("release");
 
-    let [
-        provider_cycle,
-        hand_cycle,
-        losing,
-        hand_losing,
-        read_row,
-        select_one,
-    ] = &samples;
     println!(
         "lock_cycle: {iterations} samples each, interleaved, one pool of one connection to {}",
         host(&url)
     );
-    for operation in [
-        provider_cycle,
-        hand_cycle,
-        losing,
-        hand_losing,
-        read_row,
-        select_one,
-    ] {
-        operation.print(Unit::Millis);
-    }
+    samples
+        .iter()
+        .for_each(|operation| operation.print(Unit::Millis));
+    let [provider_cycle, hand_cycle, losing, _, _, select_one] = &samples;
     stats::ratio_line(
         "provider / by hand",
         provider_cycle,
