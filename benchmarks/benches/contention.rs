@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use benchmarks::process::Usage;
+use benchmarks::process::{sleep_until_wall, thread_cpu_between};
 use benchmarks::stats::verdict;
 use benchmarks::{Mode, Samples, Unit};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -488,13 +488,8 @@ impl ChildArgs {
         let from = wall(self.from_ms);
         let until = wall(self.until_ms);
         // CPU over the window, from half a second before its first burst.
-        sleep_until_wall(from - TimeDelta::milliseconds(500)).await;
-        let before = Usage::now().expect("/proc");
-        sleep_until_wall(until - TimeDelta::milliseconds(500)).await;
-        let cpu = Usage::now()
-            .expect("/proc")
-            .thread_cpu
-            .saturating_sub(before.thread_cpu);
+        let half = TimeDelta::milliseconds(500);
+        let cpu = thread_cpu_between(from - half, until - half).await;
         // Let the last second's burst finish everywhere, then stop.
         sleep_until_wall(until + TimeDelta::milliseconds(1500)).await;
         scheduler.shutdown().await.expect("shutdown");
@@ -519,8 +514,4 @@ impl ChildArgs {
 
 fn wall(ms: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(ms).expect("a valid instant")
-}
-
-async fn sleep_until_wall(at: DateTime<Utc>) {
-    tokio::time::sleep((at - Utc::now()).to_std().unwrap_or_default()).await;
 }
