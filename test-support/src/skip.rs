@@ -71,6 +71,38 @@ pub fn or_unreachable<T, E: Display>(db: &str, url: &str, connected: Result<T, E
     }
 }
 
+/// An error with its causes, on one line (`error: cause: cause`), for skip and failure
+/// messages: a driver's top-level error often says only "connection failed".
+///
+/// ```
+/// #[derive(Debug)]
+/// struct Connect(std::fmt::Error);
+/// impl std::fmt::Display for Connect {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str("connection failed")
+///     }
+/// }
+/// impl std::error::Error for Connect {
+///     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+///         Some(&self.0)
+///     }
+/// }
+/// assert_eq!(
+///     test_support::skip::chain(&Connect(std::fmt::Error)),
+///     "connection failed: an error occurred when formatting an argument"
+/// );
+/// ```
+pub fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// Whether `program --version` runs; when it does not, applies the rule with
 /// `<program> not installed: <error>` (so a missing `faketime` fails CI).
 ///

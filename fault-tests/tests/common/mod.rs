@@ -35,7 +35,7 @@ impl Provider {
 
 pub use test_support::db::{mysql_url, postgres_url};
 pub use test_support::process::eventually;
-pub use test_support::skip::unreachable;
+pub use test_support::skip::{chain, unreachable};
 
 /// `faketime` is needed by the clock-skew scenario: under `CI` its absence fails the test.
 pub fn faketime_available() -> bool {
@@ -208,18 +208,6 @@ pub fn duplicate_slots(runs: &[Run]) -> Vec<String> {
         .filter(|(_, who)| who.len() > 1)
         .map(|((job, slot), who)| format!("{job} slot {slot} ran {} times: {who:?}", who.len()))
         .collect()
-}
-
-/// An error with its causes, on one line.
-pub fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Whole seconds (Unix ms) in `[from, to)`.

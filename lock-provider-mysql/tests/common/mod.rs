@@ -40,7 +40,7 @@ pub async fn admin() -> Option<Conn> {
 pub async fn provider() -> Option<MySqlLockProvider> {
     let provider = match MySqlLockProvider::connect(&url()).await {
         Ok(p) => p,
-        Err(e) => return unreachable(&DisplayChain(&e)),
+        Err(e) => return unreachable(&test_support::skip::chain(&e)),
     };
     let provider = provider
         .with_table(CONFORMANCE_TABLE)
@@ -59,19 +59,4 @@ pub fn pool(max: usize) -> Pool {
         .clone()
         .with_constraints(constraints);
     Pool::new(opts.pool_opts(pool_opts))
-}
-
-/// Shows an error with its whole source chain.
-pub struct DisplayChain<'a>(pub &'a dyn std::error::Error);
-
-impl std::fmt::Display for DisplayChain<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(s) = source {
-            write!(f, ": {s}")?;
-            source = s.source();
-        }
-        Ok(())
-    }
 }
