@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use benchmarks::process::Usage;
+use benchmarks::process::{sleep_until_wall, thread_cpu_between};
 use benchmarks::stats::verdict;
 use benchmarks::{Mode, Samples, Unit};
 use chrono::{DateTime, TimeDelta, Utc};
@@ -34,6 +34,7 @@ use lock_core::{
 use lock_provider_postgres::PostgresLockProvider;
 use lock_provider_postgres::deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use lock_provider_postgres::tokio_postgres::{self, NoTls};
+use test_support::process::expect_success;
 
 const CHILD_FLAG: &str = "--contention-child";
 
@@ -291,13 +292,7 @@ fn run_config(table: &str, config: Config) -> Outcome {
     let mut cpu_ms = 0.0;
     for child in children {
         let out = child.wait_with_output().expect("instance output");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "an instance failed: {}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stdout = expect_success(&out, "an instance");
         for line in stdout.lines() {
             let fields: Vec<&str> = line.split_whitespace().collect();
             match fields.as_slice() {
@@ -493,13 +488,8 @@ impl ChildArgs {
         let from = wall(self.from_ms);
         let until = wall(self.until_ms);
         // CPU over the window, from half a second before its first burst.
-        sleep_until_wall(from - TimeDelta::milliseconds(500)).await;
-        let before = Usage::now().expect("/proc");
-        sleep_until_wall(until - TimeDelta::milliseconds(500)).await;
-        let cpu = Usage::now()
-            .expect("/proc")
-            .thread_cpu
-            .saturating_sub(before.thread_cpu);
+        let half = TimeDelta::milliseconds(500);
+        let cpu = thread_cpu_between(from - half, until - half).await;
         // Let the last second's burst finish everywhere, then stop.
         sleep_until_wall(until + TimeDelta::milliseconds(1500)).await;
         scheduler.shutdown().await.expect("shutdown");
@@ -524,8 +514,4 @@ impl ChildArgs {
 
 fn wall(ms: i64) -> DateTime<Utc> {
     DateTime::from_timestamp_millis(ms).expect("a valid instant")
-}
-
-async fn sleep_until_wall(at: DateTime<Utc>) {
-    tokio::time::sleep((at - Utc::now()).to_std().unwrap_or_default()).await;
 }

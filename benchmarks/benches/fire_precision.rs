@@ -21,7 +21,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use benchmarks::process::Usage;
+use benchmarks::process::{Usage, sleep_until_wall, thread_cpu_between};
 use benchmarks::stats::verdict;
 use benchmarks::{Mode, Samples, Unit};
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
@@ -108,15 +108,8 @@ async fn timers_alone(secs: u64) -> Window {
     for task in tasks {
         task.await.expect("timer task");
     }
-    let cpu = Usage::now()
-        .expect("/proc")
-        .thread_cpu
-        .saturating_sub(before.thread_cpu);
+    let cpu = before.thread_cpu_since();
     window("timers alone (floor)", &fires, from, secs, cpu)
-}
-
-async fn sleep_until_wall(at: DateTime<Utc>) {
-    tokio::time::sleep((at - Utc::now()).to_std().unwrap_or_default()).await;
 }
 
 /// The scheduler with 1,000 every-second jobs on the in-memory provider.
@@ -149,14 +142,10 @@ async fn scheduler(secs: u64) -> Window {
     let from = window_start();
     let end = from + TimeDelta::seconds(secs as i64);
     // CPU over exactly `secs` seconds, each holding one burst of fires.
-    sleep_until_wall(from - TimeDelta::milliseconds(500)).await;
-    let before = Usage::now().expect("/proc");
-    // Half a second past the last slot: its burst has drained (or the lag is off the chart).
-    sleep_until_wall(end - TimeDelta::milliseconds(500)).await;
-    let cpu = Usage::now()
-        .expect("/proc")
-        .thread_cpu
-        .saturating_sub(before.thread_cpu);
+    // Until half a second past the last slot: its burst has drained (or the lag is off the
+    // chart).
+    let half = TimeDelta::milliseconds(500);
+    let cpu = thread_cpu_between(from - half, end - half).await;
     scheduler.shutdown().await.expect("shutdown");
     window("Scheduler", &fires, from, secs, cpu)
 }

@@ -25,6 +25,7 @@ use benchmarks::process::Usage;
 use benchmarks::stats::verdict;
 use chrono::{TimeDelta, Utc};
 use lock_core::{InMemoryLockProvider, Job, Scheduler, Trigger};
+use test_support::process::expect_success;
 
 /// CPU over the window, in percent of one core, with 10,000 jobs.
 const CPU_TARGET_PERCENT: f64 = 1.0;
@@ -117,13 +118,7 @@ fn parent(mode: Mode) {
             .args([CHILD_FLAG, &jobs.to_string(), &secs.to_string()])
             .output()
             .expect("run the child");
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success(),
-            "child with {jobs} jobs failed: {}\n{stdout}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let stdout = expect_success(&out, &format!("child with {jobs} jobs"));
         let report = stdout
             .lines()
             .find_map(Report::parse)

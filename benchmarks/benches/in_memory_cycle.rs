@@ -28,13 +28,14 @@ use std::hint::black_box;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use benchmarks::stats::ratio_line;
+use benchmarks::stats::{median_difference, median_difference_line, ratio_line};
 use benchmarks::{Mode, Samples, Unit};
 use chrono::{DateTime, TimeDelta, Utc};
 use lock_core::{
     AcquireOutcome, InMemoryLockProvider, LockConfiguration, LockOutcome, LockProvider,
-    LockRequest, LockingTaskExecutor, Refusal, RefusalReason,
+    LockRequest, LockingTaskExecutor, Refusal, RefusalReason, testkit,
 };
+use test_support::time_batch;
 use tokio_util::sync::CancellationToken;
 
 /// Provider cycle over the by-hand cycle (the per-provider target).
@@ -145,32 +146,11 @@ fn hand_refusal(
 }
 
 fn request(name: &str, owner: &str) -> LockRequest {
-    LockRequest {
-        name: name.into(),
-        locked_by: owner.into(),
-        lock_at_most_for: Duration::from_secs(60),
-        slot: None,
-    }
-}
-
-/// Times `BATCH` runs of `$body` as one sample of `$samples` (kept only when `$keep`).
-macro_rules! timed {
-    ($samples:expr, $keep:expr, $body:block) => {{
-        let t = Instant::now();
-        for _ in 0..BATCH $body
-        if $keep {
-            $samples.record_batch(t, BATCH);
-        }
-    }};
+    testkit::request(&name.into(), owner, Duration::from_secs(60), None)
 }
 
 fn main() {
-    let mode = Mode::from_args();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(run(mode));
+    test_support::mode::run_on_current_thread(run);
 }
 
 async fn run(mode: Mode) {
@@ -245,39 +225,39 @@ async fn run(mode: Mode) {
         // Rotate the order so no operation always runs right after the same other one.
         for k in 0..OPS {
             match (round + k) % OPS {
-                0 => timed!(hand_cycle, keep, {
+                0 => time_batch!(hand_cycle, BATCH, keep, {
                     let fence = hand.acquire(&hand_cycle_request).expect("hand lock free");
                     black_box(hand.release("hand-cycle", "bench-instance", fence, Duration::ZERO));
                 }),
-                1 => timed!(provider_cycle, keep, {
+                1 => time_batch!(provider_cycle, BATCH, keep, {
                     let AcquireOutcome::Acquired(lease) = provider.acquire(&cycle).await.unwrap()
                     else {
                         panic!("cycle lock refused");
                     };
                     black_box(provider.release(&lease, Duration::ZERO).await.unwrap());
                 }),
-                2 => timed!(executor_cycle, keep, {
+                2 => time_batch!(executor_cycle, BATCH, keep, {
                     let outcome = executor
                         .execute_with_lock(&executor_config, async {})
                         .await
                         .unwrap();
                     assert_eq!(outcome, LockOutcome::Executed(()));
                 }),
-                3 => timed!(hand_read, keep, {
+                3 => time_batch!(hand_read, BATCH, keep, {
                     assert!(hand.held(black_box("held")));
                 }),
-                4 => timed!(losing, keep, {
+                4 => time_batch!(losing, BATCH, keep, {
                     let outcome = provider.acquire(&loser).await.unwrap();
                     assert!(matches!(outcome, AcquireOutcome::Refused(_)));
                 }),
-                5 => timed!(executor_skip, keep, {
+                5 => time_batch!(executor_skip, BATCH, keep, {
                     let outcome = executor
                         .execute_with_lock(&held_config, async {})
                         .await
                         .unwrap();
                     assert_eq!(outcome, LockOutcome::Skipped);
                 }),
-                6 => timed!(boxed_cycle, keep, {
+                6 => time_batch!(boxed_cycle, BATCH, keep, {
                     let fence = boxed_hand
                         .acquire(&boxed_hand_request)
                         .await
@@ -288,23 +268,23 @@ async fn run(mode: Mode) {
                             .await,
                     );
                 }),
-                7 => timed!(arc_provider_cycle, keep, {
+                7 => time_batch!(arc_provider_cycle, BATCH, keep, {
                     let AcquireOutcome::Acquired(lease) = shared.acquire(&arc_cycle).await.unwrap()
                     else {
                         panic!("cycle lock refused");
                     };
                     black_box(shared.release(&lease, Duration::ZERO).await.unwrap());
                 }),
-                8 => timed!(refusal, keep, {
+                8 => time_batch!(refusal, BATCH, keep, {
                     black_box(hand_refusal(&hand, epoch, epoch_wall));
                 }),
-                9 => timed!(clock, keep, {
+                9 => time_batch!(clock, BATCH, keep, {
                     black_box(tokio::time::Instant::now());
                 }),
-                10 => timed!(child_token, keep, {
+                10 => time_batch!(child_token, BATCH, keep, {
                     black_box(parent_token.child_token());
                 }),
-                _ => timed!(timeout, keep, {
+                _ => time_batch!(timeout, BATCH, keep, {
                     let ready = std::future::ready(black_box(1u8));
                     black_box(tokio::time::timeout(Duration::from_secs(10), ready).await)
                         .expect("ready");
@@ -364,27 +344,34 @@ async fn run(mode: Mode) {
     }
     // Differences of medians: robust against the preemptions that inflate means on a busy
     // machine.
-    let us = |a: &Samples, b: &Samples| (a.percentile(0.5) - b.percentile(0.5)) / 1e3;
     println!("differences of p50s:");
-    println!(
-        "  boxing two futures (boxed - plain by-hand cycle)          {:>7.3} µs",
-        us(&boxed_cycle, &hand_cycle)
-    );
-    println!(
-        "  rest of the provider cycle (provider - boxed by-hand)     {:>7.3} µs",
-        us(&provider_cycle, &boxed_cycle)
-    );
-    println!(
-        "  refusal details (read + details - read)                   {:>7.3} µs",
-        us(&refusal, &hand_read)
-    );
-    println!(
-        "  calling through the Arc (Arc cycle - &dyn cycle)          {:>7.3} µs",
-        us(&arc_provider_cycle, &provider_cycle)
-    );
+    for (what, a, b) in [
+        (
+            "boxing two futures (boxed - plain by-hand cycle)",
+            &boxed_cycle,
+            &hand_cycle,
+        ),
+        (
+            "rest of the provider cycle (provider - boxed by-hand)",
+            &provider_cycle,
+            &boxed_cycle,
+        ),
+        (
+            "refusal details (read + details - read)",
+            &refusal,
+            &hand_read,
+        ),
+        (
+            "calling through the Arc (Arc cycle - &dyn cycle)",
+            &arc_provider_cycle,
+            &provider_cycle,
+        ),
+    ] {
+        median_difference_line(what, a, b, Unit::Micros);
+    }
     println!(
         "  executor over the provider cycle                          {:>7.3} µs per fire, {:.3} µs per skip",
-        us(&executor_cycle, &provider_cycle),
-        us(&executor_skip, &losing),
+        median_difference(&executor_cycle, &provider_cycle, Unit::Micros),
+        median_difference(&executor_skip, &losing, Unit::Micros),
     );
 }

@@ -20,12 +20,13 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use benchmarks::stats::ratio_line;
+use benchmarks::stats::{median_difference_line, ratio_line};
 use benchmarks::{Mode, Samples, Unit};
 use lock_core::__private::{LockSpec, lock_trigger};
 use lock_core::{
     InMemoryLockProvider, LockConfiguration, LockOutcome, LockingTaskExecutor, scheduler_lock,
 };
+use test_support::time_batch;
 
 /// Macro path over the by-hand call.
 const MACRO_TARGET: f64 = 1.10;
@@ -44,24 +45,8 @@ static SPEC: LockSpec = LockSpec::new(lock_trigger::LockSpec {
     ..lock_trigger::LockSpec::DEFAULT
 });
 
-/// Times `BATCH` runs of `$body` as one sample of `$samples` (kept only when `$keep`).
-macro_rules! timed {
-    ($samples:expr, $keep:expr, $body:block) => {{
-        let t = Instant::now();
-        for _ in 0..BATCH $body
-        if $keep {
-            $samples.record_batch(t, BATCH);
-        }
-    }};
-}
-
 fn main() {
-    let mode = Mode::from_args();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(run(mode));
+    test_support::mode::run_on_current_thread(run);
 }
 
 #[cfg(feature = "metrics")]
@@ -101,25 +86,25 @@ async fn run(mode: Mode) {
         let keep = round >= warmup;
         for k in 0..OPS {
             match (round + k) % OPS {
-                0 => timed!(hand, keep, {
+                0 => time_batch!(hand, BATCH, keep, {
                     let outcome = executor.execute_with_lock(&config, async {}).await;
                     assert_eq!(outcome.unwrap(), LockOutcome::Executed(()));
                 }),
-                1 => timed!(via_macro, keep, {
+                1 => time_batch!(via_macro, BATCH, keep, {
                     locked_noop().await;
                 }),
-                2 => timed!(lookup, keep, {
+                2 => time_batch!(lookup, BATCH, keep, {
                     black_box(lock_core::default_executor());
                 }),
-                3 => timed!(resolve, keep, {
+                3 => time_batch!(resolve, BATCH, keep, {
                     black_box(SPEC.configuration(&executor).unwrap());
                 }),
-                4 => timed!(hand_lookup, keep, {
+                4 => time_batch!(hand_lookup, BATCH, keep, {
                     let executor = lock_core::default_executor().expect("installed");
                     let outcome = executor.execute_with_lock(&config, async {}).await;
                     assert_eq!(outcome.unwrap(), LockOutcome::Executed(()));
                 }),
-                _ => timed!(hand_resolve, keep, {
+                _ => time_batch!(hand_resolve, BATCH, keep, {
                     let config = SPEC.configuration(&executor).unwrap();
                     let outcome = executor.execute_with_lock(&config, async {}).await;
                     assert_eq!(outcome.unwrap(), LockOutcome::Executed(()));
@@ -149,18 +134,18 @@ async fn run(mode: Mode) {
         samples.print(Unit::Micros);
     }
     // Differences of medians: robust against preemptions on a busy machine.
-    let us = |a: &Samples, b: &Samples| (a.percentile(0.5) - b.percentile(0.5)) / 1e3;
     println!("differences of p50s:");
-    println!(
-        "  macro - by hand                                           {:>7.3} µs",
-        us(&via_macro, &hand)
-    );
-    println!(
-        "  executor lookup in the call (by hand + lookup - by hand)  {:>7.3} µs",
-        us(&hand_lookup, &hand)
-    );
-    println!(
-        "  configuration per call (by hand + resolve - by hand)      {:>7.3} µs",
-        us(&hand_resolve, &hand)
-    );
+    for (what, a) in [
+        ("macro - by hand", &via_macro),
+        (
+            "executor lookup in the call (by hand + lookup - by hand)",
+            &hand_lookup,
+        ),
+        (
+            "configuration per call (by hand + resolve - by hand)",
+            &hand_resolve,
+        ),
+    ] {
+        median_difference_line(what, a, &hand, Unit::Micros);
+    }
 }

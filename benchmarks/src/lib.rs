@@ -2,10 +2,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
-pub mod mode;
 pub mod postgres;
 pub mod process;
-pub mod stats;
 
-pub use mode::Mode;
-pub use stats::{Samples, Unit};
+// One percentile definition and one full/smoke rule for every bench of the workspace: they
+// live in `test-support`, which the providers' benches use too.
+pub use test_support::{Mode, Samples, Unit, mode, stats};

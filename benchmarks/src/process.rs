@@ -1,7 +1,10 @@
-//! What this process costs the machine, read from `/proc` (Linux): CPU time, memory, wake-ups.
+//! What this process costs the machine, read from `/proc` (Linux): CPU time, memory, wake-ups;
+//! and the CPU a wall-clock window of work costs.
 
 use std::sync::OnceLock;
 use std::time::Duration;
+
+use chrono::{DateTime, Utc};
 
 /// A snapshot of this process's resource use.
 ///
@@ -67,6 +70,50 @@ impl Usage {
             peak_rss_kib,
         })
     }
+}
+
+impl Usage {
+    /// The on-CPU time of the live threads since `self` was taken (see [`Usage::thread_cpu`]).
+    ///
+    /// ```
+    /// let before = benchmarks::process::Usage::now().expect("Linux /proc");
+    /// let spent = before.thread_cpu_since();
+    /// assert!(spent < std::time::Duration::from_secs(60));
+    /// ```
+    pub fn thread_cpu_since(&self) -> Duration {
+        Usage::now()
+            .expect("/proc")
+            .thread_cpu
+            .saturating_sub(self.thread_cpu)
+    }
+}
+
+/// Sleeps until the wall clock reads `at` (returns at once when it is past).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// benchmarks::process::sleep_until_wall(chrono::Utc::now()).await;
+/// # }
+/// ```
+pub async fn sleep_until_wall(at: DateTime<Utc>) {
+    tokio::time::sleep((at - Utc::now()).to_std().unwrap_or_default()).await;
+}
+
+/// The on-CPU time of this process's threads between the wall-clock instants `from` and
+/// `until`, sleeping through both: what a window of scheduled work cost.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let now = chrono::Utc::now();
+/// let cpu = benchmarks::process::thread_cpu_between(now, now + chrono::TimeDelta::milliseconds(10)).await;
+/// assert!(cpu < std::time::Duration::from_secs(1));
+/// # }
+/// ```
+pub async fn thread_cpu_between(from: DateTime<Utc>, until: DateTime<Utc>) -> Duration {
+    sleep_until_wall(from).await;
+    let before = Usage::now().expect("/proc");
+    sleep_until_wall(until).await;
+    before.thread_cpu_since()
 }
 
 fn status_number(status: &str, key: &str) -> Option<u64> {

@@ -3,25 +3,12 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Kills the example when the test ends, passed or failed.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A port nobody listens on right now (the example binds it a moment later).
-fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
-    listener.local_addr().expect("local address").port()
-}
+// Kills the example when the test ends, passed or failed.
+use test_support::process::{KillOnDrop as Running, free_port};
 
 /// `GET /metrics` with a minimal HTTP/1.0 client (HTTP/1.0: no chunked body to decode).
 fn scrape(port: u16) -> std::io::Result<String> {

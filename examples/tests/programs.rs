@@ -1,20 +1,8 @@
 //! The README's programs run and say what they should: the cluster demo on SQLite, PostgreSQL
 //! and MariaDB (no slot twice, none missed), and the quickstart.
 
-use std::process::Command;
-
-fn run(bin: &str, args: &[&str]) -> (bool, String) {
-    let output = Command::new(bin)
-        .args(args)
-        .output()
-        .expect("the example runs");
-    let text = format!(
-        "{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), text)
-}
+use test_support::db::{address, mysql_url, postgres_url};
+use test_support::process::run_to_end as run;
 
 fn assert_demo_ok(args: &[&str]) {
     let (ok, text) = run(env!("CARGO_BIN_EXE_cluster_demo"), args);
@@ -44,18 +32,11 @@ fn assert_demo_ok(args: &[&str]) {
     }
 }
 
-/// Whether a server answers; with `CI` set, an unreachable server fails the test.
-fn reachable(what: &str, addr: &str) -> bool {
-    match std::net::TcpStream::connect(addr) {
-        Ok(_) => true,
-        Err(error) if std::env::var_os("CI").is_some() => {
-            panic!("{what} unreachable at {addr}: {error}")
-        }
-        Err(error) => {
-            eprintln!("SKIPPED: {what} unreachable at {addr}: {error}");
-            false
-        }
-    }
+/// Whether the server of `url` answers; with `CI` set, an unreachable server fails the test.
+fn reachable(what: &str, url: &str) -> bool {
+    let addr = address(url).unwrap_or_else(|| panic!("no host:port in {url}"));
+    let connected = std::net::TcpStream::connect(&addr);
+    test_support::skip::or_unreachable(what, &addr, connected).is_some()
 }
 
 #[test]
@@ -65,18 +46,16 @@ fn cluster_demo_on_sqlite() {
 
 #[test]
 fn cluster_demo_on_postgres() {
-    let url = std::env::var("LOCK_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-    if reachable("PostgreSQL", "127.0.0.1:5432") {
+    let url = postgres_url();
+    if reachable("PostgreSQL", &url) {
         assert_demo_ok(&["--seconds", "6", "--postgres", &url]);
     }
 }
 
 #[test]
 fn cluster_demo_on_mariadb() {
-    let url = std::env::var("LOCK_TEST_MYSQL_URL")
-        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into());
-    if reachable("MariaDB", "127.0.0.1:3306") {
+    let url = mysql_url();
+    if reachable("MariaDB", &url) {
         assert_demo_ok(&["--seconds", "6", "--mysql", &url]);
     }
 }

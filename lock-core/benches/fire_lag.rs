@@ -14,6 +14,7 @@ use lock_core::{
     InMemoryLockProvider, Job, JobContext, LockConfiguration, LockingTaskExecutor, Scheduler,
     Trigger,
 };
+use test_support::{Mode, Samples, Unit};
 
 /// The body: how late it started after its slot.
 async fn record(lags: Arc<Mutex<Vec<f64>>>) {
@@ -25,26 +26,20 @@ async fn record(lags: Arc<Mutex<Vec<f64>>>) {
     lags.lock().unwrap().push(lag);
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * (sorted.len() as f64 - 1.0)).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
-fn summary(name: &str, lags: &mut [f64]) -> (f64, f64) {
-    lags.sort_by(f64::total_cmp);
-    let (p50, p99) = (percentile(lags, 50.0), percentile(lags, 99.0));
-    println!(
-        "{name:<24} fires {:>3}  lag p50 {p50:>8.3} ms  p99 {p99:>8.3} ms  max {:>8.3} ms",
-        lags.len(),
-        lags.last().copied().unwrap_or(0.0)
-    );
-    (p50, p99)
+/// Prints the lags (ms) of one scheduler; returns their p50 and p99 (nearest rank).
+fn summary(name: &str, lags: &[f64]) -> (f64, f64) {
+    let mut samples = Samples::new(name);
+    lags.iter().for_each(|ms| samples.push_nanos(ms * 1e6));
+    samples.print(Unit::Millis);
+    (
+        samples.percentile_in(0.50, Unit::Millis),
+        samples.percentile_in(0.99, Unit::Millis),
+    )
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
-    let fires = if full { 30 } else { 3 };
+    let fires = Mode::from_args().pick(30, 3);
     let ours = Arc::new(Mutex::new(Vec::<f64>::new()));
     let theirs = Arc::new(Mutex::new(Vec::<f64>::new()));
 
@@ -76,8 +71,8 @@ async fn main() {
     tcs.shutdown().await.unwrap();
 
     println!("fire lag, every-second cron job, {fires} s, one process (2 cores)");
-    let (ours_p50, ours_p99) = summary("lock-core Scheduler", &mut ours.lock().unwrap());
-    let (tcs_p50, tcs_p99) = summary("tokio-cron-scheduler", &mut theirs.lock().unwrap());
+    let (ours_p50, ours_p99) = summary("lock-core Scheduler", &ours.lock().unwrap());
+    let (tcs_p50, tcs_p99) = summary("tokio-cron-scheduler", &theirs.lock().unwrap());
     println!(
         "ratio tokio-cron-scheduler / lock-core: p50 {:.1}x, p99 {:.1}x (higher = we are ahead)",
         tcs_p50 / ours_p50.max(0.001),

@@ -11,10 +11,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use lock_core::{AcquireOutcome, LockProvider, LockRequest};
+use lock_core::{AcquireOutcome, LockProvider, testkit};
 use lock_provider_mysql::MySqlLockProvider;
 use lock_provider_mysql::mysql_async::{self, Opts, Params, Pool, Value, prelude::Queryable};
 use rand::seq::SliceRandom;
+use test_support::{Mode, Samples, Unit, stats};
 
 const TABLE: &str = "lock_provider_mysql_bench";
 
@@ -39,19 +40,23 @@ const RELEASE: &str = "UPDATE `lock_provider_mysql_bench` SET `lock_until` = IF(
 const READ_ROW: &str =
     "SELECT `locked_by`, `fence` FROM `lock_provider_mysql_bench` WHERE `name` = ?";
 
+/// What each of the interleaved operations is called in the report, by its index.
+const LABELS: [&str; 6] = [
+    "lock+release via provider",
+    "lock+release by hand (floor)",
+    "losing acquire via provider",
+    "losing acquire by hand",
+    "SELECT of the row by key",
+    "SELECT 1",
+];
+
 fn main() {
-    let full = std::env::args().any(|arg| arg == "--bench");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let (warmup, iterations) = if full { (500, 5000) } else { (5, 20) };
-    runtime.block_on(run(warmup, iterations));
+    test_support::mode::run_on_current_thread(run);
 }
 
-async fn run(warmup: usize, iterations: usize) {
-    let url = std::env::var("LOCK_TEST_MYSQL_URL")
-        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
+async fn run(mode: Mode) {
+    let (warmup, iterations) = mode.pick((500, 5000), (5, 20));
+    let url = test_support::db::mysql_url();
     let opts = Opts::from_url(&url).expect("LOCK_TEST_MYSQL_URL is a valid URL");
     let builder = MySqlLockProvider::pool_options(opts);
     let pool_opts = Opts::from(builder.clone())
@@ -59,11 +64,8 @@ async fn run(warmup: usize, iterations: usize) {
         .clone()
         .with_constraints(mysql_async::PoolConstraints::new(1, 1).expect("1..1"));
     let pool = Pool::new(builder.pool_opts(pool_opts));
-    if let Err(e) = pool.get_conn().await {
-        if std::env::var_os("CI").is_some() {
-            panic!("MySQL/MariaDB unreachable at {url} (CI is set): {e}");
-        }
-        eprintln!("SKIPPED: mysql unreachable at {url}: {e}");
+    let connected = pool.get_conn().await.map(drop);
+    if test_support::skip::or_unreachable("mysql", &url, connected).is_none() {
         return;
     }
     let provider = MySqlLockProvider::new(pool.clone())
@@ -72,11 +74,8 @@ async fn run(warmup: usize, iterations: usize) {
     provider.ensure_schema().await.expect("ensure_schema");
 
     // Leases far longer than the run, so that the held lock stays held throughout.
-    let request = |name: &str, owner: &str| LockRequest {
-        name: Arc::from(name),
-        locked_by: Arc::from(owner),
-        lock_at_most_for: Duration::from_secs(3600),
-        slot: None,
+    let request = |name: &str, owner: &str| {
+        testkit::request(&Arc::from(name), owner, Duration::from_secs(3600), None)
     };
     let mine = request("bench-provider", "bench-instance");
     let held = request("bench-held", "bench-holder");
@@ -96,7 +95,7 @@ async fn run(warmup: usize, iterations: usize) {
     // One sample of each operation per iteration, in a random order, so that whatever else the
     // machine is doing, and whatever an operation leaves behind for the next one (a commit's
     // background flushing, say), weighs on all of them alike.
-    let mut samples: [Vec<Duration>; 6] = Default::default();
+    let mut samples: [Samples; 6] = LABELS.map(Samples::new);
     let mut order = [0, 1, 2, 3, 4, 5];
     for i in 0..warmup + iterations {
         order.shuffle(&mut rand::rng());
@@ -136,7 +135,7 @@ async fn run(warmup: usize, iterations: usize) {
                 }
             }
             if i >= warmup {
-                samples[which].push(started.elapsed());
+                samples[which].record(started);
             }
         }
     }
@@ -145,26 +144,28 @@ async fn run(warmup: usize, iterations: usize) {
         .await
         .expect("release");
 
-    let [
-        provider_cycle,
-        hand_cycle,
-        losing,
-        hand_losing,
-        read_row,
-        select_one,
-    ] = samples.map(|s| Stats::of(&s));
     println!(
         "lock_cycle: {iterations} samples each, interleaved, one pool of one connection to {}",
         host(&url)
     );
-    provider_cycle.print("lock+release via provider");
-    hand_cycle.print("lock+release by hand (floor)");
-    losing.print("losing acquire via provider");
-    hand_losing.print("losing acquire by hand");
-    read_row.print("SELECT of the row by key");
-    select_one.print("SELECT 1");
-    ratio("provider / by hand", &provider_cycle, &hand_cycle, 1.15);
-    ratio("losing acquire / SELECT 1", &losing, &select_one, 1.5);
+    samples
+        .iter()
+        .for_each(|operation| operation.print(Unit::Millis));
+    let [provider_cycle, hand_cycle, losing, _, _, select_one] = &samples;
+    stats::ratio_line(
+        "provider / by hand",
+        provider_cycle,
+        hand_cycle,
+        1.15,
+        mode.judged(),
+    );
+    stats::ratio_line(
+        "losing acquire / SELECT 1",
+        losing,
+        select_one,
+        1.5,
+        mode.judged(),
+    );
 }
 
 /// The provider's acquire statement sent by hand for the held lock.
@@ -240,44 +241,6 @@ async fn by_hand_cycle(pool: &Pool) {
     .await
     .expect("release by hand");
     assert_eq!(conn.last_insert_id(), Some(1), "by-hand release missed");
-}
-
-struct Stats {
-    mean: f64,
-    median: f64,
-    p99: f64,
-}
-
-impl Stats {
-    fn of(samples: &[Duration]) -> Stats {
-        let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
-        ms.sort_by(f64::total_cmp);
-        let mean = ms.iter().sum::<f64>() / ms.len() as f64;
-        let p99 = ms[((ms.len() as f64 * 0.99).ceil() as usize).clamp(1, ms.len()) - 1];
-        Stats {
-            mean,
-            median: ms[ms.len() / 2],
-            p99,
-        }
-    }
-
-    fn print(&self, what: &str) {
-        println!(
-            "{what:<30} mean {:.3} ms  p99 {:.3} ms  (median {:.3} ms)",
-            self.mean, self.p99, self.median
-        );
-    }
-}
-
-/// The ratio of the means, as the targets are stated, and of the medians, which a busy machine
-/// disturbs less.
-fn ratio(what: &str, value: &Stats, floor: &Stats, target: f64) {
-    let ratio = value.mean / floor.mean;
-    let verdict = if ratio <= target { "ok" } else { "OVER TARGET" };
-    println!(
-        "{what:<30} ratio {ratio:.3} (target <= {target}) {verdict}  (medians {:.3})",
-        value.median / floor.median
-    );
 }
 
 fn host(url: &str) -> String {

@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -155,26 +154,17 @@ async fn expiry_follows_the_database_clock_under_a_skewed_client_clock() {
     let Some(provider) = common::provider().await else {
         return;
     };
-    if Command::new("faketime").arg("--version").output().is_err() {
-        let why = "`faketime` is not installed (Debian package faketime)";
-        if std::env::var_os("CI").is_some() {
-            panic!("{why}; CI must install it to run the database-time test");
-        }
-        common::skipped(why);
+    if !test_support::skip::command_available("faketime") {
         return;
     }
     let exe = std::env::current_exe().expect("test binary path");
     for skew in ["+3h", "-3h"] {
         let held = testkit::unique_name("db-time-held");
-        let output = Command::new("faketime")
-            .arg("-f")
-            .arg(skew)
-            .arg(&exe)
+        // Timers run on the monotonic clock; only the wall clock is to be wrong.
+        let output = test_support::process::under_faketime(skew, &exe)
             .args(["--exact", "client_clock_skew", "--nocapture"])
             .env(SKEW_ENV, skew)
             .env(HELD_ENV, &*held)
-            // Timers run on the monotonic clock; only the wall clock is to be wrong.
-            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
             .output()
             .expect("run the test binary under faketime");
         let stdout = String::from_utf8_lossy(&output.stdout);

@@ -8,7 +8,6 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::DropTable;
 use lock_core::{AcquireOutcome, FireSlot, Lease, LockProvider, RefusalReason, testkit};
 use lock_provider_mysql::MySqlLockProvider;
 use lock_provider_mysql::mysql_async::{Conn, prelude::Queryable};
@@ -172,7 +171,7 @@ async fn shedlock_ddl_table_as_is_then_migrated() {
         return;
     };
     let table = common::unique_table("interop_shedlock_ddl");
-    let _drop = DropTable(table.clone());
+    let _drop = common::drop_table(&table);
     admin.query_drop(shedlock_ddl(&table)).await.expect("DDL");
 
     // As ShedLock made it: four TIMESTAMP columns, no fencing.
@@ -265,7 +264,7 @@ async fn shedlock_statements_on_our_table() {
         return;
     };
     let table = common::unique_table("interop_ours");
-    let _drop = DropTable(table.clone());
+    let _drop = common::drop_table(&table);
     let provider = MySqlLockProvider::new(common::pool(4))
         .with_table(&table)
         .expect("valid table");

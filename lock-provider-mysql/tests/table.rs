@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::DropTable;
+
 use lock_core::{
     AcquireOutcome, ColumnNames, FireSlot, LockError, LockProvider, RefusalReason, testkit,
 };
@@ -33,7 +33,7 @@ async fn missing_table_error_carries_the_ddl_until_ensure_schema() {
         return;
     };
     let table = common::unique_table("missing");
-    let _drop = DropTable(table.clone());
+    let _drop = common::drop_table(&table);
     let provider = MySqlLockProvider::new(common::pool(2))
         .with_table(&table)
         .unwrap();
@@ -86,7 +86,7 @@ async fn custom_table_and_column_names() {
         return;
     };
     let table = common::unique_table("custom");
-    let _drop = DropTable(table.clone());
+    let _drop = common::drop_table(&table);
     let columns = ColumnNames {
         name: "job".into(),
         lock_until: "held_until".into(),
@@ -141,7 +141,7 @@ async fn half_migrated_table_is_explained_then_completed() {
         return;
     };
     let table = common::unique_table("half");
-    let _drop = DropTable(table.clone());
+    let _drop = common::drop_table(&table);
     admin
         .query_drop(format!(
             "CREATE TABLE {table} (name VARCHAR(64) NOT NULL PRIMARY KEY, \
@@ -388,7 +388,7 @@ async fn mariadb_simultaneous_assignment_mode() {
         .unwrap()
         .unwrap();
     if !version.contains("MariaDB") {
-        common::skipped(&format!(
+        common::skipped(format!(
             "not MariaDB ({version}): no SIMULTANEOUS_ASSIGNMENT mode to test"
         ));
         return;

@@ -23,84 +23,24 @@ use lock_provider_postgres::PostgresLockProvider;
 use lock_provider_postgres::deadpool_postgres::{Client, Manager, Pool};
 use lock_provider_postgres::tokio_postgres::types::{ToSql, Type};
 use lock_provider_postgres::tokio_postgres::{self, NoTls, Statement};
+use test_support::{Mode, Samples, Unit, stats};
 
 /// Provider-cycle time over by-hand-cycle time must stay at or under this.
 const CYCLE_TARGET: f64 = 1.15;
 /// Losing-acquire time over `SELECT 1` time must stay at or under this.
 const LOSING_TARGET: f64 = 1.5;
 
-struct Samples {
-    label: &'static str,
-    nanos: Vec<u64>,
-}
-
-impl Samples {
-    fn new(label: &'static str) -> Self {
-        Samples {
-            label,
-            nanos: Vec::new(),
-        }
-    }
-
-    fn record(&mut self, started: Instant) {
-        self.nanos.push(started.elapsed().as_nanos() as u64);
-    }
-
-    fn mean_ms(&self) -> f64 {
-        self.nanos.iter().sum::<u64>() as f64 / self.nanos.len() as f64 / 1e6
-    }
-
-    fn percentile_ms(&self, p: f64) -> f64 {
-        let mut sorted = self.nanos.clone();
-        sorted.sort_unstable();
-        let index = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
-        sorted[index] as f64 / 1e6
-    }
-
-    fn print(&self) {
-        println!(
-            "{:<28} mean {:>7.4} ms   p50 {:>7.4} ms   p99 {:>7.4} ms   (n = {})",
-            self.label,
-            self.mean_ms(),
-            self.percentile_ms(0.50),
-            self.percentile_ms(0.99),
-            self.nanos.len()
-        );
-    }
-}
-
-fn ratio_line(what: &str, numerator: &Samples, denominator: &Samples, target: f64, judge: bool) {
-    let mean = numerator.mean_ms() / denominator.mean_ms();
-    let p99 = numerator.percentile_ms(0.99) / denominator.percentile_ms(0.99);
-    let verdict = if !judge {
-        "(smoke run: not judged)"
-    } else if mean <= target {
-        "target met"
-    } else {
-        "TARGET MISSED"
-    };
-    println!(
-        "ratio {what:<36} mean {mean:.3}  p99 {p99:.3}  target <= {target:.2} on the mean: {verdict}"
-    );
-}
-
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(run(full));
+    test_support::mode::run_on_current_thread(run);
 }
 
-async fn run(full: bool) {
-    let (rounds, per_round) = if full { (20, 500) } else { (2, 20) };
+async fn run(mode: Mode) {
+    let (rounds, per_round) = mode.pick((20, 500), (2, 20));
     let (rounds, per_round) = match std::env::var("LOCK_BENCH_SAMPLES") {
         Ok(n) => (1, n.parse().expect("LOCK_BENCH_SAMPLES")),
         Err(_) => (rounds, per_round),
     };
-    let url = std::env::var("LOCK_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+    let url = test_support::db::postgres_url();
     let config: tokio_postgres::Config = url.parse().expect("LOCK_TEST_POSTGRES_URL");
     // One connection: the provider and the by-hand floor run on the same backend, so that
     // neither gains from a warmer server process than the other.
@@ -108,22 +48,13 @@ async fn run(full: bool) {
         .max_size(1)
         .build()
         .expect("pool");
-    match pool.get().await {
-        Ok(client) => drop(client),
-        Err(e) if std::env::var_os("CI").is_some() => {
-            panic!("PostgreSQL unreachable at {url} while CI is set: {e}")
-        }
-        Err(e) => {
-            eprintln!("SKIPPED: postgres unreachable at {url}: {e}");
-            return;
-        }
-    };
+    let connected = pool.get().await.map(drop);
+    if test_support::skip::or_unreachable("postgres", &url, connected).is_none() {
+        return;
+    }
 
-    let table = format!("lockpg_bench_{}", std::process::id());
-    let _drop_table = DropTable {
-        url: url.clone(),
-        table: table.clone(),
-    };
+    let table = test_support::table::unique_table("lockpg_bench");
+    let _drop_table = test_support::table::drop_postgres_table(&table);
     let provider = PostgresLockProvider::new(pool.clone())
         .with_table(&table)
         .expect("table name");
@@ -335,8 +266,8 @@ async fn run(full: bool) {
 
     println!(
         "lock_cycle ({} run): PostgreSQL at {}, table {table}, one pool, {} samples per operation, {:.1} s",
-        if full { "full" } else { "smoke" },
-        redact(&url),
+        mode.name(),
+        test_support::db::redact(&url),
         rounds * per_round,
         elapsed.as_secs_f64()
     );
@@ -350,34 +281,34 @@ async fn run(full: bool) {
         &losing_upsert,
         &checkout,
     ] {
-        samples.print();
+        samples.print(Unit::Millis);
     }
-    ratio_line(
+    stats::ratio_line(
         "provider cycle / by-hand cycle",
         &provider_cycle,
         &hand_cycle,
         CYCLE_TARGET,
-        full,
+        mode.judged(),
     );
-    ratio_line(
+    stats::ratio_line(
         "losing acquire / SELECT 1",
         &losing,
         &select,
         LOSING_TARGET,
-        full,
+        mode.judged(),
     );
-    hot_select.print();
-    hot_losing.print();
+    hot_select.print(Unit::Millis);
+    hot_losing.print(Unit::Millis);
     println!(
         "context: back to back, losing acquire / SELECT 1 mean {:.3}, p50 {:.3}",
-        hot_losing.mean_ms() / hot_select.mean_ms(),
-        hot_losing.percentile_ms(0.5) / hot_select.percentile_ms(0.5)
+        hot_losing.mean() / hot_select.mean(),
+        hot_losing.median() / hot_select.median()
     );
     println!(
         "context: durable-release cycle / async-release cycle (by hand) mean {:.3}; \
          losing upsert / losing acquire mean {:.3}; measured at {}",
-        durable.mean_ms() / hand_cycle.mean_ms(),
-        losing_upsert.mean_ms() / losing.mean_ms(),
+        durable.mean() / hand_cycle.mean(),
+        losing_upsert.mean() / losing.mean(),
         Utc::now().format("%Y-%m-%d %H:%M UTC")
     );
 
@@ -385,34 +316,6 @@ async fn run(full: bool) {
         .release(&held_lease, Duration::ZERO)
         .await
         .expect("release");
-}
-
-/// Drops the bench's table when dropped, also when the run panics.
-struct DropTable {
-    url: String,
-    table: String,
-}
-
-impl Drop for DropTable {
-    fn drop(&mut self) {
-        let (url, table) = (self.url.clone(), self.table.clone());
-        // Drop cannot await, and runs inside the runtime: use a thread with its own.
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            runtime.block_on(async move {
-                if let Ok((client, connection)) = tokio_postgres::connect(&url, NoTls).await {
-                    tokio::spawn(connection);
-                    let _ = client
-                        .batch_execute(&format!("DROP TABLE IF EXISTS {table}"))
-                        .await;
-                }
-            });
-        })
-        .join();
-    }
 }
 
 /// The provider's acquire by hand. The row exists after the first call, so this is the
@@ -435,16 +338,5 @@ fn shuffle(order: &mut [usize], seed: &mut u64) {
         *seed ^= *seed >> 7;
         *seed ^= *seed << 17;
         order.swap(i, (*seed % (i as u64 + 1)) as usize);
-    }
-}
-
-/// The URL without its password, if it has one.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if url[scheme + 3..at].contains(':') => {
-            let user_end = scheme + 3 + url[scheme + 3..at].find(':').unwrap_or(0);
-            format!("{}:***{}", &url[..user_end], &url[at..])
-        }
-        _ => url.to_owned(),
     }
 }

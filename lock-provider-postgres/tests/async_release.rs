@@ -18,7 +18,7 @@ async fn release_commits_asynchronously_and_nothing_else_does() {
     let log = format!("{table}_log");
     let function = format!("{table}_fn");
     // Dropped in reverse order: tables (and so the trigger) first, then the function.
-    let _function_guard = common::Cleanup(format!("DROP FUNCTION IF EXISTS {function}()"));
+    let _function_guard = common::cleanup(format!("DROP FUNCTION IF EXISTS {function}()"));
     let _log_guard = common::drop_table(&log);
     let _table_guard = common::drop_table(&table);
     let Some(pool) = common::pool().await else {

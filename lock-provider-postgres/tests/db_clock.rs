@@ -8,7 +8,6 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -26,12 +25,7 @@ async fn database_clock_decides_expiry() {
     let Some(provider) = common::provider(common::CONFORMANCE_TABLE).await else {
         return;
     };
-    if let Err(e) = Command::new("faketime").arg("--version").output() {
-        if std::env::var_os("CI").is_some() {
-            panic!("faketime is not installed (apt-get install faketime) while CI is set: {e}");
-        }
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "SKIPPED: faketime not installed: {e}");
+    if !test_support::skip::command_available("faketime") {
         return;
     }
 
@@ -116,22 +110,13 @@ struct ChildReport {
 
 fn run_child(offset: &str, role: &str) -> ChildReport {
     let exe = std::env::current_exe().expect("test binary path");
-    let output = Command::new("faketime")
-        .args(["-f", offset])
-        .arg(&exe)
+    // Only the wall clock is skewed; tokio's timers keep a sane monotonic clock.
+    let output = test_support::process::under_faketime(offset, &exe)
         .args(["--exact", TEST_NAME, "--nocapture", "--test-threads=1"])
         .env(CHILD_ROLE, role)
-        // Only the wall clock is skewed; tokio's timers keep a sane monotonic clock.
-        .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
         .output()
         .expect("run the child under faketime");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "child failed: {}\n{stdout}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = test_support::process::expect_success(&output, "child");
     let field = |key: &str| {
         stdout
             .lines()

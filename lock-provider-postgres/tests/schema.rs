@@ -289,7 +289,7 @@ async fn custom_columns_reserved_words_and_a_schema_qualified_table() {
         .batch_execute(&format!("CREATE SCHEMA {schema}"))
         .await
         .unwrap();
-    let _guard = common::Cleanup(format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+    let _guard = common::cleanup(format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
 
     let columns = ColumnNames {
         name: "Lock_Name".into(),

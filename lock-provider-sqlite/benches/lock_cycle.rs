@@ -12,9 +12,10 @@
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
-use lock_core::{AcquireOutcome, LockProvider, LockRequest};
+use lock_core::{AcquireOutcome, LockProvider, testkit};
 use lock_provider_sqlite::SqliteLockProvider;
 use lock_provider_sqlite::rusqlite::{Connection, OptionalExtension, params};
+use test_support::{Mode, Samples, Unit, stats};
 
 const TARGET_CYCLE: f64 = 1.15;
 const TARGET_LOSING: f64 = 1.5;
@@ -97,57 +98,25 @@ fn select_one(c: &Connection) -> i64 {
         .unwrap()
 }
 
-struct Stats {
-    mean: Duration,
-    p50: Duration,
-    p99: Duration,
-}
-
-fn stats(mut samples: Vec<Duration>) -> Stats {
-    samples.sort();
-    let mean = samples.iter().sum::<Duration>() / samples.len() as u32;
-    let p50 = samples[samples.len() / 2];
-    let p99 = samples[(samples.len() * 99 / 100).min(samples.len() - 1)];
-    Stats { mean, p50, p99 }
-}
-
-fn print(label: &str, s: &Stats) {
-    println!(
-        "{label:<50} mean {:>8.2} µs   p50 {:>8.2} µs   p99 {:>8.2} µs",
-        s.mean.as_secs_f64() * 1e6,
-        s.p50.as_secs_f64() * 1e6,
-        s.p99.as_secs_f64() * 1e6
-    );
-}
-
-/// The ratio of the means (what the targets are stated in), and of the medians, which a few
-/// slow disk flushes on a shared machine move much less.
-fn ratio(label: &str, a: &Stats, b: &Stats, target: Option<f64>) {
-    let r = a.mean.as_secs_f64() / b.mean.as_secs_f64();
-    let median = a.p50.as_secs_f64() / b.p50.as_secs_f64();
-    let verdict = match target {
-        Some(t) if r <= t => format!("target <= {t}: met"),
-        Some(t) => format!("target <= {t}: NOT met"),
-        None => "for comparison".to_owned(),
-    };
-    println!("ratio {label:<50} means {r:>7.2}  p50s {median:>7.2}   ({verdict})");
-}
-
 /// Runs the operations round-robin, so that drift (disk flush latency, other load on the
 /// machine) affects all of them alike; returns one result per operation.
-fn measure(warmup: usize, iterations: usize, ops: &mut [&mut dyn FnMut()]) -> Vec<Stats> {
+fn measure(
+    warmup: usize,
+    iterations: usize,
+    ops: &mut [(String, &mut dyn FnMut())],
+) -> Vec<Samples> {
     for _ in 0..warmup {
-        ops.iter_mut().for_each(|op| op());
+        ops.iter_mut().for_each(|(_, op)| op());
     }
-    let mut samples = vec![Vec::with_capacity(iterations); ops.len()];
+    let mut samples: Vec<Samples> = ops.iter().map(|(label, _)| Samples::new(label)).collect();
     for _ in 0..iterations {
-        for (op, samples) in ops.iter_mut().zip(&mut samples) {
+        for ((_, op), samples) in ops.iter_mut().zip(&mut samples) {
             let start = Instant::now();
             op();
-            samples.push(start.elapsed());
+            samples.record(start);
         }
     }
-    samples.into_iter().map(stats).collect()
+    samples
 }
 
 /// The provider and two by-hand connections on one database file, set up alike.
@@ -181,23 +150,18 @@ fn setup(runtime: &tokio::runtime::Runtime, parent: Option<&std::path::Path>) ->
     }
 }
 
-fn request(name: &str, owner: &str) -> LockRequest {
-    LockRequest {
-        name: name.into(),
-        locked_by: owner.into(),
-        lock_at_most_for: Duration::from_secs(300),
-        slot: None,
-    }
-}
+/// Every bench lease: far longer than the run.
+const LEASE: Duration = Duration::from_secs(300);
 
 /// Winning acquire + release: provider, by hand, by hand through the hand-off.
 fn cycles(
     runtime: &tokio::runtime::Runtime,
     s: &Setup,
+    place: &str,
     warmup: usize,
     iterations: usize,
-) -> [Stats; 3] {
-    let cycle_request = request("bench-cycle", "bench");
+) -> [Samples; 3] {
+    let cycle_request = testkit::request(&"bench-cycle".into(), "bench", LEASE, None);
     let mut cycle = || {
         runtime.block_on(async {
             let AcquireOutcome::Acquired(lease) = s.provider.acquire(&cycle_request).await.unwrap()
@@ -231,7 +195,20 @@ fn cycles(
     measure(
         warmup,
         iterations,
-        &mut [&mut cycle, &mut floor, &mut floor_handoff],
+        &mut [
+            (
+                format!("cycle on {place}: provider acquire + release"),
+                &mut cycle,
+            ),
+            (
+                format!("cycle on {place}: same statements by hand (floor)"),
+                &mut floor,
+            ),
+            (
+                format!("cycle on {place}: by hand through spawn_blocking"),
+                &mut floor_handoff,
+            ),
+        ],
     )
     .try_into()
     .ok()
@@ -244,13 +221,18 @@ fn losing(
     s: &Setup,
     warmup: usize,
     iterations: usize,
-) -> [Stats; 4] {
+) -> [Samples; 4] {
     // The lock is held by someone else for the whole run.
     let held = runtime
-        .block_on(s.provider.acquire(&request("bench-held", "holder")))
+        .block_on(s.provider.acquire(&testkit::request(
+            &"bench-held".into(),
+            "holder",
+            LEASE,
+            None,
+        )))
         .unwrap();
     assert!(matches!(held, AcquireOutcome::Acquired(_)));
-    let losing_request = request("bench-held", "loser");
+    let losing_request = testkit::request(&"bench-held".into(), "loser", LEASE, None);
     let mut losing = || {
         runtime.block_on(async {
             let outcome = s.provider.acquire(&losing_request).await.unwrap();
@@ -276,10 +258,16 @@ fn losing(
         warmup,
         iterations,
         &mut [
-            &mut losing,
-            &mut losing_by_hand,
-            &mut select,
-            &mut select_handoff,
+            ("losing acquire: provider".to_owned(), &mut losing),
+            (
+                "losing acquire: same statements by hand".to_owned(),
+                &mut losing_by_hand,
+            ),
+            ("SELECT 1: by hand".to_owned(), &mut select),
+            (
+                "SELECT 1: through spawn_blocking".to_owned(),
+                &mut select_handoff,
+            ),
         ],
     )
     .try_into()
@@ -288,13 +276,14 @@ fn losing(
 }
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
-    let (warmup, iterations) = if full { (300, 5_000) } else { (3, 20) };
+    let mode = Mode::from_args();
+    let judged = mode.judged();
+    let (warmup, iterations) = mode.pick((300, 5_000), (3, 20));
     println!(
         "lock_cycle ({} run: {iterations} iterations after {warmup} warm-up, operations interleaved)",
-        if full { "full" } else { "smoke" }
+        mode.name()
     );
-    if !full {
+    if !judged {
         println!("smoke run (unoptimized, few iterations): the ratios below mean nothing");
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -305,64 +294,51 @@ fn main() {
     // On disk, a granted acquire waits for an fsync (synchronous = FULL), which dominates the
     // cycle. On tmpfs the flush is free, which shows what the provider itself adds.
     let disk = setup(&runtime, None);
-    let [cycle, floor, floor_handoff] = cycles(&runtime, &disk, warmup, iterations);
-    print("cycle on disk: provider acquire + release", &cycle);
-    print("cycle on disk: same statements by hand (floor)", &floor);
-    print(
-        "cycle on disk: by hand through spawn_blocking",
-        &floor_handoff,
+    report_cycles(
+        &cycles(&runtime, &disk, "disk", warmup, iterations),
+        "disk",
+        judged,
     );
-    ratio("cycle on disk / floor", &cycle, &floor, Some(TARGET_CYCLE));
-    ratio(
-        "cycle on disk / by hand through spawn_blocking",
-        &cycle,
-        &floor_handoff,
-        Some(TARGET_CYCLE),
-    );
-
     let shm = std::path::Path::new("/dev/shm");
     if shm.is_dir() {
         let tmpfs = setup(&runtime, Some(shm));
-        let [cycle, floor, floor_handoff] = cycles(&runtime, &tmpfs, warmup, iterations);
-        print("cycle on tmpfs: provider acquire + release", &cycle);
-        print("cycle on tmpfs: same statements by hand (floor)", &floor);
-        print(
-            "cycle on tmpfs: by hand through spawn_blocking",
-            &floor_handoff,
-        );
-        ratio("cycle on tmpfs / floor", &cycle, &floor, Some(TARGET_CYCLE));
-        ratio(
-            "cycle on tmpfs / by hand through spawn_blocking",
-            &cycle,
-            &floor_handoff,
-            Some(TARGET_CYCLE),
-        );
+        let samples = cycles(&runtime, &tmpfs, "tmpfs", warmup, iterations);
+        report_cycles(&samples, "tmpfs", judged);
     } else {
         println!("cycle on tmpfs: skipped, no /dev/shm on this machine");
     }
 
-    let [losing, losing_by_hand, select, select_handoff] =
-        self::losing(&runtime, &disk, warmup, iterations * 4);
-    print("losing acquire: provider", &losing);
-    print("losing acquire: same statements by hand", &losing_by_hand);
-    print("SELECT 1: by hand", &select);
-    print("SELECT 1: through spawn_blocking", &select_handoff);
-    ratio(
-        "losing / SELECT 1 by hand",
-        &losing,
-        &select,
-        Some(TARGET_LOSING),
-    );
-    ratio(
+    let samples = self::losing(&runtime, &disk, warmup, iterations * 4);
+    samples.iter().for_each(|s| s.print(Unit::Micros));
+    let [losing, losing_by_hand, select, select_handoff] = &samples;
+    let target = TARGET_LOSING;
+    stats::ratio_line("losing / SELECT 1 by hand", losing, select, target, judged);
+    stats::ratio_line(
         "losing / SELECT 1 through spawn_blocking",
-        &losing,
-        &select_handoff,
-        Some(TARGET_LOSING),
+        losing,
+        select_handoff,
+        target,
+        judged,
     );
-    ratio(
-        "losing by hand / SELECT 1 by hand",
-        &losing_by_hand,
-        &select,
-        None,
+    stats::comparison_line("losing by hand / SELECT 1 by hand", losing_by_hand, select);
+}
+
+/// The cycle figures of one place (disk or tmpfs) and their ratios to the two floors.
+fn report_cycles(samples: &[Samples; 3], place: &str, judged: bool) {
+    samples.iter().for_each(|s| s.print(Unit::Micros));
+    let [cycle, floor, floor_handoff] = samples;
+    stats::ratio_line(
+        &format!("cycle on {place} / floor"),
+        cycle,
+        floor,
+        TARGET_CYCLE,
+        judged,
+    );
+    stats::ratio_line(
+        &format!("cycle on {place} / by hand through spawn_blocking"),
+        cycle,
+        floor_handoff,
+        TARGET_CYCLE,
+        judged,
     );
 }

@@ -1,11 +1,10 @@
 //! Service processes: how one is started, signalled, waited for, and what it printed.
 
-use std::io::{BufRead, BufReader, Read};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use fault_tests::Backend;
+use test_support::process::{self, Lines, Process, under_faketime};
 
 /// The service binary built by cargo for this package.
 pub const SERVICE: &str = env!("CARGO_BIN_EXE_fault-service");
@@ -72,36 +71,25 @@ impl Service {
 
     pub fn spawn(self) -> Instance {
         let mut command = match &self.faketime {
-            Some(offset) => {
-                let mut command = Command::new("faketime");
-                command.args(["-f", offset]).arg(SERVICE);
-                // A machine with a wrong wall clock still has a sane monotonic clock.
-                command.env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
-                command
-            }
+            // A machine with a wrong wall clock still has a sane monotonic clock.
+            Some(offset) => under_faketime(offset, SERVICE),
             None => Command::new(SERVICE),
         };
         command
             .args(&self.args)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         if !self.env.iter().any(|(k, _)| k == "RUST_LOG") {
             command.env("RUST_LOG", "info");
         }
-        let mut child = command
-            .spawn()
-            .unwrap_or_else(|e| panic!("start {SERVICE}: {e}"));
-        let stdout = Lines::capture(child.stdout.take().expect("piped stdout"));
-        let stderr = Lines::capture(child.stderr.take().expect("piped stderr"));
+        // FAULT_TESTS_LOGS=1 shows every instance's output, also when the test passes.
+        let process =
+            Process::spawn(self.name.clone(), &mut command).show_output_if("FAULT_TESTS_LOGS");
         Instance {
             name: self.name,
-            child,
+            stdout: process.stdout.clone(),
+            stderr: process.stderr.clone(),
+            process,
             wrapped: self.faketime.is_some(),
-            stdout,
-            stderr,
-            status: None,
         }
     }
 }
@@ -116,53 +104,23 @@ fn set_value(args: &mut [String], flag: &str, value: &str) {
     args[at + 1] = value.to_owned();
 }
 
-/// The lines a stream printed so far, read by a thread.
-#[derive(Clone, Default)]
-pub struct Lines(Arc<Mutex<Vec<String>>>);
-
-impl Lines {
-    fn capture(stream: impl Read + Send + 'static) -> Self {
-        let lines = Lines::default();
-        let sink = lines.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stream).lines() {
-                let Ok(line) = line else { break };
-                sink.0.lock().unwrap_or_else(|p| p.into_inner()).push(line);
-            }
-        });
-        lines
-    }
-
-    pub fn all(&self) -> Vec<String> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    pub fn text(&self) -> String {
-        self.all().join("\n")
-    }
-
-    pub fn count(&self, needle: &str) -> usize {
-        self.all().iter().filter(|l| l.contains(needle)).count()
-    }
-}
-
 /// A running (or exited) service process. Dropping it kills the process if it still runs,
 /// and prints its output if the test is failing.
 pub struct Instance {
     pub name: String,
-    child: Child,
+    /// Killed (and its output shown if the test fails) when dropped.
+    process: Process,
     /// Started by `faketime`, which runs the service as its child and does not forward
     /// signals: signals go to that child.
     wrapped: bool,
     pub stdout: Lines,
     pub stderr: Lines,
-    status: Option<ExitStatus>,
 }
 
 impl Instance {
     /// The service's process id (under `faketime`, the wrapper's child).
     pub fn pid(&self) -> u32 {
-        let pid = self.child.id();
+        let pid = self.process.id();
         if !self.wrapped {
             return pid;
         }
@@ -177,69 +135,34 @@ impl Instance {
 
     /// Waits for `READY`; returns the instance's own clock (Unix ms) at that moment.
     pub async fn ready(&mut self) -> i64 {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(line) = self
-                .stdout
-                .all()
-                .into_iter()
-                .find(|l| l.starts_with("READY "))
-            {
-                let clock = line.rsplit(' ').next().and_then(|c| c.parse().ok());
-                return clock.unwrap_or_else(|| panic!("{}: bad READY line {line:?}", self.name));
-            }
-            if let Some(status) = self.try_status() {
-                panic!(
-                    "{} exited before READY ({status}):\n{}",
-                    self.name,
-                    self.stderr.text()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} not READY after 20 s:\n{}",
-                self.name,
-                self.stderr.text()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        let stdout = self.stdout.clone();
+        let line = self
+            .process
+            .wait_for_line(&stdout, Duration::from_secs(20), "READY", |l| {
+                l.starts_with("READY ")
+            })
+            .await;
+        let clock = line.rsplit(' ').next().and_then(|c| c.parse().ok());
+        clock.unwrap_or_else(|| panic!("{}: bad READY line {line:?}", self.name))
     }
 
     /// Sends `SIGKILL`, `SIGSTOP`, `SIGCONT`, `SIGTERM`, ... by name (`KILL`, `STOP`, ...).
     pub fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(self.pid().to_string())
-            .status()
-            .expect("run kill");
-        assert!(status.success(), "kill -{signal} {} failed", self.pid());
+        let pid = self.pid();
+        assert!(process::signal(pid, signal), "kill -{signal} {pid} failed");
     }
 
     pub fn try_status(&mut self) -> Option<ExitStatus> {
-        if self.status.is_none() {
-            self.status = self.child.try_wait().expect("poll the child");
-        }
-        self.status
+        self.process.try_status()
     }
 
     pub fn is_running(&mut self) -> bool {
-        self.try_status().is_none()
+        self.process.is_running()
     }
 
     /// Waits for the process to exit, up to `timeout`.
     pub async fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.try_status() {
-                // Let the reader threads take the last lines.
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        self.process.wait_exit(timeout).await
     }
 
     /// `SIGTERM`, then asserts a clean exit (code 0 within `timeout`, no panic); returns the
@@ -266,11 +189,7 @@ impl Instance {
 
     /// The `EXIT errors=.. warnings=..` report.
     pub fn exit_counts(&self) -> Option<(u64, u64)> {
-        let line = self
-            .stdout
-            .all()
-            .into_iter()
-            .find(|l| l.starts_with("EXIT "))?;
+        let line = self.stdout.find(|l| l.starts_with("EXIT "))?;
         let number = |key: &str| {
             line.split(' ')
                 .find_map(|part| part.strip_prefix(key))
@@ -300,46 +219,17 @@ impl Instance {
 
     /// Waits until the log has a line containing `needle`; panics after `timeout`.
     pub async fn wait_for_log(&self, timeout: Duration, needle: &str) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(line) = self.stderr.all().into_iter().find(|l| l.contains(needle)) {
-                return line;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{}: no log line with {needle:?} after {timeout:?}:\n{}",
-                self.name,
-                self.stderr.text()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        self.process.wait_for_log(timeout, needle).await
     }
 }
 
 impl Drop for Instance {
     fn drop(&mut self) {
-        if self.try_status().is_none() {
-            // SIGKILL ends a stopped (SIGSTOP) process too; the service first, as faketime
-            // would leave it running.
-            if self.wrapped {
-                let _ = Command::new("kill")
-                    .arg("-KILL")
-                    .arg(self.pid().to_string())
-                    .status();
-            }
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-        // FAULT_TESTS_LOGS=1 shows every instance's output, also when the test passes.
-        if std::thread::panicking() || std::env::var_os("FAULT_TESTS_LOGS").is_some() {
-            eprintln!(
-                "----- {} (pid {}) stdout -----\n{}\n----- {} stderr -----\n{}\n-----",
-                self.name,
-                self.child.id(),
-                self.stdout.text(),
-                self.name,
-                self.stderr.text()
-            );
+        // SIGKILL ends a stopped (SIGSTOP) process too; the service first, as faketime would
+        // leave it running. Dropping `process` then kills faketime (or the service itself)
+        // and shows the output of a failing test.
+        if self.wrapped && self.process.is_running() {
+            process::signal(self.pid(), "KILL");
         }
     }
 }

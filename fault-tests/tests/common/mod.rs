@@ -1,15 +1,13 @@
 //! Test plumbing: where the databases are (and what to do when they are not there), a fixture
 //! per test with its own lock and runs tables, service processes, and waiting.
 
-#![allow(dead_code, unreachable_pub)] // each test binary uses a different part
+#![allow(dead_code, unused_imports, unreachable_pub)] // each test binary uses a different part
 
 pub mod instance;
 pub mod proxy;
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use fault_tests::{Backend, Run, RunsTable, SchemaAction};
@@ -35,41 +33,13 @@ impl Provider {
     }
 }
 
-/// `LOCK_TEST_POSTGRES_URL`, or the local server.
-pub fn postgres_url() -> String {
-    std::env::var("LOCK_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
-}
-
-/// `LOCK_TEST_MYSQL_URL`, or the local server.
-pub fn mysql_url() -> String {
-    std::env::var("LOCK_TEST_MYSQL_URL")
-        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned())
-}
-
-/// Under `CI` an unreachable database fails the test; elsewhere the test is skipped, loudly.
-pub fn unreachable(db: &str, url: &str, error: &dyn std::fmt::Display) {
-    if std::env::var_os("CI").is_some() {
-        panic!("{db} unreachable at {url} while CI is set: {error}");
-    }
-    eprintln!("SKIPPED: {db} unreachable at {url}: {error}");
-}
+pub use test_support::db::{mysql_url, postgres_url};
+pub use test_support::process::eventually;
+pub use test_support::skip::{chain, unreachable};
 
 /// `faketime` is needed by the clock-skew scenario: under `CI` its absence fails the test.
 pub fn faketime_available() -> bool {
-    match std::process::Command::new("faketime")
-        .arg("--version")
-        .output()
-    {
-        Ok(_) => true,
-        Err(e) => {
-            if std::env::var_os("CI").is_some() {
-                panic!("faketime is not installed (apt-get install faketime) while CI is set: {e}");
-            }
-            eprintln!("SKIPPED: faketime not installed: {e}");
-            false
-        }
-    }
+    test_support::skip::command_available("faketime")
 }
 
 /// One test's world: a database, a lock table and a runs table of its own (dropped at the
@@ -88,13 +58,8 @@ pub struct Fixture {
 impl Fixture {
     /// `None` when the database is unreachable and `CI` is not set (after a SKIPPED line).
     pub async fn new(provider: Provider, scenario: &str) -> Option<Fixture> {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let base = format!(
-            "ft_{scenario}_{}_{}_{}",
-            provider.short(),
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        );
+        let base =
+            test_support::table::unique_table(&format!("ft_{scenario}_{}", provider.short()));
         let (backend, dir) = match provider {
             Provider::Postgres => (Backend::Postgres(postgres_url()), None),
             Provider::MySql => (Backend::MySql(mysql_url()), None),
@@ -204,38 +169,13 @@ impl Drop for Fixture {
             self.runs.table().to_owned(),
             self.lock_table.clone(),
         );
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime for clean-up");
-            runtime.block_on(async {
-                if let Ok(runs) = RunsTable::open(&backend, &runs).await {
-                    let _ = runs.drop_tables(&[&lock]).await;
-                    let _ = runs.close().await;
-                }
-            });
-        })
-        .join();
+        test_support::table::block_on_own_thread(move || async move {
+            if let Ok(runs) = RunsTable::open(&backend, &runs).await {
+                let _ = runs.drop_tables(&[&lock]).await;
+                let _ = runs.close().await;
+            }
+        });
         let _ = &self.dir;
-    }
-}
-
-/// Calls `probe` every 100 ms until it returns `Some`; panics naming `what` after `timeout`.
-pub async fn eventually<T, F, Fut>(timeout: Duration, what: &str, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(found) = probe().await {
-            return found;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            panic!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
 
@@ -268,18 +208,6 @@ pub fn duplicate_slots(runs: &[Run]) -> Vec<String> {
         .filter(|(_, who)| who.len() > 1)
         .map(|((job, slot), who)| format!("{job} slot {slot} ran {} times: {who:?}", who.len()))
         .collect()
-}
-
-/// An error with its causes, on one line.
-pub fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// Whole seconds (Unix ms) in `[from, to)`.

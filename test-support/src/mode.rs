@@ -1,5 +1,7 @@
 //! Full measurement under `cargo bench`, a short smoke pass under `cargo test`.
 
+use std::future::Future;
+
 /// How long a bench measures.
 ///
 /// `cargo bench` passes `--bench` to a `harness = false` target; `cargo test` (the bench
@@ -7,7 +9,7 @@
 /// there, which keeps every bench compiling and working.
 ///
 /// ```
-/// use benchmarks::Mode;
+/// use test_support::Mode;
 /// assert_eq!(Mode::from_args_iter(["bin", "--bench"]), Mode::Full);
 /// assert_eq!(Mode::from_args_iter(["bin"]), Mode::Smoke);
 /// assert_eq!(Mode::Smoke.pick(20, 2), 2);
@@ -57,4 +59,26 @@ impl Mode {
     pub fn judged(self) -> bool {
         self == Mode::Full
     }
+}
+
+/// Runs `bench` with this process's [`Mode`] to completion on a current-thread runtime (one
+/// thread: the figures are not spread over cores by the scheduler): the whole `main` of most
+/// benches.
+///
+/// ```
+/// test_support::mode::run_on_current_thread(|mode| async move {
+///     assert_eq!(mode, test_support::Mode::from_args());
+/// });
+/// ```
+pub fn run_on_current_thread<F, Fut>(bench: F)
+where
+    F: FnOnce(Mode) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let mode = Mode::from_args();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime for the bench")
+        .block_on(bench(mode));
 }

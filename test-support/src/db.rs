@@ -1,0 +1,60 @@
+//! Where the test databases are: one environment variable and one default per server.
+
+/// The variable that names the PostgreSQL test database.
+pub const POSTGRES_URL_VAR: &str = "LOCK_TEST_POSTGRES_URL";
+/// The PostgreSQL of the development machine and CI, used when [`POSTGRES_URL_VAR`] is unset.
+pub const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+/// The variable that names the MySQL/MariaDB test database.
+pub const MYSQL_URL_VAR: &str = "LOCK_TEST_MYSQL_URL";
+/// The MariaDB of the development machine and CI, used when [`MYSQL_URL_VAR`] is unset.
+pub const DEFAULT_MYSQL_URL: &str = "mysql://root@127.0.0.1:3306/test";
+
+/// `LOCK_TEST_POSTGRES_URL`, or [`DEFAULT_POSTGRES_URL`].
+///
+/// ```
+/// assert!(test_support::db::postgres_url().starts_with("postgres"));
+/// ```
+pub fn postgres_url() -> String {
+    std::env::var(POSTGRES_URL_VAR).unwrap_or_else(|_| DEFAULT_POSTGRES_URL.to_owned())
+}
+
+/// `LOCK_TEST_MYSQL_URL`, or [`DEFAULT_MYSQL_URL`].
+///
+/// ```
+/// assert!(test_support::db::mysql_url().starts_with("mysql"));
+/// ```
+pub fn mysql_url() -> String {
+    std::env::var(MYSQL_URL_VAR).unwrap_or_else(|_| DEFAULT_MYSQL_URL.to_owned())
+}
+
+/// The `host:port` a URL points at, for a plain TCP reachability check.
+///
+/// ```
+/// use test_support::db::address;
+/// assert_eq!(address("postgres://postgres@127.0.0.1:5432/test").as_deref(), Some("127.0.0.1:5432"));
+/// assert_eq!(address("mysql://u:p@db:3306").as_deref(), Some("db:3306"));
+/// assert_eq!(address("not a url"), None);
+/// ```
+pub fn address(url: &str) -> Option<String> {
+    let rest = &url[url.find("://")? + 3..];
+    let authority = rest.split(['/', '?']).next()?;
+    let host_port = authority.rsplit('@').next()?;
+    (!host_port.is_empty()).then(|| host_port.to_owned())
+}
+
+/// The URL without its password, for printing.
+///
+/// ```
+/// use test_support::db::redact;
+/// assert_eq!(redact("postgres://app:secret@db/app"), "postgres://app:***@db/app");
+/// assert_eq!(redact("postgres://app@db/app"), "postgres://app@db/app");
+/// ```
+pub fn redact(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if scheme + 3 <= at && url[scheme + 3..at].contains(':') => {
+            let user_end = scheme + 3 + url[scheme + 3..at].find(':').unwrap_or(0);
+            format!("{}:***{}", &url[..user_end], &url[at..])
+        }
+        _ => url.to_owned(),
+    }
+}

@@ -1,0 +1,13 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+pub mod db;
+pub mod mode;
+pub mod process;
+pub mod skip;
+pub mod stats;
+pub mod table;
+
+pub use mode::Mode;
+pub use stats::{Samples, Unit};
