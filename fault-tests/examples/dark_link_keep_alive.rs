@@ -47,13 +47,9 @@ async fn main() -> ExitCode {
 async fn run() -> Result<bool, BoxError> {
     let mysql = std::env::args().any(|a| a == "mysql");
     let (url, port, backend): (String, u16, fn(String) -> Backend) = if mysql {
-        let url = std::env::var("LOCK_TEST_MYSQL_URL")
-            .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into());
-        (url, 3306, Backend::MySql)
+        (test_support::db::mysql_url(), 3306, Backend::MySql)
     } else {
-        let url = std::env::var("LOCK_TEST_POSTGRES_URL")
-            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
-        (url, 5432, Backend::Postgres)
+        (test_support::db::postgres_url(), 5432, Backend::Postgres)
     };
     let table = format!("ft_repro_{}", std::process::id());
     let direct = backend(url.clone());

@@ -24,6 +24,7 @@ use std::process::ExitCode;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
+use test_support::skip::chain;
 
 use fault_tests::{Backend, RunsTable, SchemaAction};
 use lock_core::{
@@ -327,18 +328,6 @@ fn init_logging() {
         )
         .with(CountLevels.with_filter(LevelFilter::WARN))
         .init();
-}
-
-/// `error: cause: cause ...`, the whole chain on one line.
-fn chain(error: &dyn Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 fn fail(what: &str, error: &dyn Error) -> ExitCode {
