@@ -5,13 +5,14 @@
 use std::fmt;
 use std::time::Duration;
 
-use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use croner::parser::{CronParser, Seconds, Year};
+use chrono::{DateTime, Utc};
 
+mod cron;
 mod spec;
+mod wall_clock;
 
 pub use chrono_tz::Tz;
-pub use croner::Cron;
+pub use cron::Cron;
 pub use spec::{
     CronSchedule, CronSpec, LeaseError, LockSpec, MAX_DURATION, MAX_LOCK_NAME_LEN, NameError,
     TriggerKind, TriggerSpec, check_lease, check_lock_name,
@@ -53,20 +54,27 @@ const MACROS: [(&str, &str); 7] = [
 ];
 
 /// Parses a cron expression in Spring's six-field dialect: `second minute hour day-of-month
-/// month day-of-week`, with `*`, `,`, `-`, `/`, `?`, `L` (last day of month; `5L` or `FRIL` the
-/// last Friday), `nW` (nearest weekday), `#` (`FRI#2`), month and weekday names (`JAN`, `MON`),
-/// weekday 0 or 7 for Sunday, and the macros `@yearly`, `@annually`, `@monthly`, `@weekly`,
-/// `@daily`, `@midnight`, `@hourly`.
+/// month day-of-week`, with `*`, `,`, `-`, `/`, `?`, month and weekday names (`JAN`, `MON`),
+/// weekday 0 or 7 for Sunday, the macros `@yearly`, `@annually`, `@monthly`, `@weekly`,
+/// `@daily`, `@midnight`, `@hourly`, and Spring's Quartz forms, also inside lists:
 ///
-/// As in Spring, when both day-of-month and day-of-week are restricted, a day must match both.
-/// Not supported (an error says so): `L-n` and `LW`.
+/// - day-of-month: `L` (last day), `L-n` (n days before it), `LW` (last weekday), `nW` (the
+///   weekday nearest day n, within the month);
+/// - day-of-week: `nL` (`5L`, `FRIL`: the last Friday), `n#k` (`FRI#2`, `7#3`, `0#3`).
+///
+/// As in Spring, when both day fields are restricted a day must match both, and what Spring
+/// refuses is refused (`L` alone as a day-of-week, `1#L`, `L-0`). An expression that can never
+/// fire (`0 0 0 30 2 *`) is an error too.
 ///
 /// ```
 /// let cron = lock_trigger::parse_cron("0 5 1 * * *").unwrap();
 /// assert!(lock_trigger::parse_cron("@daily").is_ok());
 /// assert!(lock_trigger::parse_cron("0 0 12 ? * MON-FRI").is_ok());
+/// assert!(lock_trigger::parse_cron("0 0 0 1W,15,LW * ?").is_ok());
 /// let err = lock_trigger::parse_cron("*/5 * * * *").unwrap_err();
 /// assert!(err.to_string().contains("6 fields"), "{err}");
+/// let err = lock_trigger::parse_cron("0 0 0 30 2 *").unwrap_err();
+/// assert!(err.to_string().contains("never fires"), "{err}");
 /// # let _ = cron;
 /// ```
 pub fn parse_cron(expr: &str) -> Result<Cron, TriggerError> {
@@ -86,7 +94,7 @@ pub fn parse_cron(expr: &str) -> Result<Cron, TriggerError> {
         trimmed
     };
     let fields: Vec<&str> = expanded.split_whitespace().collect();
-    if fields.len() != 6 {
+    let Ok(six) = <[&str; 6]>::try_from(fields.as_slice()) else {
         return Err(TriggerError(format!(
             "a cron expression needs 6 fields (second minute hour day-of-month month day-of-week), found {}{}",
             fields.len(),
@@ -96,26 +104,8 @@ pub fn parse_cron(expr: &str) -> Result<Cron, TriggerError> {
                 ""
             }
         )));
-    }
-    let day_of_month = fields[3].to_ascii_uppercase();
-    if day_of_month.contains("L-") || day_of_month.contains("LW") {
-        return Err(TriggerError(format!(
-            "day-of-month `{}`: `L-n` and `LW` are not supported; use `L` (last day) or `nW` (nearest weekday)",
-            fields[3]
-        )));
-    }
-    parser()
-        .parse(expanded)
-        .map_err(|e| TriggerError(format!("invalid cron expression: {e}")))
-}
-
-fn parser() -> CronParser {
-    CronParser::builder()
-        .seconds(Seconds::Required)
-        .year(Year::Disallowed)
-        // Spring matches a day only if both day fields match when both are restricted.
-        .dom_and_dow(true)
-        .build()
+    };
+    Cron::parse(&six)
 }
 
 /// Parses an IANA time zone name (`Asia/Shanghai`, `UTC`).
@@ -148,10 +138,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, TriggerError> {
 }
 
 /// The first instant strictly after `after` at which `cron` fires, evaluated on the wall clock
-/// of `zone` (so DST changes are honoured: a time inside a spring-forward gap fires once just
-/// after the gap; a time in a repeated autumn hour fires once, at its first occurrence).
+/// of `zone`. Across DST changes:
 ///
-/// Returns `None` when the expression never fires again (e.g. February 30th).
+/// - the result is strictly after `after`, always, also from inside a repeated autumn hour;
+/// - a local time skipped by a spring-forward gap fires once, at the gap's end (`0 30 2 * * *`
+///   and `0 */15 2 * * *` alike fire once at 03:00 when 02:00 jumps to 03:00);
+/// - in a repeated autumn hour, an expression that fires several times an hour or every hour
+///   keeps its real period (every 15 minutes stays 15 real minutes), and any other, a fixed
+///   local time such as 01:30, fires once, at the first pass.
+///
+/// Returns `None` only beyond the calendar's end (a parsed expression always fires again).
 ///
 /// ```
 /// use chrono::{TimeZone, Utc};
@@ -165,20 +161,13 @@ pub fn parse_duration(text: &str) -> Result<Duration, TriggerError> {
 /// );
 /// ```
 pub fn next_fire(cron: &Cron, zone: Tz, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    // croner carries sub-second parts of the start through; fires are on whole seconds.
-    let start = after
-        .duration_trunc(TimeDelta::seconds(1))
-        .unwrap_or(after)
-        .with_timezone(&zone);
-    cron.find_next_occurrence(&start, false)
-        .ok()
-        .map(|at| at.with_timezone(&Utc))
+    wall_clock::next_fire(cron, zone, after)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeZone;
+    use chrono::{TimeDelta, TimeZone};
 
     fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(y, mo, d, h, mi, s).unwrap()
@@ -314,8 +303,8 @@ mod tests {
             ("* * * * *", "6 fields"),
             ("0 60 * * * *", "invalid cron"),
             ("@often", "unknown cron macro"),
-            ("0 0 0 L-3 * ?", "not supported"),
-            ("0 0 0 LW * ?", "not supported"),
+            ("0 0 0 L-0 * ?", "invalid cron"),
+            ("0 0 0 ? * L", "no day-of-week before `L`"),
             ("0 0 0 * FOO *", "invalid cron"),
         ] {
             let err = parse_cron(expr).unwrap_err().to_string();

@@ -9,8 +9,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 
+use crate::wall_clock::previous_fire;
 use crate::{Cron, TriggerError, Tz, next_fire, parse_cron, parse_zone};
 
 /// The longest lock name, in bytes: the lock table's `name` column is `VARCHAR(64)`.
@@ -183,18 +184,7 @@ impl TriggerKind<CronSchedule> {
     /// The most recent slot at or before `at`; `None` for an after-run trigger.
     pub fn slot_at_or_before(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
-            TriggerKind::Cron(schedule) => {
-                // croner keeps sub-second parts; slots are whole seconds.
-                let at = at
-                    .duration_trunc(TimeDelta::seconds(1))
-                    .unwrap_or(at)
-                    .with_timezone(&schedule.zone);
-                schedule
-                    .cron
-                    .find_previous_occurrence(&at, true)
-                    .ok()
-                    .map(|t| t.with_timezone(&Utc))
-            }
+            TriggerKind::Cron(schedule) => previous_fire(&schedule.cron, schedule.zone, at),
             TriggerKind::FixedRate { period } => {
                 let period = i64::try_from(period.as_millis()).ok()?;
                 DateTime::from_timestamp_millis(at.timestamp_millis().div_euclid(period) * period)

@@ -1,0 +1,355 @@
+//! The cron engine against Spring's results and the project's DST rules (issue 13, points 1-3).
+//!
+//! The Spring cases are ported from spring-projects/spring-framework,
+//! `spring-context/src/test/java/org/springframework/scheduling/support/CronExpressionTests.java`
+//! (expression, start, expected next fires; Spring's `LocalDateTime` cases are run in UTC).
+
+use chrono::{DateTime, NaiveDate, TimeDelta, TimeZone, Utc};
+use lock_trigger::{next_fire, parse_cron, parse_zone};
+
+fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(y, mo, d, h, mi, s).unwrap()
+}
+
+/// `n` successive fires of `expr` in `zone`, each strictly after the one before.
+fn fires(expr: &str, zone: &str, from: DateTime<Utc>, n: usize) -> Vec<DateTime<Utc>> {
+    let cron = parse_cron(expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
+    let zone = parse_zone(zone).unwrap();
+    let mut at = from;
+    (0..n)
+        .map(|_| {
+            at = next_fire(&cron, zone, at).unwrap_or_else(|| panic!("{expr}: no fire after {at}"));
+            at
+        })
+        .collect()
+}
+
+/// Spring's `LocalDateTime.of(y, m, d, h, mi[, s])` as a UTC instant.
+fn local(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> DateTime<Utc> {
+    NaiveDate::from_ymd_opt(y, mo, d)
+        .unwrap()
+        .and_hms_opt(h, mi, s)
+        .unwrap()
+        .and_utc()
+}
+
+// 2026-11-01 in New York: 02:00 EDT (06:00 UTC) falls back to 01:00 EST, so 01:00-02:00 local
+// happens twice: first pass 05:00-06:00 UTC (EDT), second pass 06:00-07:00 UTC (EST).
+
+#[test]
+fn repeated_hour_next_fire_is_strictly_after_for_every_start() {
+    let zone = parse_zone("America/New_York").unwrap();
+    for expr in [
+        "0 30 1 * * *",
+        "0 0 1 * * *",
+        "0 */15 * * * *",
+        "0 */15 1 * * *",
+        "*/20 * * * * *",
+        "0 0 * * * *",
+        "0 59 0 * * *",
+    ] {
+        let cron = parse_cron(expr).unwrap();
+        let mut after = utc(2026, 11, 1, 4, 0, 0);
+        while after < utc(2026, 11, 1, 8, 0, 0) {
+            let next = next_fire(&cron, zone, after).unwrap();
+            assert!(
+                next > after,
+                "{expr}: next_fire({after}) = {next}, not after it"
+            );
+            after += TimeDelta::seconds(97);
+        }
+    }
+}
+
+#[test]
+fn repeated_hour_intervals_keep_their_real_period() {
+    // Every 15 minutes: 15 real minutes apart straight through both passes.
+    let got = fires(
+        "0 */15 * * * *",
+        "America/New_York",
+        utc(2026, 11, 1, 5, 40, 0),
+        7,
+    );
+    let want: Vec<_> = (0..7)
+        .map(|i| utc(2026, 11, 1, 5, 45, 0) + TimeDelta::minutes(15 * i))
+        .collect();
+    assert_eq!(got, want);
+    // Every 15 minutes during hour 1 only: hour 1 lasts two real hours that day.
+    let got = fires(
+        "0 */15 1 * * *",
+        "America/New_York",
+        utc(2026, 11, 1, 4, 50, 0),
+        9,
+    );
+    let mut want: Vec<_> = (0..8)
+        .map(|i| utc(2026, 11, 1, 5, 0, 0) + TimeDelta::minutes(15 * i))
+        .collect();
+    want.push(utc(2026, 11, 2, 6, 0, 0));
+    assert_eq!(got, want);
+    // Every 20 seconds across the instant the clock falls back.
+    let got = fires(
+        "*/20 * * * * *",
+        "America/New_York",
+        utc(2026, 11, 1, 5, 59, 30),
+        4,
+    );
+    assert_eq!(
+        got,
+        vec![
+            utc(2026, 11, 1, 5, 59, 40),
+            utc(2026, 11, 1, 6, 0, 0),
+            utc(2026, 11, 1, 6, 0, 20),
+            utc(2026, 11, 1, 6, 0, 40),
+        ]
+    );
+}
+
+#[test]
+fn repeated_hour_fixed_time_fires_once_even_from_the_second_pass() {
+    // From inside the second pass (01:10 EST), 01:30 has already fired (01:30 EDT): next day.
+    let got = fires(
+        "0 30 1 * * *",
+        "America/New_York",
+        utc(2026, 11, 1, 6, 10, 0),
+        1,
+    );
+    assert_eq!(got, vec![utc(2026, 11, 2, 6, 30, 0)]);
+    let got = fires(
+        "0 30 1 * * *",
+        "America/New_York",
+        utc(2026, 10, 31, 12, 0, 0),
+        2,
+    );
+    assert_eq!(
+        got,
+        vec![utc(2026, 11, 1, 5, 30, 0), utc(2026, 11, 2, 6, 30, 0)]
+    );
+}
+
+// 2026-03-08 in New York: 02:00 EST (07:00 UTC) jumps to 03:00 EDT; 02:00-03:00 local is skipped.
+
+#[test]
+fn spring_forward_gap_fires_once_at_its_end_for_every_shape() {
+    let from = utc(2026, 3, 7, 12, 0, 0);
+    assert_eq!(
+        fires("0 10 2 * * *", "America/New_York", from, 2),
+        vec![utc(2026, 3, 8, 7, 0, 0), utc(2026, 3, 9, 6, 10, 0)]
+    );
+    assert_eq!(
+        fires("0 */15 2 * * *", "America/New_York", from, 3),
+        vec![
+            utc(2026, 3, 8, 7, 0, 0), // 03:00 EDT, once for 02:00, 02:15, 02:30 and 02:45
+            utc(2026, 3, 9, 6, 0, 0),
+            utc(2026, 3, 9, 6, 15, 0),
+        ]
+    );
+    assert_eq!(
+        fires(
+            "0 */20 * * * *",
+            "America/New_York",
+            utc(2026, 3, 8, 6, 30, 0),
+            4
+        ),
+        vec![
+            utc(2026, 3, 8, 6, 40, 0), // 01:40 EST
+            utc(2026, 3, 8, 7, 0, 0),  // 03:00 EDT: 02:00, 02:20, 02:40 fire once, here
+            utc(2026, 3, 8, 7, 20, 0),
+            utc(2026, 3, 8, 7, 40, 0),
+        ]
+    );
+}
+
+/// Spring's `CronExpressionTests`: expression, start (Spring's `LocalDateTime`), expected fires.
+#[test]
+fn springs_quartz_dialect_results() {
+    let table: &[(&str, DateTime<Utc>, &[DateTime<Utc>])] = &[
+        // dayOfMonthListWithQuartz
+        (
+            "0 0 0 1W,15,LW * ?",
+            local(2019, 12, 30, 0, 0, 0),
+            &[
+                local(2019, 12, 31, 0, 0, 0),
+                local(2020, 1, 1, 0, 0, 0),
+                local(2020, 1, 15, 0, 0, 0),
+                local(2020, 1, 31, 0, 0, 0),
+            ],
+        ),
+        // quartzLastDayOfMonthOffsetEveryHour
+        (
+            "0 0 * L-1 * *",
+            local(2021, 1, 29, 0, 1, 0),
+            &[local(2021, 1, 30, 0, 0, 0)],
+        ),
+        (
+            "0 0 * L-1 * *",
+            local(2021, 1, 30, 1, 0, 0),
+            &[local(2021, 1, 30, 2, 0, 0)],
+        ),
+        // quartzLastWeekdayOfMonthEveryHour
+        (
+            "0 0 * LW * *",
+            local(2021, 1, 28, 0, 1, 0),
+            &[local(2021, 1, 29, 0, 0, 0)],
+        ),
+        (
+            "0 0 * LW * *",
+            local(2021, 1, 29, 1, 0, 0),
+            &[local(2021, 1, 29, 2, 0, 0)],
+        ),
+        // quartzLastDayOfMonthEveryHour, quartzFirstWeekdayOfMonthEveryHour
+        (
+            "0 0 * L * *",
+            local(2021, 1, 30, 0, 1, 0),
+            &[local(2021, 1, 31, 0, 0, 0)],
+        ),
+        (
+            "0 0 * 1W * *",
+            local(2021, 1, 31, 0, 1, 0),
+            &[local(2021, 2, 1, 0, 0, 0)],
+        ),
+        // quartzWeekdayNearestTo1
+        (
+            "0 0 0 1W * ?",
+            local(2019, 12, 31, 0, 0, 0),
+            &[
+                local(2020, 1, 1, 0, 0, 0),
+                local(2020, 2, 3, 0, 0, 0),
+                local(2020, 3, 2, 0, 0, 0),
+                local(2020, 4, 1, 0, 0, 0),
+            ],
+        ),
+        (
+            "0 0 0 1W * ?",
+            local(2022, 1, 1, 0, 0, 0),
+            &[local(2022, 1, 3, 0, 0, 0)],
+        ),
+        (
+            "0 0 0 1W * ?",
+            local(2021, 8, 1, 0, 0, 0),
+            &[local(2021, 8, 2, 0, 0, 0)],
+        ),
+        // quartzWeekdayNearestTo31
+        (
+            "0 0 0 31W * ?",
+            local(2020, 1, 1, 0, 0, 0),
+            &[
+                local(2020, 1, 31, 0, 0, 0),
+                local(2020, 3, 31, 0, 0, 0),
+                local(2020, 7, 31, 0, 0, 0),
+                local(2020, 8, 31, 0, 0, 0),
+                local(2020, 10, 30, 0, 0, 0),
+                local(2020, 12, 31, 0, 0, 0),
+            ],
+        ),
+        // quartz2ndFridayOfTheMonth, quartzFifthWednesdayOfTheMonth
+        (
+            "0 0 0 ? * 5#2",
+            local(2020, 1, 1, 0, 0, 0),
+            &[local(2020, 1, 10, 0, 0, 0), local(2020, 2, 14, 0, 0, 0)],
+        ),
+        (
+            "0 0 0 ? * 3#5",
+            local(2020, 1, 1, 0, 0, 0),
+            &[
+                local(2020, 1, 29, 0, 0, 0),
+                local(2020, 4, 29, 0, 0, 0),
+                local(2020, 7, 29, 0, 0, 0),
+                local(2020, 9, 30, 0, 0, 0),
+                local(2020, 12, 30, 0, 0, 0),
+            ],
+        ),
+        // dayOfWeekListWithQuartz
+        (
+            "0 0 0 ? * THU#1,THU#3,THU#5",
+            local(2019, 12, 31, 0, 0, 0),
+            &[
+                local(2020, 1, 2, 0, 0, 0),
+                local(2020, 1, 16, 0, 0, 0),
+                local(2020, 1, 30, 0, 0, 0),
+            ],
+        ),
+        // quartz5thFridayOfTheMonthEveryHour, quartzLastFridayOfTheMonthEveryHour
+        (
+            "0 0 * ? * FRI#5",
+            local(2021, 1, 28, 0, 1, 0),
+            &[local(2021, 1, 29, 0, 0, 0)],
+        ),
+        (
+            "0 0 * ? * FRIL",
+            local(2021, 1, 29, 1, 0, 0),
+            &[local(2021, 1, 29, 2, 0, 0)],
+        ),
+        // sundayToFriday
+        (
+            "0 0 0 ? * SUN-FRI",
+            local(2021, 2, 25, 15, 0, 0),
+            &[local(2021, 2, 26, 0, 0, 0), local(2021, 2, 28, 0, 0, 0)],
+        ),
+        // various
+        (
+            "3-57 13-28 17,18 1,15 3-12 6#1",
+            local(2022, 9, 15, 17, 44, 11),
+            &[local(2022, 10, 1, 17, 13, 3)],
+        ),
+        (
+            "*/28 56 22 */6 * *",
+            local(2022, 2, 27, 8, 0, 42),
+            &[local(2022, 3, 1, 22, 56, 0)],
+        ),
+        // Sunday as 7 and as 0 before `#` (Spring's parseDayOfWeek maps 0 to 7).
+        (
+            "0 0 0 ? * 7#3",
+            local(2020, 1, 1, 0, 0, 0),
+            &[local(2020, 1, 19, 0, 0, 0)],
+        ),
+        (
+            "0 0 0 ? * 0#3",
+            local(2020, 1, 1, 0, 0, 0),
+            &[local(2020, 1, 19, 0, 0, 0)],
+        ),
+        (
+            "0 0 0 ? * 0L",
+            local(2020, 1, 1, 0, 0, 0),
+            &[local(2020, 1, 26, 0, 0, 0)],
+        ),
+    ];
+    for (expr, start, want) in table {
+        assert_eq!(
+            &fires(expr, "UTC", *start, want.len()),
+            want,
+            "{expr} from {start}"
+        );
+    }
+}
+
+/// What Spring's parser refuses, and crons that can never fire, are errors from the parser.
+#[test]
+fn refused_like_spring_and_never_firing_is_an_error() {
+    for (expr, needle) in [
+        ("0 0 0 ? * L", "before `L`"),
+        ("0 0 0 ? * 1#L", "invalid cron expression"),
+        ("0 0 0 ? * 1#0", "invalid cron expression"),
+        ("0 0 0 ? * 8#1", "invalid cron expression"),
+        ("0 0 0 ? * #2", "invalid cron expression"),
+        ("0 0 0 L-0 * ?", "invalid cron expression"),
+        ("0 0 0 L3 * ?", "invalid cron expression"),
+        ("0 0 0 W * ?", "invalid cron expression"),
+        ("0 0 0 3WL * ?", "invalid cron expression"),
+        ("0 0 0 32W * ?", "invalid cron expression"),
+        ("0 0 0 30 2 *", "never fires"),
+        ("0 0 0 31 4,6,9,11 ?", "never fires"),
+        ("0 0 0 ? * 5#6", "never fires"),
+    ] {
+        match parse_cron(expr) {
+            Ok(_) => panic!("{expr}: accepted"),
+            Err(e) => assert!(e.to_string().contains(needle), "{expr}: {e}"),
+        }
+    }
+    // Rare but real: February 29th on a Monday (2044), and the 5th Monday of February (2044).
+    for expr in ["0 0 0 29 2 MON", "0 0 0 ? 2 MON#5"] {
+        assert_eq!(
+            fires(expr, "UTC", utc(2026, 1, 1, 0, 0, 0), 1),
+            vec![utc(2044, 2, 29, 0, 0, 0)]
+        );
+    }
+}
