@@ -93,10 +93,10 @@ impl Cron {
         let mut time = Some(from.time());
         // A fire exists in every 400-year cycle (checked at parse), so this ends.
         for _ in 0..=CYCLE_DAYS {
-            if self.day_matches(day) {
-                if let Some(at) = self.first_time_from(time.unwrap_or(NaiveTime::MIN)) {
-                    return Some(day.and_time(at));
-                }
+            if self.day_matches(day)
+                && let Some(at) = self.first_time_from(time.unwrap_or(NaiveTime::MIN))
+            {
+                return Some(day.and_time(at));
             }
             day = day.succ_opt()?;
             time = None;
@@ -109,10 +109,10 @@ impl Cron {
         let mut day = from.date();
         let mut time = from.time();
         for _ in 0..=CYCLE_DAYS {
-            if self.day_matches(day) {
-                if let Some(at) = self.last_time_until(time) {
-                    return Some(day.and_time(at));
-                }
+            if self.day_matches(day)
+                && let Some(at) = self.last_time_until(time)
+            {
+                return Some(day.and_time(at));
             }
             day = day.pred_opt()?;
             time = NaiveTime::from_hms_opt(23, 59, 59)?;

@@ -343,6 +343,33 @@ mod tests {
     }
 
     #[test]
+    fn slot_at_or_before_in_the_repeated_hour() {
+        // New York, 2026-11-01: 06:00 UTC is 02:00 EDT falling back to 01:00 EST.
+        let cron = |expr| {
+            parsed(TriggerKind::Cron(CronSpec {
+                expr,
+                zone: Some("America/New_York"),
+            }))
+            .kind
+        };
+        let at = |h, m| Utc.with_ymd_and_hms(2026, 11, 1, h, m, 0).unwrap();
+        // 01:10 EST, second pass: 01:30 fired at its first pass (01:30 EDT).
+        assert_eq!(
+            cron("0 30 1 * * *").slot_at_or_before(at(6, 10)),
+            Some(at(5, 30))
+        );
+        assert_eq!(
+            cron("0 */15 * * * *").slot_at_or_before(at(6, 10)),
+            Some(at(6, 0))
+        );
+        assert_eq!(
+            cron("0 */15 * * * *").slot_at_or_before(at(5, 50)),
+            Some(at(5, 45))
+        );
+        assert_eq!(cron("0 */15 * * * *").next_slot(at(5, 50)), Some(at(6, 0)));
+    }
+
+    #[test]
     fn parse_names_the_bad_value() {
         let cron = |expr, zone| {
             TriggerSpec::new(TriggerKind::Cron(CronSpec { expr, zone }))

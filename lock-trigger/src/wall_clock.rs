@@ -89,16 +89,16 @@ pub(crate) fn next_fire(cron: &Cron, zone: Tz, after: DateTime<Utc>) -> Option<D
     };
     // In the first pass of a repeated hour, the second pass of an earlier wall-clock time is
     // still ahead: the first match from the start of the repeated hour, on its second pass.
-    if let Some((first, fell_back, length)) = fold_at(zone, after) {
-        if first == after && cron.is_interval() {
-            let repeated_from = local_of(zone, fell_back);
-            if let Some(local) = cron.next_local(repeated_from) {
-                if local < repeated_from + length {
-                    if let (_, Some(second)) = instants(cron, zone, local) {
-                        keep(second);
-                    }
-                }
-            }
+    if let Some((first, fell_back, length)) = fold_at(zone, after)
+        && first == after
+        && cron.is_interval()
+    {
+        let repeated_from = local_of(zone, fell_back);
+        if let Some(local) = cron.next_local(repeated_from)
+            && local < repeated_from + length
+            && let (_, Some(second)) = instants(cron, zone, local)
+        {
+            keep(second);
         }
     }
     // Wall-clock matches from `start` on: beyond the first, fires only grow, so the first
@@ -134,16 +134,16 @@ pub(crate) fn previous_fire(cron: &Cron, zone: Tz, at: DateTime<Utc>) -> Option<
     };
     // In the second pass of a repeated hour, the first pass of a later wall-clock time is
     // already behind: the last match before the repeated hour ends, on its first pass.
-    if let Some((first, fell_back, length)) = fold_at(zone, at) {
-        if first + length == at {
-            let repeated_until = local_of(zone, fell_back) + length;
-            if let Some(local) = cron.previous_local(repeated_until - TimeDelta::seconds(1)) {
-                let (first, second) = instants(cron, zone, local);
-                [Some(first), second]
-                    .into_iter()
-                    .flatten()
-                    .for_each(&mut keep);
-            }
+    if let Some((first, fell_back, length)) = fold_at(zone, at)
+        && first + length == at
+    {
+        let repeated_until = local_of(zone, fell_back) + length;
+        if let Some(local) = cron.previous_local(repeated_until - TimeDelta::seconds(1)) {
+            let (first, second) = instants(cron, zone, local);
+            [Some(first), second]
+                .into_iter()
+                .flatten()
+                .for_each(&mut keep);
         }
     }
     let mut local = cron.previous_local(start)?;

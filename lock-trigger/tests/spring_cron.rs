@@ -159,10 +159,13 @@ fn spring_forward_gap_fires_once_at_its_end_for_every_shape() {
     );
 }
 
+/// Expression, start, expected fires.
+type Case<'a> = (&'a str, DateTime<Utc>, &'a [DateTime<Utc>]);
+
 /// Spring's `CronExpressionTests`: expression, start (Spring's `LocalDateTime`), expected fires.
 #[test]
 fn springs_quartz_dialect_results() {
-    let table: &[(&str, DateTime<Utc>, &[DateTime<Utc>])] = &[
+    let table: &[Case<'_>] = &[
         // dayOfMonthListWithQuartz
         (
             "0 0 0 1W,15,LW * ?",
