@@ -33,6 +33,135 @@ fn local(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> DateTime<Utc> {
         .and_utc()
 }
 
+// Moved from `lib.rs`'s unit tests: the first DST and dialect cases.
+
+#[test]
+fn spring_forward_gap_fires_once_after_the_gap() {
+    // 2026-03-08 02:00 EST jumps to 03:00 EDT in New York: 02:30 does not exist that day.
+    let got = fires(
+        "0 30 2 * * *",
+        "America/New_York",
+        utc(2026, 3, 6, 12, 0, 0),
+        4,
+    );
+    assert_eq!(
+        got,
+        vec![
+            utc(2026, 3, 7, 7, 30, 0), // 02:30 EST
+            utc(2026, 3, 8, 7, 0, 0),  // 03:00 EDT, first instant after the gap, once
+            utc(2026, 3, 9, 6, 30, 0), // 02:30 EDT
+            utc(2026, 3, 10, 6, 30, 0),
+        ]
+    );
+}
+
+#[test]
+fn fall_back_repeated_hour_fires_once() {
+    // 2026-11-01 02:00 EDT falls back to 01:00 EST: 01:30 happens twice, 02:30 once.
+    let got = fires(
+        "0 30 2 * * *",
+        "America/New_York",
+        utc(2026, 10, 31, 12, 0, 0),
+        3,
+    );
+    assert_eq!(
+        got,
+        vec![
+            utc(2026, 11, 1, 7, 30, 0), // 02:30 EST (exists once)
+            utc(2026, 11, 2, 7, 30, 0),
+            utc(2026, 11, 3, 7, 30, 0),
+        ]
+    );
+    let got = fires(
+        "0 30 1 * * *",
+        "America/New_York",
+        utc(2026, 10, 31, 12, 0, 0),
+        2,
+    );
+    // 01:30 EDT (05:30 UTC) only; the repeated 01:30 EST (06:30 UTC) is not a second fire.
+    assert_eq!(
+        got,
+        vec![utc(2026, 11, 1, 5, 30, 0), utc(2026, 11, 2, 6, 30, 0)]
+    );
+}
+
+#[test]
+fn every_second_is_every_second() {
+    let from = utc(2026, 1, 1, 0, 0, 0) + TimeDelta::milliseconds(400);
+    let got = fires("* * * * * *", "UTC", from, 3);
+    assert_eq!(
+        got,
+        vec![
+            utc(2026, 1, 1, 0, 0, 1),
+            utc(2026, 1, 1, 0, 0, 2),
+            utc(2026, 1, 1, 0, 0, 3)
+        ]
+    );
+}
+
+#[test]
+fn spring_dialect_features() {
+    // Last Friday of the month, as `5L` and `FRIL`.
+    let from = utc(2026, 11, 29, 0, 0, 0);
+    assert_eq!(
+        fires("0 0 0 ? * 5L", "UTC", from, 1),
+        vec![utc(2026, 12, 25, 0, 0, 0)]
+    );
+    assert_eq!(
+        fires("0 0 0 ? * FRIL", "UTC", from, 1),
+        vec![utc(2026, 12, 25, 0, 0, 0)]
+    );
+    // Second Friday, last day, nearest weekday, names, Sunday as 7, macros.
+    assert_eq!(
+        fires("0 0 0 ? * FRI#2", "UTC", from, 1),
+        vec![utc(2026, 12, 11, 0, 0, 0)]
+    );
+    assert_eq!(
+        fires("0 0 0 L * ?", "UTC", from, 1),
+        vec![utc(2026, 11, 30, 0, 0, 0)]
+    );
+    assert_eq!(
+        fires("0 0 0 15W * ?", "UTC", from, 1),
+        vec![utc(2026, 12, 15, 0, 0, 0)]
+    );
+    assert_eq!(
+        fires("0 0 0 1 JAN ?", "UTC", from, 1),
+        vec![utc(2027, 1, 1, 0, 0, 0)]
+    );
+    assert_eq!(
+        fires("0 0 0 ? * 7", "UTC", from, 1),
+        vec![utc(2026, 12, 6, 0, 0, 0)]
+    );
+    assert_eq!(
+        fires("@daily", "UTC", from, 1),
+        vec![utc(2026, 11, 30, 0, 0, 0)]
+    );
+    assert_eq!(
+        fires("@hourly", "UTC", from, 1),
+        vec![utc(2026, 11, 29, 1, 0, 0)]
+    );
+    // Both day fields restricted: both must match (Spring), not either (Vixie cron).
+    assert_eq!(
+        fires("0 0 0 1 * MON", "UTC", from, 1),
+        vec![utc(2027, 2, 1, 0, 0, 0)]
+    );
+}
+
+#[test]
+fn errors_say_what_is_wrong() {
+    for (expr, needle) in [
+        ("* * * * *", "6 fields"),
+        ("0 60 * * * *", "invalid cron"),
+        ("@often", "unknown cron macro"),
+        ("0 0 0 L-0 * ?", "invalid cron"),
+        ("0 0 0 ? * L", "no day-of-week before `L`"),
+        ("0 0 0 * FOO *", "invalid cron"),
+    ] {
+        let err = parse_cron(expr).unwrap_err().to_string();
+        assert!(err.contains(needle), "{expr}: {err}");
+    }
+}
+
 // 2026-11-01 in New York: 02:00 EDT (06:00 UTC) falls back to 01:00 EST, so 01:00-02:00 local
 // happens twice: first pass 05:00-06:00 UTC (EDT), second pass 06:00-07:00 UTC (EST).
 
