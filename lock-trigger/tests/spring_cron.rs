@@ -295,6 +295,103 @@ type Case<'a> = (&'a str, DateTime<Utc>, &'a [DateTime<Utc>]);
 #[test]
 fn springs_quartz_dialect_results() {
     let table: &[Case<'_>] = &[
+        // leapYearSpecificDate, weekDaySequence, monthSequence, everyTenDays
+        (
+            "0 0 0 29 2 *",
+            local(2007, 2, 10, 12, 0, 0),
+            &[local(2008, 2, 29, 0, 0, 0), local(2012, 2, 29, 0, 0, 0)],
+        ),
+        (
+            "0 0 7 ? * MON-FRI",
+            local(2009, 9, 26, 12, 0, 0),
+            &[
+                local(2009, 9, 28, 7, 0, 0),
+                local(2009, 9, 29, 7, 0, 0),
+                local(2009, 9, 30, 7, 0, 0),
+            ],
+        ),
+        (
+            "0 30 23 30 1/3 ?",
+            local(2010, 12, 30, 12, 0, 0),
+            &[
+                local(2011, 1, 30, 23, 30, 0),
+                local(2011, 4, 30, 23, 30, 0),
+                local(2011, 7, 30, 23, 30, 0),
+            ],
+        ),
+        (
+            "0 15 12 */10 1-8 5",
+            local(2021, 4, 30, 12, 14, 59),
+            &[
+                local(2021, 5, 21, 12, 15, 0),
+                local(2021, 6, 11, 12, 15, 0),
+                local(2022, 1, 21, 12, 15, 0),
+            ],
+        ),
+        // quartzLastDayOfMonth, quartzLastDayOfMonthOffset
+        (
+            "0 0 0 L * *",
+            local(2008, 1, 4, 12, 0, 0),
+            &[
+                local(2008, 1, 31, 0, 0, 0),
+                local(2008, 2, 29, 0, 0, 0),
+                local(2008, 3, 31, 0, 0, 0),
+                local(2008, 4, 30, 0, 0, 0),
+            ],
+        ),
+        (
+            "0 0 0 L-3 * *",
+            local(2008, 1, 4, 12, 0, 0),
+            &[
+                local(2008, 1, 28, 0, 0, 0),
+                local(2008, 2, 26, 0, 0, 0),
+                local(2008, 3, 28, 0, 0, 0),
+                local(2008, 4, 27, 0, 0, 0),
+            ],
+        ),
+        // quartzLastWeekdayOfMonth
+        (
+            "0 0 0 LW * *",
+            local(2008, 1, 4, 12, 0, 0),
+            &[
+                local(2008, 1, 31, 0, 0, 0),
+                local(2008, 2, 29, 0, 0, 0),
+                local(2008, 3, 31, 0, 0, 0),
+                local(2008, 4, 30, 0, 0, 0),
+                local(2008, 5, 30, 0, 0, 0),
+                local(2008, 6, 30, 0, 0, 0),
+                local(2008, 7, 31, 0, 0, 0),
+                local(2008, 8, 29, 0, 0, 0),
+                local(2008, 9, 30, 0, 0, 0),
+                local(2008, 10, 31, 0, 0, 0),
+                local(2008, 11, 28, 0, 0, 0),
+                local(2008, 12, 31, 0, 0, 0),
+            ],
+        ),
+        // quartzLastDayOfWeekOffset
+        (
+            "0 0 0 * * 5L",
+            local(2008, 1, 4, 12, 0, 0),
+            &[
+                local(2008, 1, 25, 0, 0, 0),
+                local(2008, 2, 29, 0, 0, 0),
+                local(2008, 3, 28, 0, 0, 0),
+                local(2008, 4, 25, 0, 0, 0),
+                local(2008, 5, 30, 0, 0, 0),
+                local(2008, 6, 27, 0, 0, 0),
+            ],
+        ),
+        // quartzWeekdayNearestTo15
+        (
+            "0 0 0 15W * ?",
+            local(2020, 1, 1, 0, 0, 0),
+            &[
+                local(2020, 1, 15, 0, 0, 0),
+                local(2020, 2, 14, 0, 0, 0),
+                local(2020, 3, 16, 0, 0, 0),
+                local(2020, 4, 15, 0, 0, 0),
+            ],
+        ),
         // dayOfMonthListWithQuartz
         (
             "0 0 0 1W,15,LW * ?",
@@ -452,6 +549,32 @@ fn springs_quartz_dialect_results() {
             "{expr} from {start}"
         );
     }
+}
+
+/// Spring's `daylightSaving` case (Europe/Amsterdam), with the one deliberate difference.
+#[test]
+fn springs_daylight_saving_results() {
+    let amsterdam = "Europe/Amsterdam";
+    // 09:00 across both changes of 2021 (+01:00 -> +02:00 on 03-28, back on 10-31).
+    assert_eq!(
+        fires("0 0 9 * * *", amsterdam, utc(2021, 3, 27, 8, 0, 0), 1),
+        vec![utc(2021, 3, 28, 7, 0, 0)]
+    );
+    assert_eq!(
+        fires("0 0 9 * * *", amsterdam, utc(2021, 10, 30, 7, 0, 0), 1),
+        vec![utc(2021, 10, 31, 8, 0, 0)]
+    );
+    // From 01:00+01:00 on the day of the gap, 00:05 is next the following day.
+    assert_eq!(
+        fires("0 5 0 * * *", amsterdam, utc(2021, 3, 28, 0, 0, 0), 1),
+        vec![utc(2021, 3, 28, 22, 5, 0)]
+    );
+    // 02:10 on 2013-03-31 does not exist. Spring skips to 2013-04-01T02:10+02:00; the project's
+    // rule (DESIGN.md: a skipped local time fires once at the gap's end) fires at 03:00+02:00.
+    assert_eq!(
+        fires("0 10 2 * * *", amsterdam, utc(2013, 3, 31, 0, 9, 0), 2),
+        vec![utc(2013, 3, 31, 1, 0, 0), utc(2013, 4, 1, 0, 10, 0)]
+    );
 }
 
 /// What Spring's parser refuses, and crons that can never fire, are errors from the parser.
