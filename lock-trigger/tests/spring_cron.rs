@@ -608,3 +608,50 @@ fn refused_like_spring_and_never_firing_is_an_error() {
         );
     }
 }
+
+/// A year of fires in zones with different DST shapes (a 30-minute change at Lord Howe, changes
+/// at midnight in Santiago): fires strictly increase, and the slot at or before each fire is
+/// that fire, and just before it the previous one.
+#[test]
+fn fires_and_slots_agree_through_a_year_of_clock_changes() {
+    use lock_trigger::{CronSpec, TriggerKind, TriggerSpec};
+    for zone in [
+        "America/New_York",
+        "Europe/London",
+        "Australia/Lord_Howe",
+        "America/Santiago",
+    ] {
+        for expr in [
+            "0 */15 * * * *",
+            "0 30 1 * * *",
+            "0 0 0 * * *",
+            "0 0 2 * * *",
+            "0 */30 0-3 * * *",
+            "0 0 * * * *",
+        ] {
+            let trigger = TriggerSpec::new(TriggerKind::Cron(CronSpec {
+                expr,
+                zone: Some(zone),
+            }))
+            .parse()
+            .unwrap()
+            .kind;
+            let mut previous: Option<DateTime<Utc>> = None;
+            let mut at = utc(2026, 1, 1, 0, 0, 0);
+            while at < utc(2027, 1, 1, 0, 0, 0) {
+                let next = trigger.next_slot(at).unwrap();
+                assert!(next > at, "{zone} {expr}: {at} -> {next}");
+                assert_eq!(trigger.slot_at_or_before(next), Some(next), "{zone} {expr}");
+                if let Some(previous) = previous {
+                    assert_eq!(
+                        trigger.slot_at_or_before(next - TimeDelta::seconds(1)),
+                        Some(previous),
+                        "{zone} {expr}: before {next}"
+                    );
+                }
+                previous = Some(next);
+                at = next;
+            }
+        }
+    }
+}
