@@ -168,7 +168,8 @@ impl<C> TriggerKind<C> {
 
 impl TriggerKind<CronSchedule> {
     /// The first slot strictly after `after`, in whole milliseconds (whole seconds for cron);
-    /// `None` for an after-run trigger and for a cron expression that never fires again.
+    /// `None` for an after-run trigger (and past the calendar's end: a parsed cron expression
+    /// always fires again, see [`next_fire`]).
     pub fn next_slot(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
             TriggerKind::Cron(schedule) => next_fire(&schedule.cron, schedule.zone, after),

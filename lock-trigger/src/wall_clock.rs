@@ -58,8 +58,8 @@ fn gap_end(zone: Tz, local: NaiveDateTime) -> DateTime<Utc> {
     first_where(near - day, near + day, |at| local_of(zone, at) > local)
 }
 
-/// The repeated hour around `at`, if `at` is in one: (the instant the clock fell back, its
-/// length), from the two readings of `at`'s wall-clock time.
+/// The repeated hour around `at`, if `at` is in one: (the first-pass reading of `at`'s
+/// wall-clock time, the instant the clock fell back, the repeat's length).
 fn fold_at(zone: Tz, at: DateTime<Utc>) -> Option<(DateTime<Utc>, DateTime<Utc>, TimeDelta)> {
     match zone.from_local_datetime(&local_of(zone, at)) {
         LocalResult::Ambiguous(first, second) => {
