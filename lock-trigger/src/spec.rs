@@ -9,8 +9,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 
+use crate::wall_clock::previous_fire;
 use crate::{Cron, TriggerError, Tz, next_fire, parse_cron, parse_zone};
 
 /// The longest lock name, in bytes: the lock table's `name` column is `VARCHAR(64)`.
@@ -167,7 +168,8 @@ impl<C> TriggerKind<C> {
 
 impl TriggerKind<CronSchedule> {
     /// The first slot strictly after `after`, in whole milliseconds (whole seconds for cron);
-    /// `None` for an after-run trigger and for a cron expression that never fires again.
+    /// `None` for an after-run trigger (and past the calendar's end: a parsed cron expression
+    /// always fires again, see [`next_fire`]).
     pub fn next_slot(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
             TriggerKind::Cron(schedule) => next_fire(&schedule.cron, schedule.zone, after),
@@ -183,18 +185,7 @@ impl TriggerKind<CronSchedule> {
     /// The most recent slot at or before `at`; `None` for an after-run trigger.
     pub fn slot_at_or_before(&self, at: DateTime<Utc>) -> Option<DateTime<Utc>> {
         match self {
-            TriggerKind::Cron(schedule) => {
-                // croner keeps sub-second parts; slots are whole seconds.
-                let at = at
-                    .duration_trunc(TimeDelta::seconds(1))
-                    .unwrap_or(at)
-                    .with_timezone(&schedule.zone);
-                schedule
-                    .cron
-                    .find_previous_occurrence(&at, true)
-                    .ok()
-                    .map(|t| t.with_timezone(&Utc))
-            }
+            TriggerKind::Cron(schedule) => previous_fire(&schedule.cron, schedule.zone, at),
             TriggerKind::FixedRate { period } => {
                 let period = i64::try_from(period.as_millis()).ok()?;
                 DateTime::from_timestamp_millis(at.timestamp_millis().div_euclid(period) * period)
@@ -350,6 +341,33 @@ mod tests {
             next.timestamp_millis() + 1500
         );
         assert_eq!(rate.slot_at_or_before(next), Some(next));
+    }
+
+    #[test]
+    fn slot_at_or_before_in_the_repeated_hour() {
+        // New York, 2026-11-01: 06:00 UTC is 02:00 EDT falling back to 01:00 EST.
+        let cron = |expr| {
+            parsed(TriggerKind::Cron(CronSpec {
+                expr,
+                zone: Some("America/New_York"),
+            }))
+            .kind
+        };
+        let at = |h, m| Utc.with_ymd_and_hms(2026, 11, 1, h, m, 0).unwrap();
+        // 01:10 EST, second pass: 01:30 fired at its first pass (01:30 EDT).
+        assert_eq!(
+            cron("0 30 1 * * *").slot_at_or_before(at(6, 10)),
+            Some(at(5, 30))
+        );
+        assert_eq!(
+            cron("0 */15 * * * *").slot_at_or_before(at(6, 10)),
+            Some(at(6, 0))
+        );
+        assert_eq!(
+            cron("0 */15 * * * *").slot_at_or_before(at(5, 50)),
+            Some(at(5, 45))
+        );
+        assert_eq!(cron("0 */15 * * * *").next_slot(at(5, 50)), Some(at(6, 0)));
     }
 
     #[test]

@@ -10,7 +10,7 @@ async fn unknown_month_name() {}
 #[scheduled(cron = "@often")]
 async fn unknown_macro() {}
 
-#[scheduled(cron = "0 0 0 L-3 * ?")]
+#[scheduled(cron = "0 0 0 L3 * ?")]
 async fn unsupported_last_offset() {}
 
 // Two bad fields: no single field is to blame, so all fields are explained.

@@ -1,0 +1,16 @@
+// Spring's Quartz day forms, also inside lists, as users bring them from `@Scheduled`.
+use lock_core::scheduled;
+
+#[scheduled(cron = "0 0 0 1W,15,LW * ?")]
+async fn first_mid_last_weekday() {}
+
+#[scheduled(cron = "0 0 * L-1 * *")]
+async fn day_before_last() {}
+
+#[scheduled(cron = "0 0 0 ? * 7#3")]
+async fn third_sunday_as_seven() {}
+
+#[scheduled(cron = "0 0 0 ? * 0#3,FRIL")]
+async fn third_sunday_or_last_friday() {}
+
+fn main() {}
