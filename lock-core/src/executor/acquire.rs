@@ -5,7 +5,7 @@ use crate::{
 };
 
 use super::lease::LeaseGuard;
-use super::{LockingTaskExecutor, bounded};
+use super::{LockingTaskExecutor, bounded, later};
 
 // Lives on the stack for one call; boxing the lease would allocate once per fire.
 #[allow(clippy::large_enum_variant)]
@@ -45,10 +45,11 @@ impl LockingTaskExecutor {
             "acquire",
             config.name(),
             requested_at,
-            requested_at + self.operation_timeout,
+            later(requested_at, self.operation_timeout),
             self.provider.as_ref().acquire(&request),
         )
         .await;
+        let result = self.recover_lost_grant(&request, result).await;
         let outcome = match result {
             Ok(outcome) => outcome,
             Err(error) => {
@@ -59,6 +60,7 @@ impl LockingTaskExecutor {
         };
         match outcome {
             AcquireOutcome::Acquired(lease) => {
+                self.seen_fences.saw(&request.name, lease.fence());
                 metrics.acquired();
                 tracing::Span::current().record("fence", lease.fence());
                 tracing::debug!(lock = config.name(), fence = lease.fence(), slot = ?slot.map(|s| s.instant()), instance = &*self.instance_id, "lock acquired");
