@@ -119,8 +119,10 @@ impl LockConfiguration {
     }
 
     /// Turns keep-alive on or off: while the body runs the lease is extended every
-    /// `lock_at_most_for / 2`; if an extension fails, [`JobContext::cancelled`](crate::JobContext::cancelled)
-    /// resolves.
+    /// `lock_at_most_for / 2`, counted from when the acquire was sent; a failed extension is
+    /// retried while the lease lasts. [`JobContext::cancelled`](crate::JobContext::cancelled)
+    /// resolves when an extension is refused (the lease expired or was taken over) or when
+    /// none succeeded by the lease's end (less 5 %), before another instance can take over.
     ///
     /// ```
     /// # use lock_core::LockConfiguration; use std::time::Duration;

@@ -7,10 +7,22 @@ use std::time::Duration;
 
 use lock_core::{
     InMemoryLockProvider, Job, LockConfiguration, LockError, LockOutcome, LockingTaskExecutor,
-    MAX_DURATION, Scheduler, Trigger,
+    MAX_DURATION, Scheduler, SchedulerBuilder, Trigger,
 };
 
 const BEYOND: Duration = MAX_DURATION.saturating_add(Duration::from_millis(1));
+
+/// The error `start()` fails with, on the in-memory provider.
+async fn start_error(builder: SchedulerBuilder) -> String {
+    match builder
+        .lock_provider(InMemoryLockProvider::new())
+        .start()
+        .await
+    {
+        Ok(_) => panic!("start() must fail"),
+        Err(error) => error.to_string(),
+    }
+}
 
 #[test]
 fn a_zero_fixed_delay_is_refused_like_in_the_macro() {
@@ -90,14 +102,7 @@ async fn an_initial_delay_beyond_the_limit_fails_at_start() {
         counted.fetch_add(1, Ordering::SeqCst);
         async {}
     });
-    let error = Scheduler::builder()
-        .lock_provider(InMemoryLockProvider::new())
-        .jobs([job])
-        .start()
-        .await
-        .map(|_| ())
-        .unwrap_err()
-        .to_string();
+    let error = start_error(Scheduler::builder().jobs([job])).await;
     assert!(
         error.contains("`late`") && error.contains("initial_delay") && error.contains("1000 years"),
         "{error}"
@@ -114,15 +119,8 @@ async fn a_default_lease_beyond_the_limit_fails_at_start() {
         Trigger::fixed_rate(Duration::from_secs(1)).unwrap(),
         || async {},
     );
-    let error = Scheduler::builder()
-        .lock_provider(InMemoryLockProvider::new())
-        .default_lock_at_most_for(Duration::MAX)
-        .jobs([job])
-        .start()
-        .await
-        .map(|_| ())
-        .unwrap_err()
-        .to_string();
+    let builder = Scheduler::builder().default_lock_at_most_for(Duration::MAX);
+    let error = start_error(builder.jobs([job])).await;
     assert!(
         error.contains("`default-lease`") && error.contains("lock_at_most_for"),
         "{error}"

@@ -72,7 +72,7 @@ async fn extend_until_lost(
             tracing::warn!(
                 lock = lease.name(),
                 fence = lease.fence(),
-                "lock lost: no extension succeeded before the lease's end; cancelling the body"
+                "lock lost: extending the lease failed until the lease's end; cancelling the body"
             );
             return;
         }

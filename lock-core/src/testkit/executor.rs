@@ -21,9 +21,9 @@ use crate::{
 };
 
 /// The executor's bound on each call in these checks: a delayed reply outlives it.
-const OPERATION_TIMEOUT: Duration = Duration::from_millis(200);
+const OPERATION_TIMEOUT: Duration = Duration::from_secs(1);
 /// A reply held this long is lost to an executor bounded by [`OPERATION_TIMEOUT`].
-const LOST: Duration = Duration::from_millis(600);
+const LOST: Duration = Duration::from_secs(2);
 
 fn executor(faulty: &Arc<FaultyProvider>, owner: &str) -> LockingTaskExecutor {
     LockingTaskExecutor::from_shared(faulty.clone())
@@ -56,6 +56,21 @@ async fn fire(
     }
 }
 
+/// One fire of a fresh slot of `name` by `owner` through `faults`: what the body saw (see
+/// [`fire`]), the slot, and the row afterwards.
+async fn fire_once(
+    fixture: &Arc<dyn Fixture>,
+    name: &Arc<str>,
+    owner: &str,
+    faults: Faults,
+) -> (Option<u64>, FireSlot, crate::LockRecord) {
+    let executor = executor(&faulty(fixture, faults), owner);
+    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+    let slot = FireSlot::new(Utc::now());
+    let ran = fire(&executor, &config, slot).await;
+    (ran, slot, record(fixture.provider(), name).await)
+}
+
 async fn record(provider: &dyn LockProvider, name: &str) -> crate::LockRecord {
     provider
         .list_locks()
@@ -71,23 +86,16 @@ async fn record(provider: &dyn LockProvider, name: &str) -> crate::LockRecord {
 /// fence, instead of leaving the slot spent and the lock held by nobody until
 /// `lock_at_most_for`.
 pub async fn lost_acquire_reply_is_adopted(fixture: Arc<dyn Fixture>) {
-    let provider = fixture.provider();
     let name = unique_name("lost-reply");
     let owner = format!("{name}-owner");
-    let faulty = faulty(
-        &fixture,
-        Faults {
-            acquire_reply_delay: LOST,
-            ..Faults::default()
-        },
-    );
-    let executor = executor(&faulty, &owner);
-    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
-    let slot = FireSlot::new(Utc::now());
-    let fence = fire(&executor, &config, slot).await.unwrap_or_else(|| {
+    let faults = Faults {
+        acquire_reply_delay: LOST,
+        ..Faults::default()
+    };
+    let (ran, slot, row) = fire_once(&fixture, &name, &owner, faults).await;
+    let fence = ran.unwrap_or_else(|| {
         panic!("lost acquire reply: the grant committed but the body did not run (slot burned)")
     });
-    let row = record(provider, &name).await;
     assert_eq!(
         (row.fence, row.locked_by.as_str(), row.last_fire),
         (fence, owner.as_str(), Some(slot.instant())),
@@ -117,18 +125,11 @@ pub async fn retried_acquire_is_adopted(fixture: Arc<dyn Fixture>) {
     };
     release(provider, &probe_lease, Duration::ZERO).await;
 
-    let faulty = faulty(
-        &fixture,
-        Faults {
-            acquire_retried: true,
-            ..Faults::default()
-        },
-    );
-    let executor = executor(&faulty, &owner);
-    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
-    let slot = FireSlot::new(Utc::now());
-    let ran = fire(&executor, &config, slot).await;
-    let row = record(provider, &name).await;
+    let faults = Faults {
+        acquire_retried: true,
+        ..Faults::default()
+    };
+    let (ran, _, row) = fire_once(&fixture, &name, &owner, faults).await;
     if names_holder {
         assert_eq!(
             ran,
