@@ -40,6 +40,7 @@ impl LockingTaskExecutor {
         let metrics = config.metrics();
         metrics.attempt();
         // The lease is measured from before the request: it cannot end later than this + at_most.
+        let in_flight = self.own_grants.begin(&request.name);
         let requested_at = tokio::time::Instant::now();
         let result = bounded(
             "acquire",
@@ -50,6 +51,10 @@ impl LockingTaskExecutor {
         )
         .await;
         let result = self.recover_lost_grant(&request, result).await;
+        if let Ok(AcquireOutcome::Acquired(lease)) = &result {
+            self.own_grants.saw(&request.name, lease.fence());
+        }
+        drop(in_flight);
         let outcome = match result {
             Ok(outcome) => outcome,
             Err(error) => {
@@ -60,7 +65,6 @@ impl LockingTaskExecutor {
         };
         match outcome {
             AcquireOutcome::Acquired(lease) => {
-                self.seen_fences.saw(&request.name, lease.fence());
                 metrics.acquired();
                 tracing::Span::current().record("fence", lease.fence());
                 tracing::debug!(lock = config.name(), fence = lease.fence(), slot = ?slot.map(|s| s.instant()), instance = &*self.instance_id, "lock acquired");

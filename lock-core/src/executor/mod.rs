@@ -28,7 +28,7 @@ use blocking::{block_on, join_blocking};
 pub(crate) use global::default_executor_shared;
 pub use global::{default_executor, install_default_executor};
 use lease::{LeaseGuard, keep_alive};
-use recover::SeenFences;
+use recover::OwnGrants;
 
 /// What [`LockingTaskExecutor::execute_with_lock`] did with the body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -92,8 +92,8 @@ pub struct LockingTaskExecutor {
     operation_timeout: Duration,
     // The runtime that synchronous locked calls from outside any runtime block on.
     runtime: Option<tokio::runtime::Handle>,
-    // Fences granted so far, so that a lost grant is told from one already seen.
-    seen_fences: SeenFences,
+    // Grants seen and acquires in flight, so that a lost grant is told from any other.
+    own_grants: OwnGrants,
 }
 
 /// The default [`LockingTaskExecutor::with_operation_timeout`]: how long one acquire, extend
@@ -146,7 +146,7 @@ impl LockingTaskExecutor {
             defaults: LockDefaults::default(),
             operation_timeout: DEFAULT_OPERATION_TIMEOUT,
             runtime: tokio::runtime::Handle::try_current().ok(),
-            seen_fences: SeenFences::default(),
+            own_grants: OwnGrants::default(),
         }
     }
 

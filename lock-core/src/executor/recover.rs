@@ -5,10 +5,11 @@
 //! Left alone, such a grant spends the slot and holds the lock for nobody until
 //! `lock_at_most_for`. After such an outcome the executor reads the row back and adopts the
 //! lease when the row is this request's grant: held by this instance, for this slot, with a
-//! fence this executor has never been granted, and with the shape of a grant nobody released
-//! or extended yet (`lock_until - locked_at` is exactly the `lock_at_most_for` asked). A row
-//! that is ours because this slot already RAN (released, but `lock_at_least_for` keeps it
-//! held) fails the last two tests and is never adopted.
+//! fence this executor has never been granted while no other acquire of the name by this
+//! executor is in flight, and with the shape of a grant nobody released or extended yet
+//! (`lock_until - locked_at` is exactly the `lock_at_most_for` asked). A row that is ours
+//! because this slot already RAN (released, but `lock_at_least_for` keeps it held) fails the
+//! fence or the shape test and is never adopted.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,25 +25,66 @@ use super::{LockingTaskExecutor, bounded, later};
 /// names; forgetting only weakens the fence test, the shape test still holds.
 const REMEMBERED_NAMES: usize = 4096;
 
-/// The highest fence this executor was granted per lock name (shared by clones). A row read
-/// back with a fence at or below it is a grant this executor has seen: running now, or run
-/// and released.
+/// What this executor (and its clones) knows of its own grants, per lock name: the highest
+/// fence it was granted, and how many of its acquires are in flight.
+///
+/// A row read back with a fence at or below the highest is a grant this executor has seen
+/// (running now, or run and released). While another acquire of the same name is in flight,
+/// a grant read back may be that one's, whose answer is on its way: neither is adopted.
 #[derive(Clone, Default)]
-pub(super) struct SeenFences(Arc<Mutex<HashMap<Arc<str>, u64>>>);
+pub(super) struct OwnGrants(Arc<Mutex<HashMap<Arc<str>, Known>>>);
 
-impl SeenFences {
-    pub(super) fn saw(&self, name: &Arc<str>, fence: u64) {
-        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if seen.len() >= REMEMBERED_NAMES && !seen.contains_key(name) {
-            seen.clear();
+#[derive(Default)]
+struct Known {
+    highest_fence: Option<u64>,
+    in_flight: u32,
+}
+
+/// One acquire in flight (see [`OwnGrants::begin`]); ends when dropped, also when the call is
+/// cancelled.
+pub(super) struct InFlight {
+    grants: OwnGrants,
+    name: Arc<str>,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if let Some(known) = self.grants.lock().get_mut(&self.name) {
+            known.in_flight = known.in_flight.saturating_sub(1);
         }
-        let highest = seen.entry(name.clone()).or_insert(fence);
-        *highest = (*highest).max(fence);
+    }
+}
+
+impl OwnGrants {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Arc<str>, Known>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn knows(&self, name: &str, fence: u64) -> bool {
-        let seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        seen.get(name).is_some_and(|&highest| fence <= highest)
+    /// Counts an acquire of `name` as in flight until the returned guard is dropped.
+    pub(super) fn begin(&self, name: &Arc<str>) -> InFlight {
+        let mut known = self.lock();
+        if known.len() >= REMEMBERED_NAMES && !known.contains_key(name) {
+            known.retain(|_, k| k.in_flight > 0);
+        }
+        known.entry(name.clone()).or_default().in_flight += 1;
+        InFlight {
+            grants: self.clone(),
+            name: name.clone(),
+        }
+    }
+
+    /// Records a grant of `fence` on `name`.
+    pub(super) fn saw(&self, name: &Arc<str>, fence: u64) {
+        let mut known = self.lock();
+        let known = known.entry(name.clone()).or_default();
+        known.highest_fence = Some(known.highest_fence.map_or(fence, |f| f.max(fence)));
+    }
+
+    /// Whether a grant of `fence` on `name` may be a lost one of the single acquire in flight.
+    fn may_be_lost(&self, name: &str, fence: u64) -> bool {
+        self.lock().get(name).is_some_and(|known| {
+            known.in_flight == 1 && known.highest_fence.is_none_or(|highest| fence > highest)
+        })
     }
 }
 
@@ -109,7 +151,7 @@ impl LockingTaskExecutor {
             && request
                 .slot
                 .is_none_or(|slot| record.last_fire == Some(slot.instant()))
-            && !self.seen_fences.knows(&request.name, record.fence)
+            && self.own_grants.may_be_lost(&request.name, record.fence)
             && untouched(record, request.lock_at_most_for)
     }
 }

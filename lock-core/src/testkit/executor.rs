@@ -196,6 +196,45 @@ pub async fn finished_slot_is_not_adopted(fixture: Arc<dyn Fixture>) {
     }
 }
 
+/// Two calls of one lock on one executor at once: the second is refused by the first's grant,
+/// which names this very instance (and looks like a fresh grant), also while the first's
+/// answer is still on its way. It must be skipped, never adopted: the body runs once.
+pub async fn concurrent_call_is_not_adopted(fixture: Arc<dyn Fixture>) {
+    let name = unique_name("concurrent");
+    let faulty = faulty(
+        &fixture,
+        Faults {
+            // The first call's answer takes a while; the second asks meanwhile.
+            acquire_reply_delay: Duration::from_millis(400),
+            ..Faults::default()
+        },
+    );
+    let executor = executor(&faulty, &format!("{name}-owner"));
+    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+    let running = std::sync::atomic::AtomicU32::new(0);
+    let body = || async {
+        running.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(600)).await;
+    };
+    let first = executor.execute_with_lock(&config, body());
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Answered at once: refused while the first's answer is still delayed.
+        faulty.set(Faults::default());
+        executor.execute_with_lock(&config, body()).await
+    };
+    let (first, second) = tokio::join!(first, second);
+    assert!(
+        matches!(first, Ok(LockOutcome::Executed(()))),
+        "concurrent calls: the first runs, got {first:?}"
+    );
+    assert!(
+        !matches!(second, Ok(LockOutcome::Executed(()))),
+        "concurrent calls: the second adopted the first's grant and ran at the same time"
+    );
+    assert_eq!(running.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
 /// What a keep-alive body saw while another instance kept asking for its lock.
 #[derive(Debug, Default)]
 struct Watch {

@@ -41,9 +41,9 @@ use crate::LockProvider;
 
 pub use acquire::{exclusion, fuzz, independent_names, name_too_long};
 pub use executor::{
-    cancelled_before_another_can_take_over, finished_slot_is_not_adopted,
-    keep_alive_counts_from_the_request, keep_alive_retries_a_failed_extend,
-    lost_acquire_reply_is_adopted, retried_acquire_is_adopted,
+    cancelled_before_another_can_take_over, concurrent_call_is_not_adopted,
+    finished_slot_is_not_adopted, keep_alive_counts_from_the_request,
+    keep_alive_retries_a_failed_extend, lost_acquire_reply_is_adopted, retried_acquire_is_adopted,
 };
 pub use expiry::{
     at_least_hold, at_most_expiry, durations_beyond_the_cap, extend_of_expired_refused,
@@ -157,6 +157,7 @@ macro_rules! __executor_suite {
             lost_acquire_reply_is_adopted,
             retried_acquire_is_adopted,
             finished_slot_is_not_adopted,
+            concurrent_call_is_not_adopted,
             keep_alive_counts_from_the_request,
             keep_alive_retries_a_failed_extend,
             cancelled_before_another_can_take_over,
