@@ -64,8 +64,17 @@ impl LockConfiguration {
     /// Validates and builds a configuration.
     ///
     /// Fails with [`LockError::InvalidLockName`] for an empty name or one longer than
-    /// [`MAX_LOCK_NAME_LEN`] bytes, [`LockError::ZeroAtMost`] for a zero `at_most`, and
-    /// [`LockError::AtLeastExceedsAtMost`] when `at_least > at_most`.
+    /// [`MAX_LOCK_NAME_LEN`] bytes, [`LockError::ZeroAtMost`] for a zero `at_most`,
+    /// [`LockError::AtLeastExceedsAtMost`] when `at_least > at_most`, and
+    /// [`LockError::DurationTooLong`] when `at_most` exceeds [`MAX_DURATION`] (1000 years):
+    /// the macros' limits, applied at run time.
+    ///
+    /// ```
+    /// # use lock_core::{LockConfiguration, LockError};
+    /// # use std::time::Duration;
+    /// let err = LockConfiguration::new("x", Duration::MAX, Duration::ZERO).unwrap_err();
+    /// assert!(matches!(err, LockError::DurationTooLong { setting: "lock_at_most_for", .. }));
+    /// ```
     pub fn new(
         name: impl Into<Arc<str>>,
         at_most: Duration,
@@ -88,6 +97,14 @@ impl LockConfiguration {
                 });
             }
         }
+        // at_least <= at_most here, so one bound covers both.
+        if at_most > MAX_DURATION {
+            return Err(LockError::DurationTooLong {
+                name: name.to_string(),
+                setting: "lock_at_most_for",
+                value: at_most,
+            });
+        }
         Ok(Self {
             name,
             lock_at_most_for: at_most,
@@ -102,8 +119,10 @@ impl LockConfiguration {
     }
 
     /// Turns keep-alive on or off: while the body runs the lease is extended every
-    /// `lock_at_most_for / 2`; if an extension fails, [`JobContext::cancelled`](crate::JobContext::cancelled)
-    /// resolves.
+    /// `lock_at_most_for / 2`, counted from when the acquire was sent; a failed extension is
+    /// retried while the lease lasts. [`JobContext::cancelled`](crate::JobContext::cancelled)
+    /// resolves when an extension is refused (the lease expired or was taken over) or when
+    /// none succeeded by the lease's end (less 5 %), before another instance can take over.
     ///
     /// ```
     /// # use lock_core::LockConfiguration; use std::time::Duration;

@@ -53,6 +53,22 @@ pub enum LockError {
         name: String,
     },
 
+    /// A lease bound is longer than [`MAX_DURATION`](crate::MAX_DURATION) (1000 years), the
+    /// limit the macros apply at compile time.
+    #[error(
+        "lock {name:?}: {setting} ({}) exceeds the longest supported duration, 1000 years \
+         (lock_core::MAX_DURATION)",
+        humanize(*value)
+    )]
+    DurationTooLong {
+        /// The lock concerned.
+        name: String,
+        /// Which setting: `lock_at_most_for` or `lock_at_least_for`.
+        setting: &'static str,
+        /// The value given.
+        value: Duration,
+    },
+
     /// A configuration value (table or column name, URL, instance id, ...) was refused.
     #[error("invalid configuration: {0}")]
     InvalidConfiguration(String),

@@ -9,8 +9,8 @@ use chrono::{DateTime, TimeDelta, Utc};
 use tokio::time::Instant;
 
 use crate::{
-    AcquireOutcome, FireSlot, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
-    RefusalReason, validate_lock_name,
+    AcquireOutcome, FireSlot, Lease, LockError, LockProvider, LockRecord, LockRequest,
+    MAX_DURATION, Refusal, RefusalReason, validate_lock_name,
 };
 
 /// Leases in process memory, with the full semantics of the database providers (owner check,
@@ -94,6 +94,12 @@ impl InMemoryLockProvider {
     }
 }
 
+/// `at + duration`, the duration cut to [`MAX_DURATION`] as the database providers cut it
+/// (so `Duration::MAX` holds for 1000 years instead of overflowing the clock).
+fn after(at: Instant, duration: Duration) -> Instant {
+    at + duration.min(MAX_DURATION)
+}
+
 fn owns(row: &Row, lease: &Lease) -> bool {
     &*row.locked_by == lease.locked_by() && row.fence == lease.fence()
 }
@@ -123,7 +129,7 @@ impl LockProvider for InMemoryLockProvider {
             }
             row.fence += 1;
             row.locked_at = now;
-            row.lock_until = now + request.lock_at_most_for;
+            row.lock_until = after(now, request.lock_at_most_for);
             row.locked_by = request.locked_by.clone();
             if request.slot.is_some() {
                 row.last_fire = request.slot;
@@ -133,7 +139,7 @@ impl LockProvider for InMemoryLockProvider {
         rows.insert(
             request.name.to_string(),
             Row {
-                lock_until: now + request.lock_at_most_for,
+                lock_until: after(now, request.lock_at_most_for),
                 locked_at: now,
                 locked_by: request.locked_by.clone(),
                 fence: 1,
@@ -148,7 +154,7 @@ impl LockProvider for InMemoryLockProvider {
         let mut rows = self.rows();
         match rows.get_mut(lease.name()) {
             Some(row) if owns(row, lease) && row.lock_until > now => {
-                row.lock_until = now + lock_at_most_for;
+                row.lock_until = after(now, lock_at_most_for);
                 Ok(true)
             }
             _ => Ok(false),
@@ -160,7 +166,7 @@ impl LockProvider for InMemoryLockProvider {
         let mut rows = self.rows();
         match rows.get_mut(lease.name()) {
             Some(row) if owns(row, lease) => {
-                row.lock_until = now.max(row.locked_at + lock_at_least_for);
+                row.lock_until = now.max(after(row.locked_at, lock_at_least_for));
                 Ok(true)
             }
             _ => Ok(false),
@@ -176,6 +182,12 @@ impl LockProvider for InMemoryLockProvider {
             .collect();
         records.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(records)
+    }
+
+    async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        let now = Instant::now();
+        let rows = self.rows();
+        Ok(rows.get(name).map(|row| self.record(name, row, now)))
     }
 
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {

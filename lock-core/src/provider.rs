@@ -264,6 +264,41 @@ pub trait LockProvider: Send + Sync + 'static {
     /// Every row of the lock table, sorted by name.
     async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError>;
 
+    /// One lock's row, or `None` when there is no such lock.
+    ///
+    /// The executor reads it back after an acquire whose reply was lost (a timeout, a dropped
+    /// connection, a driver's retry that was refused by its own first attempt), to find a
+    /// grant that committed for it and adopt it instead of leaving the slot spent and the lock
+    /// held by nobody. The default implementation picks the row out of
+    /// [`list_locks`](Self::list_locks); a provider with an index on the name should read
+    /// that one row.
+    ///
+    /// ```
+    /// use lock_core::{AcquireOutcome, InMemoryLockProvider, LockProvider, LockRequest};
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let provider = InMemoryLockProvider::new();
+    /// let request = LockRequest {
+    ///     name: "report".into(),
+    ///     locked_by: "instance-a".into(),
+    ///     lock_at_most_for: Duration::from_secs(30),
+    ///     slot: None,
+    /// };
+    /// let AcquireOutcome::Acquired(lease) = provider.acquire(&request).await? else { panic!() };
+    /// let record = provider.read_lock("report").await?.expect("the row exists");
+    /// assert_eq!((record.locked_by.as_str(), record.fence, record.held), ("instance-a", lease.fence(), true));
+    /// assert_eq!(provider.read_lock("other").await?, None);
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        Ok(self
+            .list_locks()
+            .await?
+            .into_iter()
+            .find(|record| record.name == name))
+    }
+
     /// Ends a lock whatever its owner (an operator's action): sets `lock_until = now` and
     /// returns the row as it was before, or `None` when there is no such lock. `last_fire` and
     /// `fence` are kept, so once-per-slot and fencing still hold afterwards.
@@ -286,6 +321,9 @@ impl<P: LockProvider + ?Sized> LockProvider for Arc<P> {
     }
     async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
         (**self).list_locks().await
+    }
+    async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        (**self).read_lock(name).await
     }
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
         (**self).force_unlock(name).await

@@ -5,7 +5,7 @@ use crate::{
 };
 
 use super::lease::LeaseGuard;
-use super::{LockingTaskExecutor, bounded};
+use super::{LockingTaskExecutor, bounded, later};
 
 // Lives on the stack for one call; boxing the lease would allocate once per fire.
 #[allow(clippy::large_enum_variant)]
@@ -40,15 +40,21 @@ impl LockingTaskExecutor {
         let metrics = config.metrics();
         metrics.attempt();
         // The lease is measured from before the request: it cannot end later than this + at_most.
+        let in_flight = self.own_grants.begin(&request.name);
         let requested_at = tokio::time::Instant::now();
         let result = bounded(
             "acquire",
             config.name(),
             requested_at,
-            requested_at + self.operation_timeout,
+            later(requested_at, self.operation_timeout),
             self.provider.as_ref().acquire(&request),
         )
         .await;
+        let result = self.recover_lost_grant(&request, result).await;
+        if let Ok(AcquireOutcome::Acquired(lease)) = &result {
+            self.own_grants.saw(&request.name, lease.fence());
+        }
+        drop(in_flight);
         let outcome = match result {
             Ok(outcome) => outcome,
             Err(error) => {

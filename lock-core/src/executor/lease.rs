@@ -6,12 +6,13 @@ use std::time::Duration;
 use crate::metrics::LockMetrics;
 use crate::{JobContext, Lease, LockConfiguration, LockProvider};
 
-use super::bounded;
+use super::{bounded, later};
 
 pub(super) enum Never {}
 
-/// Extends the lease every `at_most / 2` until the lease is lost; then resolves the context's
-/// cancellation and waits forever (the body decides when to stop).
+/// Extends the lease every `at_most / 2`, counted from when the acquire was requested, until
+/// the lease is lost; then resolves the context's cancellation and waits forever (the body
+/// decides when to stop).
 pub(super) fn keep_alive(
     provider: Arc<dyn LockProvider>,
     ctx: JobContext,
@@ -20,41 +21,68 @@ pub(super) fn keep_alive(
 ) -> impl Future<Output = Never> + Send + 'static {
     let at_most = config.lock_at_most_for();
     let metrics = config.metrics().clone();
-    let lease_end = guard.requested_at + at_most;
+    let requested_at = guard.requested_at;
     let timeout = guard.operation_timeout;
     async move {
-        extend_until_lost(provider.as_ref(), &ctx, at_most, lease_end, timeout).await;
+        extend_until_lost(provider.as_ref(), &ctx, at_most, requested_at, timeout).await;
         metrics.lost();
         ctx.cancel_token().cancel();
         std::future::pending().await
     }
 }
 
-/// Extends the lease every `at_most / 2`; returns when an extension fails or is refused.
+/// How much of the lease is kept in hand when giving up on it: `cancelled()` resolves this
+/// long before the lease's end by this process's clock (5 % of `lock_at_most_for`), which
+/// covers timer lateness and a database clock running a little faster than ours.
+fn safety_margin(at_most: Duration) -> Duration {
+    at_most / 20
+}
+
+/// The pause before retrying a failed extension: a tenth of the period, between 10 ms and 2 s.
+fn retry_pause(period: Duration) -> Duration {
+    (period / 10).clamp(Duration::from_millis(10), Duration::from_secs(2))
+}
+
+/// Extends the lease every `at_most / 2`; returns when the lease is lost: an extension was
+/// refused (the lease expired or was taken over), or none succeeded before the lease's end.
 ///
-/// `lease_end` is the latest the lease can end by this process's clock (the previous request's
-/// send time + `at_most`): an extension still unanswered then may no longer hold anything, so
-/// it counts as lost even if the database never answers.
+/// Every time is counted from when a request was SENT, never from when it was answered: the
+/// lease granted by an acquire sent at `requested_at` ends at the latest at `requested_at +
+/// at_most` by this process's clock, however long the answer took. A failed extension is
+/// retried while the lease lasts; only when its end (less [`safety_margin`]) comes without a
+/// successful extension is the lease given up, so `cancelled()` resolves before another
+/// instance can take over.
 async fn extend_until_lost(
     provider: &dyn LockProvider,
     ctx: &JobContext,
     at_most: Duration,
-    mut lease_end: tokio::time::Instant,
+    requested_at: tokio::time::Instant,
     timeout: Duration,
 ) {
     let period = at_most / 2;
     let lease = ctx.lease();
-    let mut next = tokio::time::Instant::now() + period;
+    // When the lease may end, less the margin: past this point it counts as lost.
+    let mut give_up_at = later(requested_at, at_most - safety_margin(at_most));
+    let mut next = later(requested_at, period);
+    let mut failed = false;
     loop {
         tokio::time::sleep_until(next).await;
         let sent = tokio::time::Instant::now();
+        if failed && sent >= give_up_at {
+            tracing::warn!(
+                lock = lease.name(),
+                fence = lease.fence(),
+                "lock lost: extending the lease failed until the lease's end; cancelling the body"
+            );
+            return;
+        }
         // While the lease may still hold, an unanswered extension must not outlive it. Past that
         // (this process was paused or starved), ask anyway: the database's refusal is the
         // proof that the lease is gone, and its grant that it is not.
-        let deadline = if lease_end > sent {
-            lease_end.min(sent + timeout)
+        let deadline = if give_up_at > sent {
+            give_up_at.min(later(sent, timeout))
         } else {
-            sent + timeout
+            later(sent, timeout)
         };
         let result = bounded(
             "extend",
@@ -67,8 +95,9 @@ async fn extend_until_lost(
         match result {
             Ok(true) => {
                 tracing::debug!(lock = lease.name(), fence = lease.fence(), "lock extended");
-                lease_end = sent + at_most;
-                next += period;
+                give_up_at = later(sent, at_most - safety_margin(at_most));
+                next = later(sent, period);
+                failed = false;
             }
             Ok(false) => {
                 tracing::warn!(
@@ -76,16 +105,28 @@ async fn extend_until_lost(
                     fence = lease.fence(),
                     "lock lost: the lease expired or was taken over; cancelling the body"
                 );
-                break;
+                return;
             }
             Err(error) => {
+                let now = tokio::time::Instant::now();
+                if now >= give_up_at {
+                    tracing::warn!(
+                        lock = lease.name(),
+                        fence = lease.fence(),
+                        error = &error as &dyn std::error::Error,
+                        "lock lost: extending the lease failed until the lease's end; cancelling the body"
+                    );
+                    return;
+                }
                 tracing::warn!(
                     lock = lease.name(),
                     fence = lease.fence(),
                     error = &error as &dyn std::error::Error,
-                    "lock lost: extending the lease failed; cancelling the body"
+                    remaining = ?give_up_at - now,
+                    "extending the lease failed; retrying while it lasts"
                 );
-                break;
+                failed = true;
+                next = later(now, retry_pause(period)).min(give_up_at);
             }
         }
     }
@@ -152,7 +193,7 @@ async fn release(
         "release",
         lease.name(),
         sent,
-        sent + timeout,
+        later(sent, timeout),
         provider.release(lease, at_least),
     )
     .await;

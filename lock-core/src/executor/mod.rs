@@ -9,6 +9,7 @@ mod acquire;
 mod blocking;
 mod global;
 mod lease;
+mod recover;
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -18,8 +19,8 @@ use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    FireSlot, JobContext, LockConfiguration, LockError, LockProvider, MAX_INSTANCE_ID_LEN,
-    default_instance_id,
+    FireSlot, JobContext, LockConfiguration, LockError, LockProvider, MAX_DURATION,
+    MAX_INSTANCE_ID_LEN, default_instance_id,
 };
 
 use acquire::Acquired;
@@ -27,6 +28,7 @@ use blocking::{block_on, join_blocking};
 pub(crate) use global::default_executor_shared;
 pub use global::{default_executor, install_default_executor};
 use lease::{LeaseGuard, keep_alive};
+use recover::OwnGrants;
 
 /// What [`LockingTaskExecutor::execute_with_lock`] did with the body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -90,6 +92,8 @@ pub struct LockingTaskExecutor {
     operation_timeout: Duration,
     // The runtime that synchronous locked calls from outside any runtime block on.
     runtime: Option<tokio::runtime::Handle>,
+    // Grants seen and acquires in flight, so that a lost grant is told from any other.
+    own_grants: OwnGrants,
 }
 
 /// The default [`LockingTaskExecutor::with_operation_timeout`]: how long one acquire, extend
@@ -142,6 +146,7 @@ impl LockingTaskExecutor {
             defaults: LockDefaults::default(),
             operation_timeout: DEFAULT_OPERATION_TIMEOUT,
             runtime: tokio::runtime::Handle::try_current().ok(),
+            own_grants: OwnGrants::default(),
         }
     }
 
@@ -177,6 +182,9 @@ impl LockingTaskExecutor {
     /// extension that has not succeeded by the time the lease would end counts as a lost lock,
     /// so [`JobContext::cancelled`] resolves before another instance can take over.
     ///
+    /// A timeout above [`MAX_DURATION`] (1000 years; e.g. `Duration::MAX` for "never") is cut
+    /// to it.
+    ///
     /// ```
     /// use lock_core::{InMemoryLockProvider, LockingTaskExecutor};
     /// use std::time::Duration;
@@ -186,7 +194,7 @@ impl LockingTaskExecutor {
     /// ```
     #[must_use]
     pub fn with_operation_timeout(mut self, timeout: Duration) -> Self {
-        self.operation_timeout = timeout;
+        self.operation_timeout = timeout.min(MAX_DURATION);
         self
     }
 
@@ -396,6 +404,15 @@ impl LockingTaskExecutor {
             Err(panic) => std::panic::resume_unwind(panic),
         }
     }
+}
+
+/// `at + duration` without overflow: a deadline past what the clock can count is as good as
+/// never, so it saturates about 30 years ahead (as tokio's own far-future deadline does).
+fn later(at: tokio::time::Instant, duration: Duration) -> tokio::time::Instant {
+    const FAR: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
+    at.checked_add(duration)
+        .or_else(|| at.checked_add(FAR))
+        .unwrap_or(at)
 }
 
 /// Runs one provider call sent at `sent`, turning "no answer by `deadline`" into

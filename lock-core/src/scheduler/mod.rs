@@ -233,8 +233,9 @@ impl SchedulerBuilder {
     /// and starts one timer loop per job. Must be called inside a tokio runtime.
     ///
     /// Fails without starting anything when no provider was given, the instance id is invalid,
-    /// a job's lock configuration is invalid (e.g. a default name over 64 bytes), or two jobs
-    /// share a name.
+    /// a job's lock configuration is invalid (e.g. a default name over 64 bytes, or a
+    /// `lock_at_most_for` over 1000 years), a job's initial delay is over 1000 years, or two
+    /// jobs share a name.
     pub async fn start(self) -> Result<Scheduler, LockError> {
         let provider = self.provider.ok_or_else(|| {
             LockError::InvalidConfiguration(
@@ -262,6 +263,10 @@ impl SchedulerBuilder {
                     job.name()
                 )));
             }
+            // An initial delay set by `with_initial_delay` is first checked here.
+            job.trigger().check_limits().map_err(|e| {
+                LockError::InvalidConfiguration(format!("job `{}`: {e}", job.name()))
+            })?;
             let config = job.lock_configuration(&executor)?;
             prepared.push((job, config));
         }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use lock_trigger::{CronSchedule, TriggerError, TriggerKind, TriggerSpec};
 
-use crate::{FireSlot, LockError};
+use crate::{FireSlot, LockError, MAX_DURATION};
 
 /// When a job fires.
 ///
@@ -87,14 +87,51 @@ impl Trigger {
 
     /// A trigger from its description (what `#[scheduled]` registers), checked.
     pub(crate) fn from_spec(spec: &TriggerSpec) -> Result<Self, LockError> {
-        Ok(Trigger {
+        let trigger = Trigger {
             spec: spec.parse().map_err(invalid)?,
-        })
+        };
+        trigger.check_limits()?;
+        Ok(trigger)
     }
 
     fn checked(kind: TriggerKind<CronSchedule>) -> Result<Self, LockError> {
         kind.check().map_err(invalid)?;
-        Ok(Self::of(kind))
+        let trigger = Self::of(kind);
+        trigger.check_limits()?;
+        Ok(trigger)
+    }
+
+    /// The limits the macros apply at compile time, for values given at run time: a fixed
+    /// delay of at least 1 ms (zero would run the job back to back, at round-trip speed while
+    /// another instance holds the lock), and no period, delay or initial delay beyond
+    /// [`MAX_DURATION`] (1000 years), so that no deadline overflows.
+    ///
+    /// The constructors check it; [`SchedulerBuilder::start`](crate::SchedulerBuilder::start)
+    /// checks it again, because [`with_initial_delay`](Self::with_initial_delay) cannot
+    /// return an error.
+    pub(crate) fn check_limits(&self) -> Result<(), LockError> {
+        let at_most = |key: &str, value: Duration| {
+            if value > MAX_DURATION {
+                Err(LockError::InvalidConfiguration(format!(
+                    "{key}: {value:?} is longer than 1000 years (lock_core::MAX_DURATION)"
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        match self.spec.kind {
+            TriggerKind::FixedDelay { delay } if delay.as_millis() == 0 => {
+                return Err(LockError::InvalidConfiguration(
+                    "fixed_delay: the delay must be at least 1 ms (a zero delay runs the job back \
+                     to back without pause)"
+                        .into(),
+                ));
+            }
+            TriggerKind::FixedDelay { delay } => at_most("fixed_delay", delay)?,
+            TriggerKind::FixedRate { period } => at_most("fixed_rate", period)?,
+            TriggerKind::Cron(_) => {}
+        }
+        at_most("initial_delay", self.spec.initial_delay)
     }
 
     fn of(kind: TriggerKind<CronSchedule>) -> Self {
@@ -104,6 +141,10 @@ impl Trigger {
     }
 
     /// No fire earlier than `delay` after the scheduler starts.
+    ///
+    /// A delay longer than [`MAX_DURATION`] (1000 years) cannot be refused here (this returns
+    /// the trigger): [`SchedulerBuilder::start`](crate::SchedulerBuilder::start) fails with an
+    /// error naming the job.
     #[must_use]
     pub fn with_initial_delay(mut self, delay: Duration) -> Self {
         self.spec.initial_delay = delay;

@@ -110,3 +110,50 @@ pub async fn extend_of_expired_refused(provider: &dyn LockProvider) {
     .await;
     release(provider, &lease, Duration::ZERO).await;
 }
+
+/// Durations beyond [`MAX_DURATION`](crate::MAX_DURATION) (up to `Duration::MAX`) are cut to
+/// it, never a panic or an error: acquire, extend and release all hold the lock about as long
+/// as asked, and an operator can still end it.
+pub async fn durations_beyond_the_cap(provider: &dyn LockProvider) {
+    let name = unique_name("cap");
+    let lease = must_acquire(
+        provider,
+        &request(&name, "instance-a", Duration::MAX, None),
+        "cap: acquire for Duration::MAX",
+    )
+    .await;
+    must_refuse(
+        provider,
+        &request(&name, "instance-b", LONG, None),
+        "cap: held for Duration::MAX",
+    )
+    .await;
+    assert!(
+        provider
+            .extend(&lease, Duration::MAX)
+            .await
+            .unwrap_or_else(|e| panic!("cap: extend for Duration::MAX failed: {e:?}")),
+        "cap: extend for Duration::MAX"
+    );
+    assert!(
+        release(provider, &lease, Duration::MAX).await,
+        "cap: release with lock_at_least_for = Duration::MAX"
+    );
+    must_refuse(
+        provider,
+        &request(&name, "instance-b", LONG, None),
+        "cap: still held after a release with lock_at_least_for = Duration::MAX",
+    )
+    .await;
+    provider
+        .force_unlock(&name)
+        .await
+        .unwrap_or_else(|e| panic!("cap: force_unlock failed: {e:?}"));
+    let lease = must_acquire(
+        provider,
+        &request(&name, "instance-b", LONG, None),
+        "cap: after force_unlock",
+    )
+    .await;
+    release(provider, &lease, Duration::ZERO).await;
+}

@@ -22,9 +22,16 @@
 //! `operator` (listing and force-unlocking). The suite's list is declared once, in
 //! `__conformance_suite!`: [`conformance_tests!`](crate::conformance_tests) and [`run_all`]
 //! both expand it.
+//!
+//! A second group, `executor`, checks the locking executor's guarantees on the provider
+//! through a [`FaultyProvider`] (lost acquire replies, keep-alive timing). Those functions take
+//! the fixture shared (`Arc<dyn Fixture>`), since an executor keeps its provider; they are
+//! listed in `__executor_suite!`, which `conformance_tests!` expands too.
 
 mod acquire;
+mod executor;
 mod expiry;
+mod faults;
 mod operator;
 mod ownership;
 mod slots;
@@ -33,7 +40,16 @@ mod support;
 use crate::LockProvider;
 
 pub use acquire::{exclusion, fuzz, independent_names, name_too_long};
-pub use expiry::{at_least_hold, at_most_expiry, extend_of_expired_refused, extend_pushes_expiry};
+pub use executor::{
+    cancelled_before_another_can_take_over, concurrent_call_is_not_adopted,
+    finished_slot_is_not_adopted, keep_alive_counts_from_the_request,
+    keep_alive_retries_a_failed_extend, lost_acquire_reply_is_adopted, retried_acquire_is_adopted,
+};
+pub use expiry::{
+    at_least_hold, at_most_expiry, durations_beyond_the_cap, extend_of_expired_refused,
+    extend_pushes_expiry,
+};
+pub use faults::{Faults, FaultyProvider};
 pub use operator::list_and_force_unlock;
 pub use ownership::{
     extend_only_by_owner, fence_strictly_increasing, release_only_by_owner,
@@ -79,6 +95,7 @@ impl<D: Send + Sync, P: LockProvider> Fixture for (D, P) {
 macro_rules! conformance_tests {
     ($setup:expr) => {
         $crate::__conformance_suite!(tests($setup));
+        $crate::__executor_suite!(tests($setup));
 
         #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn whole_suite_through_a_dyn_provider() {
@@ -103,6 +120,7 @@ macro_rules! __conformance_suite {
             independent_names,
             at_most_expiry,
             at_least_hold,
+            durations_beyond_the_cap,
             release_only_by_owner,
             extend_only_by_owner,
             extend_pushes_expiry,
@@ -126,6 +144,32 @@ macro_rules! __conformance_suite {
     )*};
     (@run_all ($provider:expr); $($test:ident),* $(,)?) => {$(
         $crate::testkit::$test($provider).await;
+    )*};
+}
+
+/// The executor's guarantees on a provider, declared once: each function takes the fixture
+/// shared. `tests(setup)` expands to one `#[tokio::test]` per function.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __executor_suite {
+    ($mode:ident $arg:tt) => {
+        $crate::__executor_suite!(@$mode $arg;
+            lost_acquire_reply_is_adopted,
+            retried_acquire_is_adopted,
+            finished_slot_is_not_adopted,
+            concurrent_call_is_not_adopted,
+            keep_alive_counts_from_the_request,
+            keep_alive_retries_a_failed_extend,
+            cancelled_before_another_can_take_over,
+        );
+    };
+    (@tests ($setup:expr); $($test:ident),* $(,)?) => {$(
+        #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $test() {
+            if let ::std::option::Option::Some(fixture) = $setup.await {
+                $crate::testkit::$test(::std::sync::Arc::new(fixture)).await;
+            }
+        }
     )*};
 }
 

@@ -1,0 +1,360 @@
+//! The executor's guarantees on a real store, through [`FaultyProvider`]: a grant whose reply
+//! was lost is adopted (and only a grant this call never saw), and keep-alive holds the lease
+//! from the moment it was requested, retries failed extensions, and resolves `cancelled()`
+//! before another instance can take over.
+//!
+//! These functions take the fixture shared (`Arc<dyn Fixture>`), because the executor keeps
+//! its provider for as long as it lives.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{TimeDelta, Utc};
+use tokio::time::Instant;
+
+use super::faults::{Faults, FaultyProvider};
+use super::support::{LONG, SHORT, release, request, try_acquire, unique_name};
+use super::{Fixture, support};
+use crate::{
+    AcquireOutcome, FireSlot, JobContext, LockConfiguration, LockOutcome, LockProvider,
+    LockingTaskExecutor,
+};
+
+/// The executor's bound on each call in these checks: a delayed reply outlives it.
+const OPERATION_TIMEOUT: Duration = Duration::from_secs(1);
+/// A reply held this long is lost to an executor bounded by [`OPERATION_TIMEOUT`].
+const LOST: Duration = Duration::from_secs(2);
+
+fn executor(faulty: &Arc<FaultyProvider>, owner: &str) -> LockingTaskExecutor {
+    LockingTaskExecutor::from_shared(faulty.clone())
+        .with_instance_id(owner)
+        .expect("a valid instance id")
+        .with_operation_timeout(OPERATION_TIMEOUT)
+}
+
+fn faulty(fixture: &Arc<dyn Fixture>, faults: Faults) -> Arc<FaultyProvider> {
+    let faulty = Arc::new(FaultyProvider::new(fixture.clone()));
+    faulty.set(faults);
+    faulty
+}
+
+/// Runs one fire of `slot` and returns the fence the body saw, or `None` when it did not run
+/// (refused or failed).
+async fn fire(
+    executor: &LockingTaskExecutor,
+    config: &LockConfiguration,
+    slot: FireSlot,
+) -> Option<u64> {
+    let outcome = executor
+        .execute_in_slot(config, Some(slot), async {
+            JobContext::current().expect("inside a body").fence()
+        })
+        .await;
+    match outcome {
+        Ok(LockOutcome::Executed(fence)) => Some(fence),
+        Ok(LockOutcome::Skipped) | Err(_) => None,
+    }
+}
+
+/// One fire of a fresh slot of `name` by `owner` through `faults`: what the body saw (see
+/// [`fire`]), the slot, and the row afterwards.
+async fn fire_once(
+    fixture: &Arc<dyn Fixture>,
+    name: &Arc<str>,
+    owner: &str,
+    faults: Faults,
+) -> (Option<u64>, FireSlot, crate::LockRecord) {
+    let executor = executor(&faulty(fixture, faults), owner);
+    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+    let slot = FireSlot::new(Utc::now());
+    let ran = fire(&executor, &config, slot).await;
+    (ran, slot, record(fixture.provider(), name).await)
+}
+
+async fn record(provider: &dyn LockProvider, name: &str) -> crate::LockRecord {
+    provider
+        .list_locks()
+        .await
+        .unwrap_or_else(|e| panic!("list_locks failed: {e:?}"))
+        .into_iter()
+        .find(|row| row.name == name)
+        .unwrap_or_else(|| panic!("list_locks: no row for {name:?}"))
+}
+
+/// An acquire that committed but whose reply came after the operation timeout: the executor
+/// reads the row back, finds its own grant for this slot, adopts it and runs the body with its
+/// fence, instead of leaving the slot spent and the lock held by nobody until
+/// `lock_at_most_for`.
+pub async fn lost_acquire_reply_is_adopted(fixture: Arc<dyn Fixture>) {
+    let name = unique_name("lost-reply");
+    let owner = format!("{name}-owner");
+    let faults = Faults {
+        acquire_reply_delay: LOST,
+        ..Faults::default()
+    };
+    let (ran, slot, row) = fire_once(&fixture, &name, &owner, faults).await;
+    let fence = ran.unwrap_or_else(|| {
+        panic!("lost acquire reply: the grant committed but the body did not run (slot burned)")
+    });
+    assert_eq!(
+        (row.fence, row.locked_by.as_str(), row.last_fire),
+        (fence, owner.as_str(), Some(slot.instant())),
+        "lost acquire reply: the body must run with the committed grant's fence"
+    );
+    assert!(
+        !row.held,
+        "lost acquire reply: the adopted lease must be released after the body"
+    );
+}
+
+/// A driver that retried an acquire after its connection died gets "held" for the grant its
+/// first attempt committed. When the refusal names this instance and this slot, the executor
+/// adopts the grant; a provider whose refusals do not name the holder cannot tell, and the
+/// fire is skipped (the lock then stays until `lock_at_most_for`).
+pub async fn retried_acquire_is_adopted(fixture: Arc<dyn Fixture>) {
+    let provider = fixture.provider();
+    let name = unique_name("retried");
+    let owner = format!("{name}-owner");
+    // Does a refusal name the holder? Asked of a name of its own.
+    let probe = unique_name("retried-probe");
+    let probe_request = request(&probe, &owner, LONG, None);
+    let probe_lease = support::must_acquire(provider, &probe_request, "retried: probe").await;
+    let names_holder = match provider.acquire(&probe_request).await {
+        Ok(AcquireOutcome::Refused(refusal)) => refusal.locked_by.as_deref() == Some(&owner),
+        other => panic!("retried: the probe's second acquire must be refused, got {other:?}"),
+    };
+    release(provider, &probe_lease, Duration::ZERO).await;
+
+    let faults = Faults {
+        acquire_retried: true,
+        ..Faults::default()
+    };
+    let (ran, _, row) = fire_once(&fixture, &name, &owner, faults).await;
+    if names_holder {
+        assert_eq!(
+            ran,
+            Some(row.fence),
+            "retried acquire: the first attempt's grant must be adopted"
+        );
+        assert!(!row.held, "retried acquire: released after the body");
+    } else {
+        assert_eq!(
+            ran, None,
+            "retried acquire: refusals that do not name the holder are not adopted"
+        );
+        provider.force_unlock(&name).await.expect("force_unlock");
+    }
+}
+
+/// A row that is this instance's for this slot because the slot already RAN (released, and
+/// `lock_at_least_for` keeps it held) is never adopted: after a lost reply, a retried
+/// acquire, from the same executor or a new one with the same instance id, the body does not
+/// run a second time.
+pub async fn finished_slot_is_not_adopted(fixture: Arc<dyn Fixture>) {
+    let provider = fixture.provider();
+    let name = unique_name("ran-once");
+    let owner = format!("{name}-owner");
+    let faulty = faulty(&fixture, Faults::default());
+    let first = executor(&faulty, &owner);
+    let slot = FireSlot::new(Utc::now());
+    // at_least below at_most, and equal to it: the released row looks like a fresh grant then.
+    for at_least in [Duration::from_secs(60), LONG] {
+        let config = LockConfiguration::new(name.clone(), LONG, at_least).expect("valid");
+        let slot = FireSlot::new(slot.instant() + TimeDelta::seconds(at_least.as_secs() as i64));
+        assert!(
+            fire(&first, &config, slot).await.is_some(),
+            "finished slot: the first fire runs"
+        );
+        let faults = [
+            Faults {
+                acquire_reply_delay: LOST,
+                ..Faults::default()
+            },
+            Faults {
+                acquire_retried: true,
+                ..Faults::default()
+            },
+        ];
+        for faults in faults {
+            faulty.set(faults);
+            let again = fire(&first, &config, slot).await;
+            assert_eq!(
+                again, None,
+                "finished slot: the same slot ran twice on the same executor after {faults:?} (at_least {at_least:?})"
+            );
+            if at_least < LONG {
+                // A new executor knows no fence: the row's shape must tell it apart.
+                let again = fire(&executor(&faulty, &owner), &config, slot).await;
+                assert_eq!(
+                    again, None,
+                    "finished slot: the same slot ran twice on a new executor after {faults:?}"
+                );
+            }
+            faulty.set(Faults::default());
+        }
+        provider.force_unlock(&name).await.expect("force_unlock");
+    }
+}
+
+/// Two calls of one lock on one executor at once: the second is refused by the first's grant,
+/// which names this very instance (and looks like a fresh grant), also while the first's
+/// answer is still on its way. It must be skipped, never adopted: the body runs once.
+pub async fn concurrent_call_is_not_adopted(fixture: Arc<dyn Fixture>) {
+    let name = unique_name("concurrent");
+    let faulty = faulty(
+        &fixture,
+        Faults {
+            // The first call's answer takes a while; the second asks meanwhile.
+            acquire_reply_delay: Duration::from_millis(400),
+            ..Faults::default()
+        },
+    );
+    let executor = executor(&faulty, &format!("{name}-owner"));
+    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+    let running = std::sync::atomic::AtomicU32::new(0);
+    let body = || async {
+        running.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(600)).await;
+    };
+    let first = executor.execute_with_lock(&config, body());
+    let second = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Answered at once: refused while the first's answer is still delayed.
+        faulty.set(Faults::default());
+        executor.execute_with_lock(&config, body()).await
+    };
+    let (first, second) = tokio::join!(first, second);
+    assert!(
+        matches!(first, Ok(LockOutcome::Executed(()))),
+        "concurrent calls: the first runs, got {first:?}"
+    );
+    assert!(
+        !matches!(second, Ok(LockOutcome::Executed(()))),
+        "concurrent calls: the second adopted the first's grant and ran at the same time"
+    );
+    assert_eq!(running.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+/// What a keep-alive body saw while another instance kept asking for its lock.
+#[derive(Debug, Default)]
+struct Watch {
+    /// When `cancelled()` resolved, from before the acquire was sent.
+    cancelled_at: Option<Duration>,
+    /// When the rival got the lock, and whether the body had been cancelled by then.
+    rival_took_at: Option<(Duration, bool)>,
+}
+
+/// Runs a keep-alive body of `lock_at_most_for = SHORT` for `run_for` (or until the rival
+/// takes the lock) while a rival instance asks for the lock every 20 ms on the store itself.
+async fn watch_keep_alive(
+    fixture: &Arc<dyn Fixture>,
+    faults: Faults,
+    test: &str,
+    run_for: Duration,
+) -> Watch {
+    let name = unique_name(test);
+    let faulty = faulty(fixture, faults);
+    let executor = LockingTaskExecutor::from_shared(faulty.clone())
+        .with_instance_id(format!("{name}-owner"))
+        .expect("a valid instance id");
+    let config = LockConfiguration::new(name.clone(), SHORT, Duration::ZERO)
+        .expect("valid")
+        .with_keep_alive(true);
+    let provider = fixture.provider();
+    let rival = request(&name, "rival", LONG, None);
+    let began = Instant::now();
+    let outcome = executor
+        .execute_with_lock(&config, async {
+            let ctx = JobContext::current().expect("inside a body");
+            let cancelled = async {
+                tokio::select! {
+                    _ = ctx.cancelled() => Some(began.elapsed()),
+                    _ = tokio::time::sleep_until(began + run_for) => None,
+                }
+            };
+            let rival_polls = async {
+                while began.elapsed() < run_for {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    if let Some(lease) = try_acquire(provider, &rival).await {
+                        // Checked after the grant: not cancelled now means not before it either.
+                        let seen = (began.elapsed(), ctx.is_cancelled());
+                        release(provider, &lease, Duration::ZERO).await;
+                        return Some(seen);
+                    }
+                }
+                None
+            };
+            let (cancelled_at, rival_took_at) = tokio::join!(cancelled, rival_polls);
+            Watch {
+                cancelled_at,
+                rival_took_at,
+            }
+        })
+        .await;
+    match outcome {
+        Ok(LockOutcome::Executed(watch)) => watch,
+        other => panic!("{test}: the keep-alive body did not run: {other:?}"),
+    }
+}
+
+/// The lease runs from when the acquire was REQUESTED: a slow acquire (its reply takes 60 % of
+/// `lock_at_most_for`) must not let the lease end before the first extension.
+pub async fn keep_alive_counts_from_the_request(fixture: Arc<dyn Fixture>) {
+    let faults = Faults {
+        acquire_reply_delay: SHORT * 6 / 10,
+        ..Faults::default()
+    };
+    let watch = watch_keep_alive(&fixture, faults, "ka-slow-acquire", SHORT * 17 / 10).await;
+    assert_eq!(
+        watch.rival_took_at, None,
+        "keep-alive after a slow acquire: another instance took the lock while the body held it \
+         ({watch:?})"
+    );
+    assert_eq!(
+        watch.cancelled_at, None,
+        "keep-alive after a slow acquire: the lease was lost ({watch:?})"
+    );
+}
+
+/// One failed extension with half the lease left is retried, not taken as a lost lock.
+pub async fn keep_alive_retries_a_failed_extend(fixture: Arc<dyn Fixture>) {
+    let faults = Faults {
+        failing_extends: 1,
+        ..Faults::default()
+    };
+    let watch = watch_keep_alive(&fixture, faults, "ka-retry", SHORT * 17 / 10).await;
+    assert_eq!(
+        watch.cancelled_at, None,
+        "keep-alive: one failed extension cancelled the body with half the lease left ({watch:?})"
+    );
+    assert_eq!(
+        watch.rival_took_at, None,
+        "keep-alive: lock lost ({watch:?})"
+    );
+}
+
+/// On a slow database whose extensions all fail, `cancelled()` resolves only near the lease's
+/// end (extensions are retried until then), and always before another instance gets the lock.
+pub async fn cancelled_before_another_can_take_over(fixture: Arc<dyn Fixture>) {
+    let faults = Faults {
+        acquire_reply_delay: SHORT * 3 / 10,
+        failing_extends: u32::MAX,
+        ..Faults::default()
+    };
+    let watch = watch_keep_alive(&fixture, faults, "ka-takeover", SHORT * 3).await;
+    let cancelled_at = watch.cancelled_at.unwrap_or_else(|| {
+        panic!("keep-alive: extensions failed but cancelled() never resolved ({watch:?})")
+    });
+    assert!(
+        cancelled_at >= SHORT * 9 / 10,
+        "keep-alive: cancelled() resolved at {cancelled_at:?}, before the lease's end (extensions \
+         must be retried until then) ({watch:?})"
+    );
+    let (taken_at, cancelled) = watch
+        .rival_took_at
+        .unwrap_or_else(|| panic!("keep-alive: the lease never expired for the rival ({watch:?})"));
+    assert!(
+        cancelled && taken_at >= cancelled_at,
+        "keep-alive: another instance took the lock before cancelled() resolved ({watch:?})"
+    );
+}

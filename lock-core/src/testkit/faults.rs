@@ -1,0 +1,126 @@
+//! A provider with injected faults: replies that arrive late or never (the grant committed,
+//! the answer lost), extensions that fail. The executor's own guarantees (adopting a lost
+//! grant, keep-alive timing) are checked through it against every real provider.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::Fixture;
+use crate::{AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest};
+
+/// Which faults [`FaultyProvider`] injects; all off by default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Faults {
+    /// After the store answered an acquire (the grant is committed), hold the reply this long:
+    /// past the executor's operation timeout, the reply is lost.
+    pub acquire_reply_delay: Duration,
+    /// Ask the store twice and answer with the second reply, as a driver that retries a
+    /// statement after its connection died: the first grant's reply is lost.
+    pub acquire_retried: bool,
+    /// After the store answered an extend, hold the reply this long (a slow database).
+    pub extend_reply_delay: Duration,
+    /// The next this many extends fail without reaching the store (`u32::MAX`: all of them).
+    pub failing_extends: u32,
+}
+
+/// Wraps a provider (or a [`Fixture`]) and injects [`Faults`], which can be changed at any time.
+///
+/// ```
+/// use lock_core::testkit::{FaultyProvider, Faults};
+/// use lock_core::{InMemoryLockProvider, LockProvider};
+/// use std::{sync::Arc, time::Duration};
+///
+/// let faulty = FaultyProvider::new(Arc::new(InMemoryLockProvider::new()));
+/// faulty.set(Faults { failing_extends: 1, ..Faults::default() });
+/// assert_eq!(faulty.faults().failing_extends, 1);
+/// ```
+pub struct FaultyProvider {
+    inner: Arc<dyn Fixture>,
+    faults: Mutex<Faults>,
+}
+
+impl FaultyProvider {
+    /// `inner`, with no fault injected yet.
+    pub fn new(inner: Arc<dyn Fixture>) -> Self {
+        FaultyProvider {
+            inner,
+            faults: Mutex::new(Faults::default()),
+        }
+    }
+
+    /// Replaces the faults injected from now on.
+    pub fn set(&self, faults: Faults) {
+        *self.lock() = faults;
+    }
+
+    /// The faults injected now.
+    pub fn faults(&self) -> Faults {
+        *self.lock()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Faults> {
+        self.faults.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn inner(&self) -> &dyn LockProvider {
+        self.inner.provider()
+    }
+}
+
+#[async_trait]
+impl LockProvider for FaultyProvider {
+    async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
+        let faults = self.faults();
+        if faults.acquire_retried {
+            // The first answer is lost with its connection.
+            let _ = self.inner().acquire(request).await;
+        }
+        let outcome = self.inner().acquire(request).await;
+        tokio::time::sleep(faults.acquire_reply_delay).await;
+        outcome
+    }
+
+    async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {
+        let faults = {
+            let mut faults = self.lock();
+            let now = *faults;
+            if faults.failing_extends != 0 && faults.failing_extends != u32::MAX {
+                faults.failing_extends -= 1;
+            }
+            now
+        };
+        if faults.failing_extends != 0 {
+            return Err(LockError::provider(
+                "extend",
+                lease.name(),
+                self.describe(),
+                "injected fault: the extend did not reach the store",
+            ));
+        }
+        let extended = self.inner().extend(lease, lock_at_most_for).await;
+        tokio::time::sleep(faults.extend_reply_delay).await;
+        extended
+    }
+
+    async fn release(&self, lease: &Lease, lock_at_least_for: Duration) -> Result<bool, LockError> {
+        self.inner().release(lease, lock_at_least_for).await
+    }
+
+    async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
+        self.inner().list_locks().await
+    }
+
+    async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        self.inner().read_lock(name).await
+    }
+
+    async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        self.inner().force_unlock(name).await
+    }
+
+    fn describe(&self) -> String {
+        format!("{} with injected faults", self.inner().describe())
+    }
+}
