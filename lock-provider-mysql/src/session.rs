@@ -20,7 +20,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Pool};
 
 use crate::statements::Statements;
-use crate::table::{COLUMNS_QUERY, Shape, Table};
+use crate::table::{COLUMNS_QUERY, ColumnInfo, ColumnRow, Shape, Table};
 
 /// The statement that pins the session time zone to UTC.
 pub(crate) const UTC_SESSION: &str = "SET time_zone = '+00:00'";
@@ -104,6 +104,7 @@ pub(crate) struct Session {
     pool_pins_utc: OnceLock<bool>,
     warned_shedlock_only: AtomicBool,
     warned_zone_per_use: AtomicBool,
+    warned_collation: AtomicBool,
 }
 
 impl Session {
@@ -115,6 +116,7 @@ impl Session {
             pool_pins_utc: OnceLock::new(),
             warned_shedlock_only: AtomicBool::new(false),
             warned_zone_per_use: AtomicBool::new(false),
+            warned_collation: AtomicBool::new(false),
         }
     }
 
@@ -230,16 +232,23 @@ impl Session {
     }
 
     /// The table's columns and their types; none when it does not exist.
-    async fn columns(&self, conn: &mut Conn) -> Result<Vec<(String, String)>, LockError> {
-        conn.exec(COLUMNS_QUERY, (self.table.schema(), self.table.name()))
+    async fn columns(&self, conn: &mut Conn) -> Result<Vec<ColumnInfo>, LockError> {
+        let rows: Vec<ColumnRow> = conn
+            .exec(COLUMNS_QUERY, (self.table.schema(), self.table.name()))
             .await
-            .map_err(|e| self.error("schema", "", e))
+            .map_err(|e| self.error("schema", "", e))?;
+        Ok(rows.into_iter().map(ColumnInfo::from).collect())
     }
 
     /// What the table holds, or `None` when it does not exist.
     async fn inspect(&self, conn: &mut Conn) -> Result<Option<Shape>, LockError> {
         let rows = self.columns(conn).await?;
         let shape = self.table.layout_from(&rows)?;
+        if let Some(warning) = self.table.name_collation_warning(&rows)
+            && !self.warned_collation.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(table = %self.table.display(), "{warning}");
+        }
         if shape.is_none() && self.table.schema().is_none() {
             let database: Option<Option<String>> = conn
                 .query_first("SELECT DATABASE()")

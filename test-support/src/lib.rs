@@ -3,6 +3,8 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod db;
+#[cfg(feature = "logs")]
+pub mod logs;
 pub mod mode;
 pub mod process;
 pub mod skip;
