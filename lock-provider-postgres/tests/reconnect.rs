@@ -171,5 +171,8 @@ async fn the_fire_after_a_killed_connection_runs() {
     let retries = text.matches("connection lost: retrying").count();
     eprintln!("retries after 5 kills: {retries}");
     // Each kill left one dead connection that the pool hands out unknowingly.
-    assert!(retries >= 5, "the retry path ran {retries} times, not 5; logs:\n{text}");
+    assert!(
+        retries >= 5,
+        "the retry path ran {retries} times, not 5; logs:\n{text}"
+    );
 }
