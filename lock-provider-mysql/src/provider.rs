@@ -13,7 +13,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Opts, OptsBuilder, Pool, TxOpts};
 
 use crate::config::LockTableConfig;
-use crate::session::{Session, pool_options};
+use crate::session::{DEFAULT_CONNECT_TIMEOUT, Session, connect_timed_out, pool_options};
 use crate::statements::RecordRow;
 use crate::table::Table;
 
@@ -99,10 +99,23 @@ impl MySqlLockProvider {
         })
     }
 
+    /// How long a new connection may take unless [`connect_with_timeout`](Self::connect_with_timeout)
+    /// or [`with_connect_timeout`](Self::with_connect_timeout) says otherwise: 10 s, as
+    /// PostgreSQL's provider.
+    ///
+    /// ```
+    /// use lock_provider_mysql::MySqlLockProvider;
+    /// assert_eq!(MySqlLockProvider::DEFAULT_CONNECT_TIMEOUT.as_secs(), 10);
+    /// ```
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = DEFAULT_CONNECT_TIMEOUT;
+
     /// Connects to `url` (`mysql://user:password@host:port/database`, with mysql_async's URL
     /// parameters) with a pool built by [`pool_options`](Self::pool_options), and checks that a
     /// connection can be opened, so that a wrong URL or an unreachable server fails here rather
-    /// than at the first fire.
+    /// than at the first fire. A server that does not answer within
+    /// [`DEFAULT_CONNECT_TIMEOUT`](Self::DEFAULT_CONNECT_TIMEOUT) is an error too (a
+    /// black-holed host would otherwise hang for the system's TCP timeout, about two minutes);
+    /// the same limit applies to every connection the pool opens later.
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), lock_core::LockError> {
@@ -110,16 +123,56 @@ impl MySqlLockProvider {
     /// # Ok(()) }
     /// ```
     pub async fn connect(url: &str) -> Result<Self, LockError> {
+        Self::connect_with_timeout(url, DEFAULT_CONNECT_TIMEOUT).await
+    }
+
+    /// [`connect`](Self::connect) with another connect timeout.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), lock_core::LockError> {
+    /// use std::time::Duration;
+    /// let provider = lock_provider_mysql::MySqlLockProvider::connect_with_timeout(
+    ///     "mysql://root@127.0.0.1:3306/test",
+    ///     Duration::from_secs(3),
+    /// )
+    /// .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_with_timeout(url: &str, timeout: Duration) -> Result<Self, LockError> {
         let opts = Opts::from_url(url)
             .map_err(|e| LockError::InvalidConfiguration(format!("MySQL connection URL: {e}")))?;
         let server = format!("mysql server {}:{}", opts.ip_or_hostname(), opts.tcp_port());
         let pool = Pool::new(Self::pool_options(opts));
-        let conn = pool
-            .get_conn()
-            .await
-            .map_err(|e| LockError::provider("connect", "", server, e))?;
-        drop(conn);
-        Ok(Self::new(pool))
+        match tokio::time::timeout(timeout, pool.get_conn()).await {
+            Ok(Ok(conn)) => drop(conn),
+            Ok(Err(e)) => return Err(LockError::provider("connect", "", server, e)),
+            Err(_) => {
+                return Err(LockError::provider(
+                    "connect",
+                    "",
+                    server,
+                    connect_timed_out(timeout),
+                ));
+            }
+        }
+        Ok(Self::new(pool).with_connect_timeout(timeout))
+    }
+
+    /// Limits how long taking a connection from the pool may take, opening a new one included
+    /// (default [`DEFAULT_CONNECT_TIMEOUT`](Self::DEFAULT_CONNECT_TIMEOUT)). A lock operation
+    /// that waits longer fails with a [`LockError::Provider`] whose source is a
+    /// [`TimedOut`](std::io::ErrorKind::TimedOut) I/O error.
+    ///
+    /// ```
+    /// # fn run(pool: lock_provider_mysql::mysql_async::Pool) {
+    /// use std::time::Duration;
+    /// let provider = lock_provider_mysql::MySqlLockProvider::new(pool)
+    ///     .with_connect_timeout(Duration::from_secs(3));
+    /// # }
+    /// ```
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.session.connect_timeout = timeout;
+        self
     }
 
     /// The connection options the provider wants, added to `opts`: the session time zone pinned
@@ -170,7 +223,8 @@ impl MySqlLockProvider {
     }
 
     fn with(self, config: LockTableConfig) -> Result<Self, LockError> {
-        Self::with_config(self.session.pool, config)
+        let timeout = self.session.connect_timeout;
+        Ok(Self::with_config(self.session.pool, config)?.with_connect_timeout(timeout))
     }
 
     /// The pool the provider uses, e.g. to close it at shutdown with

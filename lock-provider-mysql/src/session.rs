@@ -92,10 +92,17 @@ const DUPLICATE_COLUMN: u16 = 1060;
 /// migration run by another instance (`ensure_schema` at its startup) is picked up here too.
 const RECHECK_SHEDLOCK_TABLE: Duration = Duration::from_secs(60);
 
+/// How long a new connection may take by default: PostgreSQL's provider waits as long.
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// The pool, the table, and the statements for the table as last inspected.
 pub(crate) struct Session {
     pub(crate) pool: Pool,
     pub(crate) table: Table,
+    /// How long taking a connection from the pool may take (opening one included):
+    /// mysql_async has no connect timeout, and a black-holed host would hang each attempt for
+    /// the system's TCP timeout (about two minutes on Linux).
+    pub(crate) connect_timeout: Duration,
     /// The statements for the table as last inspected; `None` until the first use, and again
     /// after the table went missing or `ensure_schema` changed it.
     statements: Mutex<Option<Arc<Statements>>>,
@@ -112,6 +119,7 @@ impl Session {
         Session {
             pool,
             table,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             statements: Mutex::new(None),
             pool_pins_utc: OnceLock::new(),
             warned_shedlock_only: AtomicBool::new(false),
@@ -175,15 +183,21 @@ impl Session {
         Ok((conn, statements))
     }
 
+    /// A connection from the pool, within the connect timeout.
     pub(crate) async fn conn(
         &self,
         operation: &'static str,
         lock: &str,
     ) -> Result<Conn, LockError> {
-        self.pool
-            .get_conn()
-            .await
-            .map_err(|e| self.error(operation, lock, e))
+        match tokio::time::timeout(self.connect_timeout, self.pool.get_conn()).await {
+            Ok(connected) => connected.map_err(|e| self.error(operation, lock, e)),
+            Err(_) => Err(LockError::provider(
+                operation,
+                lock,
+                self.describe(),
+                connect_timed_out(self.connect_timeout),
+            )),
+        }
     }
 
     fn cached(&self) -> std::sync::MutexGuard<'_, Option<Arc<Statements>>> {
@@ -292,6 +306,14 @@ impl Session {
         }
         LockError::provider(operation, lock, self.describe(), error)
     }
+}
+
+/// The error of a connection that did not come within `timeout`.
+pub(crate) fn connect_timed_out(timeout: Duration) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("no connection to the server within the connect timeout of {timeout:?}"),
+    )
 }
 
 #[cfg(test)]
