@@ -249,7 +249,10 @@ async fn a_silent_server_fails_the_connect_within_its_timeout() {
                 .downcast_ref::<std::io::Error>()
                 .expect("an I/O error");
             assert_eq!(io.kind(), std::io::ErrorKind::TimedOut, "{err}");
-            assert!(err.to_string().contains(&format!("127.0.0.1:{port}")), "{err}");
+            assert!(
+                err.to_string().contains(&format!("127.0.0.1:{port}")),
+                "{err}"
+            );
         }
         other => panic!("expected a connect timeout, got {other:?}"),
     }
