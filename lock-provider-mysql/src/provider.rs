@@ -281,51 +281,66 @@ impl MySqlLockProvider {
 impl LockProvider for MySqlLockProvider {
     async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
         validate_lock_name(&request.name)?;
-        let (mut conn, statements) = self.session.ready("acquire", &request.name).await?;
-        let (sql, params) = statements.acquire(request);
-        conn.exec_drop(sql, params)
-            .await
-            .map_err(|e| self.session.error("acquire", &request.name, e))?;
-        let (id, affected) = (conn.last_insert_id().unwrap_or(0), conn.affected_rows());
-        statements
-            .acquire_outcome(request, id, affected)
-            .ok_or_else(|| {
-                LockError::provider(
-                    "acquire",
-                    &*request.name,
-                    self.describe(),
-                    format!(
-                        "unexpected answer to the acquire statement (last_insert_id {id}, \
-                         affected rows {affected}); the lock was not taken"
-                    ),
-                )
+        let (outcome, id, affected) = self
+            .session
+            .run("acquire", &request.name, |mut conn, statements| {
+                Box::pin(async move {
+                    let (sql, params) = statements.acquire(request);
+                    conn.exec_drop(sql, params).await?;
+                    let id = conn.last_insert_id().unwrap_or(0);
+                    let affected = conn.affected_rows();
+                    Ok((
+                        statements.acquire_outcome(request, id, affected),
+                        id,
+                        affected,
+                    ))
+                })
             })
+            .await?;
+        outcome.ok_or_else(|| {
+            LockError::provider(
+                "acquire",
+                &*request.name,
+                self.describe(),
+                format!(
+                    "unexpected answer to the acquire statement (last_insert_id {id}, \
+                     affected rows {affected}); the lock was not taken"
+                ),
+            )
+        })
     }
 
     async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {
-        let (mut conn, statements) = self.session.ready("extend", lease.name()).await?;
-        let (sql, params) = statements.extend(lease, lock_at_most_for);
-        conn.exec_drop(sql, params)
+        self.session
+            .run("extend", lease.name(), |mut conn, statements| {
+                Box::pin(async move {
+                    let (sql, params) = statements.extend(lease, lock_at_most_for);
+                    conn.exec_drop(sql, params).await?;
+                    Ok(conn.last_insert_id() == Some(1))
+                })
+            })
             .await
-            .map_err(|e| self.session.error("extend", lease.name(), e))?;
-        Ok(conn.last_insert_id() == Some(1))
     }
 
     async fn release(&self, lease: &Lease, lock_at_least_for: Duration) -> Result<bool, LockError> {
-        let (mut conn, statements) = self.session.ready("release", lease.name()).await?;
-        let (sql, params) = statements.release(lease, lock_at_least_for);
-        conn.exec_drop(sql, params)
+        self.session
+            .run("release", lease.name(), |mut conn, statements| {
+                Box::pin(async move {
+                    let (sql, params) = statements.release(lease, lock_at_least_for);
+                    conn.exec_drop(sql, params).await?;
+                    Ok(conn.last_insert_id() == Some(1))
+                })
+            })
             .await
-            .map_err(|e| self.session.error("release", lease.name(), e))?;
-        Ok(conn.last_insert_id() == Some(1))
     }
 
     async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
-        let (mut conn, statements) = self.session.ready("list", "").await?;
-        let rows: Vec<RecordRow> = conn
-            .exec(statements.list(), ())
-            .await
-            .map_err(|e| self.session.error("list", "", e))?;
+        let rows: Vec<RecordRow> = self
+            .session
+            .run("list", "", |mut conn, statements| {
+                Box::pin(async move { conn.exec(statements.list(), ()).await })
+            })
+            .await?;
         // Sorted here, by bytes: the table's collation may order names differently.
         let mut records: Vec<LockRecord> = rows.into_iter().map(record).collect();
         records.sort_by(|a, b| a.name.cmp(&b.name));
@@ -333,23 +348,24 @@ impl LockProvider for MySqlLockProvider {
     }
 
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
-        let (mut conn, statements) = self.session.ready("unlock", name).await?;
-        let wrap = |e| self.session.error("unlock", name, e);
-        // The row is read under its lock, so the record returned is the one that was ended.
-        let mut tx = conn
-            .start_transaction(TxOpts::default())
-            .await
-            .map_err(wrap)?;
-        let before: Option<RecordRow> = tx
-            .exec_first(statements.select_for_unlock(), (name,))
-            .await
-            .map_err(wrap)?;
-        if before.is_some() {
-            tx.exec_drop(statements.unlock(), (name,))
-                .await
-                .map_err(wrap)?;
-        }
-        tx.commit().await.map_err(wrap)?;
+        let before: Option<RecordRow> = self
+            .session
+            .run("unlock", name, |mut conn, statements| {
+                Box::pin(async move {
+                    // The row is read under its lock, so the record returned is the one that
+                    // was ended.
+                    let mut tx = conn.start_transaction(TxOpts::default()).await?;
+                    let before: Option<RecordRow> = tx
+                        .exec_first(statements.select_for_unlock(), (name,))
+                        .await?;
+                    if before.is_some() {
+                        tx.exec_drop(statements.unlock(), (name,)).await?;
+                    }
+                    tx.commit().await?;
+                    Ok(before)
+                })
+            })
+            .await?;
         Ok(before.map(record))
     }
 

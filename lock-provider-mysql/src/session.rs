@@ -11,6 +11,8 @@
 //!   use would prepare its statement again: one more round trip per operation. The provider
 //!   leaves nothing in a session that a reset would need to clear.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
@@ -88,12 +90,34 @@ const NO_SUCH_TABLE: u16 = 1146;
 const BAD_FIELD: u16 = 1054;
 /// `ER_DUP_FIELDNAME`: another instance added the column first.
 const DUPLICATE_COLUMN: u16 = 1060;
+/// How many times an operation is tried again on a fresh connection after its connection
+/// turned out dead when the statement was sent (see [`connection_lost`]).
+///
+/// The pool drops a connection whose close it has seen, but a connection that died without a
+/// FIN reaching the client (a failover, a NAT or proxy timeout, a host that lost its state) is
+/// handed out as alive and fails only at its next statement. Trying again is safe for every
+/// statement even when the lost attempt might have executed: release and extend are idempotent
+/// for one lease, a repeated force-unlock reads the row it already ended, and an acquire that
+/// did commit makes the retry see the lock held (by us), so the fire is skipped and the lease
+/// runs out at `lock_at_most_for`, as if the holder had died; exclusion is never broken.
+/// PostgreSQL's provider does the same.
+const RETRIES: usize = 2;
+/// `ER_SERVER_SHUTDOWN`: the server is going down and ended the session.
+const SERVER_SHUTDOWN: u16 = 1053;
+/// MariaDB's `ER_CONNECTION_KILLED`, sent to a session ended by `KILL`.
+const CONNECTION_KILLED: u16 = 1927;
+/// MySQL's `ER_CLIENT_INTERACTION_TIMEOUT`: the session outlived `wait_timeout`.
+const INTERACTION_TIMEOUT: u16 = 4031;
 /// How often a table found with ShedLock's four columns only is inspected again, so that a
 /// migration run by another instance (`ensure_schema` at its startup) is picked up here too.
 const RECHECK_SHEDLOCK_TABLE: Duration = Duration::from_secs(60);
 
 /// How long a new connection may take by default: PostgreSQL's provider waits as long.
 pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One attempt of an operation, on a connection it owns (see [`Session::run`]).
+pub(crate) type Attempt<'a, T> =
+    Pin<Box<dyn Future<Output = Result<T, mysql_async::Error>> + Send + 'a>>;
 
 /// The pool, the table, and the statements for the table as last inspected.
 pub(crate) struct Session {
@@ -181,6 +205,35 @@ impl Session {
             );
         }
         Ok((conn, statements))
+    }
+
+    /// Runs `attempt` on a connection from the pool made ready for the table, again on a fresh
+    /// connection when this one turned out dead (see [`RETRIES`]).
+    pub(crate) async fn run<'a, T>(
+        &self,
+        operation: &'static str,
+        lock: &str,
+        attempt: impl Fn(Conn, Arc<Statements>) -> Attempt<'a, T>,
+    ) -> Result<T, LockError> {
+        let mut retries = 0;
+        loop {
+            let (conn, statements) = self.ready(operation, lock).await?;
+            match attempt(conn, statements).await {
+                Ok(value) => return Ok(value),
+                Err(e) if retries < RETRIES && connection_lost(&e) => {
+                    retries += 1;
+                    tracing::debug!(
+                        operation,
+                        lock,
+                        error = %e,
+                        "mysql: connection lost, retrying on a fresh one"
+                    );
+                    // The attempt dropped its connection, which mysql_async does not return
+                    // to the pool after an I/O error.
+                }
+                Err(e) => return Err(self.error(operation, lock, e)),
+            }
+        }
     }
 
     /// A connection from the pool, within the connect timeout.
@@ -305,6 +358,21 @@ impl Session {
             }
         }
         LockError::provider(operation, lock, self.describe(), error)
+    }
+}
+
+/// Whether `error` says the connection is dead (so that the statement may be tried again on
+/// another): an I/O error, a connection the driver found closed, or the server's notice that
+/// it ended the session.
+fn connection_lost(error: &mysql_async::Error) -> bool {
+    match error {
+        mysql_async::Error::Io(_) => true,
+        mysql_async::Error::Driver(mysql_async::DriverError::ConnectionClosed) => true,
+        mysql_async::Error::Server(server) => matches!(
+            server.code,
+            SERVER_SHUTDOWN | CONNECTION_KILLED | INTERACTION_TIMEOUT
+        ),
+        _ => false,
     }
 }
 

@@ -1,6 +1,8 @@
 //! A connection killed on the server between two fires (`KILL <id>`: a DBA, a failover, a
-//! proxy's idle timeout) costs nothing: the pool notices the dead connection when it hands it
-//! out and opens a fresh one, so the next fire runs.
+//! proxy's idle timeout) costs nothing: when the close reached the client, the pool notices the
+//! dead connection when it hands it out and opens a fresh one; when it did not (a half-open
+//! connection, found dead only when the statement is sent), the provider tries again on a fresh
+//! connection. Either way the next fire runs.
 
 mod common;
 
@@ -9,7 +11,10 @@ use std::time::Duration;
 
 use lock_core::{AcquireOutcome, Lease, LockProvider, testkit};
 use lock_provider_mysql::MySqlLockProvider;
-use lock_provider_mysql::mysql_async::{Conn, Pool, prelude::Queryable};
+use lock_provider_mysql::mysql_async::{
+    Conn, Opts, OptsBuilder, Pool, PoolConstraints, prelude::Queryable,
+};
+use test_support::proxy::HalfOpenProxy;
 
 async fn fire(provider: &MySqlLockProvider, name: &Arc<str>) -> Lease {
     let request = testkit::request(name, "instance-a", Duration::from_secs(60), None);
@@ -97,4 +102,74 @@ async fn every_connection_of_a_connect_pool_killed() {
         let lease = fire(&provider, &name).await;
         assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
     }
+}
+
+/// A pool of one connection through a proxy that can kill it unseen.
+async fn through_half_open_proxy() -> Option<(HalfOpenProxy, MySqlLockProvider)> {
+    common::admin().await?;
+    let url = common::url();
+    let address = test_support::db::address(&url).expect("host:port in the URL");
+    let upstream = tokio::net::lookup_host(&address)
+        .await
+        .expect("resolve the server")
+        .find(std::net::SocketAddr::is_ipv4)
+        .expect("an IPv4 address");
+    let proxy = HalfOpenProxy::start(upstream).await;
+    // Through the proxy by TCP: mysql_async would otherwise switch to the server's socket.
+    let opts = OptsBuilder::from_opts(Opts::from_url(&url).unwrap())
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(proxy.port())
+        .prefer_socket(false);
+    let constraints = PoolConstraints::new(1, 1).unwrap();
+    let opts = MySqlLockProvider::pool_options(opts);
+    let pool_opts = Opts::from(opts.clone())
+        .pool_opts()
+        .clone()
+        .with_constraints(constraints);
+    let provider = MySqlLockProvider::new(Pool::new(opts.pool_opts(pool_opts)))
+        .with_table(common::CONFORMANCE_TABLE)
+        .expect("valid table");
+    provider.ensure_schema().await.expect("ensure_schema");
+    Some((proxy, provider))
+}
+
+/// The server's end of the pooled connection is gone, and the client has not seen it: the
+/// statement is sent, the answer is a reset. The provider tries again on a fresh connection,
+/// for every operation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_died_unseen_is_retried_on_a_fresh_one() {
+    let Some((proxy, provider)) = through_half_open_proxy().await else {
+        return;
+    };
+    let name = testkit::unique_name("half-open");
+    let lease = fire(&provider, &name).await;
+    assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
+
+    proxy.kill_unseen();
+    let lease = fire(&provider, &name).await;
+    proxy.kill_unseen();
+    assert!(
+        provider
+            .extend(&lease, Duration::from_secs(60))
+            .await
+            .unwrap(),
+        "the extend after the unseen kill lost the lease"
+    );
+    proxy.kill_unseen();
+    assert!(
+        provider.release(&lease, Duration::ZERO).await.unwrap(),
+        "the release after the unseen kill did not find the lease"
+    );
+    proxy.kill_unseen();
+    assert!(
+        provider
+            .list_locks()
+            .await
+            .unwrap()
+            .iter()
+            .any(|r| *r.name == *name)
+    );
+    proxy.kill_unseen();
+    let record = provider.force_unlock(&name).await.unwrap();
+    assert!(record.is_some_and(|r| !r.held));
 }

@@ -7,6 +7,8 @@ pub mod db;
 pub mod logs;
 pub mod mode;
 pub mod process;
+#[cfg(feature = "proxy")]
+pub mod proxy;
 pub mod skip;
 pub mod stats;
 pub mod table;
