@@ -42,6 +42,15 @@ impl Table {
 
     /// One column, quoted.
     pub(crate) fn col(&self, role: Column) -> String {
+        self.resolved(role).sql.clone()
+    }
+
+    /// One column, as `information_schema` names it.
+    fn column_name(&self, role: Column) -> &str {
+        &self.resolved(role).catalog
+    }
+
+    fn resolved(&self, role: Column) -> &lock_core::kit::Column {
         let c = &self.resolved.columns;
         match role {
             Column::Name => &c.name,
@@ -51,12 +60,8 @@ impl Table {
             Column::Fence => &c.fence,
             Column::LastFire => &c.last_fire,
         }
-        .sql
-        .clone()
     }
 
-    /// The statement that creates the table with all six columns.
-    ///
     /// `name` is `VARBINARY`: compared byte by byte, so `Report`, `report` and `report ` are
     /// three locks, where a `VARCHAR` in the server's default collation would make them one
     /// (case- and accent-insensitive, trailing spaces ignored).
@@ -300,18 +305,6 @@ impl Table {
             self.quoted(),
             self.col(Column::Name)
         ))
-    }
-
-    fn column_name(&self, role: Column) -> &str {
-        let c = &self.columns;
-        match role {
-            Column::Name => &c.name,
-            Column::LockUntil => &c.lock_until,
-            Column::LockedAt => &c.locked_at,
-            Column::LockedBy => &c.locked_by,
-            Column::Fence => &c.fence,
-            Column::LastFire => &c.last_fire,
-        }
     }
 
     /// The extension columns missing from a table with these [`COLUMNS_QUERY`] rows.
