@@ -112,6 +112,17 @@ async fn ensure_schema_warns_about_a_case_insensitive_name_column() {
         )),
         "{text}"
     );
+
+    // A table the provider creates compares bytes: nothing to warn about.
+    let fresh = common::unique_table("bin");
+    let _drop_fresh = common::drop_table(&fresh);
+    let provider = MySqlLockProvider::new(common::pool(2))
+        .with_table(&fresh)
+        .unwrap();
+    let (logs, guard) = test_support::logs::capture();
+    provider.ensure_schema().await.expect("ensure_schema");
+    drop(guard);
+    assert!(!logs.text().contains("collation"), "{}", logs.text());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
