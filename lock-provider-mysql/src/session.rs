@@ -217,17 +217,22 @@ impl Session {
     ) -> Result<T, LockError> {
         let mut retries = 0;
         loop {
-            let (conn, statements) = self.ready(operation, lock).await?;
+            // Making the connection ready may be what finds it dead (the time zone set on a
+            // pool the provider did not build, the table inspected again).
+            let (conn, statements) = match self.ready(operation, lock).await {
+                Ok(ready) => ready,
+                Err(e) if retries < RETRIES && provider_error_lost_connection(&e) => {
+                    retries += 1;
+                    log_retry(operation, lock, &e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             match attempt(conn, statements).await {
                 Ok(value) => return Ok(value),
                 Err(e) if retries < RETRIES && connection_lost(&e) => {
                     retries += 1;
-                    tracing::debug!(
-                        operation,
-                        lock,
-                        error = %e,
-                        "mysql: connection lost, retrying on a fresh one"
-                    );
+                    log_retry(operation, lock, &e);
                     // The attempt dropped its connection, which mysql_async does not return
                     // to the pool after an I/O error.
                 }
@@ -372,6 +377,27 @@ fn connection_lost(error: &mysql_async::Error) -> bool {
             server.code,
             SERVER_SHUTDOWN | CONNECTION_KILLED | INTERACTION_TIMEOUT
         ),
+        _ => false,
+    }
+}
+
+fn log_retry(operation: &str, lock: &str, error: &dyn std::fmt::Display) {
+    tracing::debug!(
+        operation,
+        lock,
+        error = %error,
+        "mysql: connection lost, retrying on a fresh one"
+    );
+}
+
+/// Whether a [`LockError::Provider`] came from a driver error that says the connection is dead
+/// (see [`connection_lost`]). A connect that timed out is not one: trying again would only
+/// multiply the wait.
+fn provider_error_lost_connection(error: &LockError) -> bool {
+    match error {
+        LockError::Provider { source, .. } => source
+            .downcast_ref::<mysql_async::Error>()
+            .is_some_and(connection_lost),
         _ => false,
     }
 }

@@ -104,8 +104,21 @@ async fn every_connection_of_a_connect_pool_killed() {
     }
 }
 
-/// A pool of one connection through a proxy that can kill it unseen.
+/// A pool through a proxy that can kill its connections unseen, on the conformance table.
 async fn through_half_open_proxy() -> Option<(HalfOpenProxy, MySqlLockProvider)> {
+    let (proxy, pool) = half_open_pool(true).await?;
+    let provider = MySqlLockProvider::new(pool)
+        .with_table(common::CONFORMANCE_TABLE)
+        .expect("valid table");
+    provider.ensure_schema().await.expect("ensure_schema");
+    Some((proxy, provider))
+}
+
+/// A pool of one idle connection through a proxy that can kill it unseen; built with the
+/// provider's options or with mysql_async's defaults. At most two connections: with mysql_async's
+/// defaults a connection is reset when handed out, and when that reset failed on the dead
+/// connection, a pool of at most one was seen waiting for a free slot until the connect timeout.
+async fn half_open_pool(provider_options: bool) -> Option<(HalfOpenProxy, Pool)> {
     common::admin().await?;
     let url = common::url();
     let address = test_support::db::address(&url).expect("host:port in the URL");
@@ -120,17 +133,16 @@ async fn through_half_open_proxy() -> Option<(HalfOpenProxy, MySqlLockProvider)>
         .ip_or_hostname("127.0.0.1")
         .tcp_port(proxy.port())
         .prefer_socket(false);
-    let constraints = PoolConstraints::new(1, 1).unwrap();
-    let opts = MySqlLockProvider::pool_options(opts);
+    let opts = if provider_options {
+        MySqlLockProvider::pool_options(opts)
+    } else {
+        opts
+    };
     let pool_opts = Opts::from(opts.clone())
         .pool_opts()
         .clone()
-        .with_constraints(constraints);
-    let provider = MySqlLockProvider::new(Pool::new(opts.pool_opts(pool_opts)))
-        .with_table(common::CONFORMANCE_TABLE)
-        .expect("valid table");
-    provider.ensure_schema().await.expect("ensure_schema");
-    Some((proxy, provider))
+        .with_constraints(PoolConstraints::new(1, 2).unwrap());
+    Some((proxy, Pool::new(opts.pool_opts(pool_opts))))
 }
 
 /// The server's end of the pooled connection is gone, and the client has not seen it: the
@@ -172,4 +184,35 @@ async fn a_connection_that_died_unseen_is_retried_on_a_fresh_one() {
     proxy.kill_unseen();
     let record = provider.force_unlock(&name).await.unwrap();
     assert!(record.is_some_and(|r| !r.held));
+}
+
+/// A pool the provider did not build, on a table with `TIMESTAMP` columns: each use first sets
+/// the session time zone, and that is the statement that finds the connection dead. It is
+/// tried again on a fresh connection too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_found_dead_while_being_made_ready_is_retried() {
+    let Some(mut admin) = common::admin().await else {
+        return;
+    };
+    let table = common::unique_table("half_open_ts");
+    let _drop = common::drop_table(&table);
+    admin
+        .query_drop(format!(
+            "CREATE TABLE `{table}` (name VARBINARY(64) NOT NULL PRIMARY KEY, \
+             lock_until TIMESTAMP(3) NOT NULL, locked_at TIMESTAMP(3) NOT NULL, \
+             locked_by VARCHAR(255) NOT NULL, fence BIGINT NOT NULL DEFAULT 0, \
+             last_fire TIMESTAMP(3) NULL)"
+        ))
+        .await
+        .unwrap();
+    let Some((proxy, pool)) = half_open_pool(false).await else {
+        return;
+    };
+    let provider = MySqlLockProvider::new(pool).with_table(&table).unwrap();
+    let name = testkit::unique_name("half-open-ts");
+    let lease = fire(&provider, &name).await;
+    assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
+    proxy.kill_unseen();
+    let lease = fire(&provider, &name).await;
+    assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
 }
