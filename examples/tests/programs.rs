@@ -1,7 +1,7 @@
 //! The README's programs run and say what they should: the cluster demo on SQLite, PostgreSQL
 //! and MariaDB (no slot twice, none missed), and the quickstart.
 
-use test_support::db::{address, mysql_url, postgres_url};
+use test_support::db::{mysql_url, postgres_url, socket_address};
 use test_support::process::run_to_end as run;
 
 fn assert_demo_ok(args: &[&str]) {
@@ -34,9 +34,34 @@ fn assert_demo_ok(args: &[&str]) {
 
 /// Whether the server of `url` answers; with `CI` set, an unreachable server fails the test.
 fn reachable(what: &str, url: &str) -> bool {
-    let addr = address(url).unwrap_or_else(|| panic!("no host:port in {url}"));
+    let addr = server_address(url);
     let connected = std::net::TcpStream::connect(&addr);
     test_support::skip::or_unreachable(what, &addr, connected).is_some()
+}
+
+/// Where the server of a `LOCK_TEST_*_URL` is: its host, and its port or the scheme's default.
+fn server_address(url: &str) -> String {
+    socket_address(url).unwrap_or_else(|| panic!("no host in {url}"))
+}
+
+/// The reachability check goes where the demo will: the URL's own host and port, and the
+/// scheme's default port when the URL names none (as the drivers do).
+#[test]
+fn the_reachability_check_uses_the_urls_host_and_port() {
+    for (url, expected) in [
+        (
+            "postgres://postgres@db.internal:5433/test",
+            "db.internal:5433",
+        ),
+        ("postgres://postgres@db.internal/test", "db.internal:5432"),
+        ("mysql://root@10.1.2.3:3307/test", "10.1.2.3:3307"),
+        (
+            "mysql://root@10.1.2.3/test?prefer_socket=false",
+            "10.1.2.3:3306",
+        ),
+    ] {
+        assert_eq!(server_address(url), expected, "{url}");
+    }
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::proxy::{Proxy, upstream_of, via_port};
+use common::proxy::{Proxy, proxied, upstream_of};
 use common::{Fixture, Instance, Provider, duplicate_slots, eventually, seconds_between};
 use fault_tests::Run;
 
@@ -779,18 +779,6 @@ async fn bad_configuration(provider: Provider) {
         eprintln!("{case} ({provider:?}): {message}");
     }
     fx.cleanup().await;
-}
-
-/// `url` through the proxy listening on `port`.
-fn proxied(url: &str, port: u16) -> String {
-    let url = via_port(url, port);
-    if !url.starts_with("mysql:") {
-        return url;
-    }
-    // mysql_async reconnects over the server's Unix socket when it reaches 127.0.0.1 by TCP
-    // (`prefer_socket`, on by default), which would bypass the proxy.
-    let separator = if url.contains('?') { '&' } else { '?' };
-    format!("{url}{separator}prefer_socket=false")
 }
 
 /// `url` with `user` as the user name.

@@ -13,7 +13,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Opts, OptsBuilder, Pool, TxOpts};
 
 use crate::config::LockTableConfig;
-use crate::session::{Session, pool_options};
+use crate::session::{DEFAULT_CONNECT_TIMEOUT, Session, connect_timed_out, pool_options};
 use crate::statements::RecordRow;
 use crate::table::Table;
 
@@ -99,10 +99,23 @@ impl MySqlLockProvider {
         })
     }
 
+    /// How long a new connection may take unless [`connect_with_timeout`](Self::connect_with_timeout)
+    /// or [`with_connect_timeout`](Self::with_connect_timeout) says otherwise: 10 s, as
+    /// PostgreSQL's provider.
+    ///
+    /// ```
+    /// use lock_provider_mysql::MySqlLockProvider;
+    /// assert_eq!(MySqlLockProvider::DEFAULT_CONNECT_TIMEOUT.as_secs(), 10);
+    /// ```
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = DEFAULT_CONNECT_TIMEOUT;
+
     /// Connects to `url` (`mysql://user:password@host:port/database`, with mysql_async's URL
     /// parameters) with a pool built by [`pool_options`](Self::pool_options), and checks that a
     /// connection can be opened, so that a wrong URL or an unreachable server fails here rather
-    /// than at the first fire.
+    /// than at the first fire. A server that does not answer within
+    /// [`DEFAULT_CONNECT_TIMEOUT`](Self::DEFAULT_CONNECT_TIMEOUT) is an error too (a
+    /// black-holed host would otherwise hang for the system's TCP timeout, about two minutes);
+    /// the same limit applies to every connection the pool opens later.
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), lock_core::LockError> {
@@ -110,16 +123,56 @@ impl MySqlLockProvider {
     /// # Ok(()) }
     /// ```
     pub async fn connect(url: &str) -> Result<Self, LockError> {
+        Self::connect_with_timeout(url, DEFAULT_CONNECT_TIMEOUT).await
+    }
+
+    /// [`connect`](Self::connect) with another connect timeout.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), lock_core::LockError> {
+    /// use std::time::Duration;
+    /// let provider = lock_provider_mysql::MySqlLockProvider::connect_with_timeout(
+    ///     "mysql://root@127.0.0.1:3306/test",
+    ///     Duration::from_secs(3),
+    /// )
+    /// .await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_with_timeout(url: &str, timeout: Duration) -> Result<Self, LockError> {
         let opts = Opts::from_url(url)
             .map_err(|e| LockError::InvalidConfiguration(format!("MySQL connection URL: {e}")))?;
         let server = format!("mysql server {}:{}", opts.ip_or_hostname(), opts.tcp_port());
         let pool = Pool::new(Self::pool_options(opts));
-        let conn = pool
-            .get_conn()
-            .await
-            .map_err(|e| LockError::provider("connect", "", server, e))?;
-        drop(conn);
-        Ok(Self::new(pool))
+        match tokio::time::timeout(timeout, pool.get_conn()).await {
+            Ok(Ok(conn)) => drop(conn),
+            Ok(Err(e)) => return Err(LockError::provider("connect", "", server, e)),
+            Err(_) => {
+                return Err(LockError::provider(
+                    "connect",
+                    "",
+                    server,
+                    connect_timed_out(timeout),
+                ));
+            }
+        }
+        Ok(Self::new(pool).with_connect_timeout(timeout))
+    }
+
+    /// Limits how long taking a connection from the pool may take, opening a new one included
+    /// (default [`DEFAULT_CONNECT_TIMEOUT`](Self::DEFAULT_CONNECT_TIMEOUT)). A lock operation
+    /// that waits longer fails with a [`LockError::Provider`] whose source is a
+    /// [`TimedOut`](std::io::ErrorKind::TimedOut) I/O error.
+    ///
+    /// ```
+    /// # fn run(pool: lock_provider_mysql::mysql_async::Pool) {
+    /// use std::time::Duration;
+    /// let provider = lock_provider_mysql::MySqlLockProvider::new(pool)
+    ///     .with_connect_timeout(Duration::from_secs(3));
+    /// # }
+    /// ```
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.session.connect_timeout = timeout;
+        self
     }
 
     /// The connection options the provider wants, added to `opts`: the session time zone pinned
@@ -170,7 +223,8 @@ impl MySqlLockProvider {
     }
 
     fn with(self, config: LockTableConfig) -> Result<Self, LockError> {
-        Self::with_config(self.session.pool, config)
+        let timeout = self.session.connect_timeout;
+        Ok(Self::with_config(self.session.pool, config)?.with_connect_timeout(timeout))
     }
 
     /// The pool the provider uses, e.g. to close it at shutdown with
@@ -227,51 +281,66 @@ impl MySqlLockProvider {
 impl LockProvider for MySqlLockProvider {
     async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
         validate_lock_name(&request.name)?;
-        let (mut conn, statements) = self.session.ready("acquire", &request.name).await?;
-        let (sql, params) = statements.acquire(request);
-        conn.exec_drop(sql, params)
-            .await
-            .map_err(|e| self.session.error("acquire", &request.name, e))?;
-        let (id, affected) = (conn.last_insert_id().unwrap_or(0), conn.affected_rows());
-        statements
-            .acquire_outcome(request, id, affected)
-            .ok_or_else(|| {
-                LockError::provider(
-                    "acquire",
-                    &*request.name,
-                    self.describe(),
-                    format!(
-                        "unexpected answer to the acquire statement (last_insert_id {id}, \
-                         affected rows {affected}); the lock was not taken"
-                    ),
-                )
+        let (outcome, id, affected) = self
+            .session
+            .run("acquire", &request.name, |mut conn, statements| {
+                Box::pin(async move {
+                    let (sql, params) = statements.acquire(request);
+                    conn.exec_drop(sql, params).await?;
+                    let id = conn.last_insert_id().unwrap_or(0);
+                    let affected = conn.affected_rows();
+                    Ok((
+                        statements.acquire_outcome(request, id, affected),
+                        id,
+                        affected,
+                    ))
+                })
             })
+            .await?;
+        outcome.ok_or_else(|| {
+            LockError::provider(
+                "acquire",
+                &*request.name,
+                self.describe(),
+                format!(
+                    "unexpected answer to the acquire statement (last_insert_id {id}, \
+                     affected rows {affected}); the lock was not taken"
+                ),
+            )
+        })
     }
 
     async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {
-        let (mut conn, statements) = self.session.ready("extend", lease.name()).await?;
-        let (sql, params) = statements.extend(lease, lock_at_most_for);
-        conn.exec_drop(sql, params)
+        self.session
+            .run("extend", lease.name(), |mut conn, statements| {
+                Box::pin(async move {
+                    let (sql, params) = statements.extend(lease, lock_at_most_for);
+                    conn.exec_drop(sql, params).await?;
+                    Ok(conn.last_insert_id() == Some(1))
+                })
+            })
             .await
-            .map_err(|e| self.session.error("extend", lease.name(), e))?;
-        Ok(conn.last_insert_id() == Some(1))
     }
 
     async fn release(&self, lease: &Lease, lock_at_least_for: Duration) -> Result<bool, LockError> {
-        let (mut conn, statements) = self.session.ready("release", lease.name()).await?;
-        let (sql, params) = statements.release(lease, lock_at_least_for);
-        conn.exec_drop(sql, params)
+        self.session
+            .run("release", lease.name(), |mut conn, statements| {
+                Box::pin(async move {
+                    let (sql, params) = statements.release(lease, lock_at_least_for);
+                    conn.exec_drop(sql, params).await?;
+                    Ok(conn.last_insert_id() == Some(1))
+                })
+            })
             .await
-            .map_err(|e| self.session.error("release", lease.name(), e))?;
-        Ok(conn.last_insert_id() == Some(1))
     }
 
     async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
-        let (mut conn, statements) = self.session.ready("list", "").await?;
-        let rows: Vec<RecordRow> = conn
-            .exec(statements.list(), ())
-            .await
-            .map_err(|e| self.session.error("list", "", e))?;
+        let rows: Vec<RecordRow> = self
+            .session
+            .run("list", "", |mut conn, statements| {
+                Box::pin(async move { conn.exec(statements.list(), ()).await })
+            })
+            .await?;
         // Sorted here, by bytes: the table's collation may order names differently.
         let mut records: Vec<LockRecord> = rows.into_iter().map(record).collect();
         records.sort_by(|a, b| a.name.cmp(&b.name));
@@ -279,23 +348,24 @@ impl LockProvider for MySqlLockProvider {
     }
 
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
-        let (mut conn, statements) = self.session.ready("unlock", name).await?;
-        let wrap = |e| self.session.error("unlock", name, e);
-        // The row is read under its lock, so the record returned is the one that was ended.
-        let mut tx = conn
-            .start_transaction(TxOpts::default())
-            .await
-            .map_err(wrap)?;
-        let before: Option<RecordRow> = tx
-            .exec_first(statements.select_for_unlock(), (name,))
-            .await
-            .map_err(wrap)?;
-        if before.is_some() {
-            tx.exec_drop(statements.unlock(), (name,))
-                .await
-                .map_err(wrap)?;
-        }
-        tx.commit().await.map_err(wrap)?;
+        let before: Option<RecordRow> = self
+            .session
+            .run("unlock", name, |mut conn, statements| {
+                Box::pin(async move {
+                    // The row is read under its lock, so the record returned is the one that
+                    // was ended.
+                    let mut tx = conn.start_transaction(TxOpts::default()).await?;
+                    let before: Option<RecordRow> = tx
+                        .exec_first(statements.select_for_unlock(), (name,))
+                        .await?;
+                    if before.is_some() {
+                        tx.exec_drop(statements.unlock(), (name,)).await?;
+                    }
+                    tx.commit().await?;
+                    Ok(before)
+                })
+            })
+            .await?;
         Ok(before.map(record))
     }
 

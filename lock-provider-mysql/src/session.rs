@@ -11,6 +11,8 @@
 //!   use would prepare its statement again: one more round trip per operation. The provider
 //!   leaves nothing in a session that a reset would need to clear.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
@@ -20,7 +22,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Pool};
 
 use crate::statements::Statements;
-use crate::table::{COLUMNS_QUERY, Shape, Table};
+use crate::table::{COLUMNS_QUERY, ColumnInfo, ColumnRow, Shape, Table};
 
 /// The statement that pins the session time zone to UTC.
 pub(crate) const UTC_SESSION: &str = "SET time_zone = '+00:00'";
@@ -88,14 +90,43 @@ const NO_SUCH_TABLE: u16 = 1146;
 const BAD_FIELD: u16 = 1054;
 /// `ER_DUP_FIELDNAME`: another instance added the column first.
 const DUPLICATE_COLUMN: u16 = 1060;
+/// How many times an operation is tried again on a fresh connection after its connection
+/// turned out dead when the statement was sent (see [`connection_lost`]).
+///
+/// The pool drops a connection whose close it has seen, but a connection that died without a
+/// FIN reaching the client (a failover, a NAT or proxy timeout, a host that lost its state) is
+/// handed out as alive and fails only at its next statement. Trying again is safe for every
+/// statement even when the lost attempt might have executed: release and extend are idempotent
+/// for one lease, a repeated force-unlock reads the row it already ended, and an acquire that
+/// did commit makes the retry see the lock held (by us), so the fire is skipped and the lease
+/// runs out at `lock_at_most_for`, as if the holder had died; exclusion is never broken.
+/// PostgreSQL's provider does the same.
+const RETRIES: usize = 2;
+/// `ER_SERVER_SHUTDOWN`: the server is going down and ended the session.
+const SERVER_SHUTDOWN: u16 = 1053;
+/// MariaDB's `ER_CONNECTION_KILLED`, sent to a session ended by `KILL`.
+const CONNECTION_KILLED: u16 = 1927;
+/// MySQL's `ER_CLIENT_INTERACTION_TIMEOUT`: the session outlived `wait_timeout`.
+const INTERACTION_TIMEOUT: u16 = 4031;
 /// How often a table found with ShedLock's four columns only is inspected again, so that a
 /// migration run by another instance (`ensure_schema` at its startup) is picked up here too.
 const RECHECK_SHEDLOCK_TABLE: Duration = Duration::from_secs(60);
+
+/// How long a new connection may take by default: PostgreSQL's provider waits as long.
+pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One attempt of an operation, on a connection it owns (see [`Session::run`]).
+pub(crate) type Attempt<'a, T> =
+    Pin<Box<dyn Future<Output = Result<T, mysql_async::Error>> + Send + 'a>>;
 
 /// The pool, the table, and the statements for the table as last inspected.
 pub(crate) struct Session {
     pub(crate) pool: Pool,
     pub(crate) table: Table,
+    /// How long taking a connection from the pool may take (opening one included):
+    /// mysql_async has no connect timeout, and a black-holed host would hang each attempt for
+    /// the system's TCP timeout (about two minutes on Linux).
+    pub(crate) connect_timeout: Duration,
     /// The statements for the table as last inspected; `None` until the first use, and again
     /// after the table went missing or `ensure_schema` changed it.
     statements: Mutex<Option<Arc<Statements>>>,
@@ -104,6 +135,7 @@ pub(crate) struct Session {
     pool_pins_utc: OnceLock<bool>,
     warned_shedlock_only: AtomicBool,
     warned_zone_per_use: AtomicBool,
+    warned_collation: AtomicBool,
 }
 
 impl Session {
@@ -111,10 +143,12 @@ impl Session {
         Session {
             pool,
             table,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             statements: Mutex::new(None),
             pool_pins_utc: OnceLock::new(),
             warned_shedlock_only: AtomicBool::new(false),
             warned_zone_per_use: AtomicBool::new(false),
+            warned_collation: AtomicBool::new(false),
         }
     }
 
@@ -173,15 +207,55 @@ impl Session {
         Ok((conn, statements))
     }
 
+    /// Runs `attempt` on a connection from the pool made ready for the table, again on a fresh
+    /// connection when this one turned out dead (see [`RETRIES`]).
+    pub(crate) async fn run<'a, T>(
+        &self,
+        operation: &'static str,
+        lock: &str,
+        attempt: impl Fn(Conn, Arc<Statements>) -> Attempt<'a, T>,
+    ) -> Result<T, LockError> {
+        let mut retries = 0;
+        loop {
+            // Making the connection ready may be what finds it dead (the time zone set on a
+            // pool the provider did not build, the table inspected again).
+            let (conn, statements) = match self.ready(operation, lock).await {
+                Ok(ready) => ready,
+                Err(e) if retries < RETRIES && provider_error_lost_connection(&e) => {
+                    retries += 1;
+                    log_retry(operation, lock, &e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            match attempt(conn, statements).await {
+                Ok(value) => return Ok(value),
+                Err(e) if retries < RETRIES && connection_lost(&e) => {
+                    retries += 1;
+                    log_retry(operation, lock, &e);
+                    // The attempt dropped its connection, which mysql_async does not return
+                    // to the pool after an I/O error.
+                }
+                Err(e) => return Err(self.error(operation, lock, e)),
+            }
+        }
+    }
+
+    /// A connection from the pool, within the connect timeout.
     pub(crate) async fn conn(
         &self,
         operation: &'static str,
         lock: &str,
     ) -> Result<Conn, LockError> {
-        self.pool
-            .get_conn()
-            .await
-            .map_err(|e| self.error(operation, lock, e))
+        match tokio::time::timeout(self.connect_timeout, self.pool.get_conn()).await {
+            Ok(connected) => connected.map_err(|e| self.error(operation, lock, e)),
+            Err(_) => Err(LockError::provider(
+                operation,
+                lock,
+                self.describe(),
+                connect_timed_out(self.connect_timeout),
+            )),
+        }
     }
 
     fn cached(&self) -> std::sync::MutexGuard<'_, Option<Arc<Statements>>> {
@@ -230,16 +304,23 @@ impl Session {
     }
 
     /// The table's columns and their types; none when it does not exist.
-    async fn columns(&self, conn: &mut Conn) -> Result<Vec<(String, String)>, LockError> {
-        conn.exec(COLUMNS_QUERY, (self.table.schema(), self.table.name()))
+    async fn columns(&self, conn: &mut Conn) -> Result<Vec<ColumnInfo>, LockError> {
+        let rows: Vec<ColumnRow> = conn
+            .exec(COLUMNS_QUERY, (self.table.schema(), self.table.name()))
             .await
-            .map_err(|e| self.error("schema", "", e))
+            .map_err(|e| self.error("schema", "", e))?;
+        Ok(rows.into_iter().map(ColumnInfo::from).collect())
     }
 
     /// What the table holds, or `None` when it does not exist.
     async fn inspect(&self, conn: &mut Conn) -> Result<Option<Shape>, LockError> {
         let rows = self.columns(conn).await?;
         let shape = self.table.layout_from(&rows)?;
+        if let Some(warning) = self.table.name_collation_warning(&rows)
+            && !self.warned_collation.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(table = %self.table.display(), "{warning}");
+        }
         if shape.is_none() && self.table.schema().is_none() {
             let database: Option<Option<String>> = conn
                 .query_first("SELECT DATABASE()")
@@ -283,6 +364,50 @@ impl Session {
         }
         LockError::provider(operation, lock, self.describe(), error)
     }
+}
+
+/// Whether `error` says the connection is dead (so that the statement may be tried again on
+/// another): an I/O error, a connection the driver found closed, or the server's notice that
+/// it ended the session.
+fn connection_lost(error: &mysql_async::Error) -> bool {
+    match error {
+        mysql_async::Error::Io(_) => true,
+        mysql_async::Error::Driver(mysql_async::DriverError::ConnectionClosed) => true,
+        mysql_async::Error::Server(server) => matches!(
+            server.code,
+            SERVER_SHUTDOWN | CONNECTION_KILLED | INTERACTION_TIMEOUT
+        ),
+        _ => false,
+    }
+}
+
+fn log_retry(operation: &str, lock: &str, error: &dyn std::fmt::Display) {
+    tracing::debug!(
+        operation,
+        lock,
+        error = %error,
+        "mysql: connection lost, retrying on a fresh one"
+    );
+}
+
+/// Whether a [`LockError::Provider`] came from a driver error that says the connection is dead
+/// (see [`connection_lost`]). A connect that timed out is not one: trying again would only
+/// multiply the wait.
+fn provider_error_lost_connection(error: &LockError) -> bool {
+    match error {
+        LockError::Provider { source, .. } => source
+            .downcast_ref::<mysql_async::Error>()
+            .is_some_and(connection_lost),
+        _ => false,
+    }
+}
+
+/// The error of a connection that did not come within `timeout`.
+pub(crate) fn connect_timed_out(timeout: Duration) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("no connection to the server within the connect timeout of {timeout:?}"),
+    )
 }
 
 #[cfg(test)]

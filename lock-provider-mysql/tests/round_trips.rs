@@ -31,18 +31,26 @@ fn delta(before: &HashMap<String, u64>, after: &HashMap<String, u64>, name: &str
     after[name] - before[name]
 }
 
-/// The server's redo log position (MariaDB `Innodb_lsn_current`, MySQL 8.0.30+
-/// `Innodb_redo_log_current_lsn`), when it reports one.
+/// The status variables that hold the server's redo log position: MariaDB's, MySQL 8.0.30+'s.
+const REDO_POSITION: [&str; 2] = ["Innodb_lsn_current", "Innodb_redo_log_current_lsn"];
+/// Names other status variables to read instead of [`REDO_POSITION`]: lets
+/// `a_server_without_a_redo_position_fails_the_check_under_ci` play a server that has none.
+const REDO_POSITION_VAR: &str = "LOCK_TEST_REDO_POSITION_STATUS";
+
+/// The server's redo log position, when it reports one.
 async fn redo_lsn(pool: &Pool) -> Option<u64> {
+    let names: Vec<String> = match std::env::var(REDO_POSITION_VAR) {
+        Ok(names) => names.split(',').map(str::to_owned).collect(),
+        Err(_) => REDO_POSITION.map(str::to_owned).to_vec(),
+    };
     let mut conn = pool.get_conn().await.expect("connection");
-    let row: Option<(String, String)> = conn
-        .query_first(
-            "SHOW GLOBAL STATUS WHERE Variable_name IN ('Innodb_lsn_current', \
-             'Innodb_redo_log_current_lsn')",
-        )
+    let rows: Vec<(String, String)> = conn
+        .query("SHOW GLOBAL STATUS")
         .await
         .expect("SHOW GLOBAL STATUS");
-    row.and_then(|(_, value)| value.parse().ok())
+    rows.into_iter()
+        .find(|(name, _)| names.iter().any(|n| n.eq_ignore_ascii_case(name)))
+        .and_then(|(_, value)| value.parse().ok())
 }
 
 async fn single_connection_provider() -> Option<(Pool, MySqlLockProvider)> {
@@ -139,7 +147,13 @@ async fn a_losing_acquire_writes_nothing() {
 
     // And nothing reaches the redo log. Other sessions may write meanwhile (other tests, the
     // server's background work), so a window without any redo must be found in a few tries.
-    if redo_lsn(&pool).await.is_some() {
+    if redo_lsn(&pool).await.is_none() {
+        // Not a silent pass: the half of the claim about the redo log was not checked.
+        common::skip_unless_ci(format!(
+            "the server reports none of {REDO_POSITION:?}, so the check that losing acquires \
+             write no redo was not made (only Handler_update and Handler_delete were checked)"
+        ));
+    } else {
         let mut clean = false;
         for _ in 0..20 {
             let start = redo_lsn(&pool).await;
@@ -155,4 +169,38 @@ async fn a_losing_acquire_writes_nothing() {
         assert!(clean, "losing acquires advanced the redo log in every try");
     }
     provider.release(&held, Duration::ZERO).await.unwrap();
+}
+
+/// A server without a redo log position (played here by reading a status variable that does
+/// not exist) must not let `a_losing_acquire_writes_nothing` pass silently: under `CI` it
+/// fails, saying which check it could not make.
+#[test]
+fn a_server_without_a_redo_position_fails_the_check_under_ci() {
+    if std::env::var_os(REDO_POSITION_VAR).is_some() {
+        return; // this process is the child below
+    }
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_losing_acquire_writes_nothing",
+            "--test-threads=1",
+        ])
+        .env("CI", "1")
+        .env(REDO_POSITION_VAR, "No_such_status_variable")
+        .output()
+        .expect("run the test binary");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    if text.contains("mysql unreachable") {
+        common::skip_unless_ci("mysql unreachable: the redo check could not be run");
+        return;
+    }
+    assert!(
+        !output.status.success(),
+        "passed without its redo check:\n{text}"
+    );
+    assert!(text.contains("write no redo was not made"), "{text}");
 }

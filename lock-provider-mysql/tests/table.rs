@@ -219,6 +219,49 @@ async fn unreachable_server_and_bad_url_are_errors_with_sources() {
     ));
 }
 
+/// A host that accepts the TCP connection and never answers (as a black-holed or overloaded
+/// server does) fails the connect after the configured timeout, not after TCP's minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_server_fails_the_connect_within_its_timeout() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    let url = format!("mysql://root@127.0.0.1:{port}/test?prefer_socket=false");
+    let started = std::time::Instant::now();
+    let result = tokio::time::timeout(
+        Duration::from_secs(20),
+        MySqlLockProvider::connect_with_timeout(&url, Duration::from_millis(500)),
+    )
+    .await
+    .expect("the connect hung past 20 s: no connect timeout");
+    let elapsed = started.elapsed();
+    silent.abort();
+    match result {
+        Err(err @ LockError::Provider { operation, .. }) => {
+            assert_eq!(operation, "connect");
+            let source = std::error::Error::source(&err).expect("a source");
+            let io = source
+                .downcast_ref::<std::io::Error>()
+                .expect("an I/O error");
+            assert_eq!(io.kind(), std::io::ErrorKind::TimedOut, "{err}");
+            assert!(
+                err.to_string().contains(&format!("127.0.0.1:{port}")),
+                "{err}"
+            );
+        }
+        other => panic!("expected a connect timeout, got {other:?}"),
+    }
+    assert!(
+        elapsed >= Duration::from_millis(500) && elapsed < Duration::from_secs(3),
+        "the connect gave up after {elapsed:?}, not after its 500 ms timeout"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_database_selected_is_explained() {
     if common::admin().await.is_none() {

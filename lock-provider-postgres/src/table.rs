@@ -143,11 +143,57 @@ pub(crate) fn shape_of(
             )));
         }
     }
+    let mut problems = Vec::new();
+    // Times are kept to the millisecond: `timestamp(0)` rounds to the second, so two slots
+    // within a second collide and a lease may end up to half a second early.
+    for column in [&c.lock_until, &c.locked_at, &c.last_fire] {
+        if let Some(ty) = type_of(&column.catalog)
+            && timestamp_precision(ty) < 3
+        {
+            problems.push((
+                format!(
+                    "{:?} is `{ty}`, which does not keep milliseconds",
+                    column.catalog
+                ),
+                format!("ALTER COLUMN {column} TYPE TIMESTAMP(3)"),
+            ));
+        }
+    }
+    // The fence is read as an `i64`: a narrower column would fail the read after the grant
+    // committed, so every fire would take the lock and run nothing.
+    if let Some(ty) = type_of(&c.fence.catalog)
+        && ty != "bigint"
+    {
+        problems.push((
+            format!("{:?} is `{ty}`, not `bigint`", c.fence.catalog),
+            format!("ALTER COLUMN {} TYPE BIGINT", c.fence),
+        ));
+    }
+    if !problems.is_empty() {
+        let (why, fixes): (Vec<String>, Vec<String>) = problems.into_iter().unzip();
+        return Err(LockError::InvalidConfiguration(format!(
+            "lock table {} cannot be used as it is: {}; run: ALTER TABLE {} {};",
+            table.display,
+            why.join("; "),
+            table.qualified,
+            fixes.join(", ")
+        )));
+    }
     if type_of(&c.fence.catalog).is_some() && type_of(&c.last_fire.catalog).is_some() {
         Ok(TableShape::Full)
     } else {
         Ok(TableShape::ShedLockOnly)
     }
+}
+
+/// The digits of a second a `timestamp` column keeps, from its `format_type` spelling:
+/// `timestamp(3) without time zone` keeps 3, `timestamp without time zone` PostgreSQL's
+/// default of 6.
+fn timestamp_precision(ty: &str) -> u32 {
+    ty.strip_prefix("timestamp(")
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|digits| digits.parse().ok())
+        .unwrap_or(6)
 }
 
 /// Creates the table, or adds the extension columns to a ShedLock table, in one transaction
@@ -180,4 +226,16 @@ pub(crate) async fn ensure(
         }
     }
     tx.commit().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::timestamp_precision;
+
+    #[test]
+    fn precision_of_a_timestamp_column() {
+        assert_eq!(timestamp_precision("timestamp(0) without time zone"), 0);
+        assert_eq!(timestamp_precision("timestamp(3) without time zone"), 3);
+        assert_eq!(timestamp_precision("timestamp without time zone"), 6);
+    }
 }

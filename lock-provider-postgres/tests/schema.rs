@@ -2,8 +2,7 @@
 
 mod common;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -18,36 +17,7 @@ fn shedlock_ddl(table: &str) -> String {
     )
 }
 
-/// Log lines written while the returned guard is alive on this thread.
-#[derive(Clone, Default)]
-struct CapturedLogs(Arc<Mutex<Vec<u8>>>);
-
-impl CapturedLogs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl Write for CapturedLogs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn capture_logs() -> (CapturedLogs, tracing::subscriber::DefaultGuard) {
-    let logs = CapturedLogs::default();
-    let writer = logs.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::WARN)
-        .finish();
-    (logs, tracing::subscriber::set_default(subscriber))
-}
+use test_support::logs::capture as capture_logs;
 
 async fn acquire(
     provider: &PostgresLockProvider,
@@ -371,6 +341,78 @@ async fn a_timestamptz_table_is_refused_with_the_reason() {
     let provider = PostgresLockProvider::new(pool).with_table(&table).unwrap();
     let err = provider.check_schema().await.unwrap_err();
     assert!(err.to_string().contains("without time"), "{err}");
+}
+
+/// A table whose columns differ from ShedLock's six by `change`, and a provider on it.
+async fn provider_on_altered_table(
+    prefix: &str,
+    change: (&str, &str),
+) -> Option<(String, test_support::table::Cleanup, PostgresLockProvider)> {
+    let table = common::unique_table(prefix);
+    let guard = common::drop_table(&table);
+    let pool = common::pool().await?;
+    let ddl = format!(
+        "CREATE TABLE {table}(name VARCHAR(64) PRIMARY KEY, lock_until TIMESTAMP(3) NOT NULL, \
+         locked_at TIMESTAMP(3) NOT NULL, locked_by VARCHAR(255) NOT NULL, \
+         fence BIGINT NOT NULL DEFAULT 0, last_fire TIMESTAMP(3) NULL)"
+    );
+    assert!(ddl.contains(change.0), "{ddl}");
+    common::raw_client()
+        .await
+        .batch_execute(&ddl.replace(change.0, change.1))
+        .await
+        .unwrap();
+    let provider = PostgresLockProvider::new(pool).with_table(&table).unwrap();
+    Some((table, guard, provider))
+}
+
+fn refusal(result: Result<(), LockError>) -> String {
+    match result {
+        Err(LockError::InvalidConfiguration(message)) => message,
+        other => panic!("expected the table to be refused, got {other:?}"),
+    }
+}
+
+/// `timestamp(0)` rounds to the second: two slots within a second collide, and a lease may
+/// end up to half a second early.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timestamps_without_milliseconds_are_refused_with_the_alter() {
+    let change = ("lock_until TIMESTAMP(3)", "lock_until TIMESTAMP(0)");
+    let Some((table, _guard, provider)) = provider_on_altered_table("ts0", change).await else {
+        return;
+    };
+    let message = refusal(provider.ensure_schema().await);
+    assert!(
+        message.contains(&format!(
+            "ALTER TABLE \"{table}\" ALTER COLUMN \"lock_until\" TYPE TIMESTAMP(3)"
+        )),
+        "{message}"
+    );
+    let name = testkit::unique_name("ts0");
+    assert!(matches!(
+        provider
+            .acquire(&testkit::request(&name, "a", Duration::from_secs(60), None))
+            .await,
+        Err(LockError::InvalidConfiguration(_))
+    ));
+}
+
+/// An `INTEGER` fence fails only after the grant committed (the fence does not fit the
+/// provider's `i64`), so every fire would take the lock and run nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fence_narrower_than_bigint_is_refused_with_the_alter() {
+    let change = ("fence BIGINT", "fence INTEGER");
+    let Some((table, _guard, provider)) = provider_on_altered_table("intfence", change).await
+    else {
+        return;
+    };
+    let message = refusal(provider.check_schema().await.map(drop));
+    assert!(
+        message.contains(&format!(
+            "ALTER TABLE \"{table}\" ALTER COLUMN \"fence\" TYPE BIGINT"
+        )),
+        "{message}"
+    );
 }
 
 #[tokio::test]

@@ -42,6 +42,35 @@ pub fn address(url: &str) -> Option<String> {
     (!host_port.is_empty()).then(|| host_port.to_owned())
 }
 
+/// The `host:port` a database URL points at, with the scheme's default port when the URL names
+/// none (`postgres`: 5432, `mysql`: 3306), for a plain TCP reachability check. `None` when the
+/// URL has no host, or no port and a scheme without a default.
+///
+/// ```
+/// use test_support::db::socket_address;
+/// assert_eq!(socket_address("postgres://postgres@db.internal/test").as_deref(), Some("db.internal:5432"));
+/// assert_eq!(socket_address("mysql://root@10.0.0.7/test").as_deref(), Some("10.0.0.7:3306"));
+/// assert_eq!(socket_address("mysql://root@10.0.0.7:3307/test").as_deref(), Some("10.0.0.7:3307"));
+/// assert_eq!(socket_address("postgres://u@[::1]/test").as_deref(), Some("[::1]:5432"));
+/// assert_eq!(socket_address("redis://cache/0"), None);
+/// ```
+pub fn socket_address(url: &str) -> Option<String> {
+    let host_port = address(url)?;
+    // A port follows the last `:`, outside an IPv6 literal's brackets.
+    if host_port
+        .rsplit_once(':')
+        .is_some_and(|(_, port)| !port.contains(']'))
+    {
+        return Some(host_port);
+    }
+    let default_port = match url.split_once("://")?.0 {
+        "postgres" | "postgresql" => 5432,
+        "mysql" | "mariadb" => 3306,
+        _ => return None,
+    };
+    Some(format!("{host_port}:{default_port}"))
+}
+
 /// The URL without its password, for printing.
 ///
 /// ```

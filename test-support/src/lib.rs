@@ -3,8 +3,12 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod db;
+#[cfg(feature = "logs")]
+pub mod logs;
 pub mod mode;
 pub mod process;
+#[cfg(feature = "proxy")]
+pub mod proxy;
 pub mod skip;
 pub mod stats;
 pub mod table;

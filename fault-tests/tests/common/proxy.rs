@@ -148,6 +148,18 @@ pub fn via_port(url: &str, port: u16) -> String {
     format!("{scheme}://{user}127.0.0.1:{port}{rest}")
 }
 
+/// `url` through the proxy listening on `port`. A MySQL URL also gets `prefer_socket=false`:
+/// mysql_async reconnects over the server's Unix socket when it reaches 127.0.0.1 by TCP (on by
+/// default), which would bypass the proxy.
+pub fn proxied(url: &str, port: u16) -> String {
+    let url = via_port(url, port);
+    if !url.starts_with("mysql:") {
+        return url;
+    }
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}prefer_socket=false")
+}
+
 /// `(scheme, authority)` of `scheme://authority/path?query`.
 fn split_authority(url: &str) -> (&str, &str) {
     let (scheme, after) = url.split_once("://").expect("a URL with a scheme");

@@ -13,7 +13,7 @@ use lock_provider_mysql::mysql_async::{self, Conn, Opts, Pool, prelude::Queryabl
 pub const CONFORMANCE_TABLE: &str = "lock_provider_mysql_conformance";
 
 pub use test_support::db::mysql_url as url;
-pub use test_support::skip::skipped;
+pub use test_support::skip::{skip_unless_ci, skipped};
 pub use test_support::table::{drop_mysql_table as drop_table, unique_table};
 
 /// The skip-unless-CI rule for an unreachable server: fails under `CI`, otherwise says so

@@ -1,0 +1,98 @@
+//! A TCP proxy on loopback that can kill its connections without the client seeing it: a
+//! connection that died (a server restart, a failover, a NAT or proxy timeout) while no FIN
+//! reached the client, which finds out only when it sends its next request.
+
+use std::net::SocketAddr;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Forwards every connection to one upstream server until [`kill_unseen`](Self::kill_unseen).
+pub struct HalfOpenProxy {
+    port: u16,
+    generation: watch::Sender<u64>,
+    accept: JoinHandle<()>,
+}
+
+impl HalfOpenProxy {
+    /// Listens on `127.0.0.1:0` and forwards each connection to `upstream`.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    /// let proxy = test_support::proxy::HalfOpenProxy::start(upstream.local_addr().unwrap()).await;
+    /// assert_ne!(proxy.port(), 0);
+    /// # });
+    /// ```
+    pub async fn start(upstream: SocketAddr) -> HalfOpenProxy {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let port = listener.local_addr().expect("proxy address").port();
+        let generation = watch::Sender::new(0u64);
+        let killed = generation.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                tokio::spawn(forward(client, upstream, killed.subscribe()));
+            }
+        });
+        HalfOpenProxy {
+            port,
+            generation,
+            accept,
+        }
+    }
+
+    /// The port the proxy listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Ends every open connection on the server's side, while its client sees nothing: no FIN,
+    /// no error, until it sends a request, which is swallowed and answered with a reset (RST).
+    /// New connections are forwarded as before.
+    pub fn kill_unseen(&self) {
+        self.generation.send_modify(|g| *g += 1);
+    }
+}
+
+impl Drop for HalfOpenProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.kill_unseen();
+    }
+}
+
+async fn forward(mut client: TcpStream, upstream: SocketAddr, mut killed: watch::Receiver<u64>) {
+    let born = *killed.borrow_and_update();
+    let Ok(mut server) = TcpStream::connect(upstream).await else {
+        return;
+    };
+    let (mut from_client, mut from_server) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+    loop {
+        tokio::select! {
+            read = client.read(&mut from_client) => match read {
+                Ok(n) if n > 0 => {
+                    if server.write_all(&from_client[..n]).await.is_err() {
+                        return;
+                    }
+                }
+                _ => return,
+            },
+            read = server.read(&mut from_server) => match read {
+                Ok(n) if n > 0 => {
+                    if client.write_all(&from_server[..n]).await.is_err() {
+                        return;
+                    }
+                }
+                _ => return,
+            },
+            _ = async { killed.wait_for(|g| *g != born).await.map(drop) } => break,
+        }
+    }
+    // The server sees its connection end; the client sees nothing until it speaks.
+    drop(server);
+    let _ = client.read(&mut from_client).await;
+    // Linger 0: closing sends a reset, as a host that lost the connection's state does.
+    let _ = client.set_zero_linger();
+}
