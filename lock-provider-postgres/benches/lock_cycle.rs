@@ -27,8 +27,10 @@ use test_support::{Mode, Samples, Unit, stats};
 
 /// Provider-cycle time over by-hand-cycle time must stay at or under this.
 const CYCLE_TARGET: f64 = 1.15;
-/// Losing-acquire time over `SELECT 1` time must stay at or under this.
-const LOSING_TARGET: f64 = 1.5;
+/// Losing acquire through the provider over the same statement sent by hand must stay at or
+/// under this: what the provider adds. `SELECT 1` is printed for context only, because that
+/// floor moves with the machine (a faster day measured 1.71 while the provider added 5%).
+const LOSING_TARGET: f64 = 1.10;
 
 fn main() {
     test_support::mode::run_on_current_thread(run);
@@ -291,12 +293,13 @@ async fn run(mode: Mode) {
         mode.judged(),
     );
     stats::ratio_line(
-        "losing acquire / SELECT 1",
+        "losing acquire / the same statement by hand",
         &losing,
-        &select,
+        &hand_losing,
         LOSING_TARGET,
         mode.judged(),
     );
+    stats::comparison_line("losing acquire / SELECT 1", &losing, &select);
     hot_select.print(Unit::Millis);
     hot_losing.print(Unit::Millis);
     println!(
