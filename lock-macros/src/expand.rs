@@ -10,6 +10,7 @@ use syn::{AttrStyle, Attribute, ItemFn, MacroDelimiter, Meta, MetaList, ReturnTy
 use crate::args::{self, Args};
 use crate::errors::Errors;
 use crate::keys::Macro;
+use crate::params::Params;
 use crate::valid::{self, Lock, Trigger};
 
 /// Expands `#[scheduled]` or `#[scheduler_lock]` (`this`), whichever of the two runs first:
@@ -321,47 +322,82 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock) -> TokenStream {
     let Parts { func, ret, spec } = parts(func, lock);
     let name = job_name(func);
     let trigger = trigger_tokens(trigger);
+    let params = Params::of(func);
+    let outer = params.outer(func);
+    let inputs = &func.sig.inputs;
     let block = &func.block;
     // Errors about the body future (not `Send`) point at the function's name, errors about
     // the return type (an error type without `Debug`) at the return type.
     let span = func.sig.ident.span();
     let ret_span = ret_span(func);
     let into_result = quote_spanned!(ret_span=> ::lock_core::__private::JobReturn::into_job_result);
+    let args = params.forward();
     let (nested, job_body, direct_call) = if func.sig.asyncness.is_some() {
-        (
-            quote!(async fn __lock_body() -> #ret #block),
+        let job_body = if params.is_empty() {
             quote_spanned! {span=>
-                ::lock_core::__private::JobBody::Async(|| ::std::boxed::Box::pin(async {
+                ::lock_core::__private::JobBody::Async(|_| ::std::boxed::Box::pin(async {
                     #into_result(__lock_body().await)
                 }))
-            },
+            }
+        } else {
+            let extract = params.extract(quote!(&__lock_state));
+            quote_spanned! {span=>
+                ::lock_core::__private::JobBody::Async(|__lock_state| {
+                    let __lock_state = ::std::sync::Arc::clone(__lock_state);
+                    ::std::boxed::Box::pin(async move {
+                        #extract
+                        #into_result(__lock_body(#args).await)
+                    })
+                })
+            }
+        };
+        (
+            quote!(async fn __lock_body(#inputs) -> #ret #block),
+            job_body,
             quote_spanned! {ret_span=>
-                ::lock_core::__private::run_locked(&__LOCK_SPEC, __lock_body()).await
+                ::lock_core::__private::run_locked(&__LOCK_SPEC, __lock_body(#args)).await
             },
         )
     } else {
+        let extract = params.extract(quote!(__lock_state));
+        let direct_body = if params.is_empty() {
+            quote!(__lock_body)
+        } else {
+            quote!(move || __lock_body(#args))
+        };
         (
-            quote!(fn __lock_body() -> #ret #block),
-            quote!(::lock_core::__private::JobBody::Blocking(|| #into_result(__lock_body()))),
+            quote!(fn __lock_body(#inputs) -> #ret #block),
+            quote! {
+                ::lock_core::__private::JobBody::Blocking(
+                    |__lock_state: &::lock_core::StateMap| -> ::lock_core::__private::JobResult {
+                        #extract
+                        #into_result(__lock_body(#args))
+                    },
+                )
+            },
             quote_spanned! {ret_span=>
-                ::lock_core::__private::run_locked_blocking(&__LOCK_SPEC, __lock_body)
+                ::lock_core::__private::run_locked_blocking(&__LOCK_SPEC, #direct_body)
             },
         )
     };
+    let extractors = params.extractors();
+    let check = params.check();
     let body = quote! {
         #nested
         #spec
+        #extractors
         ::lock_core::__private::inventory::submit! {
             ::lock_core::__private::ScheduledJob {
                 name: #name,
                 trigger: #trigger,
                 lock: &__LOCK_SPEC,
                 body: #job_body,
+                check: #check,
             }
         }
         #direct_call
     };
-    with_body(func, quote!(#[allow(dead_code)]), body)
+    with_body(&outer, quote!(#[allow(dead_code)]), body)
 }
 
 /// A function with `#[scheduler_lock]` alone: every call runs the body under the lock.

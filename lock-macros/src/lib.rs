@@ -6,6 +6,7 @@ mod args;
 mod errors;
 mod expand;
 mod keys;
+mod params;
 mod valid;
 
 use proc_macro::TokenStream;
