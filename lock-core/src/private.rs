@@ -143,13 +143,12 @@ pub struct Extractor<T> {
     extract: fn(&JobContext, &StateMap) -> Result<T, ExtractError>,
 }
 
-impl<T: FromJob> Extractor<T> {
-    /// `T`'s extractor.
-    pub const fn new() -> Self {
-        Extractor {
-            check: T::check,
-            extract: T::from_job,
-        }
+/// `T`'s extractor (a function, not `Extractor::new`, so that a type that is not an extractor
+/// gets `FromJob`'s own message).
+pub const fn extractor<T: FromJob>() -> Extractor<T> {
+    Extractor {
+        check: T::check,
+        extract: T::from_job,
     }
 }
 

@@ -80,7 +80,7 @@ impl Params {
                 let name = extractor(i);
                 quote_spanned! {ty.span()=>
                     const #name: ::lock_core::__private::Extractor<#ty> =
-                        ::lock_core::__private::Extractor::<#ty>::new();
+                        ::lock_core::__private::extractor::<#ty>();
                 }
             })
             .collect()
