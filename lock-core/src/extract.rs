@@ -5,6 +5,7 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::__private::{BoxFuture, JobResult, JobReturn};
@@ -45,7 +46,25 @@ pub struct State<T>(pub T);
 /// one per type; what [`FromJob`] extractors read.
 #[derive(Default)]
 pub struct StateMap {
-    values: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    values: HashMap<TypeId, Box<dyn Any + Send + Sync>, BuildHasherDefault<TypeIdHasher>>,
+}
+
+/// A `TypeId` is a hash already: the lookup at each fire skips SipHash (as `http::Extensions`).
+#[derive(Default)]
+struct TypeIdHasher(u64);
+
+impl Hasher for TypeIdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 ^= n;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 impl fmt::Debug for StateMap {
@@ -57,8 +76,17 @@ impl fmt::Debug for StateMap {
 }
 
 impl StateMap {
-    /// Adds `value` under its type; gives it back if the type was registered already.
-    pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> Result<(), T> {
+    /// Adds `value` under its type; gives it back if the type was registered already. (The
+    /// scheduler builds its map from [`SchedulerBuilder::state`](crate::SchedulerBuilder::state);
+    /// this is for testing an extractor on its own.)
+    ///
+    /// ```
+    /// let mut state = lock_core::StateMap::default();
+    /// assert!(state.insert(7u32).is_ok());
+    /// assert_eq!(state.insert(8u32), Err(8));
+    /// assert_eq!(state.get::<u32>(), Some(&7));
+    /// ```
+    pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> Result<(), T> {
         match self.values.entry(TypeId::of::<T>()) {
             std::collections::hash_map::Entry::Occupied(_) => Err(value),
             std::collections::hash_map::Entry::Vacant(slot) => {
