@@ -16,7 +16,7 @@ use crate::JobContext;
 ///
 /// Destructure it in the parameter list; wrap a service object in an `Arc` to share it:
 ///
-/// ```
+/// ```standalone_crate
 /// use lock_core::{InMemoryLockProvider, JobContext, Scheduler, State, scheduled};
 /// use std::sync::Arc;
 ///
@@ -125,13 +125,9 @@ impl ExtractError {
     /// A `State<T>` whose `T` was not registered.
     pub fn missing_state<T>() -> Self {
         let ty = short_type_name(std::any::type_name::<T>());
-        let value = snake_case(
-            ty.rsplit(['<', ',', ' '])
-                .find(|s| !s.is_empty())
-                .unwrap_or("value"),
-        );
         ExtractError::new(format!(
-            "State<{ty}>, which was not registered: add .state({value}) to the builder"
+            "State<{ty}>, which was not registered: add .state({}) to the builder",
+            value_name(&ty)
         ))
     }
 }
@@ -153,7 +149,7 @@ impl std::error::Error for ExtractError {}
 /// job never fails at fire time for a missing value; [`from_job`](Self::from_job) runs inside
 /// the lock at each fire.
 ///
-/// ```
+/// ```standalone_crate
 /// use lock_core::{ExtractError, FromJob, JobContext, StateMap, scheduled};
 ///
 /// /// The tenant a job works for, from the registered `Tenants` and the lock's fence.
@@ -239,7 +235,19 @@ fn last_segment(path: &str) -> &str {
     path.rsplit("::").next().unwrap_or(path)
 }
 
-/// `PgPool` -> `pg_pool`, `Service>` -> `service`.
+/// A variable name for a value of `ty`: `PgPool` -> `pg_pool`, `Pool<Manager>` -> `pool`,
+/// `Arc<Service>` -> `service` (through the usual wrappers).
+fn value_name(ty: &str) -> String {
+    let mut ty = ty;
+    for wrapper in ["Arc<", "Rc<", "Box<", "Mutex<", "RwLock<"] {
+        if let Some(inner) = ty.strip_prefix(wrapper) {
+            ty = inner;
+        }
+    }
+    snake_case(ty.split(['<', '>', ',', ' ']).next().unwrap_or(ty))
+}
+
+/// `PgPool` -> `pg_pool`.
 fn snake_case(name: &str) -> String {
     let mut out = String::with_capacity(name.len() + 4);
     for (i, c) in name
@@ -370,6 +378,12 @@ mod tests {
         assert_eq!(
             ExtractError::missing_state::<Arc<Service>>().to_string(),
             "State<Arc<Service>>, which was not registered: add .state(service) to the builder"
+        );
+        struct Pool<M>(M);
+        struct Manager;
+        assert_eq!(
+            ExtractError::missing_state::<Pool<Manager>>().to_string(),
+            "State<Pool<Manager>>, which was not registered: add .state(pool) to the builder"
         );
     }
 

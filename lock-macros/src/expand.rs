@@ -293,7 +293,8 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///                 zone: Some("Asia/Shanghai"),
 ///             })),
 ///             lock: &__LOCK_SPEC,
-///             body: JobBody::Async(|| Box::pin(async { JobReturn::into_job_result(__lock_body().await) })),
+///             body: JobBody::Async(|_| Box::pin(async { JobReturn::into_job_result(__lock_body().await) })),
+///             check: |_| Vec::new(),
 ///         }
 ///     }
 ///     run_locked(&__LOCK_SPEC, __lock_body()).await
@@ -302,9 +303,38 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 /// // Output for a synchronous `fn cleanup() -> R { body }`: the same, with
 ///     fn __lock_body() -> R { body }
 ///     // ...
-///             body: JobBody::Blocking(|| JobReturn::into_job_result(__lock_body())),
+///             body: JobBody::Blocking(|_: &StateMap| -> JobResult { JobReturn::into_job_result(__lock_body()) }),
 ///     // ...
 ///     run_locked_blocking(&__LOCK_SPEC, __lock_body)
+///
+/// // Input, with extractor parameters:
+/// #[scheduled(fixed_rate = "1m")]
+/// async fn purge(State(pool): State<Pool>, ctx: JobContext) -> R { body }
+/// // Output: the patterns become names in the outer signature (the nested body keeps them),
+/// // each type's extractor is a `const` (building it checks `FromJob`, on the type's span),
+/// // and the registered body extracts inside the lock:
+/// async fn purge(__lock_arg0: State<Pool>, ctx: JobContext) -> R {
+///     async fn __lock_body(State(pool): State<Pool>, ctx: JobContext) -> R { body }
+///     // static __LOCK_SPEC ...
+///     const __LOCK_PARAM_0: Extractor<State<Pool>> = extractor::<State<Pool>>();
+///     const __LOCK_PARAM_1: Extractor<JobContext> = extractor::<JobContext>();
+///     inventory::submit! {
+///         ScheduledJob {
+///             // name, trigger, lock ...
+///             body: JobBody::Async(|__lock_state| {
+///                 let __lock_state = Arc::clone(__lock_state);
+///                 Box::pin(async move {
+///                     let __lock_ctx = fire_context()?;
+///                     let __lock_arg0 = __LOCK_PARAM_0.extract(&__lock_ctx, &__lock_state)?;
+///                     let ctx = __LOCK_PARAM_1.extract(&__lock_ctx, &__lock_state)?;
+///                     JobReturn::into_job_result(__lock_body(__lock_arg0, ctx).await)
+///                 })
+///             }),
+///             check: |__lock_state| { /* each __LOCK_PARAM_i.check(..) */ },
+///         }
+///     }
+///     run_locked(&__LOCK_SPEC, __lock_body(__lock_arg0, ctx)).await
+/// }
 ///
 /// // Input: #[scheduled(fixed_delay = "5s", initial_delay = "1s")]
 /// // Output: the same, with
@@ -316,8 +346,8 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///
 /// (All paths in the output are absolute, `::lock_core::__private::...` and
 /// `::core::time::Duration`; each key's part comes from its row in `keys::KEYS`.) A nested function
-/// cannot see the outer function's generics, parameters or `Self`; `valid::signature` rejects
-/// the first two, and inside an `impl` block the body must name its type instead of `Self`.
+/// cannot see the outer function's generics or `Self`; `valid::signature` rejects the first,
+/// and inside an `impl` block the body must name its type instead of `Self`.
 fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock) -> TokenStream {
     let Parts { func, ret, spec } = parts(func, lock);
     let name = job_name(func);
@@ -500,6 +530,29 @@ mod tests {
             expand_str(Macro::SchedulerLock, quote!(@handled), item.clone()),
             item.to_string()
         );
+    }
+
+    #[test]
+    fn extractor_patterns_become_names_outside_and_stay_in_the_body() {
+        let out = expand_str(
+            Macro::Scheduled,
+            quote!(fixed_rate = "1m"),
+            quote!(
+                async fn purge(State(pool): State<Pool>, mut ctx: JobContext) {}
+            ),
+        );
+        assert!(
+            out.contains("async fn purge (__lock_arg0 : State < Pool > , ctx : JobContext)"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "async fn __lock_body (State (pool) : State < Pool > , mut ctx : JobContext)"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("__LOCK_PARAM_1 . extract"), "{out}");
+        assert!(!out.contains("compile_error"), "{out}");
     }
 
     #[test]

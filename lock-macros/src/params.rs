@@ -53,13 +53,13 @@ impl Params {
         });
         for (arg, name) in typed.zip(names) {
             let span = arg.pat.span();
-            arg.pat = Box::new(Pat::Ident(PatIdent {
+            *arg.pat = Pat::Ident(PatIdent {
                 attrs: Vec::new(),
                 by_ref: None,
                 mutability: None,
                 ident: Ident::new(&name.to_string(), span),
                 subpat: None,
-            }));
+            });
         }
         outer
     }
