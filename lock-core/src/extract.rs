@@ -300,15 +300,15 @@ pub fn fire_context() -> Result<JobContext, String> {
         .ok_or_else(|| "job parameters are extracted inside the lock, but no lock is held".into())
 }
 
+/// A tuple of extractors: a handler's parameters, checked and extracted together.
+trait Extractors: Sized {
+    fn check(state: &StateMap) -> Vec<ExtractError>;
+    fn extract(state: &StateMap) -> Result<Self, String>;
+}
+
 macro_rules! handlers {
     ($($arg:ident),*) => {
-        impl<F, Fut, R, $($arg,)*> JobHandler<($($arg,)*)> for F
-        where
-            F: Fn($($arg),*) -> Fut + Send + Sync + 'static,
-            Fut: Future<Output = R> + Send + 'static,
-            R: JobReturn + 'static,
-            $($arg: FromJob,)*
-        {
+        impl<$($arg: FromJob,)*> Extractors for ($($arg,)*) {
             fn check(_state: &StateMap) -> Vec<ExtractError> {
                 #[allow(unused_mut)]
                 let mut missing = Vec::new();
@@ -316,13 +316,29 @@ macro_rules! handlers {
                 missing
             }
 
-            #[allow(non_snake_case, unused_variables)]
+            /// The fire's context is read once, and only when there are parameters.
+            #[allow(non_snake_case)]
+            fn extract(_state: &StateMap) -> Result<Self, String> {
+                handlers!(@context _ctx $($arg)*);
+                Ok(($(<$arg as FromJob>::from_job(&_ctx, _state).map_err(|e| e.to_string())?,)*))
+            }
+        }
+
+        impl<F, Fut, R, $($arg,)*> JobHandler<($($arg,)*)> for F
+        where
+            F: Fn($($arg),*) -> Fut + Send + Sync + 'static,
+            Fut: Future<Output = R> + Send + 'static,
+            R: JobReturn + 'static,
+            $($arg: FromJob,)*
+        {
+            fn check(state: &StateMap) -> Vec<ExtractError> {
+                <($($arg,)*) as Extractors>::check(state)
+            }
+
+            #[allow(non_snake_case)]
             fn call(self: Arc<Self>, state: Arc<StateMap>) -> BoxFuture<JobResult> {
                 Box::pin(async move {
-                    $(let $arg = {
-                        let ctx = fire_context()?;
-                        <$arg as FromJob>::from_job(&ctx, &state).map_err(|e| e.to_string())?
-                    };)*
+                    let ($($arg,)*) = <($($arg,)*) as Extractors>::extract(&state)?;
                     (self)($($arg),*).await.into_job_result()
                 })
             }
@@ -334,22 +350,20 @@ macro_rules! handlers {
             R: JobReturn + 'static,
             $($arg: FromJob,)*
         {
-            fn check(_state: &StateMap) -> Vec<ExtractError> {
-                #[allow(unused_mut)]
-                let mut missing = Vec::new();
-                $(missing.extend(<$arg as FromJob>::check(_state).err());)*
-                missing
+            fn check(state: &StateMap) -> Vec<ExtractError> {
+                <($($arg,)*) as Extractors>::check(state)
             }
 
-            #[allow(non_snake_case, unused_variables)]
+            #[allow(non_snake_case)]
             fn call(&self, state: &StateMap) -> JobResult {
-                $(let $arg = {
-                    let ctx = fire_context()?;
-                    <$arg as FromJob>::from_job(&ctx, state).map_err(|e| e.to_string())?
-                };)*
+                let ($($arg,)*) = <($($arg,)*) as Extractors>::extract(state)?;
                 (self)($($arg),*).into_job_result()
             }
         }
+    };
+    (@context $ctx:ident) => {};
+    (@context $ctx:ident $($arg:ident)+) => {
+        let $ctx = fire_context()?;
     };
 }
 
