@@ -14,6 +14,10 @@
 //! `LockSpec` into a `LockConfiguration`; the parts below time those two steps alone and
 //! each added to the by-hand call, to show where the difference comes from.
 //!
+//! The scheduler's path for a `#[scheduled]` function is timed too: its registered body run
+//! under the lock as the scheduler fires it, without parameters and with `State<Pool>` +
+//! `JobContext` (one map lookup and one clone of the pool per fire, the extraction's cost).
+//!
 //! Each sample is the mean of a batch of `BATCH` calls (p99 over batch means); the batches of
 //! all operations are interleaved in a rotating order.
 
@@ -22,9 +26,12 @@ use std::time::{Duration, Instant};
 
 use benchmarks::stats::{median_difference_line, ratio_line};
 use benchmarks::{Mode, Samples, Unit};
-use lock_core::__private::{LockSpec, lock_trigger};
+use std::sync::Arc;
+
+use lock_core::__private::{BoxFuture, JobBody, JobResult, LockSpec, ScheduledJob, lock_trigger};
 use lock_core::{
-    InMemoryLockProvider, LockConfiguration, LockOutcome, LockingTaskExecutor, scheduler_lock,
+    InMemoryLockProvider, JobContext, LockConfiguration, LockOutcome, LockingTaskExecutor, State,
+    StateMap, scheduled, scheduler_lock,
 };
 use test_support::time_batch;
 
@@ -36,6 +43,32 @@ const BATCH: usize = 64;
 /// The function under test: an empty body under a one-minute lock.
 #[scheduler_lock(name = "bench_macro", lock_at_most_for = "1m")]
 async fn locked_noop() {}
+
+/// Stands for a connection pool: cloning it is one reference count, as for `PgPool`.
+#[derive(Clone)]
+struct Pool(#[allow(dead_code)] Arc<str>);
+
+/// A scheduled job without parameters (the scheduler's path, no extraction).
+#[scheduled(fixed_rate = "1h")]
+async fn fire_plain() {}
+
+/// The same with extractors.
+#[scheduled(fixed_rate = "1h")]
+async fn fire_extracting(State(pool): State<Pool>, ctx: JobContext) {
+    black_box((pool, ctx));
+}
+
+/// The registered async body of the job `name` (this module's function).
+fn registered(name: &str) -> fn(&Arc<StateMap>) -> BoxFuture<JobResult> {
+    let job = lock_core::__private::inventory::iter::<ScheduledJob>
+        .into_iter()
+        .find(|job| job.name.ends_with(name))
+        .expect("registered");
+    match job.body {
+        JobBody::Async(body) => body,
+        JobBody::Blocking(_) => unreachable!("async fn"),
+    }
+}
 
 /// What the macro above puts in its `static` (same settings, another name, so the part
 /// measurements do not contend with it).
@@ -78,10 +111,17 @@ async fn run(mode: Mode) {
     let mut resolve = Samples::new("LockSpec::configuration alone");
     let mut hand_lookup = Samples::new("by hand + default_executor()");
     let mut hand_resolve = Samples::new("by hand + LockSpec::configuration");
+    let mut fire = Samples::new("scheduled body, no parameters");
+    let mut fire_state = Samples::new("scheduled body, State<Pool> + JobContext");
+    let (plain, extracting) = (registered("::fire_plain"), registered("::fire_extracting"));
+    // The scheduler's state, as `.state(pool)` registers it.
+    let mut state = StateMap::default();
+    assert!(state.insert(Pool("postgres://db/app".into())).is_ok());
+    let state = Arc::new(state);
 
     let warmup = mode.pick(500, 20);
     let started = Instant::now();
-    const OPS: usize = 6;
+    const OPS: usize = 8;
     for round in 0..warmup + rounds {
         let keep = round >= warmup;
         for k in 0..OPS {
@@ -104,10 +144,20 @@ async fn run(mode: Mode) {
                     let outcome = executor.execute_with_lock(&config, async {}).await;
                     assert_eq!(outcome.unwrap(), LockOutcome::Executed(()));
                 }),
-                _ => time_batch!(hand_resolve, BATCH, keep, {
+                5 => time_batch!(hand_resolve, BATCH, keep, {
                     let config = SPEC.configuration(&executor).unwrap();
                     let outcome = executor.execute_with_lock(&config, async {}).await;
                     assert_eq!(outcome.unwrap(), LockOutcome::Executed(()));
+                }),
+                6 => time_batch!(fire, BATCH, keep, {
+                    let outcome = executor.execute_in_slot(&config, None, plain(&state)).await;
+                    assert_eq!(outcome.unwrap(), LockOutcome::Executed(Ok(())));
+                }),
+                _ => time_batch!(fire_state, BATCH, keep, {
+                    let outcome = executor
+                        .execute_in_slot(&config, None, extracting(&state))
+                        .await;
+                    assert_eq!(outcome.unwrap(), LockOutcome::Executed(Ok(())));
                 }),
             }
         }
@@ -119,13 +169,20 @@ async fn run(mode: Mode) {
         mode.name(),
         started.elapsed().as_secs_f64()
     );
-    for samples in [&hand, &via_macro] {
+    for samples in [&hand, &via_macro, &fire, &fire_state] {
         samples.print(Unit::Micros);
     }
     ratio_line(
         "macro / by hand",
         &via_macro,
         &hand,
+        MACRO_TARGET,
+        mode.judged(),
+    );
+    ratio_line(
+        "scheduled fire with extractors / without",
+        &fire_state,
+        &fire,
         MACRO_TARGET,
         mode.judged(),
     );
@@ -148,4 +205,10 @@ async fn run(mode: Mode) {
     ] {
         median_difference_line(what, a, &hand, Unit::Micros);
     }
+    median_difference_line(
+        "extraction per fire (State<Pool> + JobContext - no parameters)",
+        &fire_state,
+        &fire,
+        Unit::Micros,
+    );
 }

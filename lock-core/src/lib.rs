@@ -6,6 +6,7 @@ mod config;
 mod context;
 mod error;
 mod executor;
+mod extract;
 mod instance;
 pub mod kit;
 mod memory;
@@ -21,7 +22,7 @@ pub mod __private;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
-pub use __private::JobReturn;
+pub use __private::{JobReturn, LockedReturn};
 pub use config::{LockConfiguration, MAX_DURATION, MAX_LOCK_NAME_LEN, validate_lock_name};
 pub use context::{JobContext, assert_locked};
 pub use error::{BoxError, LockError};
@@ -29,6 +30,7 @@ pub use executor::{
     DEFAULT_LOCK_AT_MOST_FOR, DEFAULT_OPERATION_TIMEOUT, LockDefaults, LockOutcome,
     LockingTaskExecutor, default_executor, install_default_executor,
 };
+pub use extract::{BlockingJobHandler, ExtractError, FromJob, JobHandler, State, StateMap};
 pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};
 pub use kit::{ColumnNames, DEFAULT_TABLE, validate_identifier, validate_table_name};
 pub use lock_macros::{scheduled, scheduler_lock};

@@ -290,3 +290,35 @@ async fn invalid_configuration_fails_at_start() {
         .unwrap_err();
     assert!(err.to_string().contains("instance id"), "{err}");
 }
+
+#[tokio::test]
+async fn two_jobs_under_one_lock_name_are_refused_at_start_naming_both() {
+    let at_most = Duration::from_secs(60);
+    let shared = LockConfiguration::new("reports", at_most, Duration::ZERO).unwrap();
+    let fired = Arc::new(AtomicUsize::new(0));
+    let job = |name: &str| {
+        let fired = fired.clone();
+        Job::new(
+            name,
+            Trigger::fixed_rate(Duration::from_millis(50)).unwrap(),
+            move || {
+                fired.fetch_add(1, Ordering::SeqCst);
+                async {}
+            },
+        )
+        .with_lock(shared.clone())
+    };
+    let error = Scheduler::builder()
+        .lock_provider(InMemoryLockProvider::new())
+        .jobs([job("daily-report"), job("weekly-report")])
+        .start()
+        .await
+        .expect_err("two jobs share the lock `reports`");
+    let message = error.to_string();
+    assert!(
+        message.contains("jobs `daily-report` and `weekly-report` are both locked under `reports`"),
+        "{message}"
+    );
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(fired.load(Ordering::SeqCst), 0, "a refused scheduler fired");
+}

@@ -10,6 +10,7 @@ use syn::{AttrStyle, Attribute, ItemFn, MacroDelimiter, Meta, MetaList, ReturnTy
 use crate::args::{self, Args};
 use crate::errors::Errors;
 use crate::keys::Macro;
+use crate::params::Params;
 use crate::valid::{self, Lock, Trigger};
 
 /// Expands `#[scheduled]` or `#[scheduler_lock]` (`this`), whichever of the two runs first:
@@ -292,7 +293,8 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///                 zone: Some("Asia/Shanghai"),
 ///             })),
 ///             lock: &__LOCK_SPEC,
-///             body: JobBody::Async(|| Box::pin(async { JobReturn::into_job_result(__lock_body().await) })),
+///             body: JobBody::Async(|_| Box::pin(async { JobReturn::into_job_result(__lock_body().await) })),
+///             check: |_| Vec::new(),
 ///         }
 ///     }
 ///     run_locked(&__LOCK_SPEC, __lock_body()).await
@@ -301,9 +303,38 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 /// // Output for a synchronous `fn cleanup() -> R { body }`: the same, with
 ///     fn __lock_body() -> R { body }
 ///     // ...
-///             body: JobBody::Blocking(|| JobReturn::into_job_result(__lock_body())),
+///             body: JobBody::Blocking(|_: &StateMap| -> JobResult { JobReturn::into_job_result(__lock_body()) }),
 ///     // ...
 ///     run_locked_blocking(&__LOCK_SPEC, __lock_body)
+///
+/// // Input, with extractor parameters:
+/// #[scheduled(fixed_rate = "1m")]
+/// async fn purge(State(pool): State<Pool>, ctx: JobContext) -> R { body }
+/// // Output: the patterns become names in the outer signature (the nested body keeps them),
+/// // each type's extractor is a `const` (building it checks `FromJob`, on the type's span),
+/// // and the registered body extracts inside the lock:
+/// async fn purge(__lock_arg0: State<Pool>, ctx: JobContext) -> R {
+///     async fn __lock_body(State(pool): State<Pool>, ctx: JobContext) -> R { body }
+///     // static __LOCK_SPEC ...
+///     const __LOCK_PARAM_0: Extractor<State<Pool>> = extractor::<State<Pool>>();
+///     const __LOCK_PARAM_1: Extractor<JobContext> = extractor::<JobContext>();
+///     inventory::submit! {
+///         ScheduledJob {
+///             // name, trigger, lock ...
+///             body: JobBody::Async(|__lock_state| {
+///                 let __lock_state = Arc::clone(__lock_state);
+///                 Box::pin(async move {
+///                     let __lock_ctx = fire_context()?;
+///                     let __lock_arg0 = __LOCK_PARAM_0.extract(&__lock_ctx, &__lock_state)?;
+///                     let ctx = __LOCK_PARAM_1.extract(&__lock_ctx, &__lock_state)?;
+///                     JobReturn::into_job_result(__lock_body(__lock_arg0, ctx).await)
+///                 })
+///             }),
+///             check: |__lock_state| { /* each __LOCK_PARAM_i.check(..) */ },
+///         }
+///     }
+///     run_locked(&__LOCK_SPEC, __lock_body(__lock_arg0, ctx)).await
+/// }
 ///
 /// // Input: #[scheduled(fixed_delay = "5s", initial_delay = "1s")]
 /// // Output: the same, with
@@ -315,53 +346,88 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///
 /// (All paths in the output are absolute, `::lock_core::__private::...` and
 /// `::core::time::Duration`; each key's part comes from its row in `keys::KEYS`.) A nested function
-/// cannot see the outer function's generics, parameters or `Self`; `valid::signature` rejects
-/// the first two, and inside an `impl` block the body must name its type instead of `Self`.
+/// cannot see the outer function's generics or `Self`; `valid::signature` rejects the first,
+/// and inside an `impl` block the body must name its type instead of `Self`.
 fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock) -> TokenStream {
     let Parts { func, ret, spec } = parts(func, lock);
     let name = job_name(func);
     let trigger = trigger_tokens(trigger);
+    let params = Params::of(func);
+    let outer = params.outer(func);
+    let inputs = &func.sig.inputs;
     let block = &func.block;
     // Errors about the body future (not `Send`) point at the function's name, errors about
     // the return type (an error type without `Debug`) at the return type.
     let span = func.sig.ident.span();
     let ret_span = ret_span(func);
     let into_result = quote_spanned!(ret_span=> ::lock_core::__private::JobReturn::into_job_result);
+    let args = params.forward();
     let (nested, job_body, direct_call) = if func.sig.asyncness.is_some() {
-        (
-            quote!(async fn __lock_body() -> #ret #block),
+        let job_body = if params.is_empty() {
             quote_spanned! {span=>
-                ::lock_core::__private::JobBody::Async(|| ::std::boxed::Box::pin(async {
+                ::lock_core::__private::JobBody::Async(|_| ::std::boxed::Box::pin(async {
                     #into_result(__lock_body().await)
                 }))
-            },
+            }
+        } else {
+            let extract = params.extract(quote!(&__lock_state));
+            quote_spanned! {span=>
+                ::lock_core::__private::JobBody::Async(|__lock_state| {
+                    let __lock_state = ::std::sync::Arc::clone(__lock_state);
+                    ::std::boxed::Box::pin(async move {
+                        #extract
+                        #into_result(__lock_body(#args).await)
+                    })
+                })
+            }
+        };
+        (
+            quote!(async fn __lock_body(#inputs) -> #ret #block),
+            job_body,
             quote_spanned! {ret_span=>
-                ::lock_core::__private::run_locked(&__LOCK_SPEC, __lock_body()).await
+                ::lock_core::__private::run_locked(&__LOCK_SPEC, __lock_body(#args)).await
             },
         )
     } else {
+        let extract = params.extract(quote!(__lock_state));
+        let direct_body = if params.is_empty() {
+            quote!(__lock_body)
+        } else {
+            quote!(move || __lock_body(#args))
+        };
         (
-            quote!(fn __lock_body() -> #ret #block),
-            quote!(::lock_core::__private::JobBody::Blocking(|| #into_result(__lock_body()))),
+            quote!(fn __lock_body(#inputs) -> #ret #block),
+            quote! {
+                ::lock_core::__private::JobBody::Blocking(
+                    |__lock_state: &::lock_core::StateMap| -> ::lock_core::__private::JobResult {
+                        #extract
+                        #into_result(__lock_body(#args))
+                    },
+                )
+            },
             quote_spanned! {ret_span=>
-                ::lock_core::__private::run_locked_blocking(&__LOCK_SPEC, __lock_body)
+                ::lock_core::__private::run_locked_blocking(&__LOCK_SPEC, #direct_body)
             },
         )
     };
+    let extractors = params.extractors();
+    let check = params.check();
     let body = quote! {
         #nested
         #spec
+        #extractors
         ::lock_core::__private::inventory::submit! {
             ::lock_core::__private::ScheduledJob {
                 name: #name,
                 trigger: #trigger,
                 lock: &__LOCK_SPEC,
                 body: #job_body,
+                check: #check,
             }
         }
         #direct_call
     };
-    with_body(func, quote!(#[allow(dead_code)]), body)
+    with_body(&outer, quote!(#[allow(dead_code)]), body)
 }
 
 /// A function with `#[scheduler_lock]` alone: every call runs the body under the lock.
@@ -464,6 +530,29 @@ mod tests {
             expand_str(Macro::SchedulerLock, quote!(@handled), item.clone()),
             item.to_string()
         );
+    }
+
+    #[test]
+    fn extractor_patterns_become_names_outside_and_stay_in_the_body() {
+        let out = expand_str(
+            Macro::Scheduled,
+            quote!(fixed_rate = "1m"),
+            quote!(
+                async fn purge(State(pool): State<Pool>, mut ctx: JobContext) {}
+            ),
+        );
+        assert!(
+            out.contains("async fn purge (__lock_arg0 : State < Pool > , ctx : JobContext)"),
+            "{out}"
+        );
+        assert!(
+            out.contains(
+                "async fn __lock_body (State (pool) : State < Pool > , mut ctx : JobContext)"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("__LOCK_PARAM_1 . extract"), "{out}");
+        assert!(!out.contains("compile_error"), "{out}");
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod args;
 mod errors;
 mod expand;
 mod keys;
+mod params;
 mod valid;
 
 use proc_macro::TokenStream;
@@ -40,8 +41,13 @@ use keys::Macro;
 ///
 /// # The function
 ///
-/// `async fn` or `fn` (run on tokio's blocking pool), without parameters, generics or `self`,
-/// returning `()` or `Result<(), E>` with `E: Debug` (an `Err` is logged as the run's failure).
+/// `async fn` or `fn` (run on tokio's blocking pool), without generics or `self`, returning `()`
+/// or `Result<(), E>` with `E: Debug + From<LockError>` (an `Err` is logged as the run's
+/// failure; a direct call whose lock could not be asked for returns `Err(E::from(error))`).
+/// Its parameters are extractors, filled at each fire: `lock_core::State<T>` for a value
+/// registered with `Scheduler::builder().state(value)`, `lock_core::JobContext`, or any type
+/// implementing `lock_core::FromJob`; `Scheduler::start()` checks what each job needs before
+/// any fires.
 /// The future of an `async fn` must be `Send`. Inside an `impl` block, the body cannot use
 /// `Self` (name the type instead): the body moves into a nested function.
 ///
@@ -109,14 +115,16 @@ pub fn scheduled(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// The function may be `async fn` or `fn` (which blocks the calling thread while the lock is
 /// taken: call it from a multi-thread runtime or `spawn_blocking`), may take parameters and be
-/// generic, and must return `()` or `Result<(), E>`. Methods taking `self` are rejected: the
-/// lock is named per function, so all values would share it.
+/// generic, and must return `()` or `Result<(), E>` with `E: Debug + From<LockError>`: a call
+/// whose lock could not be asked for (the provider failed) returns `Err(E::from(error))`, never
+/// an `Ok(())` that would look like a run. Methods taking `self` are rejected: the lock is named
+/// per function, so all values would share it.
 ///
 /// ```
 /// use lock_core::{InMemoryLockProvider, JobContext, LockingTaskExecutor, scheduler_lock};
 ///
 /// #[scheduler_lock(name = "export", lock_at_most_for = "10m")]
-/// async fn export(day: u32) -> Result<(), std::fmt::Error> {
+/// async fn export(day: u32) -> std::io::Result<()> {
 ///     let ctx = JobContext::current().expect("runs under the lock");
 ///     assert_eq!(ctx.lock_name(), "export");
 ///     println!("exporting day {day}");

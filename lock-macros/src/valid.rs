@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use proc_macro2::TokenStream;
-use syn::{GenericArgument, LitStr, PathArguments, ReturnType, Signature, Type};
+use syn::{FnArg, GenericArgument, LitStr, PathArguments, ReturnType, Signature, Type};
 
 use crate::args::{Args, Given, Value};
 use crate::errors::Errors;
@@ -115,7 +115,9 @@ pub(crate) fn signature(sig: &Signature, scheduled: bool, errors: &mut Errors) {
     if let Some(receiver) = sig.receiver() {
         let message = if scheduled {
             "a #[scheduled] function cannot take `self`: the scheduler has no value to call it \
-             on; make it a free function or an associated function without `self`"
+             on; to reach a service object, register it on the builder with \
+             `.state(Arc::new(service))` and take `State(service): State<Arc<Service>>` as a \
+             parameter of an associated function without `self`"
         } else {
             "#[scheduler_lock] cannot lock a method taking `self`: the lock is named per \
              function, not per value, so calls on different values would exclude each other in \
@@ -123,13 +125,8 @@ pub(crate) fn signature(sig: &Signature, scheduled: bool, errors: &mut Errors) {
              call `LockingTaskExecutor::execute_with_lock` with a lock name that identifies the value"
         };
         errors.on(receiver, message);
-    } else if scheduled && !sig.inputs.is_empty() {
-        errors.on(
-            &sig.inputs,
-            "a #[scheduled] function cannot take parameters: the scheduler calls it with none; \
-             read what the job needs inside the body, or lock a function you call yourself with \
-             #[scheduler_lock] alone",
-        );
+    } else if scheduled {
+        parameters(sig, errors);
     }
     if let ReturnType::Type(_, ty) = &sig.output
         && !is_allowed_return(ty)
@@ -140,6 +137,38 @@ pub(crate) fn signature(sig: &Signature, scheduled: bool, errors: &mut Errors) {
              `anyhow::Result<()>` or `std::io::Result<()>`): when another instance holds the \
              lock the call is skipped, and a skipped call has no value to return",
         );
+    }
+}
+
+/// A `#[scheduled]` function's parameters are extractors, owned values the scheduler builds
+/// at each fire: whether each type is one is checked by the compiler (`FromJob`), the shapes
+/// that never are, here.
+fn parameters(sig: &Signature, errors: &mut Errors) {
+    for arg in &sig.inputs {
+        let FnArg::Typed(arg) = arg else { continue };
+        match strip_groups(&arg.ty) {
+            Type::Reference(reference) => errors.on(
+                reference,
+                "a #[scheduled] function cannot take a reference: the scheduler builds each \
+                 parameter anew at each fire and hands it over; take `State<T>` by value (a \
+                 clone per fire; share a large value as `State<Arc<T>>`) or `JobContext`",
+            ),
+            Type::ImplTrait(ty) => errors.on(
+                ty,
+                "a #[scheduled] function cannot take `impl Trait`: the scheduler builds each \
+                 parameter from its type; take an extractor: `State<T>` for a value registered \
+                 with `.state(value)`, `JobContext`, or a type implementing `lock_core::FromJob`",
+            ),
+            _ => {}
+        }
+    }
+}
+
+fn strip_groups(ty: &Type) -> &Type {
+    match ty {
+        Type::Group(group) => strip_groups(&group.elem),
+        Type::Paren(paren) => strip_groups(&paren.elem),
+        ty => ty,
     }
 }
 

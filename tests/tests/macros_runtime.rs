@@ -12,7 +12,7 @@ use std::time::Duration;
 use lock_core::__private::{CronSpec, JobBody, ScheduledJob, TriggerKind, TriggerSpec, inventory};
 use lock_core::{
     AcquireOutcome, FireSlot, InMemoryLockProvider, JobContext, LockRequest, LockingTaskExecutor,
-    scheduled, scheduler_lock,
+    StateMap, scheduled, scheduler_lock,
 };
 
 /// Installs one executor for the whole binary (the first test to run installs it).
@@ -339,8 +339,9 @@ async fn the_registered_body_runs_under_the_schedulers_lock_with_the_slot() {
         panic!("sync_bill is async")
     };
     let slot = FireSlot::from_unix_millis(1_780_000_000_000).unwrap();
+    let state = std::sync::Arc::new(StateMap::default());
     let outcome = executor
-        .execute_in_slot(&config, Some(slot), body())
+        .execute_in_slot(&config, Some(slot), body(&state))
         .await
         .unwrap();
     assert_eq!(outcome.executed(), Some(Ok(())));
@@ -351,7 +352,7 @@ async fn the_registered_body_runs_under_the_schedulers_lock_with_the_slot() {
     );
     // The same slot again is refused (it already ran) even though the lock is free.
     let again = executor
-        .execute_in_slot(&config, Some(slot), body())
+        .execute_in_slot(&config, Some(slot), body(&state))
         .await
         .unwrap();
     assert!(!again.is_executed());
@@ -363,7 +364,7 @@ async fn the_registered_body_runs_under_the_schedulers_lock_with_the_slot() {
         panic!("cleanup is sync")
     };
     let outcome = executor
-        .execute_blocking_in_slot(&config, None, body)
+        .execute_blocking_in_slot(&config, None, move || body(&state))
         .await
         .unwrap();
     assert_eq!(outcome.executed(), Some(Err("\"disk full\"".to_owned())));

@@ -4,8 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::__private::{self, BoxFuture, JobBody, JobResult, JobReturn, LockSpec, ScheduledJob};
-use crate::{LockConfiguration, LockError, LockingTaskExecutor, Trigger};
+use crate::__private::{self, BoxFuture, JobBody, JobResult, LockSpec, ScheduledJob};
+use crate::{
+    BlockingJobHandler, ExtractError, JobHandler, LockConfiguration, LockError,
+    LockingTaskExecutor, StateMap, Trigger,
+};
 
 /// One job the [`Scheduler`](crate::Scheduler) runs: a name, a [`Trigger`], how it is locked
 /// and what it runs.
@@ -31,6 +34,8 @@ pub struct Job {
     trigger: Trigger,
     lock: JobLock,
     body: Body,
+    /// Checks the body's extractors against the registered state (at start).
+    check: fn(&StateMap) -> Vec<ExtractError>,
 }
 
 #[derive(Clone)]
@@ -45,8 +50,8 @@ enum JobLock {
 #[derive(Clone)]
 pub(crate) enum Body {
     Registered(JobBody),
-    Async(Arc<dyn Fn() -> BoxFuture<JobResult> + Send + Sync>),
-    Blocking(Arc<dyn Fn() -> JobResult + Send + Sync>),
+    Async(Arc<dyn Fn(Arc<StateMap>) -> BoxFuture<JobResult> + Send + Sync>),
+    Blocking(Arc<dyn Fn(&StateMap) -> JobResult + Send + Sync>),
 }
 
 impl fmt::Debug for Job {
@@ -62,22 +67,41 @@ impl Job {
     /// A job running the async closure `body` at each fire. `body` returns `()` or
     /// `Result<(), E>`; an `Err` is logged as a failed run.
     ///
+    /// Its parameters, if any, are extractors ([`FromJob`](crate::FromJob)), as for a
+    /// `#[scheduled]` function: [`State<T>`](crate::State) for a value registered with
+    /// [`SchedulerBuilder::state`](crate::SchedulerBuilder::state), and
+    /// [`JobContext`](crate::JobContext).
+    ///
+    /// ```
+    /// use lock_core::{Job, JobContext, State, Trigger};
+    /// use std::time::Duration;
+    ///
+    /// #[derive(Clone)]
+    /// struct Pool;
+    ///
+    /// let job = Job::new(
+    ///     "purge",
+    ///     Trigger::fixed_rate(Duration::from_secs(60))?,
+    ///     |State(_pool): State<Pool>, ctx: JobContext| async move {
+    ///         println!("purging with fence {}", ctx.fence());
+    ///     },
+    /// );
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    ///
     /// The job is locked under its own name with the scheduler's default `lock_at_most_for`
     /// unless [`with_lock`](Self::with_lock) says otherwise.
-    pub fn new<F, Fut, R>(name: impl Into<Arc<str>>, trigger: Trigger, body: F) -> Self
+    pub fn new<H, Args>(name: impl Into<Arc<str>>, trigger: Trigger, body: H) -> Self
     where
-        F: Fn() -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = R> + Send + 'static,
-        R: JobReturn + 'static,
+        H: JobHandler<Args>,
     {
+        let body = Arc::new(body);
         Job {
             name: name.into(),
             trigger,
             lock: JobLock::Default,
-            body: Body::Async(Arc::new(move || {
-                let fut = body();
-                Box::pin(async move { fut.await.into_job_result() })
-            })),
+            body: Body::Async(Arc::new(move |state| body.clone().call(state))),
+            check: H::check,
         }
     }
 
@@ -90,16 +114,18 @@ impl Job {
     /// });
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
-    pub fn blocking<F, R>(name: impl Into<Arc<str>>, trigger: Trigger, body: F) -> Self
+    ///
+    /// Its parameters are extractors, as for [`Job::new`].
+    pub fn blocking<H, Args>(name: impl Into<Arc<str>>, trigger: Trigger, body: H) -> Self
     where
-        F: Fn() -> R + Send + Sync + 'static,
-        R: JobReturn + 'static,
+        H: BlockingJobHandler<Args>,
     {
         Job {
             name: name.into(),
             trigger,
             lock: JobLock::Default,
-            body: Body::Blocking(Arc::new(move || body().into_job_result())),
+            body: Body::Blocking(Arc::new(move |state| body.call(state))),
+            check: H::check,
         }
     }
 
@@ -123,6 +149,11 @@ impl Job {
 
     pub(crate) fn body(&self) -> &Body {
         &self.body
+    }
+
+    /// What the body's parameters need and `state` lacks.
+    pub(crate) fn missing_state(&self, state: &StateMap) -> Vec<ExtractError> {
+        (self.check)(state)
     }
 
     /// The lock configuration under `executor`'s defaults.
@@ -151,6 +182,7 @@ impl Job {
             trigger,
             lock: JobLock::Spec(job.lock),
             body: Body::Registered(job.body),
+            check: job.check,
         })
     }
 }

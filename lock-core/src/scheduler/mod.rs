@@ -1,6 +1,7 @@
 //! The scheduler: sleeps to each job's next fire on tokio timers and runs it under its lock.
 
 mod job;
+mod startup;
 mod trigger;
 
 use std::panic::AssertUnwindSafe;
@@ -20,7 +21,7 @@ pub use trigger::Trigger;
 use crate::__private::JobBody;
 use crate::{
     FireSlot, LockConfiguration, LockDefaults, LockError, LockOutcome, LockProvider,
-    LockingTaskExecutor, install_default_executor,
+    LockingTaskExecutor, StateMap, install_default_executor,
 };
 use job::Body;
 
@@ -98,6 +99,9 @@ pub struct SchedulerBuilder {
     shutdown_timeout: Option<Duration>,
     operation_timeout: Option<Duration>,
     jobs: Option<Vec<Job>>,
+    state: StateMap,
+    /// Types given to `.state(..)` more than once (refused at start).
+    state_twice: Vec<&'static str>,
 }
 
 impl Scheduler {
@@ -221,6 +225,39 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Registers `value` for jobs to receive as a [`State<T>`](crate::State) parameter (a clone
+    /// per fire), keyed by its type: register a service object as `Arc<Service>`, several
+    /// types with several calls. A type registered twice makes [`start`](Self::start) fail.
+    ///
+    /// ```
+    /// use lock_core::{InMemoryLockProvider, Job, Scheduler, State, Trigger};
+    /// use std::time::Duration;
+    ///
+    /// #[derive(Clone)]
+    /// struct Pool(&'static str);
+    ///
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// let job = Job::new("purge", Trigger::fixed_rate(Duration::from_secs(60))?, |State(pool): State<Pool>| async move {
+    ///     println!("purging {}", pool.0);
+    /// });
+    /// // Without `.state(Pool(..))`, start() fails: "job purge needs State<Pool>, which was not
+    /// // registered: add .state(pool) to the builder".
+    /// let scheduler = Scheduler::builder()
+    ///     .lock_provider(InMemoryLockProvider::new())
+    ///     .state(Pool("postgres://db/app"))
+    ///     .jobs([job])
+    ///     .start()
+    ///     .await?;
+    /// scheduler.shutdown().await?;
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    pub fn state<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        if self.state.insert(value).is_err() {
+            self.state_twice.push(std::any::type_name::<T>());
+        }
+        self
+    }
+
     /// The jobs to run, replacing the default of every `#[scheduled]` function in the binary
     /// ([`registered_jobs`]). To add jobs to those, chain them:
     /// `.jobs(registered_jobs()?.into_iter().chain([my_job]))`.
@@ -233,9 +270,11 @@ impl SchedulerBuilder {
     /// and starts one timer loop per job. Must be called inside a tokio runtime.
     ///
     /// Fails without starting anything when no provider was given, the instance id is invalid,
-    /// a job's lock configuration is invalid (e.g. a default name over 64 bytes, or a
-    /// `lock_at_most_for` over 1000 years), a job's initial delay is over 1000 years, or two
-    /// jobs share a name.
+    /// a type was given to [`state`](Self::state) twice, a job's lock configuration is invalid
+    /// (e.g. a default name over 64 bytes, or a `lock_at_most_for` over 1000 years), a job's
+    /// initial delay is over 1000 years, two jobs share a name or a lock name, or a job's
+    /// parameters need state that was not registered (every such job and type is named).
+    /// Starting with no jobs logs a warning that says why it happens and how to fix it.
     pub async fn start(self) -> Result<Scheduler, LockError> {
         let provider = self.provider.ok_or_else(|| {
             LockError::InvalidConfiguration(
@@ -249,27 +288,23 @@ impl SchedulerBuilder {
         if let Some(id) = self.instance_id {
             executor = executor.with_instance_id(id)?;
         }
+        if !self.state_twice.is_empty() {
+            return Err(LockError::InvalidConfiguration(format!(
+                "registered twice with .state(..): {}; register each type once (wrap values \
+                 of one type in distinct newtypes)",
+                self.state_twice.join(", ")
+            )));
+        }
+        let from_registry = self.jobs.is_none();
         let jobs = match self.jobs {
             Some(jobs) => jobs,
             None => registered_jobs()?,
         };
-        let mut prepared = Vec::with_capacity(jobs.len());
-        // A set, not a scan of `prepared`: start-up stays linear with 10,000 jobs.
-        let mut names = std::collections::HashSet::with_capacity(jobs.len());
-        for job in jobs {
-            if !names.insert(job.name().to_owned()) {
-                return Err(LockError::InvalidConfiguration(format!(
-                    "two jobs are named `{}`",
-                    job.name()
-                )));
-            }
-            // An initial delay set by `with_initial_delay` is first checked here.
-            job.trigger().check_limits().map_err(|e| {
-                LockError::InvalidConfiguration(format!("job `{}`: {e}", job.name()))
-            })?;
-            let config = job.lock_configuration(&executor)?;
-            prepared.push((job, config));
+        let prepared = startup::prepare(jobs, &executor, &self.state)?;
+        if prepared.is_empty() {
+            startup::warn_no_jobs(from_registry);
         }
+        let values = Arc::new(self.state);
 
         install_default_executor(executor.clone());
         let stop = CancellationToken::new();
@@ -285,6 +320,7 @@ impl SchedulerBuilder {
                 executor: executor.clone(),
                 stop: stop.clone(),
                 state,
+                values: values.clone(),
             };
             loops.spawn(runner.run(started));
         }
@@ -376,6 +412,8 @@ struct JobRunner {
     executor: LockingTaskExecutor,
     stop: CancellationToken,
     state: Arc<JobState>,
+    /// What the body's parameters are extracted from.
+    values: Arc<StateMap>,
 }
 
 impl JobRunner {
@@ -504,20 +542,27 @@ impl JobRunner {
         slot: Option<FireSlot>,
     ) -> Result<LockOutcome<Result<(), String>>, LockError> {
         let executor = &self.executor;
+        let values = &self.values;
         match self.job.body() {
             Body::Registered(JobBody::Async(body)) => {
-                executor.execute_in_slot(&self.config, slot, body()).await
-            }
-            Body::Async(body) => executor.execute_in_slot(&self.config, slot, body()).await,
-            Body::Registered(JobBody::Blocking(body)) => {
                 executor
-                    .execute_blocking_in_slot(&self.config, slot, *body)
+                    .execute_in_slot(&self.config, slot, body(values))
+                    .await
+            }
+            Body::Async(body) => {
+                let fut = body(values.clone());
+                executor.execute_in_slot(&self.config, slot, fut).await
+            }
+            Body::Registered(JobBody::Blocking(body)) => {
+                let (body, values) = (*body, values.clone());
+                executor
+                    .execute_blocking_in_slot(&self.config, slot, move || body(&values))
                     .await
             }
             Body::Blocking(body) => {
-                let body = body.clone();
+                let (body, values) = (body.clone(), values.clone());
                 executor
-                    .execute_blocking_in_slot(&self.config, slot, move || body())
+                    .execute_blocking_in_slot(&self.config, slot, move || body(&values))
                     .await
             }
         }

@@ -8,4 +8,10 @@ async fn fails() -> Result<(), Opaque> {
     Err(Opaque)
 }
 
+impl From<lock_core::LockError> for Opaque {
+    fn from(_: lock_core::LockError) -> Self {
+        Opaque
+    }
+}
+
 fn main() {}

@@ -31,7 +31,7 @@ macro_rules! job {
     };
 }
 
-job!(from_macro, Result<(), ()>, Ok(()));
+job!(from_macro, Result<(), String>, Ok(()));
 job!(from_macro_unit, (), ());
 
 fn outer() -> usize {

@@ -1,8 +1,10 @@
-//! `Result<(), E>` in its usual spellings, with `?` and early `return` in the body.
+//! `Result<(), E>` in its usual spellings, with `?` and early `return` in the body. The error
+//! type converts from `LockError` (a direct call whose lock could not be asked for returns it):
+//! `anyhow`, `io::Error` and `String` do, a project's own error implements `From`.
 
 #![deny(warnings)]
 
-use lock_core::{InMemoryLockProvider, LockingTaskExecutor, scheduled, scheduler_lock};
+use lock_core::{InMemoryLockProvider, LockError, LockingTaskExecutor, scheduled, scheduler_lock};
 use std::io;
 
 #[derive(Debug)]
@@ -10,6 +12,12 @@ struct BillingError(#[allow(dead_code)] String);
 
 impl From<std::num::ParseIntError> for BillingError {
     fn from(e: std::num::ParseIntError) -> Self {
+        BillingError(e.to_string())
+    }
+}
+
+impl From<LockError> for BillingError {
+    fn from(e: LockError) -> Self {
         BillingError(e.to_string())
     }
 }
@@ -33,7 +41,7 @@ fn with_io_result() -> io::Result<()> {
 }
 
 #[scheduler_lock(name = "parse-locked")]
-async fn parse_locked(text: &str) -> Result<(), std::num::ParseIntError> {
+async fn parse_locked(text: &str) -> Result<(), BillingError> {
     if text.is_empty() {
         return Ok(());
     }

@@ -36,7 +36,8 @@ fn main() {
         let JobBody::Blocking(body) = job.body else { unreachable!() };
         let executor = lock_core::default_executor().unwrap();
         let config = job.lock.configuration(&executor).unwrap();
-        let out = executor.execute_blocking_in_slot(&config, None, body).await.unwrap();
+        let state = lock_core::StateMap::default();
+        let out = executor.execute_blocking_in_slot(&config, None, move || body(&state)).await.unwrap();
         assert_eq!(out.executed(), Some(Ok(())));
     });
 }

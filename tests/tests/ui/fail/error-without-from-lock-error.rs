@@ -1,0 +1,19 @@
+// A direct call returns `Err(E::from(LockError))` when the lock could not be asked for (the
+// provider failed), so that a failure never looks like a run: `E` needs `From<LockError>`.
+use lock_core::scheduler_lock;
+
+#[scheduler_lock(name = "migrate")]
+async fn migrate() -> Result<(), std::num::ParseIntError> {
+    let _: u8 = "1".parse()?;
+    Ok(())
+}
+
+#[derive(Debug)]
+struct ReportError;
+
+#[scheduler_lock(name = "report")]
+fn report() -> Result<(), ReportError> {
+    Err(ReportError)
+}
+
+fn main() {}

@@ -1,0 +1,11 @@
+// A #[scheduled] function's parameters are extractors: the compiler says so on each type that
+// is not one.
+use lock_core::{JobContext, scheduled};
+
+#[scheduled(fixed_rate = "1m")]
+async fn needs_input(_day: u32, _ctx: JobContext) {}
+
+#[scheduled(fixed_rate = "1m")]
+fn sync_needs_input(_label: String) {}
+
+fn main() {}

@@ -1,0 +1,10 @@
+// Each fire gets a clone of the registered value: `State<T>` needs `T: Clone` (share a
+// service object as `State<Arc<Service>>`).
+use lock_core::{State, scheduled};
+
+struct Service;
+
+#[scheduled(fixed_rate = "1m")]
+async fn uses_service(State(_service): State<Service>) {}
+
+fn main() {}
