@@ -25,9 +25,9 @@ pub(super) fn prepare(
             )));
         }
         // An initial delay set by `with_initial_delay` is first checked here.
-        job.trigger().check_limits().map_err(|e| {
-            LockError::InvalidConfiguration(format!("job `{}`: {e}", job.name()))
-        })?;
+        job.trigger()
+            .check_limits()
+            .map_err(|e| LockError::InvalidConfiguration(format!("job `{}`: {e}", job.name())))?;
         let config = job.lock_configuration(executor)?;
         // Two jobs under one lock share its `last_fire`: each would refuse the other's slots
         // as already run.
