@@ -485,6 +485,18 @@ fn millis(key: &syn::Ident, lit: &LitStr, errors: &mut Errors) -> Option<u64> {
         );
         return None;
     }
+    // The run-time limit (`LockConfiguration::new`, `Trigger::fixed_rate`, ...), refused here
+    // first: the same rule at compile time as at run time.
+    if duration > lock_trigger::MAX_DURATION {
+        errors.at(
+            lit.span(),
+            format!(
+                "`{key} = {text:?}` is over the longest duration a lock table or timer \
+                 accepts: 365000 days (about 1000 years)"
+            ),
+        );
+        return None;
+    }
     match u64::try_from(duration.as_millis()) {
         Ok(ms) => Some(ms),
         Err(_) => {
