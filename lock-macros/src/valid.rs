@@ -330,7 +330,7 @@ const CRON_FIELDS: [(&str, &str); 6] = [
     ("second", "0-59"),
     ("minute", "0-59"),
     ("hour", "0-23"),
-    ("day-of-month", "1-31, `?`, `L`, `nW`"),
+    ("day-of-month", "1-31, `?`, `L`, `L-n`, `nW`, `LW`"),
     ("month", "1-12 or JAN-DEC"),
     (
         "day-of-week",
