@@ -107,9 +107,9 @@ async fn run(mode: Mode) {
 
     let mut hand = Samples::new("by hand (execute_with_lock)");
     let mut via_macro = Samples::new("macro (#[scheduler_lock] call)");
-    let mut lookup = Samples::new("default_executor() alone");
+    let mut lookup = Samples::new("executor lookup alone (as the macro does it)");
     let mut resolve = Samples::new("LockSpec::configuration alone");
-    let mut hand_lookup = Samples::new("by hand + default_executor()");
+    let mut hand_lookup = Samples::new("by hand + executor lookup");
     let mut hand_resolve = Samples::new("by hand + LockSpec::configuration");
     let mut fire = Samples::new("scheduled body, no parameters");
     let mut fire_state = Samples::new("scheduled body, State<Pool> + JobContext");
@@ -134,13 +134,14 @@ async fn run(mode: Mode) {
                     locked_noop().await;
                 }),
                 2 => time_batch!(lookup, BATCH, keep, {
-                    black_box(lock_core::default_executor());
+                    // The macro path's own lookup: the shared default executor, an `Arc` clone.
+                    black_box(lock_core::__private::executor_for(&SPEC));
                 }),
                 3 => time_batch!(resolve, BATCH, keep, {
                     black_box(SPEC.configuration(&executor).unwrap());
                 }),
                 4 => time_batch!(hand_lookup, BATCH, keep, {
-                    let executor = lock_core::default_executor().expect("installed");
+                    let executor = lock_core::__private::executor_for(&SPEC);
                     let outcome = executor.execute_with_lock(&config, async {}).await;
                     assert_eq!(outcome.unwrap(), LockOutcome::Executed(()));
                 }),

@@ -234,7 +234,9 @@ impl From<LockError> for String {
     }
 }
 
-fn executor_for(spec: &LockSpec) -> std::sync::Arc<LockingTaskExecutor> {
+/// The executor a direct locked call uses: the default one, shared (one reference count, no
+/// clone of the executor). Public for the macro-overhead benchmark, which times this lookup.
+pub fn executor_for(spec: &LockSpec) -> std::sync::Arc<LockingTaskExecutor> {
     match default_executor_shared() {
         Some(executor) => executor,
         None => panic!(
