@@ -2,7 +2,6 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
@@ -83,20 +82,6 @@ fn kill_without_yielding(application_name: &str) -> Vec<i32> {
     })
 }
 
-/// Debug log lines of this thread, to see whether the retry path ran.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 // Current-thread runtime: nothing runs between the kill and the next fire unless the test
 // awaits, which is the harshest timing for a stale pooled connection.
 #[tokio::test]
@@ -105,15 +90,8 @@ async fn the_fire_after_a_killed_connection_runs() {
     let Some(provider) = tagged_provider(&application_name).await else {
         return;
     };
-    let logs = Logs::default();
-    let writer = logs.clone();
-    let _log_guard = tracing::subscriber::set_default(
-        tracing_subscriber::fmt()
-            .with_writer(move || writer.clone())
-            .with_ansi(false)
-            .with_max_level(tracing::Level::DEBUG)
-            .finish(),
-    );
+    // Debug lines of this thread, to see whether the retry path ran.
+    let (logs, _log_guard) = test_support::logs::capture_at(tracing::Level::DEBUG);
 
     let executor = LockingTaskExecutor::new(provider.clone());
     let name = lock_core::testkit::unique_name("reconnect");
@@ -167,7 +145,7 @@ async fn the_fire_after_a_killed_connection_runs() {
             "the fire right after kill {n} did not run"
         );
     }
-    let text = String::from_utf8_lossy(&logs.0.lock().unwrap()).into_owned();
+    let text = logs.text();
     let retries = text.matches("connection lost: retrying").count();
     eprintln!("retries after 5 kills: {retries}");
     // Each kill left one dead connection that the pool hands out unknowingly.

@@ -45,12 +45,24 @@ impl Write for CapturedLogs {
 /// assert!(logs.text().contains("the table is odd"));
 /// ```
 pub fn capture() -> (CapturedLogs, tracing::subscriber::DefaultGuard) {
+    capture_at(tracing::Level::WARN)
+}
+
+/// [`capture`] at `level` and above (e.g. `DEBUG`, to see which path a provider took).
+///
+/// ```
+/// let (logs, guard) = test_support::logs::capture_at(tracing::Level::DEBUG);
+/// tracing::debug!("retrying");
+/// drop(guard);
+/// assert!(logs.text().contains("retrying"));
+/// ```
+pub fn capture_at(level: tracing::Level) -> (CapturedLogs, tracing::subscriber::DefaultGuard) {
     let logs = CapturedLogs::default();
     let writer = logs.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_writer(move || writer.clone())
         .with_ansi(false)
-        .with_max_level(tracing::Level::WARN)
+        .with_max_level(level)
         .finish();
     (logs, tracing::subscriber::set_default(subscriber))
 }
