@@ -18,7 +18,9 @@ use lock_provider_sqlite::rusqlite::{Connection, OptionalExtension, params};
 use test_support::{Mode, Samples, Unit, stats};
 
 const TARGET_CYCLE: f64 = 1.15;
-const TARGET_LOSING: f64 = 1.5;
+/// Losing acquire over the same statements sent by hand: what the provider adds (the restated
+/// target; `SELECT 1` is printed for context, since that floor moves with the machine).
+const TARGET_LOSING: f64 = 1.10;
 
 // The provider's statements for the default table, written out by hand.
 const NOW: &str = "strftime('%Y-%m-%d %H:%M:%f', 'now')";
@@ -311,14 +313,18 @@ fn main() {
     let samples = self::losing(&runtime, &disk, warmup, iterations * 4);
     samples.iter().for_each(|s| s.print(Unit::Micros));
     let [losing, losing_by_hand, select, select_handoff] = &samples;
-    let target = TARGET_LOSING;
-    stats::ratio_line("losing / SELECT 1 by hand", losing, select, target, judged);
     stats::ratio_line(
+        "losing / the same statements by hand",
+        losing,
+        losing_by_hand,
+        TARGET_LOSING,
+        judged,
+    );
+    stats::comparison_line("losing / SELECT 1 by hand", losing, select);
+    stats::comparison_line(
         "losing / SELECT 1 through spawn_blocking",
         losing,
         select_handoff,
-        target,
-        judged,
     );
     stats::comparison_line("losing by hand / SELECT 1 by hand", losing_by_hand, select);
 }
