@@ -331,15 +331,15 @@ impl LockProvider for PostgresLockProvider {
         let at_most = lease_millis(request.lock_at_most_for);
         let slot = request.slot.map(|s| s.instant().naive_utc());
         let params: [&(dyn ToSql + Sync); 4] = [&name, &at_most, &locked_by, &slot];
-        let rows = self
+        let rows: Vec<Row> = self
             .session
-            .rows("acquire", name, |s| &s.acquire, sql::ACQUIRE_TYPES, &params)
+            .run("acquire", name, |s| &s.acquire, sql::ACQUIRE_TYPES, &params)
             .await?;
         let Some(row) = rows.first() else {
             // No row for this name: its first fire, or the row was deleted by hand.
-            let rows = self
+            let rows: Vec<Row> = self
                 .session
-                .rows("acquire", name, |s| &s.create, sql::ACQUIRE_TYPES, &params)
+                .run("acquire", name, |s| &s.create, sql::ACQUIRE_TYPES, &params)
                 .await?;
             return match rows.first() {
                 Some(row) => {
@@ -391,9 +391,9 @@ impl LockProvider for PostgresLockProvider {
         let fence = fence_to_sql(lease);
         let at_most = lease_millis(lock_at_most_for);
         let params: [&(dyn ToSql + Sync); 4] = [&name, &locked_by, &fence, &at_most];
-        let n = self
+        let n: u64 = self
             .session
-            .count("extend", name, |s| &s.extend, sql::EXTEND_TYPES, &params)
+            .run("extend", name, |s| &s.extend, sql::EXTEND_TYPES, &params)
             .await?;
         Ok(n > 0)
     }
@@ -403,22 +403,22 @@ impl LockProvider for PostgresLockProvider {
         let fence = fence_to_sql(lease);
         let at_least = at_least_millis(lock_at_least_for);
         let params: [&(dyn ToSql + Sync); 4] = [&name, &locked_by, &fence, &at_least];
-        let n = self
+        let n: u64 = self
             .session
-            .count("release", name, |s| &s.release, sql::RELEASE_TYPES, &params)
+            .run("release", name, |s| &s.release, sql::RELEASE_TYPES, &params)
             .await?;
         Ok(n > 0)
     }
 
     async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
-        let rows = self.session.rows("list", "", |s| &s.list, &[], &[]).await?;
+        let rows: Vec<Row> = self.session.run("list", "", |s| &s.list, &[], &[]).await?;
         rows.iter().map(|row| self.record("list", row)).collect()
     }
 
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
-        let rows = self
+        let rows: Vec<Row> = self
             .session
-            .rows(
+            .run(
                 "unlock",
                 name,
                 |s| &s.force_unlock,

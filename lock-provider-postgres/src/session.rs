@@ -75,10 +75,34 @@ impl From<tokio_postgres::Error> for Failure {
     }
 }
 
-/// Rows or a row count, depending on the statement.
-enum Reply {
-    Rows(Vec<Row>),
-    Count(u64),
+/// What a statement's reply is read as: its rows (`Vec<Row>`), or how many rows it changed
+/// (`u64`). [`Session::run`] is generic over it, so each caller gets the type it asked for.
+pub(crate) trait Reply: Sized {
+    fn send<'a>(
+        client: &'a tokio_postgres::Client,
+        statement: &'a tokio_postgres::Statement,
+        params: &'a [&'a (dyn ToSql + Sync)],
+    ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a;
+}
+
+impl Reply for Vec<Row> {
+    fn send<'a>(
+        client: &'a tokio_postgres::Client,
+        statement: &'a tokio_postgres::Statement,
+        params: &'a [&'a (dyn ToSql + Sync)],
+    ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a {
+        client.query(statement, params)
+    }
+}
+
+impl Reply for u64 {
+    fn send<'a>(
+        client: &'a tokio_postgres::Client,
+        statement: &'a tokio_postgres::Statement,
+        params: &'a [&'a (dyn ToSql + Sync)],
+    ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a {
+        client.execute(statement, params)
+    }
 }
 
 impl Session {
@@ -160,15 +184,14 @@ impl Session {
 
     /// Runs one statement on a pooled connection, trying again when the connection turned out
     /// to be dead or the statement stale (see [`RETRIES`]).
-    async fn run(
+    pub(crate) async fn run<R: Reply>(
         &self,
         operation: &'static str,
         lock: &str,
         pick: fn(&Statements) -> &str,
         types: &[Type],
         params: &[&(dyn ToSql + Sync)],
-        want_rows: bool,
-    ) -> Result<Reply, LockError> {
+    ) -> Result<R, LockError> {
         let mut retries = 0;
         loop {
             let client = self.client(operation, lock).await?;
@@ -178,12 +201,7 @@ impl Session {
                 let statement = client
                     .prepare_typed_cached(pick(&statements), types)
                     .await?;
-                let reply = if want_rows {
-                    Reply::Rows(client.query(&statement, params).await?)
-                } else {
-                    Reply::Count(client.execute(&statement, params).await?)
-                };
-                Ok::<_, Failure>(reply)
+                Ok::<_, Failure>(R::send(&client, &statement, params).await?)
             }
             .await;
             match attempt {
@@ -206,39 +224,6 @@ impl Session {
                 },
                 Err(Failure::Lock(e)) => return Err(e),
             }
-        }
-    }
-
-    /// Runs a statement that returns rows (see [`run`](Self::run)).
-    pub(crate) async fn rows(
-        &self,
-        operation: &'static str,
-        lock: &str,
-        pick: fn(&Statements) -> &str,
-        types: &[Type],
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<Row>, LockError> {
-        match self.run(operation, lock, pick, types, params, true).await? {
-            Reply::Rows(rows) => Ok(rows),
-            Reply::Count(_) => unreachable!("rows were asked for"),
-        }
-    }
-
-    /// Runs a statement that returns a row count (see [`run`](Self::run)).
-    pub(crate) async fn count(
-        &self,
-        operation: &'static str,
-        lock: &str,
-        pick: fn(&Statements) -> &str,
-        types: &[Type],
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64, LockError> {
-        match self
-            .run(operation, lock, pick, types, params, false)
-            .await?
-        {
-            Reply::Count(n) => Ok(n),
-            Reply::Rows(_) => unreachable!("a count was asked for"),
         }
     }
 
