@@ -65,14 +65,29 @@ impl Drop for HalfOpenProxy {
 
 async fn forward(mut client: TcpStream, upstream: SocketAddr, mut killed: watch::Receiver<u64>) {
     let born = *killed.borrow_and_update();
+    // Whether `kill_unseen` ran since this connection was made. Asked after every read, not
+    // only by the `select!` below: a request the client wrote after `kill_unseen` returned
+    // may be read in the same poll that would have seen the kill, and forwarding it would
+    // lose its reply for good (the server's end is dropped at once), leaving the client
+    // waiting for an answer that never comes while this task waits for the client.
+    let probe = killed.clone();
+    let is_killed = || *probe.borrow() != born;
     let Ok(mut server) = TcpStream::connect(upstream).await else {
         return;
     };
     let (mut from_client, mut from_server) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
     loop {
         tokio::select! {
+            biased;
+            _ = async { killed.wait_for(|g| *g != born).await.map(drop) } => break,
             read = client.read(&mut from_client) => match read {
                 Ok(n) if n > 0 => {
+                    if is_killed() {
+                        // The request reached a server end that is gone: swallowed, reset.
+                        drop(server);
+                        let _ = client.set_zero_linger();
+                        return;
+                    }
                     if server.write_all(&from_client[..n]).await.is_err() {
                         return;
                     }
@@ -81,13 +96,15 @@ async fn forward(mut client: TcpStream, upstream: SocketAddr, mut killed: watch:
             },
             read = server.read(&mut from_server) => match read {
                 Ok(n) if n > 0 => {
+                    if is_killed() {
+                        break;
+                    }
                     if client.write_all(&from_server[..n]).await.is_err() {
                         return;
                     }
                 }
                 _ => return,
             },
-            _ = async { killed.wait_for(|g| *g != born).await.map(drop) } => break,
         }
     }
     // The server sees its connection end; the client sees nothing until it speaks.
