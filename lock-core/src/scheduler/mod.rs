@@ -1,29 +1,26 @@
 //! The scheduler: sleeps to each job's next fire on tokio timers and runs it under its lock.
 
 mod job;
+mod runner;
 mod startup;
+mod status;
 mod trigger;
 
-use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
-use futures_util::FutureExt;
-use lock_trigger::TriggerKind;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::Instrument;
 
 pub use job::{Job, registered_jobs};
+pub use status::{JobStatus, RunOutcome};
 pub use trigger::Trigger;
 
-use crate::__private::JobBody;
 use crate::{
-    FireSlot, LockConfiguration, LockDefaults, LockError, LockOutcome, LockProvider,
-    LockingTaskExecutor, StateMap, install_default_executor,
+    LockDefaults, LockError, LockProvider, LockingTaskExecutor, StateMap, install_default_executor,
 };
-use job::Body;
+use runner::JobRunner;
+use status::JobState;
 
 /// The default [`SchedulerBuilder::shutdown_timeout`].
 pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
@@ -339,242 +336,5 @@ impl SchedulerBuilder {
                 jobs: states,
             }),
         })
-    }
-}
-
-/// What the last fire of a job did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum RunOutcome {
-    /// The body ran and returned `()` or `Ok(())`.
-    Succeeded,
-    /// The body ran and returned an error (rendered with `{:?}`).
-    Failed(String),
-    /// The body panicked.
-    Panicked(String),
-    /// Another instance held the lock, or the slot had already run.
-    Skipped,
-    /// The lock could not be asked for (provider error); the body did not run.
-    LockFailed(String),
-}
-
-/// A snapshot of one job, from [`Scheduler::jobs`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct JobStatus {
-    /// The job's name.
-    pub name: String,
-    /// The trigger, as text (e.g. ``cron `0 5 1 * * *` in Asia/Shanghai``).
-    pub trigger: String,
-    /// The next scheduled fire (None while running a fixed-delay job, or after the last fire).
-    pub next_fire: Option<DateTime<Utc>>,
-    /// Whether a fire of the job is running now.
-    pub running: bool,
-    /// What the last fire did.
-    pub last_outcome: Option<RunOutcome>,
-    /// How long the last fire took (lock included).
-    pub last_duration: Option<Duration>,
-}
-
-struct JobState {
-    name: String,
-    status: Mutex<JobStatus>,
-}
-
-impl JobState {
-    fn new(job: &Job) -> Self {
-        JobState {
-            name: job.name().to_owned(),
-            status: Mutex::new(JobStatus {
-                name: job.name().to_owned(),
-                trigger: job.trigger().to_string(),
-                next_fire: None,
-                running: false,
-                last_outcome: None,
-                last_duration: None,
-            }),
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, JobStatus> {
-        self.status.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn status(&self) -> JobStatus {
-        self.lock().clone()
-    }
-}
-
-/// One job's timer loop.
-struct JobRunner {
-    job: Job,
-    config: LockConfiguration,
-    executor: LockingTaskExecutor,
-    stop: CancellationToken,
-    state: Arc<JobState>,
-    /// What the body's parameters are extracted from.
-    values: Arc<StateMap>,
-}
-
-impl JobRunner {
-    async fn run(self, started: tokio::time::Instant) {
-        let initial = started + self.job.trigger().initial_delay();
-        match self.job.trigger().spec().kind {
-            TriggerKind::Cron(_) | TriggerKind::FixedRate { .. } => self.run_slotted(initial).await,
-            TriggerKind::FixedDelay { delay } => self.run_fixed_delay(initial, delay).await,
-        }
-    }
-
-    /// Cron and fixed rate: sleep to each slot, fire it, repeat. A fire that overruns later
-    /// slots skips them (they are logged), as Spring does.
-    async fn run_slotted(self, not_before: tokio::time::Instant) {
-        if !self.sleep_until(not_before).await {
-            return;
-        }
-        let mut last: Option<FireSlot> = None;
-        loop {
-            let now = Utc::now();
-            let after = match last {
-                Some(last) if last.instant() > now => last.instant(),
-                _ => now,
-            };
-            let Some(slot) = self.job.trigger().next_slot(after) else {
-                tracing::info!(
-                    job = self.job.name(),
-                    "trigger fires no more; job loop ends"
-                );
-                return;
-            };
-            if let Some(last) = last
-                && !self.stop.is_cancelled()
-                && self.job.trigger().next_slot(last.instant()) != Some(slot)
-            {
-                tracing::warn!(job = self.job.name(), last = %last, next = %slot, "the previous run overran; slots in between are skipped");
-            }
-            self.state.lock().next_fire = Some(slot.instant());
-            // Sleep on the monotonic clock for the wall-clock distance to the slot.
-            let wait = (slot.instant() - Utc::now())
-                .to_std()
-                .unwrap_or(Duration::ZERO);
-            if !self.sleep_until(tokio::time::Instant::now() + wait).await {
-                return;
-            }
-            self.fire(Some(slot)).await;
-            last = Some(slot);
-        }
-    }
-
-    async fn run_fixed_delay(self, first: tokio::time::Instant, pause: Duration) {
-        let mut next = first;
-        loop {
-            self.state.lock().next_fire = Some(Utc::now() + (next - tokio::time::Instant::now()));
-            if !self.sleep_until(next).await {
-                return;
-            }
-            self.fire(None).await;
-            next = tokio::time::Instant::now() + pause;
-        }
-    }
-
-    /// Sleeps until `deadline`; false if the scheduler stopped first.
-    async fn sleep_until(&self, deadline: tokio::time::Instant) -> bool {
-        tokio::select! {
-            biased;
-            _ = self.stop.cancelled() => false,
-            _ = tokio::time::sleep_until(deadline) => true,
-        }
-    }
-
-    async fn fire(&self, slot: Option<FireSlot>) {
-        let span = tracing::info_span!(
-            "fire",
-            job = self.job.name(),
-            slot = slot.map(tracing::field::display),
-            instance = self.executor.instance_id(),
-            fence = tracing::field::Empty,
-        );
-        {
-            let mut status = self.state.lock();
-            status.running = true;
-            status.next_fire = None;
-        }
-        if let Some(slot) = slot {
-            // A fire that starts a hair early (clock adjustments) counts as no lag.
-            let lag = (Utc::now() - slot.instant())
-                .to_std()
-                .unwrap_or(Duration::ZERO);
-            self.config.metrics().fire_lag(lag);
-        }
-        let started = tokio::time::Instant::now();
-        let outcome = AssertUnwindSafe(self.execute(slot))
-            .catch_unwind()
-            .instrument(span.clone())
-            .await;
-        let elapsed = started.elapsed();
-        let outcome = match outcome {
-            Ok(Ok(LockOutcome::Executed(Ok(())))) => {
-                span.in_scope(|| tracing::debug!(?elapsed, "job succeeded"));
-                RunOutcome::Succeeded
-            }
-            Ok(Ok(LockOutcome::Executed(Err(error)))) => {
-                span.in_scope(|| tracing::error!(?elapsed, %error, "job failed"));
-                self.config.metrics().failure();
-                RunOutcome::Failed(error)
-            }
-            Ok(Ok(LockOutcome::Skipped)) => RunOutcome::Skipped,
-            // Logged by the executor; the next fire tries again.
-            Ok(Err(error)) => RunOutcome::LockFailed(error.to_string()),
-            Err(panic) => {
-                let message = panic_message(&*panic);
-                span.in_scope(|| tracing::error!(?elapsed, panic = %message, "job panicked"));
-                self.config.metrics().failure();
-                RunOutcome::Panicked(message)
-            }
-        };
-        let mut status = self.state.lock();
-        status.running = false;
-        status.last_outcome = Some(outcome);
-        status.last_duration = Some(elapsed);
-    }
-
-    async fn execute(
-        &self,
-        slot: Option<FireSlot>,
-    ) -> Result<LockOutcome<Result<(), String>>, LockError> {
-        let executor = &self.executor;
-        let values = &self.values;
-        match self.job.body() {
-            Body::Registered(JobBody::Async(body)) => {
-                executor
-                    .execute_in_slot(&self.config, slot, body(values))
-                    .await
-            }
-            Body::Async(body) => {
-                let fut = body(values.clone());
-                executor.execute_in_slot(&self.config, slot, fut).await
-            }
-            Body::Registered(JobBody::Blocking(body)) => {
-                let (body, values) = (*body, values.clone());
-                executor
-                    .execute_blocking_in_slot(&self.config, slot, move || body(&values))
-                    .await
-            }
-            Body::Blocking(body) => {
-                let (body, values) = (body.clone(), values.clone());
-                executor
-                    .execute_blocking_in_slot(&self.config, slot, move || body(&values))
-                    .await
-            }
-        }
-    }
-}
-
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_owned()
     }
 }

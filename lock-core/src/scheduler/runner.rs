@@ -1,0 +1,191 @@
+//! One job's timer loop: sleep to each fire, run it under the job's lock, record the outcome.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use futures_util::FutureExt;
+use lock_trigger::TriggerKind;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::Job;
+use super::job::Body;
+use super::status::{JobState, RunOutcome};
+use crate::__private::JobBody;
+use crate::{FireSlot, LockConfiguration, LockError, LockOutcome, LockingTaskExecutor, StateMap};
+
+/// One job's timer loop.
+pub(super) struct JobRunner {
+    pub(super) job: Job,
+    pub(super) config: LockConfiguration,
+    pub(super) executor: LockingTaskExecutor,
+    pub(super) stop: CancellationToken,
+    pub(super) state: Arc<JobState>,
+    /// What the body's parameters are extracted from.
+    pub(super) values: Arc<StateMap>,
+}
+
+impl JobRunner {
+    pub(super) async fn run(self, started: tokio::time::Instant) {
+        let initial = started + self.job.trigger().initial_delay();
+        match self.job.trigger().spec().kind {
+            TriggerKind::Cron(_) | TriggerKind::FixedRate { .. } => self.run_slotted(initial).await,
+            TriggerKind::FixedDelay { delay } => self.run_fixed_delay(initial, delay).await,
+        }
+    }
+
+    /// Cron and fixed rate: sleep to each slot, fire it, repeat. A fire that overruns later
+    /// slots skips them (they are logged), as Spring does.
+    async fn run_slotted(self, not_before: tokio::time::Instant) {
+        if !self.sleep_until(not_before).await {
+            return;
+        }
+        let mut last: Option<FireSlot> = None;
+        loop {
+            let now = Utc::now();
+            let after = match last {
+                Some(last) if last.instant() > now => last.instant(),
+                _ => now,
+            };
+            let Some(slot) = self.job.trigger().next_slot(after) else {
+                tracing::info!(
+                    job = self.job.name(),
+                    "trigger fires no more; job loop ends"
+                );
+                return;
+            };
+            if let Some(last) = last
+                && !self.stop.is_cancelled()
+                && self.job.trigger().next_slot(last.instant()) != Some(slot)
+            {
+                tracing::warn!(job = self.job.name(), last = %last, next = %slot, "the previous run overran; slots in between are skipped");
+            }
+            self.state.lock().next_fire = Some(slot.instant());
+            // Sleep on the monotonic clock for the wall-clock distance to the slot.
+            let wait = (slot.instant() - Utc::now())
+                .to_std()
+                .unwrap_or(Duration::ZERO);
+            if !self.sleep_until(tokio::time::Instant::now() + wait).await {
+                return;
+            }
+            self.fire(Some(slot)).await;
+            last = Some(slot);
+        }
+    }
+
+    async fn run_fixed_delay(self, first: tokio::time::Instant, pause: Duration) {
+        let mut next = first;
+        loop {
+            self.state.lock().next_fire = Some(Utc::now() + (next - tokio::time::Instant::now()));
+            if !self.sleep_until(next).await {
+                return;
+            }
+            self.fire(None).await;
+            next = tokio::time::Instant::now() + pause;
+        }
+    }
+
+    /// Sleeps until `deadline`; false if the scheduler stopped first.
+    async fn sleep_until(&self, deadline: tokio::time::Instant) -> bool {
+        tokio::select! {
+            biased;
+            _ = self.stop.cancelled() => false,
+            _ = tokio::time::sleep_until(deadline) => true,
+        }
+    }
+
+    async fn fire(&self, slot: Option<FireSlot>) {
+        let span = tracing::info_span!(
+            "fire",
+            job = self.job.name(),
+            slot = slot.map(tracing::field::display),
+            instance = self.executor.instance_id(),
+            fence = tracing::field::Empty,
+        );
+        {
+            let mut status = self.state.lock();
+            status.running = true;
+            status.next_fire = None;
+        }
+        if let Some(slot) = slot {
+            // A fire that starts a hair early (clock adjustments) counts as no lag.
+            let lag = (Utc::now() - slot.instant())
+                .to_std()
+                .unwrap_or(Duration::ZERO);
+            self.config.metrics().fire_lag(lag);
+        }
+        let started = tokio::time::Instant::now();
+        let outcome = AssertUnwindSafe(self.execute(slot))
+            .catch_unwind()
+            .instrument(span.clone())
+            .await;
+        let elapsed = started.elapsed();
+        let outcome = match outcome {
+            Ok(Ok(LockOutcome::Executed(Ok(())))) => {
+                span.in_scope(|| tracing::debug!(?elapsed, "job succeeded"));
+                RunOutcome::Succeeded
+            }
+            Ok(Ok(LockOutcome::Executed(Err(error)))) => {
+                span.in_scope(|| tracing::error!(?elapsed, %error, "job failed"));
+                self.config.metrics().failure();
+                RunOutcome::Failed(error)
+            }
+            Ok(Ok(LockOutcome::Skipped)) => RunOutcome::Skipped,
+            // Logged by the executor; the next fire tries again.
+            Ok(Err(error)) => RunOutcome::LockFailed(error.to_string()),
+            Err(panic) => {
+                let message = panic_message(&*panic);
+                span.in_scope(|| tracing::error!(?elapsed, panic = %message, "job panicked"));
+                self.config.metrics().failure();
+                RunOutcome::Panicked(message)
+            }
+        };
+        let mut status = self.state.lock();
+        status.running = false;
+        status.last_outcome = Some(outcome);
+        status.last_duration = Some(elapsed);
+    }
+
+    async fn execute(
+        &self,
+        slot: Option<FireSlot>,
+    ) -> Result<LockOutcome<Result<(), String>>, LockError> {
+        let executor = &self.executor;
+        let values = &self.values;
+        match self.job.body() {
+            Body::Registered(JobBody::Async(body)) => {
+                executor
+                    .execute_in_slot(&self.config, slot, body(values))
+                    .await
+            }
+            Body::Async(body) => {
+                let fut = body(values.clone());
+                executor.execute_in_slot(&self.config, slot, fut).await
+            }
+            Body::Registered(JobBody::Blocking(body)) => {
+                let (body, values) = (*body, values.clone());
+                executor
+                    .execute_blocking_in_slot(&self.config, slot, move || body(&values))
+                    .await
+            }
+            Body::Blocking(body) => {
+                let (body, values) = (body.clone(), values.clone());
+                executor
+                    .execute_blocking_in_slot(&self.config, slot, move || body(&values))
+                    .await
+            }
+        }
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}

@@ -1,0 +1,71 @@
+//! What [`Scheduler::jobs`](super::Scheduler::jobs) reports of each job.
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::Job;
+
+/// What the last fire of a job did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunOutcome {
+    /// The body ran and returned `()` or `Ok(())`.
+    Succeeded,
+    /// The body ran and returned an error (rendered with `{:?}`).
+    Failed(String),
+    /// The body panicked.
+    Panicked(String),
+    /// Another instance held the lock, or the slot had already run.
+    Skipped,
+    /// The lock could not be asked for (provider error); the body did not run.
+    LockFailed(String),
+}
+
+/// A snapshot of one job, from [`Scheduler::jobs`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct JobStatus {
+    /// The job's name.
+    pub name: String,
+    /// The trigger, as text (e.g. ``cron `0 5 1 * * *` in Asia/Shanghai``).
+    pub trigger: String,
+    /// The next scheduled fire (None while running a fixed-delay job, or after the last fire).
+    pub next_fire: Option<DateTime<Utc>>,
+    /// Whether a fire of the job is running now.
+    pub running: bool,
+    /// What the last fire did.
+    pub last_outcome: Option<RunOutcome>,
+    /// How long the last fire took (lock included).
+    pub last_duration: Option<Duration>,
+}
+
+pub(super) struct JobState {
+    pub(super) name: String,
+    status: Mutex<JobStatus>,
+}
+
+impl JobState {
+    pub(super) fn new(job: &Job) -> Self {
+        JobState {
+            name: job.name().to_owned(),
+            status: Mutex::new(JobStatus {
+                name: job.name().to_owned(),
+                trigger: job.trigger().to_string(),
+                next_fire: None,
+                running: false,
+                last_outcome: None,
+                last_duration: None,
+            }),
+        }
+    }
+
+    pub(super) fn lock(&self) -> MutexGuard<'_, JobStatus> {
+        self.status.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn status(&self) -> JobStatus {
+        self.lock().clone()
+    }
+}
