@@ -113,3 +113,59 @@ async fn forward(mut client: TcpStream, upstream: SocketAddr, mut killed: watch:
     // Linger 0: closing sends a reset, as a host that lost the connection's state does.
     let _ = client.set_zero_linger();
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    /// A request written right after `kill_unseen` returned, before the proxy's task ran, is
+    /// never forwarded: the client gets a reset, and the server never sees it. Forwarding it
+    /// (and dropping the reply) left client and proxy each waiting for the other for good.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_written_after_the_kill_is_reset_not_forwarded() {
+        let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let proxy = HalfOpenProxy::start(upstream.local_addr().unwrap()).await;
+        let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((mut conn, _)) = upstream.accept().await {
+                let seen_tx = seen_tx.clone();
+                tokio::spawn(async move {
+                    let mut buf = [0u8; 64];
+                    while let Ok(n) = conn.read(&mut buf).await {
+                        if n == 0 || seen_tx.send(buf[..n].to_vec()).is_err() {
+                            return;
+                        }
+                        let _ = conn.write_all(&buf[..n]).await;
+                    }
+                });
+            }
+        });
+        // On two threads the proxy's task often sees the kill and the request in one poll: the
+        // old `select!` then forwarded the request in about one round of ten.
+        for round in 0..300 {
+            let mut client = TcpStream::connect(("127.0.0.1", proxy.port()))
+                .await
+                .unwrap();
+            client.write_all(b"ping").await.unwrap();
+            let mut reply = [0u8; 4];
+            client.read_exact(&mut reply).await.unwrap();
+            assert_eq!(seen.recv().await.unwrap(), b"ping");
+
+            proxy.kill_unseen();
+            client.write_all(b"lost").await.unwrap();
+            let read = tokio::time::timeout(Duration::from_secs(5), client.read(&mut reply))
+                .await
+                .unwrap_or_else(|_| panic!("round {round}: no reset within 5 s: a hang"));
+            assert!(
+                matches!(read, Err(_) | Ok(0)),
+                "round {round}: the request after the kill got a reply: {read:?}"
+            );
+            assert!(
+                seen.try_recv().is_err(),
+                "round {round}: the request after the kill reached the server"
+            );
+        }
+    }
+}
