@@ -115,7 +115,10 @@ async fn panics_and_errors_do_not_stop_the_scheduler() {
         .start()
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    eventually("three fires of each job", || {
+        panics.load(Ordering::SeqCst) >= 3 && errors.load(Ordering::SeqCst) >= 3
+    })
+    .await;
     let status = scheduler.jobs();
     scheduler.shutdown().await.unwrap();
     assert!(
@@ -155,7 +158,16 @@ async fn a_panicking_body_releases_its_lease() {
         .start()
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The status records the outcome after the release: wait for it, not for a guessed time
+    // (a loaded CI machine took longer than 300 ms to get there).
+    eventually("the first fire to finish", || {
+        scheduler.jobs()[0].last_outcome.is_some()
+    })
+    .await;
+    assert_eq!(
+        scheduler.jobs()[0].last_outcome,
+        Some(RunOutcome::Panicked("boom".into()))
+    );
     let locks = provider.list_locks().await.unwrap();
     assert_eq!(locks.len(), 1);
     assert!(
@@ -193,7 +205,7 @@ async fn shutdown_cancels_running_bodies_and_releases_leases() {
         .start()
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    eventually("the body to start", || scheduler.jobs()[0].running).await;
     assert!(
         provider.list_locks().await.unwrap()[0].held,
         "the job should hold its lock while running"
@@ -236,7 +248,7 @@ async fn blocking_jobs_run_on_the_blocking_pool_with_context() {
         .start()
         .await
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(450)).await;
+    eventually("three fires", || fences.lock().unwrap().len() >= 3).await;
     scheduler.shutdown().await.unwrap();
     let fences = fences.lock().unwrap().clone();
     assert!(fences.len() >= 3, "{fences:?}");
@@ -321,4 +333,16 @@ async fn two_jobs_under_one_lock_name_are_refused_at_start_naming_both() {
     );
     tokio::time::sleep(Duration::from_millis(150)).await;
     assert_eq!(fired.load(Ordering::SeqCst), 0, "a refused scheduler fired");
+}
+
+/// Waits until `done` holds, checking every 10 ms, for at most 20 s: a loaded CI machine may be
+/// slow to get there, but a scheduler that never does fails with `what`.
+async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let reached = tokio::time::timeout(Duration::from_secs(20), async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(reached.is_ok(), "waited 20 s for {what}");
 }
