@@ -33,6 +33,10 @@ pub(crate) struct Session {
     pub(crate) pool: Pool,
     pub(crate) table: Arc<ResolvedTable>,
     shape: Arc<ShapeCache>,
+    /// Prepare each statement once per connection and keep it (`true`), or send it unnamed
+    /// with its parameter types every time (`false`: nothing outlives the transaction, as
+    /// PgBouncer's transaction pooling needs).
+    pub(crate) statement_cache: bool,
 }
 
 /// The statements for the table as last found.
@@ -83,6 +87,14 @@ pub(crate) trait Reply: Sized {
         statement: &'a tokio_postgres::Statement,
         params: &'a [&'a (dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a;
+
+    /// The statement sent unnamed with its parameter types, in one round trip (Parse, Bind,
+    /// Execute, Sync), so no prepared statement is left on the server connection.
+    fn send_unnamed<'a>(
+        client: &'a tokio_postgres::Client,
+        sql: &'a str,
+        params: Vec<(&'a (dyn ToSql + Sync), Type)>,
+    ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a;
 }
 
 impl Reply for Vec<Row> {
@@ -92,6 +104,14 @@ impl Reply for Vec<Row> {
         params: &'a [&'a (dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a {
         client.query(statement, params)
+    }
+
+    fn send_unnamed<'a>(
+        client: &'a tokio_postgres::Client,
+        sql: &'a str,
+        params: Vec<(&'a (dyn ToSql + Sync), Type)>,
+    ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a {
+        async move { client.query_typed(sql, &params).await }
     }
 }
 
@@ -103,6 +123,20 @@ impl Reply for u64 {
     ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a {
         client.execute(statement, params)
     }
+
+    fn send_unnamed<'a>(
+        client: &'a tokio_postgres::Client,
+        sql: &'a str,
+        params: Vec<(&'a (dyn ToSql + Sync), Type)>,
+    ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a {
+        async move {
+            let rows = client.query_typed_raw(sql, params).await?;
+            let mut rows = std::pin::pin!(rows);
+            // Drained to the end: the count arrives with CommandComplete.
+            while futures_util::TryStreamExt::try_next(&mut rows).await?.is_some() {}
+            Ok(rows.rows_affected().unwrap_or(0))
+        }
+    }
 }
 
 impl Session {
@@ -111,6 +145,7 @@ impl Session {
             pool,
             table: Arc::new(table),
             shape: Arc::default(),
+            statement_cache: true,
         }
     }
 
@@ -197,6 +232,10 @@ impl Session {
             let client = self.client(operation, lock).await?;
             let attempt = async {
                 let statements = self.statements_for(&client).await?;
+                if !self.statement_cache {
+                    let typed = params.iter().copied().zip(types.iter().cloned()).collect();
+                    return Ok(R::send_unnamed(&client, pick(&statements), typed).await?);
+                }
                 // Prepared once per connection, then served from the connection's cache.
                 let statement = client
                     .prepare_typed_cached(pick(&statements), types)
