@@ -209,12 +209,12 @@ pub(crate) async fn ensure(
 ) -> Result<(), tokio_postgres::Error> {
     let tx = client.transaction().await?;
     // Two-key form: its key space is separate from the one-bigint form applications use most.
-    tx.execute(
+    // Unnamed, as `find`: a named statement could collide behind PgBouncer with one another
+    // client left on the same server connection.
+    let key = format!("lock-provider-postgres ensure_schema {}", table.qualified);
+    tx.query_typed(
         "SELECT pg_advisory_xact_lock(1397247051, hashtext($1))",
-        &[&format!(
-            "lock-provider-postgres ensure_schema {}",
-            table.qualified
-        )],
+        &[(&key, Type::TEXT)],
     )
     .await?;
     match find(&*tx, table).await? {
