@@ -97,8 +97,8 @@ impl std::str::FromStr for SslMode {
 /// read now so that a missing one fails here).
 pub(crate) fn opts_from_url(url: &str) -> Result<Opts, LockError> {
     let (driver_url, ssl_mode, ssl_ca) = split_options(url)?;
-    let opts = Opts::from_url(&driver_url)
-        .map_err(|e| invalid(format!("MySQL connection URL: {e}")))?;
+    let opts =
+        Opts::from_url(&driver_url).map_err(|e| invalid(format!("MySQL connection URL: {e}")))?;
     let Some(mode) = ssl_mode else {
         if ssl_ca.is_some() {
             return Err(invalid(
@@ -115,8 +115,11 @@ pub(crate) fn opts_from_url(url: &str) -> Result<Opts, LockError> {
     }
     let ca = ssl_ca
         .map(|path| {
-            std::fs::read(&path)
-                .map_err(|e| invalid(format!("ssl-ca={path}: cannot read the root certificates: {e}")))
+            std::fs::read(&path).map_err(|e| {
+                invalid(format!(
+                    "ssl-ca={path}: cannot read the root certificates: {e}"
+                ))
+            })
         })
         .transpose()?;
     let ssl = ssl_opts(mode, ca)?;
@@ -215,6 +218,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "tls")]
     fn tls_options_reach_the_driver() {
         let opts = opts_from_url("mysql://u@h/db?ssl-mode=REQUIRED").unwrap();
         let ssl = opts.ssl_opts().expect("TLS asked for");
@@ -222,7 +226,12 @@ mod tests {
         let opts = opts_from_url("mysql://u@h/db?ssl-mode=verify_ca").unwrap();
         let ssl = opts.ssl_opts().expect("TLS asked for");
         assert!(!ssl.accept_invalid_certs() && ssl.skip_domain_validation());
-        assert!(opts_from_url("mysql://u@h/db").unwrap().ssl_opts().is_none());
+        assert!(
+            opts_from_url("mysql://u@h/db")
+                .unwrap()
+                .ssl_opts()
+                .is_none()
+        );
         assert!(
             opts_from_url("mysql://u@h/db?ssl-mode=DISABLED")
                 .unwrap()

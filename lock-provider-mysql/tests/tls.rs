@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use lock_core::{AcquireOutcome, LockError, LockProvider, testkit};
 use lock_provider_mysql::MySqlLockProvider;
-use lock_provider_mysql::mysql_async::{self, Opts, OptsBuilder, Pool, SslOpts, prelude::Queryable};
+use lock_provider_mysql::mysql_async::{
+    self, Opts, OptsBuilder, Pool, SslOpts, prelude::Queryable,
+};
 use test_support::servers::{ca_pem_path, mysql_tls_url, other_ca_pem_path, with_params};
 
 /// A table of the test-only TLS server; the suite's functions use unique lock names.
@@ -39,7 +41,11 @@ fn ca() -> String {
 
 /// The TLS version of the provider's own connection, as the server sees it (empty: none).
 async fn server_sees_tls(provider: &MySqlLockProvider) -> String {
-    let mut conn = provider.pool().get_conn().await.expect("a pooled connection");
+    let mut conn = provider
+        .pool()
+        .get_conn()
+        .await
+        .expect("a pooled connection");
     let row: Option<(String, String)> = conn
         .query_first("SHOW SESSION STATUS LIKE 'Ssl_version'")
         .await
@@ -49,7 +55,10 @@ async fn server_sees_tls(provider: &MySqlLockProvider) -> String {
 
 async fn ready(provider: MySqlLockProvider) -> MySqlLockProvider {
     let provider = provider.with_table(TABLE).expect("valid table");
-    provider.ensure_schema().await.expect("ensure_schema over TLS");
+    provider
+        .ensure_schema()
+        .await
+        .expect("ensure_schema over TLS");
     provider
 }
 
@@ -61,17 +70,32 @@ async fn lock_cycle(provider: &dyn LockProvider) {
         panic!("a fresh lock was refused");
     };
     assert!(lease.fence() > 0, "fencing works over TLS");
-    assert!(provider.extend(&lease, Duration::from_secs(60)).await.expect("extend"));
-    assert!(provider.release(&lease, Duration::ZERO).await.expect("release"));
     assert!(
-        matches!(provider.acquire(&request).await.expect("acquire again"), AcquireOutcome::Acquired(_)),
+        provider
+            .extend(&lease, Duration::from_secs(60))
+            .await
+            .expect("extend")
+    );
+    assert!(
+        provider
+            .release(&lease, Duration::ZERO)
+            .await
+            .expect("release")
+    );
+    assert!(
+        matches!(
+            provider.acquire(&request).await.expect("acquire again"),
+            AcquireOutcome::Acquired(_)
+        ),
         "released, so free again"
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn required_encrypts_and_runs_a_lock_cycle() {
-    let Some(url) = tls_url("ssl-mode=REQUIRED").await else { return };
+    let Some(url) = tls_url("ssl-mode=REQUIRED").await else {
+        return;
+    };
     let provider = ready(MySqlLockProvider::connect(&url).await.expect("connect")).await;
     assert!(server_sees_tls(&provider).await.starts_with("TLS"));
     lock_cycle(&provider).await;
@@ -100,16 +124,26 @@ async fn root_certificate_as_pem_through_mysql_asyncs_ssl_opts() {
         .with_root_certs(vec![pem.into()])
         .with_disable_built_in_roots(true);
     let opts = OptsBuilder::from_opts(Opts::from_url(&url).expect("URL")).ssl_opts(ssl);
-    let provider = ready(MySqlLockProvider::new(Pool::new(MySqlLockProvider::pool_options(opts)))).await;
+    let provider = ready(MySqlLockProvider::new(Pool::new(
+        MySqlLockProvider::pool_options(opts),
+    )))
+    .await;
     assert!(server_sees_tls(&provider).await.starts_with("TLS"));
     lock_cycle(&provider).await;
-    provider.pool().clone().disconnect().await.expect("disconnect");
+    provider
+        .pool()
+        .clone()
+        .disconnect()
+        .await
+        .expect("disconnect");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_asyncs_own_tls_parameters_pass_through() {
     // Its built-in roots do not know the test CA, so only an unchecked certificate connects.
-    let Some(url) = tls_url("require_ssl=true&verify_ca=false").await else { return };
+    let Some(url) = tls_url("require_ssl=true&verify_ca=false").await else {
+        return;
+    };
     let provider = ready(MySqlLockProvider::connect(&url).await.expect("connect")).await;
     assert!(server_sees_tls(&provider).await.starts_with("TLS"));
     lock_cycle(&provider).await;
@@ -135,11 +169,15 @@ async fn verify_ca_also_checks_the_name_until_mysql_async_404_is_released() {
             .with_danger_tls_hostname_override(Some(name));
         OptsBuilder::from_opts(Opts::from_url(&url).expect("URL")).ssl_opts(ssl)
     };
-    let mut conn = mysql_async::Conn::new(opts("localhost")).await.expect("VERIFY_CA, named host");
+    let mut conn = mysql_async::Conn::new(opts("localhost"))
+        .await
+        .expect("VERIFY_CA, named host");
     let one: Option<i32> = conn.query_first("SELECT 1").await.expect("query");
     assert_eq!(one, Some(1));
     conn.disconnect().await.expect("disconnect");
-    let err = mysql_async::Conn::new(opts("wrong-name.invalid")).await.unwrap_err();
+    let err = mysql_async::Conn::new(opts("wrong-name.invalid"))
+        .await
+        .unwrap_err();
     assert!(
         format!("{err:?}").contains("NotValidForName"),
         "the name is still checked; if this now connects, mysql_async#404 is fixed: {err:?}"
@@ -159,14 +197,19 @@ async fn a_wrong_root_certificate_fails_with_a_clear_error() {
             matches!(&err, LockError::Provider { operation, .. } if *operation == "connect"),
             "{mode}: {text}"
         );
-        assert!(text.contains("UnknownIssuer"), "{mode}: says the issuer is unknown: {text}");
+        assert!(
+            text.contains("UnknownIssuer"),
+            "{mode}: says the issuer is unknown: {text}"
+        );
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plaintext_is_refused_by_the_tls_only_server() {
     for params in ["", "ssl-mode=DISABLED"] {
-        let Some(url) = tls_url(params).await else { return };
+        let Some(url) = tls_url(params).await else {
+            return;
+        };
         let err = MySqlLockProvider::connect(&url).await.unwrap_err();
         let text = test_support::skip::chain(&err);
         // MariaDB answers an insecure login under require_secure_transport with "Access denied".
@@ -174,6 +217,8 @@ async fn plaintext_is_refused_by_the_tls_only_server() {
         assert!(text.contains("Access denied"), "refused: {text}");
     }
     // The same account over TLS gets in: what was refused is the plaintext, not the login.
-    let Some(url) = tls_url("ssl-mode=REQUIRED").await else { return };
+    let Some(url) = tls_url("ssl-mode=REQUIRED").await else {
+        return;
+    };
     MySqlLockProvider::connect(&url).await.expect("TLS login");
 }

@@ -200,7 +200,9 @@ impl ConnectionConfig {
                 ));
             }
             let pem = std::fs::read(&path).map_err(|e| {
-                invalid(format!("sslrootcert={path}: cannot read the root certificates: {e}"))
+                invalid(format!(
+                    "sslrootcert={path}: cannot read the root certificates: {e}"
+                ))
             })?;
             config = config
                 .root_certificates_pem(&pem)
@@ -454,8 +456,9 @@ fn split_options(url: &str) -> Result<(String, Options), LockError> {
         let mut kept = Vec::new();
         for pair in query.split('&').filter(|p| !p.is_empty()) {
             let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-            let decoded = percent_decode(value)
-                .ok_or_else(|| invalid(format!("PostgreSQL connection URL: {key}: bad %-escape")))?;
+            let decoded = percent_decode(value).ok_or_else(|| {
+                invalid(format!("PostgreSQL connection URL: {key}: bad %-escape"))
+            })?;
             if !options.take(key, decoded) {
                 kept.push(pair);
             }

@@ -106,12 +106,12 @@ impl Reply for Vec<Row> {
         client.query(statement, params)
     }
 
-    fn send_unnamed<'a>(
+    async fn send_unnamed<'a>(
         client: &'a tokio_postgres::Client,
         sql: &'a str,
         params: Vec<(&'a (dyn ToSql + Sync), Type)>,
-    ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a {
-        async move { client.query_typed(sql, &params).await }
+    ) -> Result<Self, tokio_postgres::Error> {
+        client.query_typed(sql, &params).await
     }
 }
 
@@ -124,18 +124,16 @@ impl Reply for u64 {
         client.execute(statement, params)
     }
 
-    fn send_unnamed<'a>(
+    async fn send_unnamed<'a>(
         client: &'a tokio_postgres::Client,
         sql: &'a str,
         params: Vec<(&'a (dyn ToSql + Sync), Type)>,
-    ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a {
-        async move {
-            let rows = client.query_typed_raw(sql, params).await?;
-            let mut rows = std::pin::pin!(rows);
-            // Drained to the end: the count arrives with CommandComplete.
-            while futures_util::TryStreamExt::try_next(&mut rows).await?.is_some() {}
-            Ok(rows.rows_affected().unwrap_or(0))
-        }
+    ) -> Result<Self, tokio_postgres::Error> {
+        let rows = client.query_typed_raw(sql, params).await?;
+        let mut rows = std::pin::pin!(rows);
+        // Drained to the end: the count arrives with CommandComplete.
+        while futures_util::TryStreamExt::try_next(&mut rows).await?.is_some() {}
+        Ok(rows.rows_affected().unwrap_or(0))
     }
 }
 

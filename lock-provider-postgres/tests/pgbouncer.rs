@@ -24,7 +24,10 @@ async fn through_pgbouncer(params: &str) -> Option<PostgresLockProvider> {
     let provider = provider
         .with_table(common::CONFORMANCE_TABLE)
         .expect("valid table");
-    provider.ensure_schema().await.expect("ensure_schema through pgbouncer");
+    provider
+        .ensure_schema()
+        .await
+        .expect("ensure_schema through pgbouncer");
     Some(provider)
 }
 
@@ -36,18 +39,33 @@ lock_core::conformance_tests!(uncached());
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lock_cycle_through_pgbouncer() {
-    let Some(provider) = uncached().await else { return };
+    let Some(provider) = uncached().await else {
+        return;
+    };
     let name = testkit::unique_name("pgbouncer_cycle");
     let request = testkit::request(&name, "bouncer", Duration::from_secs(30), None);
     let AcquireOutcome::Acquired(lease) = provider.acquire(&request).await.expect("acquire") else {
         panic!("a fresh lock was refused");
     };
     assert!(
-        matches!(provider.acquire(&request).await.expect("acquire"), AcquireOutcome::Refused(_)),
+        matches!(
+            provider.acquire(&request).await.expect("acquire"),
+            AcquireOutcome::Refused(_)
+        ),
         "held"
     );
-    assert!(provider.extend(&lease, Duration::from_secs(60)).await.expect("extend"));
-    assert!(provider.release(&lease, Duration::ZERO).await.expect("release"));
+    assert!(
+        provider
+            .extend(&lease, Duration::from_secs(60))
+            .await
+            .expect("extend")
+    );
+    assert!(
+        provider
+            .release(&lease, Duration::ZERO)
+            .await
+            .expect("release")
+    );
     let listed = provider.list_locks().await.expect("list");
     let row = listed.iter().find(|r| *r.name == *name).expect("listed");
     assert!(!row.held, "released");
@@ -70,7 +88,10 @@ async fn across_two_server_connections(provider: &PostgresLockProvider) -> Resul
         .await
         .expect("a second client through pgbouncer");
     let connection = tokio::spawn(connection);
-    blocker.batch_execute("BEGIN; SELECT 1").await.expect("hold a server connection");
+    blocker
+        .batch_execute("BEGIN; SELECT 1")
+        .await
+        .expect("hold a server connection");
     // The same statement again, now on server connection Y.
     let outcome = provider.acquire(&request(&second)).await.map(drop);
     blocker.batch_execute("ROLLBACK").await.expect("rollback");
@@ -80,7 +101,10 @@ async fn across_two_server_connections(provider: &PostgresLockProvider) -> Resul
 }
 
 fn pinning_url(params: &str) -> String {
-    with_params(&pgbouncer_url().replacen("/test", "/test_pinning", 1), params)
+    with_params(
+        &pgbouncer_url().replacen("/test", "/test_pinning", 1),
+        params,
+    )
 }
 
 async fn pinning_provider(params: &str) -> Option<PostgresLockProvider> {
@@ -101,7 +125,9 @@ async fn pinning_provider(params: &str) -> Option<PostgresLockProvider> {
 /// One test, so that the two halves never share PgBouncer's `test_pinning` pool at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_statements_break_under_transaction_pooling_and_unnamed_ones_do_not() {
-    let Some(cached) = pinning_provider("").await else { return };
+    let Some(cached) = pinning_provider("").await else {
+        return;
+    };
     let err = across_two_server_connections(&cached)
         .await
         .expect_err("a cached statement is missing on the other server connection");
@@ -116,7 +142,9 @@ async fn cached_statements_break_under_transaction_pooling_and_unnamed_ones_do_n
     );
     drop(cached);
 
-    let Some(uncached) = pinning_provider("statement_cache=false").await else { return };
+    let Some(uncached) = pinning_provider("statement_cache=false").await else {
+        return;
+    };
     across_two_server_connections(&uncached)
         .await
         .expect("unnamed statements do not care which server connection runs them");

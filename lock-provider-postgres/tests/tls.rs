@@ -51,7 +51,10 @@ async fn server_sees_tls(provider: &PostgresLockProvider) -> bool {
 
 async fn ready(provider: PostgresLockProvider) -> PostgresLockProvider {
     let provider = provider.with_table(TABLE).expect("valid table");
-    provider.ensure_schema().await.expect("ensure_schema over TLS");
+    provider
+        .ensure_schema()
+        .await
+        .expect("ensure_schema over TLS");
     provider
 }
 
@@ -64,8 +67,18 @@ async fn lock_cycle(provider: &dyn LockProvider) {
         refused => panic!("a fresh lock was refused: {refused:?}"),
     };
     assert!(lease.fence() > 0, "fencing works over TLS");
-    assert!(provider.extend(&lease, Duration::from_secs(60)).await.expect("extend"));
-    assert!(provider.release(&lease, Duration::ZERO).await.expect("release"));
+    assert!(
+        provider
+            .extend(&lease, Duration::from_secs(60))
+            .await
+            .expect("extend")
+    );
+    assert!(
+        provider
+            .release(&lease, Duration::ZERO)
+            .await
+            .expect("release")
+    );
     assert!(
         matches!(
             provider.acquire(&request).await.expect("acquire again"),
@@ -77,7 +90,9 @@ async fn lock_cycle(provider: &dyn LockProvider) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn require_encrypts_and_runs_a_lock_cycle() {
-    let Some(url) = tls_url("sslmode=require").await else { return };
+    let Some(url) = tls_url("sslmode=require").await else {
+        return;
+    };
     let provider = ready(PostgresLockProvider::connect(&url).await.expect("connect")).await;
     assert!(server_sees_tls(&provider).await);
     lock_cycle(&provider).await;
@@ -109,7 +124,12 @@ async fn verify_full_with_pem_from_the_builder_and_no_statement_cache() {
         .expect("PEM")
         .statement_cache(false)
         .pool_size(2);
-    let provider = ready(PostgresLockProvider::connect_with(config).await.expect("connect")).await;
+    let provider = ready(
+        PostgresLockProvider::connect_with(config)
+            .await
+            .expect("connect"),
+    )
+    .await;
     assert!(server_sees_tls(&provider).await);
     lock_cycle(&provider).await;
     testkit::extend_only_by_owner(&provider).await;
@@ -122,14 +142,22 @@ async fn verify_ca_accepts_another_host_name_and_verify_full_does_not() {
     let renamed = url.replacen("127.0.0.1", "wrong-name.invalid", 1);
     let params = format!("hostaddr=127.0.0.1&sslrootcert={}", ca());
     let ca_only = with_params(&renamed, &format!("{params}&sslmode=verify-ca"));
-    let provider = ready(PostgresLockProvider::connect(&ca_only).await.expect("verify-ca")).await;
+    let provider = ready(
+        PostgresLockProvider::connect(&ca_only)
+            .await
+            .expect("verify-ca"),
+    )
+    .await;
     lock_cycle(&provider).await;
 
     let full = with_params(&renamed, &format!("{params}&sslmode=verify-full"));
     let err = PostgresLockProvider::connect(&full).await.unwrap_err();
     let text = test_support::skip::chain(&err);
     assert!(matches!(err, LockError::Provider { .. }), "{text}");
-    assert!(text.contains("not valid for name"), "names the name mismatch: {text}");
+    assert!(
+        text.contains("not valid for name"),
+        "names the name mismatch: {text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -145,7 +173,10 @@ async fn a_wrong_root_certificate_fails_with_a_clear_error() {
             matches!(&err, LockError::Provider { operation, .. } if *operation == "connect"),
             "{mode}: {text}"
         );
-        assert!(text.contains("UnknownIssuer"), "{mode}: says the issuer is unknown: {text}");
+        assert!(
+            text.contains("UnknownIssuer"),
+            "{mode}: says the issuer is unknown: {text}"
+        );
     }
 }
 
@@ -163,13 +194,20 @@ async fn verify_modes_without_a_root_are_refused_before_connecting() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plaintext_is_refused_by_the_tls_only_server() {
     for params in ["", "sslmode=disable"] {
-        let Some(url) = tls_url(params).await else { return };
+        let Some(url) = tls_url(params).await else {
+            return;
+        };
         let err = PostgresLockProvider::connect(&url).await.unwrap_err();
         let text = test_support::skip::chain(&err);
-        assert!(text.contains("no encryption"), "pg_hba.conf's hostnossl reject: {text}");
+        assert!(
+            text.contains("no encryption"),
+            "pg_hba.conf's hostnossl reject: {text}"
+        );
     }
     // prefer falls back to plaintext only when the server declines TLS; this one offers it.
-    let Some(url) = tls_url("sslmode=prefer").await else { return };
+    let Some(url) = tls_url("sslmode=prefer").await else {
+        return;
+    };
     let provider = PostgresLockProvider::connect(&url).await.expect("prefer");
     assert!(server_sees_tls(&provider).await);
 }

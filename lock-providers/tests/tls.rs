@@ -40,7 +40,10 @@ async fn postgres_verify_full_url() {
     let base = postgres_tls_url();
     let url = with_params(
         &base,
-        &format!("sslmode=verify-full&sslrootcert={}", ca_pem_path().display()),
+        &format!(
+            "sslmode=verify-full&sslrootcert={}",
+            ca_pem_path().display()
+        ),
     );
     open_and_list("postgres (TLS)", &base, &url, "lockpg_tls").await;
 }
@@ -50,7 +53,10 @@ async fn mysql_verify_identity_url() {
     let base = mysql_tls_url();
     let url = with_params(
         &base,
-        &format!("ssl-mode=VERIFY_IDENTITY&ssl-ca={}", ca_pem_path().display()),
+        &format!(
+            "ssl-mode=VERIFY_IDENTITY&ssl-ca={}",
+            ca_pem_path().display()
+        ),
     );
     open_and_list("mariadb (TLS)", &base, &url, "lock_provider_mysql_tls").await;
 }
