@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use deadpool_postgres::{Object, Pool};
+use futures_util::TryStreamExt;
 use lock_core::LockError;
 use lock_core::kit::ResolvedTable;
 use tokio_postgres::Row;
@@ -132,7 +133,7 @@ impl Reply for u64 {
         let rows = client.query_typed_raw(sql, params).await?;
         let mut rows = std::pin::pin!(rows);
         // Drained to the end: the count arrives with CommandComplete.
-        while futures_util::TryStreamExt::try_next(&mut rows).await?.is_some() {}
+        while rows.try_next().await?.is_some() {}
         Ok(rows.rows_affected().unwrap_or(0))
     }
 }
