@@ -211,3 +211,32 @@ async fn plaintext_is_refused_by_the_tls_only_server() {
     let provider = PostgresLockProvider::connect(&url).await.expect("prefer");
     assert!(server_sees_tls(&provider).await);
 }
+
+/// PgBouncer of `scripts/test-servers` has no TLS configured: the server without TLS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prefer_falls_back_to_plaintext_and_require_does_not() {
+    let base = test_support::servers::pgbouncer_url();
+    let prefer = with_params(&base, "sslmode=prefer&statement_cache=false");
+    let connected = PostgresLockProvider::connect(&prefer).await;
+    let Some(provider) = test_support::skip::or_unreachable(
+        "pgbouncer (scripts/test-servers)",
+        &base,
+        connected.map_err(|e| test_support::skip::chain(&e)),
+    ) else {
+        return;
+    };
+    // The conformance suite's table in the main test database, behind PgBouncer.
+    let provider = provider
+        .with_table("lockpg_conformance")
+        .expect("valid table");
+    provider.ensure_schema().await.expect("ensure_schema");
+    provider
+        .list_locks()
+        .await
+        .expect("plaintext after the server declined TLS");
+
+    let require = with_params(&base, "sslmode=require");
+    let err = PostgresLockProvider::connect(&require).await.unwrap_err();
+    let text = test_support::skip::chain(&err);
+    assert!(text.contains("server does not support TLS"), "{text}");
+}
