@@ -123,11 +123,26 @@ impl JobRunner {
             .await;
         let elapsed = started.elapsed();
         let outcome = match outcome {
-            Ok(Ok(LockOutcome::Executed(Ok(())))) => {
+            Ok(Ok(LockOutcome::Executed((Ok(()), true)))) => {
+                span.in_scope(|| {
+                    tracing::info!(
+                        ?elapsed,
+                        "job cancelled: the body returned after cancelled() resolved (shutdown or lost lock)"
+                    )
+                });
+                self.config.metrics().cancelled();
+                RunOutcome::Cancelled
+            }
+            Ok(Ok(LockOutcome::Executed((Ok(()), false)))) => {
                 span.in_scope(|| tracing::debug!(?elapsed, "job succeeded"));
+                let now = Utc::now();
+                self.config
+                    .metrics()
+                    .succeeded_at(now.timestamp_micros() as f64 / 1e6);
                 RunOutcome::Succeeded
             }
-            Ok(Ok(LockOutcome::Executed(Err(error)))) => {
+            // An error stays a failure even when cancelled: the body said what went wrong.
+            Ok(Ok(LockOutcome::Executed((Err(error), _)))) => {
                 span.in_scope(|| tracing::error!(?elapsed, %error, "job failed"));
                 self.config.metrics().failure();
                 RunOutcome::Failed(error)
@@ -151,33 +166,48 @@ impl JobRunner {
     async fn execute(
         &self,
         slot: Option<FireSlot>,
-    ) -> Result<LockOutcome<Result<(), String>>, LockError> {
+    ) -> Result<LockOutcome<(Result<(), String>, bool)>, LockError> {
         let executor = &self.executor;
         let values = &self.values;
         match self.job.body() {
             Body::Registered(JobBody::Async(body)) => {
-                executor
-                    .execute_in_slot(&self.config, slot, body(values))
-                    .await
+                let fut = noting_cancel(body(values));
+                executor.execute_in_slot(&self.config, slot, fut).await
             }
             Body::Async(body) => {
-                let fut = body(values.clone());
+                let fut = noting_cancel(body(values.clone()));
                 executor.execute_in_slot(&self.config, slot, fut).await
             }
             Body::Registered(JobBody::Blocking(body)) => {
                 let (body, values) = (*body, values.clone());
                 executor
-                    .execute_blocking_in_slot(&self.config, slot, move || body(&values))
+                    .execute_blocking_in_slot(&self.config, slot, move || {
+                        (body(&values), cancelled_now())
+                    })
                     .await
             }
             Body::Blocking(body) => {
                 let (body, values) = (body.clone(), values.clone());
                 executor
-                    .execute_blocking_in_slot(&self.config, slot, move || body(&values))
+                    .execute_blocking_in_slot(&self.config, slot, move || {
+                        (body(&values), cancelled_now())
+                    })
                     .await
             }
         }
     }
+}
+
+/// The body's output, and whether its `cancelled()` had resolved when it returned.
+async fn noting_cancel<T>(body: impl Future<Output = T>) -> (T, bool) {
+    let out = body.await;
+    (out, cancelled_now())
+}
+
+/// Whether the running body's [`JobContext::cancelled`](crate::JobContext::cancelled) has
+/// resolved; read inside the body's scope, where its context is current.
+fn cancelled_now() -> bool {
+    crate::JobContext::current().is_some_and(|ctx| ctx.is_cancelled())
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {

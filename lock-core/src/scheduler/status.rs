@@ -13,6 +13,12 @@ use super::Job;
 pub enum RunOutcome {
     /// The body ran and returned `()` or `Ok(())`.
     Succeeded,
+    /// The body returned `()` or `Ok(())` after its
+    /// [`JobContext::cancelled`](crate::JobContext::cancelled) had resolved: it stopped early
+    /// because the scheduler was shutting down or the lease was lost. Whether it finished its
+    /// work is the body's to say (a body that must tell "interrupted" apart returns an error);
+    /// this outcome says only that it did not run to the end of an undisturbed fire.
+    Cancelled,
     /// The body ran and returned an error (rendered with `{:?}`).
     Failed(String),
     /// The body panicked.
