@@ -29,7 +29,7 @@ pub enum RunOutcome {
     LockFailed(String),
 }
 
-/// A snapshot of one job, from [`Scheduler::jobs`].
+/// A snapshot of one job, from [`Scheduler::jobs`](super::Scheduler::jobs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct JobStatus {
