@@ -179,7 +179,7 @@ fn the_readme_queries_give_cluster_wide_answers_in_prometheus() {
         get(prometheus_port, "/-/ready").is_ok_and(|(status, _)| status == 200)
     });
     wait(
-        Duration::from_secs(30),
+        Duration::from_secs(45),
         "both replicas up with 12 scrapes each (the 10 s windows full)",
         || {
             let scrapes = query(
