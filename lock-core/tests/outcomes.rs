@@ -287,3 +287,65 @@ async fn a_lease_many_periods_long_is_warned_about_at_start() {
     assert_eq!(warning("quiet-ten-periods"), None, "{logs}");
     assert_eq!(warning("quiet-daily"), None, "{logs}");
 }
+
+#[tokio::test]
+async fn shutdown_fails_naming_the_jobs_still_running_at_the_timeout() {
+    let _serial = SERIAL.lock().await;
+    let provider = Arc::new(InMemoryLockProvider::new());
+    // One body ignores `cancelled()` and runs 3 s; the other stops when cancelled.
+    let stubborn = Job::new(
+        "outcomes-stubborn",
+        Trigger::fixed_delay(Duration::from_secs(3600)).unwrap(),
+        || async { tokio::time::sleep(Duration::from_secs(3)).await },
+    );
+    let polite = Job::new(
+        "outcomes-polite",
+        Trigger::fixed_delay(Duration::from_secs(3600)).unwrap(),
+        until_cancelled(),
+    );
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .shutdown_timeout(Duration::from_millis(300))
+        .jobs([stubborn, polite])
+        .start()
+        .await
+        .unwrap();
+    until_held(&provider, "outcomes-stubborn").await;
+    until_held(&provider, "outcomes-polite").await;
+    let began = std::time::Instant::now();
+    let error = scheduler
+        .run_until(async {})
+        .await
+        .expect_err("a job outlived the shutdown timeout");
+    let waited = began.elapsed();
+    match &error {
+        lock_core::LockError::ShutdownTimedOut { running, timeout } => {
+            assert_eq!(running, &["outcomes-stubborn"]);
+            assert_eq!(*timeout, Duration::from_millis(300));
+        }
+        other => panic!("expected ShutdownTimedOut, got {other:?}"),
+    }
+    assert_eq!(
+        error.to_string(),
+        "shutdown timed out after 300ms: jobs still running: outcomes-stubborn; their leases \
+         end when they finish or at lock_at_most_for"
+    );
+    // Waited the timeout, not the stubborn body's 3 s.
+    assert!(
+        (Duration::from_millis(300)..Duration::from_secs(2)).contains(&waited),
+        "{waited:?}"
+    );
+    let held: Vec<String> = provider
+        .list_locks()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|l| l.held)
+        .map(|l| l.name)
+        .collect();
+    assert_eq!(
+        held,
+        ["outcomes-stubborn"],
+        "the running body keeps its lease; the stopped one's is released"
+    );
+}
