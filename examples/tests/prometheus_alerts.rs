@@ -260,8 +260,10 @@ fn the_readme_queries_give_cluster_wide_answers_in_prometheus() {
     assert_eq!(lag.len(), 2, "{lag:?}");
     assert!(lag.values().all(|&p99| p99 < 0.5), "{lag:?}");
 
-    // Run time p95: tick sleeps 3 ms, flaky_export 20 ms (buckets 5 ms .. 50 ms).
+    // Run time p95: tick sleeps 3 ms, flaky_export 20 ms, plus a SQLite round trip each
+    // (buckets 5 ms, 10 ms, 50 ms, 100 ms, 500 ms): flaky_export's is past its 20 ms sleep's
+    // bucket floor, and neither reaches the 500 ms bucket on a loaded machine.
     let held = by_job(&query(prometheus_port, &expressions[5]));
-    assert!(held["tick"] <= 0.05, "{held:?}");
-    assert!((0.01..=0.05).contains(&held["flaky_export"]), "{held:?}");
+    assert!(held["tick"] <= 0.1, "{held:?}");
+    assert!((0.01..=0.1).contains(&held["flaky_export"]), "{held:?}");
 }
