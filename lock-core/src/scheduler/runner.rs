@@ -135,10 +135,9 @@ impl JobRunner {
             }
             Ok(Ok(LockOutcome::Executed((Ok(()), false)))) => {
                 span.in_scope(|| tracing::debug!(?elapsed, "job succeeded"));
-                let now = Utc::now();
-                self.config
-                    .metrics()
-                    .succeeded_at(now.timestamp_micros() as f64 / 1e6);
+                // Wall-clock Unix time, as Prometheus' `time()` compares it.
+                let now = Utc::now().timestamp_micros() as f64 / 1e6;
+                self.config.metrics().succeeded_at(now);
                 RunOutcome::Succeeded
             }
             // An error stays a failure even when cancelled: the body said what went wrong.
