@@ -1,7 +1,8 @@
 //! The README's PromQL, evaluated by a real Prometheus (Debian's `prometheus`, which
 //! `scripts/test` installs) scraping two replicas of the `metrics_prometheus` example that
 //! share one SQLite lock table, as two pods share a database: every expression of the README's
-//! `promql` block must parse, and each must give the cluster-wide answer.
+//! `promql` block must parse, and each must give the cluster-wide answer; the README's rule
+//! file must pass `promtool check rules` and use those same expressions.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -33,6 +34,55 @@ fn readme_expressions() -> Vec<String> {
                 })
         })
         .collect()
+}
+
+/// The README's rule file (its `yaml` block starting with `groups:`) and its `expr:` lines.
+fn readme_rules() -> (String, Vec<String>) {
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find("```yaml\ngroups:\n")
+        .expect("the README has a rule file")
+        + "```yaml\n".len();
+    let end = start + readme[start..].find("```").expect("the block ends");
+    let rules = readme[start..end].to_owned();
+    let exprs = rules
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("expr: "))
+        .map(str::to_owned)
+        .collect();
+    (rules, exprs)
+}
+
+#[test]
+fn the_readme_rule_file_is_valid_and_uses_the_tested_expressions() {
+    if !test_support::skip::command_available("promtool") {
+        return;
+    }
+    let (rules, exprs) = readme_rules();
+    assert_eq!(exprs.len(), 3, "{rules}");
+    let readme = include_str!("../../README.md");
+    let block = &readme[readme.find("```promql\n").expect("the promql block")..];
+    for expr in &exprs {
+        assert!(
+            block.lines().any(|line| line == expr),
+            "the rule's expr is not in the README's tested promql block: {expr}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rules.yml");
+    std::fs::write(&file, &rules).unwrap();
+    let output = Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(&file)
+        .output()
+        .expect("run promtool");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "promtool check rules:\n{report}");
+    assert!(report.contains("SUCCESS: 3 rules found"), "{report}");
 }
 
 /// `GET path` over HTTP/1.0 (no chunked body to decode); the status and body.
