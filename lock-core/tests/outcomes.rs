@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use lock_core::{
-    InMemoryLockProvider, Job, JobContext, LockConfiguration, LockProvider, RunOutcome, Scheduler,
-    Trigger, metrics as names,
+    AcquireOutcome, InMemoryLockProvider, Job, JobContext, Lease, LockConfiguration, LockError,
+    LockProvider, LockRecord, LockRequest, RunOutcome, Scheduler, Trigger, metrics as names,
 };
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
 
@@ -347,5 +347,89 @@ async fn shutdown_fails_naming_the_jobs_still_running_at_the_timeout() {
         held,
         ["outcomes-stubborn"],
         "the running body keeps its lease; the stopped one's is released"
+    );
+}
+
+/// The in-memory store behind a slow link for releases: each release reaches the store only
+/// after `delay` (a database far away at the end of a shutdown).
+struct SlowRelease {
+    inner: InMemoryLockProvider,
+    delay: Duration,
+}
+
+#[async_trait::async_trait]
+impl LockProvider for SlowRelease {
+    async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
+        self.inner.acquire(request).await
+    }
+    async fn extend(&self, lease: &Lease, at_most: Duration) -> Result<bool, LockError> {
+        self.inner.extend(lease, at_most).await
+    }
+    async fn release(&self, lease: &Lease, at_least: Duration) -> Result<bool, LockError> {
+        tokio::time::sleep(self.delay).await;
+        self.inner.release(lease, at_least).await
+    }
+    async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
+        self.inner.list_locks().await
+    }
+    async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        self.inner.force_unlock(name).await
+    }
+    fn describe(&self) -> String {
+        "in-memory behind a slow link".into()
+    }
+}
+
+#[tokio::test]
+async fn a_release_under_way_at_the_shutdown_timeout_is_awaited_not_cut_off() {
+    let _serial = SERIAL.lock().await;
+    let provider = Arc::new(SlowRelease {
+        inner: InMemoryLockProvider::new(),
+        delay: Duration::from_millis(400),
+    });
+    // The body ends 100 ms into a 200 ms shutdown timeout; its release takes 400 ms, so it is
+    // under way when the timeout passes.
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .shutdown_timeout(Duration::from_millis(200))
+        .jobs([Job::new(
+            "outcomes-slow-release",
+            Trigger::fixed_delay(Duration::from_secs(3600)).unwrap(),
+            || async {
+                let ctx = JobContext::current().unwrap();
+                ctx.cancelled().await;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            },
+        )])
+        .start()
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while !scheduler.jobs()[0].running {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the job starts at once");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let began = std::time::Instant::now();
+    scheduler
+        .shutdown()
+        .await
+        .expect("the body ended in time; its release was awaited");
+    let waited = began.elapsed();
+    // 100 ms body + 400 ms release: past the 200 ms timeout, within the operation timeout.
+    assert!(
+        (Duration::from_millis(450)..Duration::from_secs(3)).contains(&waited),
+        "{waited:?}"
+    );
+    let locks = provider.list_locks().await.unwrap();
+    assert!(
+        !locks[0].held,
+        "released before shutdown returned: {locks:?}"
+    );
+    assert_eq!(
+        scheduler.jobs()[0].last_outcome,
+        Some(RunOutcome::Cancelled)
     );
 }

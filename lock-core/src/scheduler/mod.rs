@@ -134,7 +134,8 @@ impl Scheduler {
 
     /// Stops firing, resolves every running body's [`JobContext::cancelled`](crate::JobContext::cancelled),
     /// waits up to the shutdown timeout for running bodies to finish (their leases are
-    /// released as they finish), and returns.
+    /// released as they finish; a release under way at the timeout gets up to the operation
+    /// timeout more), and returns.
     ///
     /// A body still running at the timeout is left running and keeps its lease until it ends or
     /// `lock_at_most_for` passes: releasing the lease of a body that is still working would let
@@ -179,12 +180,24 @@ impl Scheduler {
             .await
             .is_err()
         {
+            // Bodies that ended just before the timeout are releasing their leases: give those
+            // releases their own bound (each is one provider call, bounded by the operation
+            // timeout), so that they are not cut off by the process's exit.
+            let releases = async {
+                while inner.jobs.iter().any(|job| job.releasing()) {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            };
+            let _ = tokio::time::timeout(inner.executor.operation_timeout(), releases).await;
             let running: Vec<String> = inner
                 .jobs
                 .iter()
-                .filter(|job| job.status().running)
+                .filter(|job| job.in_body())
                 .map(|job| job.name.clone())
                 .collect();
+            if running.is_empty() {
+                return Ok(());
+            }
             tracing::warn!(
                 ?running,
                 timeout = ?inner.shutdown_timeout,

@@ -104,6 +104,7 @@ impl JobRunner {
             instance = self.executor.instance_id(),
             fence = tracing::field::Empty,
         );
+        self.state.set_in_body(true);
         {
             let mut status = self.state.lock();
             status.running = true;
@@ -156,6 +157,8 @@ impl JobRunner {
                 RunOutcome::Panicked(message)
             }
         };
+        // Skipped or refused: no body ran to clear it.
+        self.state.set_in_body(false);
         let mut status = self.state.lock();
         status.running = false;
         status.last_outcome = Some(outcome);
@@ -168,27 +171,30 @@ impl JobRunner {
     ) -> Result<LockOutcome<(Result<(), String>, bool)>, LockError> {
         let executor = &self.executor;
         let values = &self.values;
+        let state = &self.state;
         match self.job.body() {
             Body::Registered(JobBody::Async(body)) => {
-                let fut = noting_cancel(body(values));
+                let fut = noting_end(state.clone(), body(values));
                 executor.execute_in_slot(&self.config, slot, fut).await
             }
             Body::Async(body) => {
-                let fut = noting_cancel(body(values.clone()));
+                let fut = noting_end(state.clone(), body(values.clone()));
                 executor.execute_in_slot(&self.config, slot, fut).await
             }
             Body::Registered(JobBody::Blocking(body)) => {
-                let (body, values) = (*body, values.clone());
+                let (body, values, ended) = (*body, values.clone(), BodyEnd(state.clone()));
                 executor
                     .execute_blocking_in_slot(&self.config, slot, move || {
+                        let _ended = ended;
                         (body(&values), cancelled_now())
                     })
                     .await
             }
             Body::Blocking(body) => {
-                let (body, values) = (body.clone(), values.clone());
+                let (body, values, ended) = (body.clone(), values.clone(), BodyEnd(state.clone()));
                 executor
                     .execute_blocking_in_slot(&self.config, slot, move || {
+                        let _ended = ended;
                         (body(&values), cancelled_now())
                     })
                     .await
@@ -197,8 +203,19 @@ impl JobRunner {
     }
 }
 
-/// The body's output, and whether its `cancelled()` had resolved when it returned.
-async fn noting_cancel<T>(body: impl Future<Output = T>) -> (T, bool) {
+/// Marks the end of a body when dropped: returned, panicked, or never run (skipped).
+struct BodyEnd(Arc<JobState>);
+
+impl Drop for BodyEnd {
+    fn drop(&mut self) {
+        self.0.set_in_body(false);
+    }
+}
+
+/// The body's output, and whether its `cancelled()` had resolved when it returned; marks the
+/// body's end before the lease is released.
+async fn noting_end<T>(state: Arc<JobState>, body: impl Future<Output = T>) -> (T, bool) {
+    let _ended = BodyEnd(state);
     let out = body.await;
     (out, cancelled_now())
 }
