@@ -13,6 +13,7 @@ mod memory;
 pub mod metrics;
 mod provider;
 mod scheduler;
+mod shutdown;
 #[cfg(feature = "tokio-cron-scheduler")]
 pub mod tcs;
 
@@ -42,3 +43,4 @@ pub use scheduler::{
     DEFAULT_SHUTDOWN_TIMEOUT, Job, JobStatus, RunOutcome, Scheduler, SchedulerBuilder, Trigger,
     registered_jobs,
 };
+pub use shutdown::shutdown_signal;
