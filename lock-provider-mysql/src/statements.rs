@@ -308,6 +308,7 @@ mod tests {
             locked_by: Arc::from("me"),
             lock_at_most_for: Duration::from_micros(10),
             slot: FireSlot::from_unix_millis(1_700_000_000_000),
+            max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
         }
     }
 

@@ -114,6 +114,7 @@ async fn run(mode: Mode) {
         locked_by: owner.into(),
         lock_at_most_for: minute,
         slot: None,
+        max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
     };
     let cycle_request = request("bench-cycle", "bench-instance");
     // Held for the whole run, however slow the machine is.

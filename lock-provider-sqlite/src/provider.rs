@@ -467,6 +467,7 @@ mod tests {
             locked_by: "me".into(),
             lock_at_most_for: Duration::from_micros(200),
             slot: None,
+            max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
         };
         let outcome = provider.acquire(&request).await.unwrap();
         assert!(

@@ -9,6 +9,7 @@ mod trigger;
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::TimeDelta;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -16,6 +17,7 @@ pub use job::{Job, registered_jobs};
 pub use status::{JobStatus, RunOutcome};
 pub use trigger::Trigger;
 
+use crate::clock::{DEFAULT_CLOCK_REFRESH, DatabaseClock};
 use crate::{
     LockDefaults, LockError, LockProvider, LockingTaskExecutor, StateMap, install_default_executor,
 };
@@ -59,6 +61,8 @@ struct Inner {
     loops: TaskTracker,
     shutdown_timeout: Duration,
     jobs: Vec<Arc<JobState>>,
+    /// The database's clock, which every timer follows.
+    clock: DatabaseClock,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -96,6 +100,8 @@ pub struct SchedulerBuilder {
     shutdown_timeout: Option<Duration>,
     operation_timeout: Option<Duration>,
     jobs: Option<Vec<Job>>,
+    clock_refresh: Option<Duration>,
+    max_slot_lead: Option<Duration>,
     state: StateMap,
     /// Types given to `.state(..)` more than once (refused at start).
     state_twice: Vec<&'static str>,
@@ -180,6 +186,28 @@ impl Scheduler {
     pub fn jobs(&self) -> Vec<JobStatus> {
         self.inner.jobs.iter().map(|job| job.status()).collect()
     }
+
+    /// How far this host's wall clock is ahead of the database's clock, by the scheduler's
+    /// latest measurement (negative: behind). Fires follow the database's clock whatever this
+    /// says; it is here (and in the metric `scheduled_clock_offset_seconds`, and in a `warn`
+    /// when over a second) so that a host with a wrong clock is noticed.
+    ///
+    /// The estimate's error is at most half the quickest round trip of its measurement plus
+    /// 100 ppm of its age; a step of the database's clock is seen at the next
+    /// [refresh](SchedulerBuilder::clock_refresh).
+    ///
+    /// ```
+    /// # use lock_core::{InMemoryLockProvider, Scheduler};
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// let scheduler = Scheduler::builder().lock_provider(InMemoryLockProvider::new()).jobs([]).start().await?;
+    /// // The in-memory provider's clock is this host's.
+    /// assert!(scheduler.clock_offset().abs() < chrono::TimeDelta::milliseconds(100));
+    /// scheduler.shutdown().await?;
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    pub fn clock_offset(&self) -> TimeDelta {
+        self.inner.clock.host_offset()
+    }
 }
 
 impl SchedulerBuilder {
@@ -213,6 +241,22 @@ impl SchedulerBuilder {
     /// [`LockingTaskExecutor::with_operation_timeout`].
     pub fn operation_timeout(mut self, timeout: Duration) -> Self {
         self.operation_timeout = Some(timeout);
+        self
+    }
+
+    /// How often the database's clock is measured again after start (default 30 s, see
+    /// [`DEFAULT_CLOCK_REFRESH`](crate::DEFAULT_CLOCK_REFRESH)); a step of the database's
+    /// clock is followed at most this late. Zero is refused at start.
+    pub fn clock_refresh(mut self, every: Duration) -> Self {
+        self.clock_refresh = Some(every);
+        self
+    }
+
+    /// How far ahead of the database's clock a fire's slot may be before the database refuses
+    /// it (default [`DEFAULT_MAX_SLOT_LEAD`](crate::DEFAULT_MAX_SLOT_LEAD), 5 s); see
+    /// [`LockingTaskExecutor::with_max_slot_lead`].
+    pub fn max_slot_lead(mut self, lead: Duration) -> Self {
+        self.max_slot_lead = Some(lead);
         self
     }
 
@@ -272,6 +316,13 @@ impl SchedulerBuilder {
     /// initial delay is over 1000 years, two jobs share a name or a lock name, or a job's
     /// parameters need state that was not registered (every such job and type is named).
     /// Starting with no jobs logs a warning that says why it happens and how to fix it.
+    ///
+    /// Before any job fires, it measures the database's clock
+    /// ([`LockProvider::database_time`], a few round trips, each bounded by the operation
+    /// timeout): every slot is the database's time, never this host's. When the database does
+    /// not answer any of them, `start` fails with the provider's error and nothing fires:
+    /// a scheduler never fires by a clock it has not measured (start it again, or let the
+    /// service's supervisor restart it, once the database is back).
     pub async fn start(self) -> Result<Scheduler, LockError> {
         let provider = self.provider.ok_or_else(|| {
             LockError::InvalidConfiguration(
@@ -284,6 +335,15 @@ impl SchedulerBuilder {
         }
         if let Some(id) = self.instance_id {
             executor = executor.with_instance_id(id)?;
+        }
+        if let Some(lead) = self.max_slot_lead {
+            executor = executor.with_max_slot_lead(lead);
+        }
+        let clock_refresh = self.clock_refresh.unwrap_or(DEFAULT_CLOCK_REFRESH);
+        if clock_refresh.is_zero() {
+            return Err(LockError::InvalidConfiguration(
+                "clock_refresh: the interval must be more than zero".into(),
+            ));
         }
         if !self.state_twice.is_empty() {
             return Err(LockError::InvalidConfiguration(format!(
@@ -302,10 +362,12 @@ impl SchedulerBuilder {
             startup::warn_no_jobs(from_registry);
         }
         let values = Arc::new(self.state);
+        let clock = DatabaseClock::for_scheduler(&executor).await?;
 
         install_default_executor(executor.clone());
         let stop = CancellationToken::new();
         let loops = TaskTracker::new();
+        tokio::spawn(clock.clone().refresh_until(clock_refresh, stop.clone()));
         let mut states = Vec::with_capacity(prepared.len());
         let started = tokio::time::Instant::now();
         for (job, config) in prepared {
@@ -318,6 +380,7 @@ impl SchedulerBuilder {
                 stop: stop.clone(),
                 state,
                 values: values.clone(),
+                clock: clock.clone(),
             };
             loops.spawn(runner.run(started));
         }
@@ -334,6 +397,7 @@ impl SchedulerBuilder {
                 loops,
                 shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
                 jobs: states,
+                clock,
             }),
         })
     }
