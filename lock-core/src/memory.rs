@@ -111,7 +111,9 @@ impl LockProvider for InMemoryLockProvider {
         let now = Instant::now();
         // This provider's clock is the host's: the same one `database_time` reports.
         if request.slot.is_some() && request.slot_too_far_ahead(self.wall(now)) {
-            return Ok(AcquireOutcome::Refused(Refusal::slot_in_future(self.wall(now))));
+            return Ok(AcquireOutcome::Refused(Refusal::slot_in_future(
+                self.wall(now),
+            )));
         }
         let mut rows = self.rows();
         if let Some(row) = rows.get_mut(&*request.name) {

@@ -398,7 +398,12 @@ impl LockProvider for MySqlLockProvider {
             })
             .await?;
         now.map(utc).ok_or_else(|| {
-            LockError::provider("now", "", self.describe(), "SELECT UTC_TIMESTAMP(6) returned no row")
+            LockError::provider(
+                "now",
+                "",
+                self.describe(),
+                "SELECT UTC_TIMESTAMP(6) returned no row",
+            )
         })
     }
 

@@ -404,7 +404,11 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let now = 1_700_000_100;
-        match s.acquire_outcome(&r, REFUSED + SLOT_IN_FUTURE + UNIX_EPOCH_TO_SECONDS + now, 1) {
+        match s.acquire_outcome(
+            &r,
+            REFUSED + SLOT_IN_FUTURE + UNIX_EPOCH_TO_SECONDS + now,
+            1,
+        ) {
             Some(AcquireOutcome::Refused(refusal)) => {
                 assert_eq!(refusal.reason, RefusalReason::SlotInFuture);
                 assert_eq!(refusal.database_now.unwrap().timestamp(), now as i64);

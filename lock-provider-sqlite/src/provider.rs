@@ -358,9 +358,10 @@ impl LockProvider for SqliteLockProvider {
             in_immediate_transaction(connection, |connection| {
                 let granted: Option<i64> = connection
                     .prepare_cached(&sql.acquire)?
-                    .query_row(params![owned.name, owned.locked_by, at_most, slot, lead], |row| {
-                        row.get(0)
-                    })
+                    .query_row(
+                        params![owned.name, owned.locked_by, at_most, slot, lead],
+                        |row| row.get(0),
+                    )
                     .optional()?;
                 if let Some(fence) = granted {
                     return Ok(AcquireOutcome::Acquired(Lease::granted(

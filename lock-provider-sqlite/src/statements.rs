@@ -106,7 +106,8 @@ impl Statements {
         let select_one = format!("SELECT {record_columns} FROM {t} WHERE {name} = ?1");
         let force_unlock = format!("UPDATE {t} SET {lock_until} = {now} WHERE {name} = ?1");
         // min() with a NULL is NULL: a lock that never ran a slot stays so.
-        let reset_slot = format!("UPDATE {t} SET {last_fire} = min({last_fire}, {now}) WHERE {name} = ?1");
+        let reset_slot =
+            format!("UPDATE {t} SET {last_fire} = min({last_fire}, {now}) WHERE {name} = ?1");
 
         Statements {
             table,

@@ -100,7 +100,10 @@ impl Estimate {
     /// (or this host's monotonic clock was), and `self` is worthless.
     fn agrees_with(&self, newer: &Estimate) -> bool {
         let predicted = self.database_at(newer.at);
-        let gap = (predicted - newer.database).abs().to_std().unwrap_or(Duration::MAX);
+        let gap = (predicted - newer.database)
+            .abs()
+            .to_std()
+            .unwrap_or(Duration::MAX);
         gap <= self.error_at(newer.at) + newer.half_width
     }
 

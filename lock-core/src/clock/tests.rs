@@ -86,7 +86,9 @@ impl ClockSource for Transport {
 /// A host wall clock `skew` away from the fake database's, steppable.
 fn wall(db: &Arc<FakeDatabase>, skew: Arc<Mutex<TimeDelta>>) -> WallClock {
     let db = db.clone();
-    Arc::new(move || db.time_at(Instant::now()) - db.state.lock().unwrap().step + *skew.lock().unwrap())
+    Arc::new(move || {
+        db.time_at(Instant::now()) - db.state.lock().unwrap().step + *skew.lock().unwrap()
+    })
 }
 
 async fn clock(db: &Arc<FakeDatabase>, skew: TimeDelta) -> (DatabaseClock, Arc<Mutex<TimeDelta>>) {
@@ -117,7 +119,13 @@ fn error(clock: &DatabaseClock, db: &FakeDatabase) -> Duration {
 #[tokio::test(start_paused = true)]
 async fn asymmetric_delays_stay_within_half_the_shortest_round_trip() {
     // Out and back in microseconds: the quietest round trip is 4 ms, split 3 + 1.
-    let db = FakeDatabase::new(&[(8_000, 2_000), (1_000, 30_000), (15_000, 15_000), (3_000, 1_000), (9_000, 9_000)]);
+    let db = FakeDatabase::new(&[
+        (8_000, 2_000),
+        (1_000, 30_000),
+        (15_000, 15_000),
+        (3_000, 1_000),
+        (9_000, 9_000),
+    ]);
     let (clock, _) = clock(&db, TimeDelta::zero()).await;
     // Documented bound: half the shortest round trip (plus drift, nothing yet).
     // (The estimate has aged by the fifth round trip, 18 ms: 1.8 us of drift allowance.)
@@ -138,7 +146,10 @@ async fn asymmetric_delays_stay_within_half_the_shortest_round_trip() {
     db.set_delays(&[(10_000, 10_000)]);
     clock.refresh().await.unwrap();
     let bound = clock.error_bound();
-    assert!(within(bound, 10_000, 10), "bound after a busy refresh {bound:?}");
+    assert!(
+        within(bound, 10_000, 10),
+        "bound after a busy refresh {bound:?}"
+    );
     assert!(error(&clock, &db) <= clock.error_bound());
 
     // A quiet estimate is kept over a busier one measured soon after.
@@ -148,7 +159,10 @@ async fn asymmetric_delays_stay_within_half_the_shortest_round_trip() {
     db.set_delays(&[(40_000, 2_000)]);
     clock.refresh().await.unwrap();
     let bound = clock.error_bound();
-    assert!(within(bound, 1_000, 20), "kept the quiet estimate: {bound:?}");
+    assert!(
+        within(bound, 1_000, 20),
+        "kept the quiet estimate: {bound:?}"
+    );
     assert!(error(&clock, &db) <= bound);
 }
 
@@ -256,7 +270,9 @@ async fn a_database_that_never_answers_fails_the_measurement() {
     .await
     .unwrap_err();
     assert!(
-        error.to_string().contains("read the clock failed on silent database"),
+        error
+            .to_string()
+            .contains("read the clock failed on silent database"),
         "{error}"
     );
 }

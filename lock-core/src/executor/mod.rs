@@ -19,8 +19,8 @@ use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    DEFAULT_MAX_SLOT_LEAD, FireSlot, JobContext, LockConfiguration, LockError, LockProvider, MAX_DURATION,
-    MAX_INSTANCE_ID_LEN, default_instance_id,
+    DEFAULT_MAX_SLOT_LEAD, FireSlot, JobContext, LockConfiguration, LockError, LockProvider,
+    MAX_DURATION, MAX_INSTANCE_ID_LEN, default_instance_id,
 };
 
 use acquire::Acquired;

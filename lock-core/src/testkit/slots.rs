@@ -214,7 +214,9 @@ pub async fn reset_slot_repairs_a_future_last_fire(provider: &dyn LockProvider) 
     poison.max_slot_lead = Duration::from_secs(2 * 86_400);
     let lease = must_acquire(provider, &poison, "reset slot: poisoning").await;
     release(provider, &lease, Duration::ZERO).await;
-    let next = Some(FireSlot::new(database_time(provider).await + TimeDelta::seconds(1)));
+    let next = Some(FireSlot::new(
+        database_time(provider).await + TimeDelta::seconds(1),
+    ));
     must_refuse(
         provider,
         &request(&name, "instance-true", LONG, next),
@@ -227,7 +229,11 @@ pub async fn reset_slot_repairs_a_future_last_fire(provider: &dyn LockProvider) 
         .await
         .unwrap_or_else(|e| panic!("reset_slot failed: {e:?}"))
         .expect("reset slot: the row");
-    assert_eq!(before.last_fire, Some(day_ahead.instant()), "reset slot: the row as it was");
+    assert_eq!(
+        before.last_fire,
+        Some(day_ahead.instant()),
+        "reset slot: the row as it was"
+    );
     let repaired = read(provider, &name).await.expect("reset slot: the row");
     let last = repaired.last_fire.expect("reset slot: last_fire stays set");
     let after = database_time(provider).await;
@@ -235,7 +241,10 @@ pub async fn reset_slot_repairs_a_future_last_fire(provider: &dyn LockProvider) 
         last <= after && last >= db_now - TimeDelta::seconds(1),
         "reset slot: last_fire {last} should be the provider's now (about {after})"
     );
-    assert_eq!(repaired.fence, before.fence, "reset slot: the fence is kept");
+    assert_eq!(
+        repaired.fence, before.fence,
+        "reset slot: the fence is kept"
+    );
     let lease = must_acquire(
         provider,
         &request(&name, "instance-true", LONG, next),
@@ -255,7 +264,9 @@ pub async fn reset_slot_repairs_a_future_last_fire(provider: &dyn LockProvider) 
     .await;
     release(provider, &lease, Duration::ZERO).await;
     provider.reset_slot(&past_name).await.expect("reset_slot");
-    let kept = read(provider, &past_name).await.expect("reset slot: the row");
+    let kept = read(provider, &past_name)
+        .await
+        .expect("reset slot: the row");
     assert_eq!(
         kept.last_fire,
         past.map(FireSlot::instant),
