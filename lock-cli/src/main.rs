@@ -236,7 +236,10 @@ async fn reset_slot(
         print(&output::table(std::slice::from_ref(&record)));
         let why = match ahead(&record) {
             Some(seconds) => format!(
-                "its last fire is {seconds:.3} s ahead of the database's clock ({}): every                  instance skips the job until then.\n  Add --force to set it to the database's                  now; the next slot then runs.",
+                "its last fire is {} ahead of the database's clock ({}): every instance \
+                 skips the job until then.\n  Add --force to set it to the database's now; the \
+                 next slot then runs.",
+                span(seconds),
                 at(now)
             ),
             None => format!(
@@ -255,9 +258,10 @@ async fn reset_slot(
         .ok_or_else(|| no_such_lock(name, table))?;
     let headline = match (ahead(&before), before.last_fire) {
         (Some(seconds), Some(last)) => format!(
-            "reset the last fire of lock {name:?} from {} ({seconds:.3} s ahead) to the \
+            "reset the last fire of lock {name:?} from {} ({} ahead) to the \
              database's now ({}); it was:\n",
             at(last),
+            span(seconds),
             at(now)
         ),
         _ => format!(
@@ -268,6 +272,19 @@ async fn reset_slot(
     };
     print(&(headline + &output::table(std::slice::from_ref(&before))));
     Ok(())
+}
+
+/// A span of seconds as an operator reads it: `12.345 s`, or `400 days 3 h 2 min`.
+fn span(seconds: f64) -> String {
+    if seconds < 120.0 {
+        return format!("{seconds:.3} s");
+    }
+    let whole = seconds as u64;
+    let (days, hours, minutes) = (whole / 86_400, whole % 86_400 / 3600, whole % 3600 / 60);
+    match days {
+        0 => format!("{hours} h {minutes} min"),
+        _ => format!("{days} days {hours} h {minutes} min"),
+    }
 }
 
 fn no_such_lock(name: &str, table: &str) -> Failure {
