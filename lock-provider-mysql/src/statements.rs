@@ -21,6 +21,9 @@
 //!   assignment sees the columns already changed) while MariaDB's `SIMULTANEOUS_ASSIGNMENT` mode
 //!   makes them see the old values; reading the decision works under both. It also makes the
 //!   result independent of `CLIENT_FOUND_ROWS`, which changes what affected-row counts mean.
+//! - **A slot too far ahead of the server's now is refused** (`SlotInFuture`, with the server's
+//!   now in the code): the update clause decides so like any refusal, and the inserted row of a
+//!   new name is then written free and without `last_fire`, so no future slot is ever stored.
 
 use std::time::{Duration, Instant};
 

@@ -341,9 +341,11 @@ impl LockProvider for SqliteLockProvider {
         let lead = lease_millis(request.max_slot_lead);
         // SQLite's clock is this host's: a slot too far ahead is refused without a statement
         // (the acquire statement refuses it too, by SQLite's own `now`).
-        let now = Utc::now();
-        if request.slot_too_far_ahead(now) {
-            return Ok(AcquireOutcome::Refused(Refusal::slot_in_future(now)));
+        if request.slot.is_some() {
+            let now = Utc::now();
+            if request.slot_too_far_ahead(now) {
+                return Ok(AcquireOutcome::Refused(Refusal::slot_in_future(now)));
+            }
         }
         let owned = request.clone();
         self.run("acquire", &request.name, move |connection, sql| {

@@ -102,9 +102,10 @@ impl LockingTaskExecutor {
                         self.max_slot_lead,
                     );
                 }
-                // A later slot already ran: some instance computes slots from a clock that is
-                // ahead (or this one's is behind). Each slot still runs at most once, but this
-                // instance will keep being refused until its clock catches up: say so loudly.
+                // A later slot already ran: an instance of an older version labelled slots by a
+                // clock that is ahead, or left a last_fire in the future. Each slot still runs
+                // at most once, but this instance is refused until the database reaches that
+                // last_fire: say so loudly, with the repair.
                 if refusal.reason == RefusalReason::SlotAlreadyRun
                     && let (Some(slot), Some(last)) = (slot, refusal.last_fire)
                     && last > slot.instant()
@@ -114,7 +115,7 @@ impl LockingTaskExecutor {
                         slot = %slot,
                         last_fire = %last,
                         ahead_by = ?(last - slot.instant()).to_std().unwrap_or_default(),
-                        "a later slot already ran under this lock: an instance's clock is ahead of this one's; this fire is skipped"
+                        "a later slot already ran under this lock: its last_fire is ahead of this fire's slot (an older version on a host whose clock is ahead?); this fire is skipped; `lockctl reset-slot NAME --force` repairs a last_fire in the future"
                     );
                 }
                 tracing::debug!(
