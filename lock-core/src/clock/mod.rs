@@ -201,8 +201,16 @@ impl DatabaseClock {
         shared.estimate.send_if_modified(|current| {
             let kept = current.refined_by(newer);
             let moved = kept.distance_at(current, now);
-            if moved > REPLAN_THRESHOLD {
-                tracing::info!(
+            // A second or more is a step of the database's clock (or of this host's
+            // monotonic clock): worth an operator's attention. Less is measurement noise.
+            if moved >= Duration::from_secs(1) {
+                tracing::warn!(
+                    instance = &*shared.instance,
+                    moved = ?moved,
+                    "the database's clock stepped; timers re-planned to follow it"
+                );
+            } else if moved > REPLAN_THRESHOLD {
+                tracing::debug!(
                     instance = &*shared.instance,
                     moved = ?moved,
                     "the database clock estimate moved; timers re-planned"
