@@ -276,3 +276,71 @@ async fn a_database_that_never_answers_fails_the_measurement() {
         "{error}"
     );
 }
+
+/// The in-memory provider, except that its clock cannot be read.
+struct NoClock(crate::InMemoryLockProvider);
+
+#[async_trait]
+impl crate::LockProvider for NoClock {
+    async fn acquire(
+        &self,
+        request: &crate::LockRequest,
+    ) -> Result<crate::AcquireOutcome, LockError> {
+        self.0.acquire(request).await
+    }
+    async fn extend(&self, lease: &crate::Lease, at_most: Duration) -> Result<bool, LockError> {
+        self.0.extend(lease, at_most).await
+    }
+    async fn release(&self, lease: &crate::Lease, at_least: Duration) -> Result<bool, LockError> {
+        self.0.release(lease, at_least).await
+    }
+    async fn list_locks(&self) -> Result<Vec<crate::LockRecord>, LockError> {
+        self.0.list_locks().await
+    }
+    async fn force_unlock(&self, name: &str) -> Result<Option<crate::LockRecord>, LockError> {
+        self.0.force_unlock(name).await
+    }
+    async fn database_time(&self) -> Result<DateTime<Utc>, LockError> {
+        Err(LockError::provider(
+            "now",
+            "",
+            self.describe(),
+            "connection refused",
+        ))
+    }
+    fn describe(&self) -> String {
+        "a database that cannot be reached".into()
+    }
+}
+
+#[tokio::test]
+async fn a_scheduler_does_not_start_by_an_unmeasured_clock() {
+    let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let job_ran = ran.clone();
+    let job = crate::Job::new(
+        "never",
+        crate::Trigger::fixed_rate(Duration::from_millis(10)).unwrap(),
+        move || {
+            let ran = job_ran.clone();
+            async move { ran.store(true, std::sync::atomic::Ordering::SeqCst) }
+        },
+    );
+    let error = crate::Scheduler::builder()
+        .lock_provider(NoClock(crate::InMemoryLockProvider::new()))
+        .operation_timeout(Duration::from_secs(1))
+        .jobs([job])
+        .start()
+        .await
+        .expect_err("start() must fail when the database's clock cannot be read");
+    assert!(
+        error
+            .to_string()
+            .contains("now failed on a database that cannot be reached"),
+        "{error}"
+    );
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert!(
+        !ran.load(std::sync::atomic::Ordering::SeqCst),
+        "a job fired"
+    );
+}
