@@ -16,11 +16,13 @@ use crate::keys::{Macro, Role, ValueKind};
 pub(crate) struct Trigger {
     pub(crate) kind: TokenStream,
     pub(crate) fields: Vec<TokenStream>,
+    /// The lock name, when `#[scheduled]` carries it.
+    pub(crate) name: Option<LitStr>,
 }
 
 /// How calls are locked, checked: the `LockSpec` fields given; the rest take their defaults.
 pub(crate) struct Lock {
-    /// `None`: the function's path.
+    /// `None`: not given here (`#[scheduled]` may carry it).
     pub(crate) name: Option<LitStr>,
     pub(crate) fields: Vec<TokenStream>,
 }
@@ -269,6 +271,7 @@ pub(crate) fn trigger(args: &Args, errors: &mut Errors) -> Option<Trigger> {
     Some(Trigger {
         kind: kind(&values)?,
         fields,
+        name: values.string("name").cloned(),
     })
 }
 
@@ -413,6 +416,60 @@ pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
     Some(Lock { name, fields })
 }
 
+/// Where the lock's name was written: which attributes of the function carry `name`.
+pub(crate) struct NameSites {
+    /// `#[scheduled]` is on the function.
+    pub(crate) scheduled: bool,
+    /// `#[scheduler_lock]` is on the function.
+    pub(crate) lock_attr: bool,
+    /// The `name` keys given, in source order.
+    pub(crate) given: Vec<(Macro, syn::Ident)>,
+    /// An argument list was unreadable or had an unknown key (maybe a misspelled `name`):
+    /// a missing name is then not reported on top.
+    pub(crate) unsure: bool,
+}
+
+/// Every lock has an explicit name, written once: a name derived from where the function
+/// lives would change when the function moves, and during a rolling deploy old and new
+/// instances would then take different locks and run one slot twice.
+pub(crate) fn name_sites(sites: &NameSites, func: &syn::Ident, errors: &mut Errors) {
+    match sites.given.as_slice() {
+        [] if sites.unsure => {}
+        [] => {
+            let fn_name = syn::ext::IdentExt::unraw(func).to_string();
+            let add = match (sites.scheduled, sites.lock_attr) {
+                (true, false) => format!(
+                    "add `name = \"{fn_name}\"` to #[scheduled(..)], or put \
+                     #[scheduler_lock(name = \"{fn_name}\")] next to it"
+                ),
+                (true, true) => format!(
+                    "add `name = \"{fn_name}\"` to #[scheduler_lock(..)] (or to #[scheduled(..)])"
+                ),
+                (false, _) => format!("add `name = \"{fn_name}\"` to #[scheduler_lock(..)]"),
+            };
+            errors.at(
+                func.span(),
+                format!(
+                    "a lock needs a stable `name`: {add}. The name must not change when the \
+                     function moves or is renamed, or old and new instances take different locks \
+                     during a deploy and one slot runs twice. Code that relied on the former \
+                     default (the function's path, `<crate>::<module>::{fn_name}` as \
+                     `module_path!()` gives it) keeps its locks by writing that path"
+                ),
+            );
+        }
+        [_] => {}
+        [_, (second, ident), ..] => errors.at(
+            ident.span(),
+            format!(
+                "`name` is set in both #[scheduled(..)] and #[scheduler_lock(..)]; keep it in \
+                 one of them (the one in #[{}] here)",
+                second.other().name()
+            ),
+        ),
+    }
+}
+
 /// The literal a string key was written with (for messages about two values at once).
 fn written<'a>(args: &'a Args, key: &str) -> Option<&'a LitStr> {
     match &args.get(key)?.value {
@@ -429,7 +486,8 @@ fn lock_name(name: &LitStr, errors: &mut Errors) -> bool {
         Err(lock_trigger::NameError::Empty) => {
             errors.at(
                 name.span(),
-                "the lock `name` must not be empty; remove `name` to use the function's path",
+                "the lock `name` must not be empty; write a name that stays the same when the \
+                 function is moved or renamed, e.g. the job's purpose: `name = \"sync_bill\"`",
             );
             false
         }
