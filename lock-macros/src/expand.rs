@@ -37,7 +37,7 @@ pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> Token
 
     // Both attributes, in source order (the one running is the first), then the signature,
     // so that the errors come out in the order a reader meets the mistakes.
-    let own = (this, args, own_attribute());
+    let own = (this, Some(args), own_attribute());
     let mut trigger = None;
     // `#[scheduled]` alone: locked with the defaults.
     let mut lock = valid::lock(&Args::none(), &mut errors);
@@ -48,7 +48,7 @@ pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> Token
         unsure: false,
     };
     for (which, tokens, attr) in std::iter::once(own).chain(other) {
-        let args = args::parse(which, tokens, attr, &mut errors);
+        let args = tokens.and_then(|tokens| args::parse(which, tokens, attr, &mut errors));
         match &args {
             Some(args) => {
                 names.unsure |= args.had_unknown_key;
@@ -134,7 +134,7 @@ fn take_other_attribute(
     this: Macro,
     func: &mut ItemFn,
     errors: &mut Errors,
-) -> Option<(Macro, TokenStream, TokenStream)> {
+) -> Option<(Macro, Option<TokenStream>, TokenStream)> {
     let mut other = None;
     let mut kept = Vec::with_capacity(func.attrs.len());
     for attr in std::mem::take(&mut func.attrs) {
@@ -174,10 +174,11 @@ fn take_other_attribute(
     other
 }
 
-fn arguments(attr: &Attribute, which: Macro, errors: &mut Errors) -> TokenStream {
+/// The attribute's argument tokens; `None` when they are not in parentheses (reported).
+fn arguments(attr: &Attribute, which: Macro, errors: &mut Errors) -> Option<TokenStream> {
     match &attr.meta {
-        Meta::Path(_) => TokenStream::new(),
-        Meta::List(list) => list.tokens.clone(),
+        Meta::Path(_) => Some(TokenStream::new()),
+        Meta::List(list) => Some(list.tokens.clone()),
         Meta::NameValue(pair) => {
             errors.on(
                 pair,
@@ -186,7 +187,7 @@ fn arguments(attr: &Attribute, which: Macro, errors: &mut Errors) -> TokenStream
                     which.name()
                 ),
             );
-            TokenStream::new()
+            None
         }
     }
 }

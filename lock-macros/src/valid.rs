@@ -462,8 +462,8 @@ pub(crate) fn name_sites(sites: &NameSites, func: &syn::Ident, errors: &mut Erro
         [_, (second, ident), ..] => errors.at(
             ident.span(),
             format!(
-                "`name` is set in both #[scheduled(..)] and #[scheduler_lock(..)]; keep it in \
-                 one of them (the one in #[{}] here)",
+                "`name` is set in both #[scheduled(..)] and #[scheduler_lock(..)]; a lock has one \
+                 name: remove this one or the one in #[{}(..)]",
                 second.other().name()
             ),
         ),
