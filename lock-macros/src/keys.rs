@@ -206,7 +206,7 @@ pub(crate) const KEYS: [Key; 10] = [
         name: "lock_at_most_for",
         attr: Macro::SchedulerLock,
         value: ValueKind::Duration {
-            zero: Some("a lease of zero expires as it is taken"),
+            zero: Some(lock_trigger::ZERO_LEASE),
         },
         example: "lock_at_most_for = \"30m\"",
         role: Role::Lock(Some(|values| {

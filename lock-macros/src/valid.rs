@@ -300,7 +300,7 @@ fn check_values(attr: Macro, args: &Args, errors: &mut Errors) -> Values {
                 match lock_trigger::parse_cron(&expr.value()) {
                     Ok(_) => Some(Checked::Str(expr.clone())),
                     Err(e) => {
-                        errors.at(expr.span(), explain_cron(&expr.value(), &e));
+                        errors.at(expr.span(), lock_trigger::explain_cron(&expr.value(), &e));
                         None
                     }
                 }
@@ -328,56 +328,6 @@ fn check_values(attr: Macro, args: &Args, errors: &mut Errors) -> Values {
     values
 }
 
-/// Spring's cron fields and what each accepts.
-const CRON_FIELDS: [(&str, &str); 6] = [
-    ("second", "0-59"),
-    ("minute", "0-59"),
-    ("hour", "0-23"),
-    ("day-of-month", "1-31, `?`, `L`, `L-n`, `nW`, `LW`"),
-    ("month", "1-12 or JAN-DEC"),
-    (
-        "day-of-week",
-        "0-7 (0 and 7 are Sunday) or SUN-SAT, `?`, `nL`, `n#k`",
-    ),
-];
-
-/// The parser's message, plus which field it refused: the parser does not say, so each field
-/// in turn is replaced by `*`; the one whose replacement makes the expression valid is it.
-fn explain_cron(expr: &str, error: &lock_trigger::TriggerError) -> String {
-    let fields: Vec<&str> = expr.split_whitespace().collect();
-    if fields.len() != CRON_FIELDS.len() || !error.message().starts_with("invalid cron expression")
-    {
-        // Wrong field count, macros, unsupported forms: the message already says what to do.
-        return error.to_string();
-    }
-    let culprit = (0..fields.len()).find(|&i| {
-        let mut fixed = fields.clone();
-        fixed[i] = "*";
-        lock_trigger::parse_cron(&fixed.join(" ")).is_ok()
-    });
-    match culprit {
-        Some(i) => {
-            let (name, accepts) = CRON_FIELDS[i];
-            format!(
-                "{}, in the {name} field `{}` (it accepts {accepts})",
-                error.message().trim_end_matches('.'),
-                fields[i]
-            )
-        }
-        None => {
-            let all = CRON_FIELDS
-                .iter()
-                .map(|(name, accepts)| format!("{name} {accepts}"))
-                .collect::<Vec<_>>()
-                .join("; ");
-            format!(
-                "{} (the fields are: {all})",
-                error.message().trim_end_matches('.')
-            )
-        }
-    }
-}
-
 /// Checks `#[scheduler_lock(...)]`: the name's length, each duration, and `at_least <= at_most`.
 pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
     let values = check_values(Macro::SchedulerLock, args, errors);
@@ -393,13 +343,7 @@ pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
         );
         errors.at(
             least_lit.span(),
-            format!(
-                "`lock_at_least_for = {:?}` is longer than `lock_at_most_for = {:?}`: a lease \
-                     cannot be kept longer than it may last at most; lower `lock_at_least_for` \
-                     or raise `lock_at_most_for`",
-                least_lit.value(),
-                most_lit.value()
-            ),
+            lock_trigger::lease_conflict(&least_lit.value(), &most_lit.value()),
         );
         return None;
     }
@@ -505,63 +449,23 @@ fn lock_name(name: &LitStr, errors: &mut Errors) -> bool {
 }
 
 /// A duration in whole milliseconds (the precision of the lock table); zero refused with
-/// `zero` as the reason, when given.
+/// `zero` as the reason, when given. The rules and messages are `lock_trigger`'s, which the
+/// scheduler applies to values from configuration.
 fn duration(
     given: &Given,
     lit: &LitStr,
     zero: Option<&str>,
     errors: &mut Errors,
 ) -> Option<Duration> {
-    let ms = millis(&given.ident, lit, errors)?;
-    if let (0, Some(why)) = (ms, zero) {
-        errors.at(
-            lit.span(),
-            format!("`{}` must be greater than zero: {why}", given.ident),
-        );
-        return None;
-    }
-    Some(Duration::from_millis(ms))
+    millis(&given.ident, lit, zero, errors).map(Duration::from_millis)
 }
 
-/// A duration in whole milliseconds (the unit of the lock table and of the runtime's specs).
-fn millis(key: &syn::Ident, lit: &LitStr, errors: &mut Errors) -> Option<u64> {
-    let text = lit.value();
-    let duration = match lock_trigger::parse_duration(&text) {
-        Ok(duration) => duration,
-        Err(e) => {
-            errors.at(lit.span(), e);
-            return None;
-        }
-    };
-    if duration.subsec_nanos() % 1_000_000 != 0 {
-        errors.at(
-            lit.span(),
-            format!(
-                "`{key} = {text:?}` is finer than a millisecond: lock and trigger durations have \
-                 millisecond precision; use whole milliseconds (`1ms` at least)"
-            ),
-        );
-        return None;
-    }
-    // The run-time limit (`LockConfiguration::new`, `Trigger::fixed_rate`, ...), refused here
-    // first: the same rule at compile time as at run time.
-    if duration > lock_trigger::MAX_DURATION {
-        errors.at(
-            lit.span(),
-            format!(
-                "`{key} = {text:?}` is over the longest duration a lock table or timer \
-                 accepts: 365000 days (about 1000 years)"
-            ),
-        );
-        return None;
-    }
-    match u64::try_from(duration.as_millis()) {
-        Ok(ms) => Some(ms),
-        Err(_) => {
-            errors.at(
-                lit.span(),
-                format!("`{key} = {text:?}` is too long to count in milliseconds"),
-            );
+fn millis(key: &syn::Ident, lit: &LitStr, zero: Option<&str>, errors: &mut Errors) -> Option<u64> {
+    match lock_trigger::check_duration(&key.to_string(), &lit.value(), zero) {
+        // At most `MAX_DURATION`, so it fits in u64 milliseconds.
+        Ok(duration) => Some(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)),
+        Err(message) => {
+            errors.at(lit.span(), message);
             None
         }
     }
@@ -595,18 +499,21 @@ mod tests {
     #[test]
     fn a_refused_cron_field_is_named() {
         let error = lock_trigger::parse_cron("0 0 25 * * *").unwrap_err();
-        let message = explain_cron("0 0 25 * * *", &error);
+        let message = lock_trigger::explain_cron("0 0 25 * * *", &error);
         assert!(message.contains("the hour field `25`"), "{message}");
         // Field-count errors keep the parser's own advice.
         let error = lock_trigger::parse_cron("* * * * *").unwrap_err();
-        assert_eq!(explain_cron("* * * * *", &error), error.to_string());
+        assert_eq!(
+            lock_trigger::explain_cron("* * * * *", &error),
+            error.to_string()
+        );
     }
 
     fn duration(text: &str) -> Result<u64, String> {
         let key: syn::Ident = parse_quote!(fixed_rate);
         let lit = LitStr::new(text, proc_macro2::Span::call_site());
         let mut errors = Errors::default();
-        let ms = millis(&key, &lit, &mut errors);
+        let ms = millis(&key, &lit, None, &mut errors);
         errors.finish().map_err(|e| e.to_string())?;
         Ok(ms.expect("no error, so a value"))
     }
