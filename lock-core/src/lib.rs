@@ -42,3 +42,4 @@ pub use scheduler::{
     DEFAULT_SHUTDOWN_TIMEOUT, Job, JobStatus, RunOutcome, Scheduler, SchedulerBuilder, Trigger,
     registered_jobs,
 };
+pub use scheduler::{JobOverride, OVERRIDE_ENV_PREFIX, override_env_key, parse_duration};

@@ -147,6 +147,12 @@ impl Job {
         &self.trigger
     }
 
+    /// The job firing on `trigger` instead (a configuration override).
+    pub(crate) fn with_trigger(mut self, trigger: Trigger) -> Self {
+        self.trigger = trigger;
+        self
+    }
+
     pub(crate) fn body(&self) -> &Body {
         &self.body
     }
