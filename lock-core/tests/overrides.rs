@@ -201,6 +201,51 @@ async fn an_override_for_an_unknown_job_names_the_known_ones() {
     );
 }
 
+#[tokio::test]
+async fn two_jobs_with_one_variable_name_are_refused_when_variables_are_read() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let jobs = || {
+        [
+            rare_job("sync-bill", runs.clone()),
+            rare_job("sync_bill", runs.clone()),
+        ]
+    };
+    let message = refused(
+        builder(Arc::new(InMemoryLockProvider::new()))
+            .jobs(jobs())
+            .overrides_from_vars([("LOCK_JOB_SYNC_BILL_CRON", "@daily")])
+            .start()
+            .await,
+    );
+    assert_eq!(
+        message,
+        "invalid configuration: configuration overrides refused: the jobs `sync-bill` and \
+         `sync_bill` share the variable name LOCK_JOB_SYNC_BILL_..; rename one of them, or \
+         override them with override_job"
+    );
+    // Without variables, the builder's overrides tell them apart.
+    let scheduler = builder(Arc::new(InMemoryLockProvider::new()))
+        .jobs(jobs())
+        .override_job("sync_bill", JobOverride::new().cron("@hourly"))
+        .start()
+        .await
+        .unwrap();
+    let triggers: Vec<(String, String)> = scheduler
+        .jobs()
+        .into_iter()
+        .map(|job| (job.name.to_string(), job.trigger))
+        .collect();
+    scheduler.shutdown().await.unwrap();
+    assert!(
+        triggers.contains(&("sync_bill".into(), "cron `@hourly` in UTC".into())),
+        "{triggers:?}"
+    );
+    assert!(
+        triggers.contains(&("sync-bill".into(), "cron `0 0 3 29 2 *` in UTC".into())),
+        "{triggers:?}"
+    );
+}
+
 #[test]
 fn the_duration_parser_is_the_macros() {
     assert_eq!(

@@ -266,6 +266,22 @@ impl Overrides {
                 ));
             }
         }
+        if !self.vars.is_empty() {
+            let mut keys: Vec<(String, &str)> = prepared
+                .iter()
+                .map(|(job, _)| (override_env_key(job.name()), job.name()))
+                .collect();
+            keys.sort();
+            for pair in keys.windows(2) {
+                if pair[0].0 == pair[1].0 {
+                    problems.push(format!(
+                        "the jobs `{}` and `{}` share the variable name {OVERRIDE_ENV_PREFIX}{}_..; \
+                         rename one of them, or override them with override_job",
+                        pair[0].1, pair[1].1, pair[0].0
+                    ));
+                }
+            }
+        }
         for (var, value) in &self.vars {
             let rest = &var[OVERRIDE_ENV_PREFIX.len()..];
             let found = SETTINGS.iter().find_map(|(suffix, key)| {
