@@ -49,20 +49,20 @@ async fn locked_noop() {}
 struct Pool(#[allow(dead_code)] Arc<str>);
 
 /// A scheduled job without parameters (the scheduler's path, no extraction).
-#[scheduled(fixed_rate = "1h")]
+#[scheduled(fixed_rate = "1h", name = "bench_fire_plain")]
 async fn fire_plain() {}
 
 /// The same with extractors.
-#[scheduled(fixed_rate = "1h")]
+#[scheduled(fixed_rate = "1h", name = "bench_fire_extracting")]
 async fn fire_extracting(State(pool): State<Pool>, ctx: JobContext) {
     black_box((pool, ctx));
 }
 
-/// The registered async body of the job `name` (this module's function).
+/// The registered async body of the job `name`.
 fn registered(name: &str) -> fn(&Arc<StateMap>) -> BoxFuture<JobResult> {
     let job = lock_core::__private::inventory::iter::<ScheduledJob>
         .into_iter()
-        .find(|job| job.name.ends_with(name))
+        .find(|job| job.name == name)
         .expect("registered");
     match job.body {
         JobBody::Async(body) => body,
@@ -113,7 +113,10 @@ async fn run(mode: Mode) {
     let mut hand_resolve = Samples::new("by hand + LockSpec::configuration");
     let mut fire = Samples::new("scheduled body, no parameters");
     let mut fire_state = Samples::new("scheduled body, State<Pool> + JobContext");
-    let (plain, extracting) = (registered("::fire_plain"), registered("::fire_extracting"));
+    let (plain, extracting) = (
+        registered("bench_fire_plain"),
+        registered("bench_fire_extracting"),
+    );
     // The scheduler's state, as `.state(pool)` registers it.
     let mut state = StateMap::default();
     assert!(state.insert(Pool("postgres://db/app".into())).is_ok());

@@ -24,7 +24,7 @@ use crate::JobContext;
 /// struct Pool(&'static str); // e.g. a `sqlx::PgPool` or `deadpool_postgres::Pool`
 /// struct Billing { currency: &'static str }
 ///
-/// #[scheduled(fixed_rate = "100ms")]
+/// #[scheduled(fixed_rate = "100ms", name = "sync_bill")]
 /// async fn sync_bill(State(pool): State<Pool>, State(billing): State<Arc<Billing>>, ctx: JobContext) {
 ///     println!("billing in {} on {} with fence {}", billing.currency, pool.0, ctx.fence());
 /// }
@@ -171,7 +171,7 @@ impl std::error::Error for ExtractError {}
 ///     }
 /// }
 ///
-/// #[scheduled(fixed_rate = "1m")]
+/// #[scheduled(fixed_rate = "1m", name = "rotate")]
 /// async fn rotate(Tenant(tenant): Tenant) {
 ///     println!("rotating keys of {tenant}");
 /// }

@@ -46,4 +46,5 @@ pub use scheduler::{
     DEFAULT_SHUTDOWN_TIMEOUT, Job, JobStatus, RunOutcome, Scheduler, SchedulerBuilder, Trigger,
     registered_jobs,
 };
+pub use scheduler::{JobOverride, OVERRIDE_ENV_PREFIX, override_env_key, parse_duration};
 pub use shutdown::shutdown_signal;

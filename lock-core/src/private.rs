@@ -92,7 +92,7 @@ pub enum JobBody {
 /// One `#[scheduled]` function, registered at link time with `inventory::submit!`.
 #[derive(Debug)]
 pub struct ScheduledJob {
-    /// The job's name: `concat!(module_path!(), "::", fn_name)`.
+    /// The job's name: its lock's `name`, written in either attribute.
     pub name: &'static str,
     /// When it fires.
     pub trigger: TriggerSpec,

@@ -3,9 +3,8 @@
 
 use proc_macro2::{Punct, Spacing, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
-use syn::ext::IdentExt;
 use syn::token::Paren;
-use syn::{AttrStyle, Attribute, ItemFn, MacroDelimiter, Meta, MetaList, ReturnType};
+use syn::{AttrStyle, Attribute, ItemFn, LitStr, MacroDelimiter, Meta, MetaList, ReturnType};
 
 use crate::args::{self, Args};
 use crate::errors::Errors;
@@ -38,12 +37,27 @@ pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> Token
 
     // Both attributes, in source order (the one running is the first), then the signature,
     // so that the errors come out in the order a reader meets the mistakes.
-    let own = (this, args, own_attribute());
+    let own = (this, Some(args), own_attribute());
     let mut trigger = None;
     // `#[scheduled]` alone: locked with the defaults.
     let mut lock = valid::lock(&Args::none(), &mut errors);
+    let mut names = valid::NameSites {
+        scheduled: is_scheduled,
+        lock_attr: this == Macro::SchedulerLock || other.is_some(),
+        given: Vec::new(),
+        unsure: false,
+    };
     for (which, tokens, attr) in std::iter::once(own).chain(other) {
-        let args = args::parse(which, tokens, attr, &mut errors);
+        let args = tokens.and_then(|tokens| args::parse(which, tokens, attr, &mut errors));
+        match &args {
+            Some(args) => {
+                names.unsure |= args.had_unknown_key;
+                if let Some(name) = args.get("name") {
+                    names.given.push((which, name.ident.clone()));
+                }
+            }
+            None => names.unsure = true,
+        }
         match which {
             Macro::Scheduled => {
                 trigger = args.and_then(|args| valid::trigger(&args, &mut errors));
@@ -53,6 +67,7 @@ pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> Token
             }
         }
     }
+    valid::name_sites(&names, &func.sig.ident, &mut errors);
     valid::signature(&func.sig, is_scheduled, &mut errors);
 
     if let Err(error) = errors.finish() {
@@ -61,9 +76,15 @@ pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> Token
         // in this list already).
         return with_error(func.into_token_stream(), error);
     }
-    match (is_scheduled, trigger, lock) {
-        (true, Some(trigger), Some(lock)) => scheduled_fn(&func, &trigger, &lock),
-        (false, _, Some(lock)) => locked_fn(&func, &lock),
+    let name = trigger
+        .as_ref()
+        .and_then(|trigger| trigger.name.clone())
+        .or_else(|| lock.as_ref()?.name.clone());
+    match (is_scheduled, trigger, lock, name) {
+        (true, Some(trigger), Some(lock), Some(name)) => {
+            scheduled_fn(&func, &trigger, &lock, &name)
+        }
+        (false, _, Some(lock), Some(name)) => locked_fn(&func, &lock, &name),
         // Every path to a missing trigger or lock records an error, handled above.
         _ => with_error(
             func.into_token_stream(),
@@ -113,7 +134,7 @@ fn take_other_attribute(
     this: Macro,
     func: &mut ItemFn,
     errors: &mut Errors,
-) -> Option<(Macro, TokenStream, TokenStream)> {
+) -> Option<(Macro, Option<TokenStream>, TokenStream)> {
     let mut other = None;
     let mut kept = Vec::with_capacity(func.attrs.len());
     for attr in std::mem::take(&mut func.attrs) {
@@ -153,10 +174,11 @@ fn take_other_attribute(
     other
 }
 
-fn arguments(attr: &Attribute, which: Macro, errors: &mut Errors) -> TokenStream {
+/// The attribute's argument tokens; `None` when they are not in parentheses (reported).
+fn arguments(attr: &Attribute, which: Macro, errors: &mut Errors) -> Option<TokenStream> {
     match &attr.meta {
-        Meta::Path(_) => TokenStream::new(),
-        Meta::List(list) => list.tokens.clone(),
+        Meta::Path(_) => Some(TokenStream::new()),
+        Meta::List(list) => Some(list.tokens.clone()),
         Meta::NameValue(pair) => {
             errors.on(
                 pair,
@@ -165,7 +187,7 @@ fn arguments(attr: &Attribute, which: Macro, errors: &mut Errors) -> TokenStream
                     which.name()
                 ),
             );
-            TokenStream::new()
+            None
         }
     }
 }
@@ -175,35 +197,17 @@ struct Parts<'a> {
     func: &'a ItemFn,
     /// The return type, `()` when none is written.
     ret: TokenStream,
-    /// `static __LOCK_SPEC` and, for a default name, the check of its length.
+    /// `static __LOCK_SPEC`.
     spec: TokenStream,
 }
 
-fn parts<'a>(func: &'a ItemFn, lock: &Lock) -> Parts<'a> {
+fn parts<'a>(func: &'a ItemFn, lock: &Lock, name: &LitStr) -> Parts<'a> {
     let ret = match &func.sig.output {
         ReturnType::Default => quote!(()),
         ReturnType::Type(_, ty) => ty.to_token_stream(),
     };
-    let path = job_name(func);
-    let max = lock_trigger::MAX_LOCK_NAME_LEN;
-    let (name, name_check) = match &lock.name {
-        Some(name) => (name.to_token_stream(), TokenStream::new()),
-        // The module path is known only to the compiler: check the length there.
-        None => {
-            let message = format!(
-                "the lock name defaults to the function's path, which is longer than \
-                 {max} bytes here; set a shorter one with \
-                 #[scheduler_lock(name = \"...\")]"
-            );
-            let check = quote! {
-                const _: () = ::core::assert!(#path.len() <= #max, #message);
-            };
-            (path, check)
-        }
-    };
     let fields = &lock.fields;
     let spec = quote! {
-        #name_check
         // With every key given, `..DEFAULT` adds nothing; it stays so that the expansion is
         // the same whatever is given.
         #[allow(clippy::needless_update)]
@@ -230,12 +234,6 @@ fn ret_span(func: &ItemFn) -> Span {
     }
 }
 
-/// `concat!(module_path!(), "::", "<fn name>")`: the job's name and the default lock name.
-fn job_name(func: &ItemFn) -> TokenStream {
-    let ident = func.sig.ident.unraw().to_string();
-    quote!(::core::concat!(::core::module_path!(), "::", #ident))
-}
-
 /// The function with its signature and attributes kept, and `body` as its block (after the
 /// body's own inner attributes, which keep applying to everything inside).
 fn with_body(func: &ItemFn, extra_attrs: TokenStream, body: TokenStream) -> TokenStream {
@@ -254,7 +252,7 @@ fn with_body(func: &ItemFn, extra_attrs: TokenStream, body: TokenStream) -> Toke
 
 /// `TriggerSpec::new(kind)`, with the options given set on top.
 fn trigger_tokens(trigger: &Trigger) -> TokenStream {
-    let Trigger { kind, fields } = trigger;
+    let Trigger { kind, fields, .. } = trigger;
     let spec = quote!(::lock_core::__private::TriggerSpec::new(#kind));
     if fields.is_empty() {
         return spec;
@@ -287,7 +285,7 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///     });
 ///     inventory::submit! {
 ///         ScheduledJob {
-///             name: concat!(module_path!(), "::", "sync_bill"),
+///             name: "sync_bill", // the lock's name, from either attribute
 ///             trigger: TriggerSpec::new(TriggerKind::Cron(CronSpec {
 ///                 expr: "0 5 1 * * *",
 ///                 zone: Some("Asia/Shanghai"),
@@ -308,7 +306,7 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///     run_locked_blocking(&__LOCK_SPEC, __lock_body)
 ///
 /// // Input, with extractor parameters:
-/// #[scheduled(fixed_rate = "1m")]
+/// #[scheduled(fixed_rate = "1m", name = "purge")]
 /// async fn purge(State(pool): State<Pool>, ctx: JobContext) -> R { body }
 /// // Output: the patterns become names in the outer signature (the nested body keeps them),
 /// // each type's extractor is a `const` (building it checks `FromJob`, on the type's span),
@@ -336,7 +334,7 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///     run_locked(&__LOCK_SPEC, __lock_body(__lock_arg0, ctx)).await
 /// }
 ///
-/// // Input: #[scheduled(fixed_delay = "5s", initial_delay = "1s")]
+/// // Input: #[scheduled(fixed_delay = "5s", initial_delay = "1s", name = "poll")]
 /// // Output: the same, with
 ///             trigger: TriggerSpec {
 ///                 initial_delay: Duration::from_millis(1000u64),
@@ -348,9 +346,8 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 /// `::core::time::Duration`; each key's part comes from its row in `keys::KEYS`.) A nested function
 /// cannot see the outer function's generics or `Self`; `valid::signature` rejects the first,
 /// and inside an `impl` block the body must name its type instead of `Self`.
-fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock) -> TokenStream {
-    let Parts { func, ret, spec } = parts(func, lock);
-    let name = job_name(func);
+fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) -> TokenStream {
+    let Parts { func, ret, spec } = parts(func, lock, name);
     let trigger = trigger_tokens(trigger);
     let params = Params::of(func);
     let outer = params.outer(func);
@@ -456,19 +453,18 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock) -> TokenStream {
 ///     .await
 /// }
 ///
-/// // Input: #[scheduler_lock] fn cleanup(dir: &Path) -> io::Result<()> { body }
+/// // Input: #[scheduler_lock(name = "cleanup")] fn cleanup(dir: &Path) -> io::Result<()> { body }
 /// // Output:
 /// fn cleanup(dir: &Path) -> io::Result<()> {
-///     const _: () = assert!(concat!(module_path!(), "::", "cleanup").len() <= 64usize, "...");
 ///     static __LOCK_SPEC: LockSpec = LockSpec::new(lock_trigger::LockSpec {
-///         name: concat!(module_path!(), "::", "cleanup"),
+///         name: "cleanup",
 ///         ..lock_trigger::LockSpec::DEFAULT
 ///     });
 ///     run_locked_blocking(&__LOCK_SPEC, move || -> io::Result<()> { body })
 /// }
 /// ```
-fn locked_fn(func: &ItemFn, lock: &Lock) -> TokenStream {
-    let Parts { func, ret, spec } = parts(func, lock);
+fn locked_fn(func: &ItemFn, lock: &Lock, name: &LitStr) -> TokenStream {
+    let Parts { func, ret, spec } = parts(func, lock, name);
     let block = &func.block;
     let call = if func.sig.asyncness.is_some() {
         quote_spanned! {ret_span(func)=>
@@ -536,7 +532,7 @@ mod tests {
     fn extractor_patterns_become_names_outside_and_stay_in_the_body() {
         let out = expand_str(
             Macro::Scheduled,
-            quote!(fixed_rate = "1m"),
+            quote!(fixed_rate = "1m", name = "purge"),
             quote!(
                 async fn purge(State(pool): State<Pool>, mut ctx: JobContext) {}
             ),
@@ -553,6 +549,60 @@ mod tests {
         );
         assert!(out.contains("__LOCK_PARAM_1 . extract"), "{out}");
         assert!(!out.contains("compile_error"), "{out}");
+    }
+
+    #[test]
+    fn the_name_comes_from_either_attribute_and_names_the_job() {
+        for (args, lock) in [
+            (quote!(fixed_rate = "1m", name = "tick"), quote!()),
+            (
+                quote!(fixed_rate = "1m"),
+                quote!(#[scheduler_lock(name = "tick")]),
+            ),
+        ] {
+            let out = expand_str(Macro::Scheduled, args, quote!(#lock async fn tick() {}));
+            assert!(!out.contains("compile_error"), "{out}");
+            assert!(out.contains("LockSpec { name : \"tick\""), "{out}");
+            assert!(out.contains("ScheduledJob { name : \"tick\""), "{out}");
+        }
+    }
+
+    #[test]
+    fn a_lock_without_a_name_or_with_two_is_refused() {
+        let out = expand_str(
+            Macro::Scheduled,
+            quote!(fixed_rate = "1m"),
+            quote!(
+                async fn tick() {}
+            ),
+        );
+        assert!(
+            out.contains(
+                "a lock needs a stable `name`: add `name = \\\"tick\\\"` to #[scheduled(..)]"
+            ),
+            "{out}"
+        );
+        let out = expand_str(
+            Macro::SchedulerLock,
+            quote!(),
+            quote!(
+                fn r#export() {}
+            ),
+        );
+        assert!(
+            out.contains("add `name = \\\"export\\\"` to #[scheduler_lock(..)]"),
+            "{out}"
+        );
+        let out = expand_str(
+            Macro::Scheduled,
+            quote!(fixed_rate = "1m", name = "a"),
+            quote!(
+                #[scheduler_lock(name = "b")]
+                async fn tick() {}
+            ),
+        );
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(out.contains("`name` is set in both"), "{out}");
     }
 
     #[test]

@@ -86,7 +86,8 @@ pub(crate) enum Role {
         misuse: &'static str,
         field: Option<Emit>,
     },
-    /// A `LockSpec` field (`None`: the expansion emits it, as `name` defaults to the path).
+    /// A `LockSpec` field (`None`: the expansion emits it: `name`, which either attribute may
+    /// carry).
     Lock(Option<Emit>),
 }
 
@@ -102,7 +103,7 @@ pub(crate) struct Key {
 
 /// Every accepted key. The order is the order of the lists in error messages, and the order in
 /// which values are checked (so errors come out in it).
-pub(crate) const KEYS: [Key; 9] = [
+pub(crate) const KEYS: [Key; 10] = [
     Key {
         name: "cron",
         attr: Macro::Scheduled,
@@ -185,6 +186,15 @@ pub(crate) const KEYS: [Key; 9] = [
             }),
         },
     },
+    // `#[scheduled]` alone names its lock here (`expand` takes the name from whichever of the
+    // two attributes has it, and refuses it in both or in neither).
+    Key {
+        name: "name",
+        attr: Macro::Scheduled,
+        value: ValueKind::LockName,
+        example: "name = \"sync_bill\"",
+        role: Role::Lock(None),
+    },
     Key {
         name: "name",
         attr: Macro::SchedulerLock,
@@ -196,7 +206,7 @@ pub(crate) const KEYS: [Key; 9] = [
         name: "lock_at_most_for",
         attr: Macro::SchedulerLock,
         value: ValueKind::Duration {
-            zero: Some("a lease of zero expires as it is taken"),
+            zero: Some(lock_trigger::ZERO_LEASE),
         },
         example: "lock_at_most_for = \"30m\"",
         role: Role::Lock(Some(|values| {
@@ -252,7 +262,9 @@ mod tests {
     fn every_key_is_unique_and_every_reference_names_a_trigger() {
         for (i, key) in KEYS.iter().enumerate() {
             assert!(
-                KEYS[..i].iter().all(|other| other.name != key.name),
+                KEYS[..i]
+                    .iter()
+                    .all(|other| other.name != key.name || other.attr != key.attr),
                 "`{}` listed twice",
                 key.name
             );

@@ -28,15 +28,19 @@ use keys::Macro;
 /// | `fixed_rate` | duration: `"5s"`, `"1h 30m"` | every period, slots aligned to the Unix epoch |
 /// | `fixed_delay` | duration | this long after the previous run ended |
 ///
-/// With them: `zone = "Asia/Shanghai"` (an IANA name; `cron` only, default UTC) and
+/// With them: `name = "sync_bill"` (the lock's name, unless `#[scheduler_lock]` gives it),
+/// `zone = "Asia/Shanghai"` (an IANA name; `cron` only, default UTC) and
 /// `initial_delay = "10s"` (`fixed_rate` and `fixed_delay` only). Durations are in `humantime`
 /// syntax, with millisecond precision.
 ///
 /// # Locking
 ///
-/// The lock is configured by `#[scheduler_lock(...)]` on the same function, in either order;
-/// without it the job is locked under its path (`module::function`) with the executor's
-/// default `lock_at_most_for`. Calling the function directly also takes the lock (without a
+/// Every job names its lock, once: `name = "..."` in `#[scheduled(...)]`, or in a
+/// `#[scheduler_lock(...)]` on the same function (in either order), which also sets the lease.
+/// Without `#[scheduler_lock]` the job takes the executor's default `lock_at_most_for`. The name
+/// is also the job's name (in `Scheduler::jobs()`, metrics and configuration overrides). It is
+/// required, not derived from the function's path: a function moved to another module during a
+/// rolling deploy would otherwise be locked under two names, and one slot would run twice. Calling the function directly also takes the lock (without a
 /// slot), so a direct call and a scheduled fire never overlap.
 ///
 /// # The function
@@ -65,8 +69,8 @@ use keys::Macro;
 ///     println!("generating bills with fence {}", ctx.fence());
 /// }
 ///
-/// // Every 30 s, first 10 s after start; the lock name is this function's path.
-/// #[scheduled(fixed_rate = "30s", initial_delay = "10s")]
+/// // Every 30 s, first 10 s after start, locked under `refresh_cache`.
+/// #[scheduled(fixed_rate = "30s", initial_delay = "10s", name = "refresh_cache")]
 /// fn refresh_cache() -> std::io::Result<()> {
 ///     std::fs::metadata(".")?;
 ///     Ok(())
@@ -83,7 +87,7 @@ use keys::Macro;
 /// A mistake is a compile error at the offending value:
 ///
 /// ```compile_fail
-/// #[lock_core::scheduled(cron = "*/5 * * * *")] // five fields: seconds are missing
+/// #[lock_core::scheduled(cron = "*/5 * * * *", name = "tick")] // five fields: seconds are missing
 /// async fn tick() {}
 /// ```
 #[proc_macro_attribute]
@@ -99,7 +103,7 @@ pub fn scheduled(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// | key | value | default |
 /// |---|---|---|
-/// | `name` | the lock's name, 1 to 64 bytes | the function's path, `module::function` |
+/// | `name` | the lock's name, 1 to 64 bytes: required here or, with `#[scheduled]`, there | none: a compile error proposes one |
 /// | `lock_at_most_for` | duration: the lease ends this long after it was taken even if the holder died | the executor's (30 minutes) |
 /// | `lock_at_least_for` | duration: on release the lease is kept until this long after it was taken | `"0s"` |
 /// | `keep_alive` | `true` or `false`: extend the lease every `lock_at_most_for / 2` while the body runs | the executor's (off) |

@@ -16,11 +16,13 @@ use crate::keys::{Macro, Role, ValueKind};
 pub(crate) struct Trigger {
     pub(crate) kind: TokenStream,
     pub(crate) fields: Vec<TokenStream>,
+    /// The lock name, when `#[scheduled]` carries it.
+    pub(crate) name: Option<LitStr>,
 }
 
 /// How calls are locked, checked: the `LockSpec` fields given; the rest take their defaults.
 pub(crate) struct Lock {
-    /// `None`: the function's path.
+    /// `None`: not given here (`#[scheduled]` may carry it).
     pub(crate) name: Option<LitStr>,
     pub(crate) fields: Vec<TokenStream>,
 }
@@ -269,6 +271,7 @@ pub(crate) fn trigger(args: &Args, errors: &mut Errors) -> Option<Trigger> {
     Some(Trigger {
         kind: kind(&values)?,
         fields,
+        name: values.string("name").cloned(),
     })
 }
 
@@ -297,7 +300,7 @@ fn check_values(attr: Macro, args: &Args, errors: &mut Errors) -> Values {
                 match lock_trigger::parse_cron(&expr.value()) {
                     Ok(_) => Some(Checked::Str(expr.clone())),
                     Err(e) => {
-                        errors.at(expr.span(), explain_cron(&expr.value(), &e));
+                        errors.at(expr.span(), lock_trigger::explain_cron(&expr.value(), &e));
                         None
                     }
                 }
@@ -325,56 +328,6 @@ fn check_values(attr: Macro, args: &Args, errors: &mut Errors) -> Values {
     values
 }
 
-/// Spring's cron fields and what each accepts.
-const CRON_FIELDS: [(&str, &str); 6] = [
-    ("second", "0-59"),
-    ("minute", "0-59"),
-    ("hour", "0-23"),
-    ("day-of-month", "1-31, `?`, `L`, `L-n`, `nW`, `LW`"),
-    ("month", "1-12 or JAN-DEC"),
-    (
-        "day-of-week",
-        "0-7 (0 and 7 are Sunday) or SUN-SAT, `?`, `nL`, `n#k`",
-    ),
-];
-
-/// The parser's message, plus which field it refused: the parser does not say, so each field
-/// in turn is replaced by `*`; the one whose replacement makes the expression valid is it.
-fn explain_cron(expr: &str, error: &lock_trigger::TriggerError) -> String {
-    let fields: Vec<&str> = expr.split_whitespace().collect();
-    if fields.len() != CRON_FIELDS.len() || !error.message().starts_with("invalid cron expression")
-    {
-        // Wrong field count, macros, unsupported forms: the message already says what to do.
-        return error.to_string();
-    }
-    let culprit = (0..fields.len()).find(|&i| {
-        let mut fixed = fields.clone();
-        fixed[i] = "*";
-        lock_trigger::parse_cron(&fixed.join(" ")).is_ok()
-    });
-    match culprit {
-        Some(i) => {
-            let (name, accepts) = CRON_FIELDS[i];
-            format!(
-                "{}, in the {name} field `{}` (it accepts {accepts})",
-                error.message().trim_end_matches('.'),
-                fields[i]
-            )
-        }
-        None => {
-            let all = CRON_FIELDS
-                .iter()
-                .map(|(name, accepts)| format!("{name} {accepts}"))
-                .collect::<Vec<_>>()
-                .join("; ");
-            format!(
-                "{} (the fields are: {all})",
-                error.message().trim_end_matches('.')
-            )
-        }
-    }
-}
-
 /// Checks `#[scheduler_lock(...)]`: the name's length, each duration, and `at_least <= at_most`.
 pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
     let values = check_values(Macro::SchedulerLock, args, errors);
@@ -390,13 +343,7 @@ pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
         );
         errors.at(
             least_lit.span(),
-            format!(
-                "`lock_at_least_for = {:?}` is longer than `lock_at_most_for = {:?}`: a lease \
-                     cannot be kept longer than it may last at most; lower `lock_at_least_for` \
-                     or raise `lock_at_most_for`",
-                least_lit.value(),
-                most_lit.value()
-            ),
+            lock_trigger::lease_conflict(&least_lit.value(), &most_lit.value()),
         );
         return None;
     }
@@ -411,6 +358,60 @@ pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
         false => None,
     };
     Some(Lock { name, fields })
+}
+
+/// Where the lock's name was written: which attributes of the function carry `name`.
+pub(crate) struct NameSites {
+    /// `#[scheduled]` is on the function.
+    pub(crate) scheduled: bool,
+    /// `#[scheduler_lock]` is on the function.
+    pub(crate) lock_attr: bool,
+    /// The `name` keys given, in source order.
+    pub(crate) given: Vec<(Macro, syn::Ident)>,
+    /// An argument list was unreadable or had an unknown key (maybe a misspelled `name`):
+    /// a missing name is then not reported on top.
+    pub(crate) unsure: bool,
+}
+
+/// Every lock has an explicit name, written once: a name derived from where the function
+/// lives would change when the function moves, and during a rolling deploy old and new
+/// instances would then take different locks and run one slot twice.
+pub(crate) fn name_sites(sites: &NameSites, func: &syn::Ident, errors: &mut Errors) {
+    match sites.given.as_slice() {
+        [] if sites.unsure => {}
+        [] => {
+            let fn_name = syn::ext::IdentExt::unraw(func).to_string();
+            let add = match (sites.scheduled, sites.lock_attr) {
+                (true, false) => format!(
+                    "add `name = \"{fn_name}\"` to #[scheduled(..)], or put \
+                     #[scheduler_lock(name = \"{fn_name}\")] next to it"
+                ),
+                (true, true) => format!(
+                    "add `name = \"{fn_name}\"` to #[scheduler_lock(..)] (or to #[scheduled(..)])"
+                ),
+                (false, _) => format!("add `name = \"{fn_name}\"` to #[scheduler_lock(..)]"),
+            };
+            errors.at(
+                func.span(),
+                format!(
+                    "a lock needs a stable `name`: {add}. The name must not change when the \
+                     function moves or is renamed, or old and new instances take different locks \
+                     during a deploy and one slot runs twice. Code that relied on the former \
+                     default (the function's path, `<crate>::<module>::{fn_name}` as \
+                     `module_path!()` gives it) keeps its locks by writing that path"
+                ),
+            );
+        }
+        [_] => {}
+        [_, (second, ident), ..] => errors.at(
+            ident.span(),
+            format!(
+                "`name` is set in both #[scheduled(..)] and #[scheduler_lock(..)]; a lock has one \
+                 name: remove this one or the one in #[{}(..)]",
+                second.other().name()
+            ),
+        ),
+    }
 }
 
 /// The literal a string key was written with (for messages about two values at once).
@@ -429,7 +430,8 @@ fn lock_name(name: &LitStr, errors: &mut Errors) -> bool {
         Err(lock_trigger::NameError::Empty) => {
             errors.at(
                 name.span(),
-                "the lock `name` must not be empty; remove `name` to use the function's path",
+                "the lock `name` must not be empty; write a name that stays the same when the \
+                 function is moved or renamed, e.g. the job's purpose: `name = \"sync_bill\"`",
             );
             false
         }
@@ -447,63 +449,23 @@ fn lock_name(name: &LitStr, errors: &mut Errors) -> bool {
 }
 
 /// A duration in whole milliseconds (the precision of the lock table); zero refused with
-/// `zero` as the reason, when given.
+/// `zero` as the reason, when given. The rules and messages are `lock_trigger`'s, which the
+/// scheduler applies to values from configuration.
 fn duration(
     given: &Given,
     lit: &LitStr,
     zero: Option<&str>,
     errors: &mut Errors,
 ) -> Option<Duration> {
-    let ms = millis(&given.ident, lit, errors)?;
-    if let (0, Some(why)) = (ms, zero) {
-        errors.at(
-            lit.span(),
-            format!("`{}` must be greater than zero: {why}", given.ident),
-        );
-        return None;
-    }
-    Some(Duration::from_millis(ms))
+    millis(&given.ident, lit, zero, errors).map(Duration::from_millis)
 }
 
-/// A duration in whole milliseconds (the unit of the lock table and of the runtime's specs).
-fn millis(key: &syn::Ident, lit: &LitStr, errors: &mut Errors) -> Option<u64> {
-    let text = lit.value();
-    let duration = match lock_trigger::parse_duration(&text) {
-        Ok(duration) => duration,
-        Err(e) => {
-            errors.at(lit.span(), e);
-            return None;
-        }
-    };
-    if duration.subsec_nanos() % 1_000_000 != 0 {
-        errors.at(
-            lit.span(),
-            format!(
-                "`{key} = {text:?}` is finer than a millisecond: lock and trigger durations have \
-                 millisecond precision; use whole milliseconds (`1ms` at least)"
-            ),
-        );
-        return None;
-    }
-    // The run-time limit (`LockConfiguration::new`, `Trigger::fixed_rate`, ...), refused here
-    // first: the same rule at compile time as at run time.
-    if duration > lock_trigger::MAX_DURATION {
-        errors.at(
-            lit.span(),
-            format!(
-                "`{key} = {text:?}` is over the longest duration a lock table or timer \
-                 accepts: 365000 days (about 1000 years)"
-            ),
-        );
-        return None;
-    }
-    match u64::try_from(duration.as_millis()) {
-        Ok(ms) => Some(ms),
-        Err(_) => {
-            errors.at(
-                lit.span(),
-                format!("`{key} = {text:?}` is too long to count in milliseconds"),
-            );
+fn millis(key: &syn::Ident, lit: &LitStr, zero: Option<&str>, errors: &mut Errors) -> Option<u64> {
+    match lock_trigger::check_duration(&key.to_string(), &lit.value(), zero) {
+        // At most `MAX_DURATION`, so it fits in u64 milliseconds.
+        Ok(duration) => Some(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)),
+        Err(message) => {
+            errors.at(lit.span(), message);
             None
         }
     }
@@ -537,18 +499,21 @@ mod tests {
     #[test]
     fn a_refused_cron_field_is_named() {
         let error = lock_trigger::parse_cron("0 0 25 * * *").unwrap_err();
-        let message = explain_cron("0 0 25 * * *", &error);
+        let message = lock_trigger::explain_cron("0 0 25 * * *", &error);
         assert!(message.contains("the hour field `25`"), "{message}");
         // Field-count errors keep the parser's own advice.
         let error = lock_trigger::parse_cron("* * * * *").unwrap_err();
-        assert_eq!(explain_cron("* * * * *", &error), error.to_string());
+        assert_eq!(
+            lock_trigger::explain_cron("* * * * *", &error),
+            error.to_string()
+        );
     }
 
     fn duration(text: &str) -> Result<u64, String> {
         let key: syn::Ident = parse_quote!(fixed_rate);
         let lit = LitStr::new(text, proc_macro2::Span::call_site());
         let mut errors = Errors::default();
-        let ms = millis(&key, &lit, &mut errors);
+        let ms = millis(&key, &lit, None, &mut errors);
         errors.finish().map_err(|e| e.to_string())?;
         Ok(ms.expect("no error, so a value"))
     }

@@ -7,10 +7,12 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+mod check;
 mod cron;
 mod spec;
 mod wall_clock;
 
+pub use check::{ZERO_LEASE, check_cron, check_duration, explain_cron, lease_conflict};
 pub use chrono_tz::Tz;
 pub use cron::Cron;
 pub use spec::{

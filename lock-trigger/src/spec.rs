@@ -228,7 +228,7 @@ impl fmt::Display for TriggerSpec<CronSchedule> {
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LockSpec {
-    /// The lock name: the `name` key, or the function's path.
+    /// The lock name: the `name` key of either attribute.
     pub name: &'static str,
     /// The lease ends this long after it was taken, even if the holder died.
     pub lock_at_most_for: Option<Duration>,

@@ -96,9 +96,9 @@ async fn jobs_get_registered_state_and_context_and_missing_state_refuses_to_star
     assert_eq!(
         refused,
         "invalid configuration: \
-         job extractors::sync_with_state needs State<Pool>, which was not registered: add .state(pool) to the builder; \
-         job extractors::sync_with_state needs the registered Tenants: add .state(Tenants(..)); \
-         job extractors::with_state needs State<Pool>, which was not registered: add .state(pool) to the builder"
+         job ext-async needs State<Pool>, which was not registered: add .state(pool) to the builder; \
+         job ext-sync needs State<Pool>, which was not registered: add .state(pool) to the builder; \
+         job ext-sync needs the registered Tenants: add .state(Tenants(..))"
     );
 
     // One type twice is refused.

@@ -10,5 +10,5 @@ fn a_library_crates_jobs_are_registered_once_the_binary_names_it() {
         .iter()
         .map(|job| job.name().to_owned())
         .collect();
-    assert_eq!(names, ["jobs_lib::nightly_report"]);
+    assert_eq!(names, ["nightly_report"]);
 }

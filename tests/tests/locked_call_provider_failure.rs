@@ -73,7 +73,7 @@ fn migrate_sync() -> std::io::Result<()> {
     Ok(())
 }
 
-#[scheduled(fixed_rate = "1h")]
+#[scheduled(fixed_rate = "1h", name = "scheduled-report")]
 async fn scheduled_report() -> anyhow::Result<()> {
     RAN.store(true, Ordering::SeqCst);
     Ok(())

@@ -100,16 +100,16 @@ async fn a_direct_call_runs_the_body_under_the_lock_with_a_growing_fence() {
     );
 }
 
-#[scheduler_lock]
-async fn default_named() {
+#[scheduler_lock(name = "rt-named")]
+async fn named() {
     let ctx = JobContext::current().unwrap();
-    assert_eq!(ctx.lock_name(), "macros_runtime::default_named");
+    assert_eq!(ctx.lock_name(), "rt-named");
 }
 
 #[tokio::test]
-async fn the_default_lock_name_is_the_function_path() {
+async fn the_body_runs_under_the_written_name() {
     executor();
-    default_named().await;
+    named().await;
 }
 
 // --- reentrancy --------------------------------------------------------------------------------
@@ -264,11 +264,11 @@ fn cleanup() -> Result<(), String> {
     Err("disk full".to_owned())
 }
 
-#[scheduled(fixed_rate = "1h 30m")]
+#[scheduled(fixed_rate = "1h 30m", name = "rt-hourly-and-a-half")]
 async fn hourly_and_a_half() {}
 
-fn registered(function: &str) -> &'static ScheduledJob {
-    let name = format!("macros_runtime::{function}");
+/// The registered job `name`: a job is registered under its lock's name.
+fn registered(name: &str) -> &'static ScheduledJob {
     inventory::iter::<ScheduledJob>
         .into_iter()
         .find(|job| job.name == name)
@@ -279,7 +279,7 @@ fn registered(function: &str) -> &'static ScheduledJob {
 fn scheduled_functions_are_registered_with_trigger_and_lock() {
     assert_eq!(inventory::iter::<ScheduledJob>.into_iter().count(), 3);
 
-    let bill = registered("sync_bill");
+    let bill = registered("rt-sync-bill");
     assert_eq!(
         bill.trigger,
         TriggerSpec::new(TriggerKind::Cron(CronSpec {
@@ -299,7 +299,7 @@ fn scheduled_functions_are_registered_with_trigger_and_lock() {
     assert_eq!(bill.lock.spec.keep_alive, Some(true));
     assert!(matches!(bill.body, JobBody::Async(_)));
 
-    let cleanup = registered("cleanup");
+    let cleanup = registered("rt-cleanup");
     assert_eq!(
         cleanup.trigger,
         TriggerSpec {
@@ -312,7 +312,7 @@ fn scheduled_functions_are_registered_with_trigger_and_lock() {
     assert_eq!(cleanup.lock.spec.name, "rt-cleanup");
     assert!(matches!(cleanup.body, JobBody::Blocking(_)));
 
-    let rate = registered("hourly_and_a_half");
+    let rate = registered("rt-hourly-and-a-half");
     assert_eq!(
         rate.trigger,
         TriggerSpec {
@@ -322,8 +322,8 @@ fn scheduled_functions_are_registered_with_trigger_and_lock() {
             initial_delay: Duration::ZERO
         }
     );
-    // `#[scheduled]` alone: the function path, the executor's at_most, no at_least.
-    assert_eq!(rate.lock.spec.name, "macros_runtime::hourly_and_a_half");
+    // `#[scheduled]` alone: its own `name`, the executor's at_most, no at_least.
+    assert_eq!(rate.lock.spec.name, "rt-hourly-and-a-half");
     assert_eq!(rate.lock.spec.lock_at_most_for, None);
     assert_eq!(rate.lock.spec.lock_at_least_for, Duration::ZERO);
     assert_eq!(rate.lock.spec.keep_alive, None);
@@ -332,7 +332,7 @@ fn scheduled_functions_are_registered_with_trigger_and_lock() {
 #[tokio::test(flavor = "multi_thread")]
 async fn the_registered_body_runs_under_the_schedulers_lock_with_the_slot() {
     let executor = executor();
-    let bill = registered("sync_bill");
+    let bill = registered("rt-sync-bill");
     let config = bill.lock.configuration(&executor).unwrap();
     assert!(config.keep_alive());
     assert_eq!(config.lock_at_most_for(), Duration::from_secs(30 * 60));
@@ -359,7 +359,7 @@ async fn the_registered_body_runs_under_the_schedulers_lock_with_the_slot() {
     assert!(!again.is_executed());
 
     // The synchronous job's body reports its error to the scheduler as text.
-    let cleanup = registered("cleanup");
+    let cleanup = registered("rt-cleanup");
     let config = cleanup.lock.configuration(&executor).unwrap();
     let JobBody::Blocking(body) = cleanup.body else {
         panic!("cleanup is sync")

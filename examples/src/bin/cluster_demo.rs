@@ -31,21 +31,21 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Every second.
 #[scheduled(cron = "* * * * * *")]
-#[scheduler_lock(name = "demo-every-second", lock_at_most_for = "5s")]
+#[scheduler_lock(name = "every_second", lock_at_most_for = "5s")]
 async fn every_second() {
     report("every_second");
 }
 
 /// Every 2 s, slots aligned to the Unix epoch so all instances agree on them.
 #[scheduled(fixed_rate = "2s")]
-#[scheduler_lock(name = "demo-fixed-rate", lock_at_most_for = "10s")]
+#[scheduler_lock(name = "fixed_rate", lock_at_most_for = "10s")]
 async fn fixed_rate() {
     report("fixed_rate");
 }
 
 /// Every 5 s, runs 3 s with a 2 s lease kept alive by extensions.
 #[scheduled(cron = "*/5 * * * * *")]
-#[scheduler_lock(name = "demo-slow", lock_at_most_for = "2s", keep_alive = true)]
+#[scheduler_lock(name = "slow_report", lock_at_most_for = "2s", keep_alive = true)]
 async fn slow_report() {
     report("slow_report");
     let ctx = JobContext::current().expect("inside a locked job");

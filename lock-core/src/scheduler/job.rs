@@ -137,7 +137,7 @@ impl Job {
         self
     }
 
-    /// The job's name (for `#[scheduled]` functions, their path).
+    /// The job's name (for `#[scheduled]` functions, their lock's name).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -145,6 +145,12 @@ impl Job {
     /// When it fires.
     pub fn trigger(&self) -> &Trigger {
         &self.trigger
+    }
+
+    /// The job firing on `trigger` instead (a configuration override).
+    pub(crate) fn with_trigger(mut self, trigger: Trigger) -> Self {
+        self.trigger = trigger;
+        self
     }
 
     pub(crate) fn body(&self) -> &Body {
@@ -196,7 +202,7 @@ impl Job {
 /// ```
 /// let jobs: Vec<lock_core::Job> = lock_core::registered_jobs()?
 ///     .into_iter()
-///     .filter(|job| job.name().contains("::billing::"))
+///     .filter(|job| job.name().starts_with("billing-"))
 ///     .collect();
 /// # Ok::<(), lock_core::LockError>(())
 /// ```

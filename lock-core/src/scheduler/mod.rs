@@ -1,6 +1,7 @@
 //! The scheduler: sleeps to each job's next fire on tokio timers and runs it under its lock.
 
 mod job;
+mod overrides;
 mod runner;
 mod startup;
 mod status;
@@ -14,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use job::{Job, registered_jobs};
+pub use overrides::{JobOverride, OVERRIDE_ENV_PREFIX, override_env_key, parse_duration};
 pub use status::{JobStatus, RunOutcome};
 pub use trigger::Trigger;
 
@@ -118,6 +120,8 @@ pub struct SchedulerBuilder {
     state: StateMap,
     /// Types given to `.state(..)` more than once (refused at start).
     state_twice: Vec<&'static str>,
+    /// Settings from configuration, applied at start (`overrides.rs` has the builder methods).
+    overrides: overrides::Overrides,
 }
 
 impl Scheduler {
@@ -419,7 +423,9 @@ impl SchedulerBuilder {
             Some(jobs) => jobs,
             None => registered_jobs()?,
         };
-        let prepared = startup::prepare(jobs, &executor, &self.state)?;
+        let prepared = self
+            .overrides
+            .apply(startup::prepare(jobs, &executor, &self.state)?)?;
         if prepared.is_empty() {
             startup::warn_no_jobs(from_registry);
         }

@@ -10,5 +10,5 @@
 use lock_core::scheduled;
 
 /// Runs every night at 02:00 UTC.
-#[scheduled(cron = "0 0 2 * * *")]
+#[scheduled(cron = "0 0 2 * * *", name = "nightly_report")]
 pub async fn nightly_report() {}

@@ -1,6 +1,6 @@
 use lock_core::{scheduled, scheduler_lock};
 
-#[scheduled(fixed_rate = "1m")]
+#[scheduled(fixed_rate = "1m", name = "scheduled_twice")]
 #[scheduled(fixed_rate = "2m")]
 async fn scheduled_twice() {}
 

@@ -3,7 +3,7 @@ use lock_core::scheduled;
 
 struct Opaque;
 
-#[scheduled(fixed_rate = "1m")]
+#[scheduled(fixed_rate = "1m", name = "fails")]
 async fn fails() -> Result<(), Opaque> {
     Err(Opaque)
 }

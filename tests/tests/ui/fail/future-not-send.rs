@@ -2,7 +2,7 @@
 use lock_core::scheduled;
 use std::rc::Rc;
 
-#[scheduled(fixed_rate = "1m")]
+#[scheduled(fixed_rate = "1m", name = "holds_an_rc")]
 async fn holds_an_rc() {
     let shared = Rc::new(1);
     tokio::task::yield_now().await;

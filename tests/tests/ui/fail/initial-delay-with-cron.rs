@@ -1,6 +1,6 @@
 use lock_core::scheduled;
 
-#[scheduled(cron = "0 0 * * * *", initial_delay = "10s")]
+#[scheduled(cron = "0 0 * * * *", initial_delay = "10s", name = "delayed_cron")]
 async fn delayed_cron() {}
 
 fn main() {}

@@ -6,7 +6,7 @@ async fn bare() {}
 #[scheduled()]
 async fn empty_parentheses() {}
 
-#[scheduled(zone = "UTC")]
+#[scheduled(zone = "UTC", name = "zone_only")]
 async fn zone_only() {}
 
 // Reported at the #[scheduled] attribute also when #[scheduler_lock] runs first.

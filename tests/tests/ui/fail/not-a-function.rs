@@ -4,7 +4,7 @@ use lock_core::{scheduled, scheduler_lock};
 struct Job;
 
 trait Jobs {
-    #[scheduler_lock]
+    #[scheduler_lock(name = "declared_only")]
     fn declared_only();
 }
 

@@ -2,10 +2,10 @@
 // is not one.
 use lock_core::{JobContext, scheduled};
 
-#[scheduled(fixed_rate = "1m")]
+#[scheduled(fixed_rate = "1m", name = "needs_input")]
 async fn needs_input(_day: u32, _ctx: JobContext) {}
 
-#[scheduled(fixed_rate = "1m")]
+#[scheduled(fixed_rate = "1m", name = "sync_needs_input")]
 fn sync_needs_input(_label: String) {}
 
 fn main() {}

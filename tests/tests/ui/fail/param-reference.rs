@@ -2,10 +2,10 @@
 // refused with what to take instead.
 use lock_core::{State, scheduled};
 
-#[scheduled(fixed_rate = "1m")]
+#[scheduled(fixed_rate = "1m", name = "borrows")]
 async fn borrows(_pool: &State<String>) {}
 
-#[scheduled(fixed_rate = "1m")]
+#[scheduled(fixed_rate = "1m", name = "sync_needs_input")]
 fn sync_needs_input(_items: impl IntoIterator<Item = u8>) {}
 
 fn main() {}

@@ -7,7 +7,7 @@ struct Billing;
 impl Billing {
     const REGION: &'static str = "eu";
 
-    #[scheduled(fixed_rate = "1m")]
+    #[scheduled(fixed_rate = "1m", name = "nightly")]
     async fn nightly() {
         let _ = Self::REGION;
     }

@@ -4,7 +4,7 @@ use lock_core::{State, scheduled};
 
 struct Service;
 
-#[scheduled(fixed_rate = "1m")]
+#[scheduled(fixed_rate = "1m", name = "uses_service")]
 async fn uses_service(State(_service): State<Service>) {}
 
 fn main() {}

@@ -2,7 +2,7 @@
 use lock_core::{scheduled, scheduler_lock};
 
 #[scheduled(fixed_rate = "500us")]
-#[scheduler_lock(lock_at_most_for = "1s 1ns")]
+#[scheduler_lock(name = "too_fine", lock_at_most_for = "1s 1ns")]
 async fn too_fine() {}
 
 fn main() {}

@@ -1,7 +1,7 @@
 use lock_core::{scheduled, scheduler_lock};
 
 #[scheduled(cron = 5)]
-#[scheduler_lock(keep_alive = "yes")]
+#[scheduler_lock(name = "literal_of_the_wrong_kind", keep_alive = "yes")]
 async fn literal_of_the_wrong_kind() {}
 
 #[scheduled(fixed_rate = 5s)]
@@ -9,7 +9,7 @@ async fn literal_of_the_wrong_kind() {}
 async fn not_a_literal() {}
 
 #[scheduled(fixed_delay)]
-#[scheduler_lock(keep_alive)]
+#[scheduler_lock(name = "missing_values", keep_alive)]
 async fn missing_values() {}
 
 fn main() {}

@@ -1,6 +1,6 @@
 use lock_core::scheduled;
 
-#[scheduled(fixed_rate = "1h", zone = "Europe/Berlin")]
+#[scheduled(fixed_rate = "1h", zone = "Europe/Berlin", name = "rate_in_zone")]
 async fn rate_in_zone() {}
 
 fn main() {}

@@ -44,7 +44,7 @@ async fn main() {
     assert_eq!(names.len(), 2, "{names:?}");
     assert!(names.contains(&"repository-sweep"));
     let job = inventory::iter::<ScheduledJob>.into_iter().find(|j| j.lock.spec.name == "billing-nightly").unwrap();
-    assert_eq!(job.name, concat!(module_path!(), "::nightly"));
+    assert_eq!(job.name, "billing-nightly");
     Billing::nightly().await;
     Billing::export(3).await.unwrap();
     tokio::task::spawn_blocking(Repository::<u8>::sweep).await.unwrap();

@@ -8,7 +8,7 @@ use lock_core::__private::{ScheduledJob, inventory};
 use lock_core::{scheduled, scheduler_lock};
 
 /// Sends the daily digest.
-#[scheduled(cron = "@daily")]
+#[scheduled(cron = "@daily", name = "digest")]
 #[doc(alias = "daily-digest")]
 #[inline(never)]
 async fn digest() -> Result<(), String> {
@@ -23,16 +23,18 @@ async fn digest() -> Result<(), String> {
 }
 
 macro_rules! job {
-    ($name:ident, $ret:ty, $value:expr) => {
-        #[scheduled(fixed_rate = "1m")]
+    // The lock name as a `tt`: a `literal` fragment reaches the attribute wrapped in an
+    // invisible group, which is not a string literal.
+    ($name:ident, $lock:tt, $ret:ty, $value:expr) => {
+        #[scheduled(fixed_rate = "1m", name = $lock)]
         async fn $name() -> $ret {
             $value
         }
     };
 }
 
-job!(from_macro, Result<(), String>, Ok(()));
-job!(from_macro_unit, (), ());
+job!(from_macro, "from-macro", Result<(), String>, Ok(()));
+job!(from_macro_unit, "from-macro-unit", (), ());
 
 fn outer() -> usize {
     #[scheduled(fixed_delay = "1m")]

@@ -29,7 +29,7 @@ fn job(lock: &str) -> &'static ScheduledJob {
 fn main() {
     let ms = Duration::from_millis;
     let bill = job("sync_bill");
-    assert_eq!(bill.name, concat!(module_path!(), "::sync_bill"));
+    assert_eq!(bill.name, "sync_bill");
     assert_eq!(bill.lock.spec.lock_at_most_for, Some(ms(1_800_000)));
     assert_eq!(bill.lock.spec.lock_at_least_for, ms(10_000));
     assert_eq!(bill.lock.spec.keep_alive, None);

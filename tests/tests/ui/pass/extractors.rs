@@ -49,13 +49,13 @@ fn export(mut ctx: JobContext, service: State<Arc<Service>>, Shard(shard): Shard
     Ok(())
 }
 
-#[scheduled(fixed_delay = "10s")]
+#[scheduled(fixed_delay = "10s", name = "untyped_patterns")]
 async fn untyped_patterns(_: JobContext, State(_): State<Pool>) {}
 
 struct Billing;
 
 impl Billing {
-    #[scheduled(fixed_rate = "1h")]
+    #[scheduled(fixed_rate = "1h", name = "on_the_service")]
     async fn on_the_service(State(service): State<Arc<Service>>) -> std::io::Result<()> {
         let _: &Service = &service;
         Ok(())

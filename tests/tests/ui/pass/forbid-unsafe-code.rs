@@ -11,7 +11,7 @@ use lock_core::{scheduled, scheduler_lock};
 #[scheduler_lock(name = "no-unsafe")]
 async fn no_unsafe() {}
 
-#[scheduled(fixed_delay = "1s")]
+#[scheduled(fixed_delay = "1s", name = "no_unsafe_sync")]
 fn no_unsafe_sync() {}
 
 fn main() {

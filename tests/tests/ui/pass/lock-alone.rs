@@ -7,10 +7,10 @@ use lock_core::__private::{ScheduledJob, inventory};
 use lock_core::{InMemoryLockProvider, JobContext, LockingTaskExecutor, scheduler_lock};
 use std::fmt::Display;
 
-#[scheduler_lock]
-pub async fn default_name() {
+#[scheduler_lock(name = "public")]
+pub async fn public() {
     let ctx = JobContext::current().unwrap();
-    assert_eq!(ctx.lock_name(), concat!(module_path!(), "::default_name"));
+    assert_eq!(ctx.lock_name(), "public");
 }
 
 #[scheduler_lock(name = "export")]
@@ -38,12 +38,12 @@ where
 #[tokio::main]
 async fn main() {
     lock_core::install_default_executor(LockingTaskExecutor::new(InMemoryLockProvider::new()));
-    default_name().await;
+    public().await;
     export(7, "daily", vec![1], (1, 2)).await;
     generic(1, "x").await.unwrap();
     generic::<&str>("", "").await.unwrap_err();
     tokio::task::spawn_blocking(|| where_clause([1, 2, 3]).unwrap()).await.unwrap();
     assert_eq!(inventory::iter::<ScheduledJob>.into_iter().count(), 0);
     // The futures of locked functions can be spawned.
-    tokio::spawn(default_name()).await.unwrap();
+    tokio::spawn(public()).await.unwrap();
 }

@@ -22,19 +22,19 @@ impl From<LockError> for BillingError {
     }
 }
 
-#[scheduled(cron = "0 0 * * * *")]
+#[scheduled(cron = "0 0 * * * *", name = "with_own_error")]
 async fn with_own_error() -> Result<(), BillingError> {
     let _amount: u32 = "12".parse()?;
     Ok(())
 }
 
-#[scheduled(fixed_delay = "10s")]
+#[scheduled(fixed_delay = "10s", name = "with_anyhow")]
 async fn with_anyhow() -> anyhow::Result<()> {
     anyhow::ensure!(1 + 1 == 2, "arithmetic broke");
     Ok(())
 }
 
-#[scheduled(fixed_rate = "1m")]
+#[scheduled(fixed_rate = "1m", name = "with_io_result")]
 fn with_io_result() -> io::Result<()> {
     std::fs::metadata(".")?;
     Ok(())

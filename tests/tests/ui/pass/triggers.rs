@@ -7,32 +7,32 @@ use std::time::Duration;
 use lock_core::__private::{CronSpec, ScheduledJob, TriggerKind, TriggerSpec, inventory};
 use lock_core::scheduled;
 
-#[scheduled(cron = "0 5 1 * * *", zone = "Asia/Shanghai")]
+#[scheduled(cron = "0 5 1 * * *", zone = "Asia/Shanghai", name = "cron_in_zone")]
 async fn cron_in_zone() {}
 
-#[scheduled(cron = "0 0 12 ? * MON-FRI")]
+#[scheduled(cron = "0 0 12 ? * MON-FRI", name = "cron_utc_names")]
 async fn cron_utc_names() {}
 
-#[scheduled(cron = "@daily")]
+#[scheduled(cron = "@daily", name = "cron_macro")]
 async fn cron_macro() {}
 
-#[scheduled(cron = "0 0 0 L * ?", zone = "UTC")]
+#[scheduled(cron = "0 0 0 L * ?", zone = "UTC", name = "cron_last_day")]
 async fn cron_last_day() {}
 
-#[scheduled(cron = "0 0 9 ? * FRI#2")]
+#[scheduled(cron = "0 0 9 ? * FRI#2", name = "cron_second_friday")]
 async fn cron_second_friday() {}
 
-#[scheduled(fixed_rate = "1h 30m 500ms")]
+#[scheduled(fixed_rate = "1h 30m 500ms", name = "rate")]
 async fn rate() {}
 
-#[scheduled(fixed_rate = "5s", initial_delay = "0s")]
+#[scheduled(fixed_rate = "5s", initial_delay = "0s", name = "rate_zero_initial_delay")]
 async fn rate_zero_initial_delay() {}
 
-#[scheduled(fixed_delay = "250ms", initial_delay = "1m")]
+#[scheduled(fixed_delay = "250ms", initial_delay = "1m", name = "delay")]
 async fn delay() {}
 
-fn trigger(function: &str) -> TriggerSpec {
-    let name = format!("{}::{function}", module_path!());
+/// The trigger of the job `name` (each job here is named after its function).
+fn trigger(name: &str) -> TriggerSpec {
     inventory::iter::<ScheduledJob>
         .into_iter()
         .find(|job| job.name == name)
