@@ -19,16 +19,17 @@ pub mod tcs;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+pub mod testing;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
 pub use __private::{JobReturn, LockedReturn};
 pub use config::{LockConfiguration, MAX_DURATION, MAX_LOCK_NAME_LEN, validate_lock_name};
-pub use context::{JobContext, assert_locked};
+pub use context::{FireKind, JobContext, assert_locked};
 pub use error::{BoxError, LockError};
 pub use executor::{
     DEFAULT_LOCK_AT_MOST_FOR, DEFAULT_OPERATION_TIMEOUT, LockDefaults, LockOutcome,
-    LockingTaskExecutor, default_executor, install_default_executor,
+    LockingTaskExecutor, default_executor, install_default_executor, with_default_executor,
 };
 pub use extract::{BlockingJobHandler, ExtractError, FromJob, JobHandler, State, StateMap};
 pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};

@@ -14,9 +14,12 @@ use super::Job;
 use super::job::Body;
 use super::status::{JobState, RunOutcome};
 use crate::__private::JobBody;
-use crate::{FireSlot, LockConfiguration, LockError, LockOutcome, LockingTaskExecutor, StateMap};
+use crate::{
+    FireKind, FireSlot, LockConfiguration, LockError, LockOutcome, LockingTaskExecutor, StateMap,
+};
 
-/// One job's timer loop.
+/// One job's timer loop (a clone runs the job's manual fires).
+#[derive(Clone)]
 pub(super) struct JobRunner {
     pub(super) job: Job,
     pub(super) config: LockConfiguration,
@@ -97,6 +100,11 @@ impl JobRunner {
     }
 
     async fn fire(&self, slot: Option<FireSlot>) {
+        self.fire_as(slot, FireKind::Scheduled).await;
+    }
+
+    /// Runs one fire of `kind` under the job's lock and records its outcome in the status.
+    pub(super) async fn fire_as(&self, slot: Option<FireSlot>, kind: FireKind) -> RunOutcome {
         let span = tracing::info_span!(
             "fire",
             job = self.job.name(),
@@ -117,7 +125,7 @@ impl JobRunner {
             self.config.metrics().fire_lag(lag);
         }
         let started = tokio::time::Instant::now();
-        let outcome = AssertUnwindSafe(self.execute(slot))
+        let outcome = AssertUnwindSafe(self.execute(slot, kind))
             .catch_unwind()
             .instrument(span.clone())
             .await;
@@ -144,36 +152,38 @@ impl JobRunner {
         };
         let mut status = self.state.lock();
         status.running = false;
-        status.last_outcome = Some(outcome);
+        status.last_outcome = Some(outcome.clone());
         status.last_duration = Some(elapsed);
+        outcome
     }
 
     async fn execute(
         &self,
         slot: Option<FireSlot>,
+        kind: FireKind,
     ) -> Result<LockOutcome<Result<(), String>>, LockError> {
         let executor = &self.executor;
         let values = &self.values;
         match self.job.body() {
             Body::Registered(JobBody::Async(body)) => {
                 executor
-                    .execute_in_slot(&self.config, slot, body(values))
+                    .execute_fire(&self.config, slot, kind, body(values))
                     .await
             }
             Body::Async(body) => {
                 let fut = body(values.clone());
-                executor.execute_in_slot(&self.config, slot, fut).await
+                executor.execute_fire(&self.config, slot, kind, fut).await
             }
             Body::Registered(JobBody::Blocking(body)) => {
                 let (body, values) = (*body, values.clone());
                 executor
-                    .execute_blocking_in_slot(&self.config, slot, move || body(&values))
+                    .execute_blocking_fire(&self.config, slot, kind, move || body(&values))
                     .await
             }
             Body::Blocking(body) => {
                 let (body, values) = (body.clone(), values.clone());
                 executor
-                    .execute_blocking_in_slot(&self.config, slot, move || body(&values))
+                    .execute_blocking_fire(&self.config, slot, kind, move || body(&values))
                     .await
             }
         }
