@@ -12,6 +12,7 @@ pub mod kit;
 mod memory;
 pub mod metrics;
 mod provider;
+mod run_once;
 mod scheduler;
 #[cfg(feature = "tokio-cron-scheduler")]
 pub mod tcs;
@@ -39,6 +40,7 @@ pub use memory::InMemoryLockProvider;
 pub use provider::{
     AcquireOutcome, FireSlot, Lease, LockProvider, LockRecord, LockRequest, Refusal, RefusalReason,
 };
+pub use run_once::{DEFAULT_RUN_ONCE_LEASE, DEFAULT_RUN_ONCE_WAIT, RunOnce, RunOnceOutcome};
 pub use scheduler::{
     DEFAULT_SHUTDOWN_TIMEOUT, Job, JobStatus, RunOutcome, Scheduler, SchedulerBuilder, Trigger,
     registered_jobs,
