@@ -5,6 +5,8 @@
 //! - `quickstart`: one annotated service on SQLite (`cargo run -p examples --bin quickstart`).
 //! - `metrics_prometheus`: the `metrics` feature exported for Prometheus
 //!   (`cargo run -p examples --bin metrics_prometheus -- --seconds 10`).
+//! - `axum_service`: an axum service and the scheduler stopped by one SIGTERM, as on Kubernetes
+//!   (`cargo run -p examples --bin axum_service -- --database-url postgres://...`).
 //!
 //! The workspace README is included below so that its code blocks are compiled as doc tests:
 //! what the README shows must build.

@@ -64,8 +64,8 @@ fn the_example_serves_scheduler_metrics_for_prometheus() {
         if let Ok(body) = scrape(port) {
             let samples = samples(&body);
             let get = |s: &str| samples.get(s).copied().unwrap_or(0.0);
-            if get(r#"scheduled_lock_acquired_total{job="tick"}"#) >= 3.0
-                && get(r#"scheduled_lock_acquired_total{job="flaky_export"}"#) >= 2.0
+            if get(r#"scheduled_lock_acquired_total{scheduled_job="tick"}"#) >= 3.0
+                && get(r#"scheduled_lock_acquired_total{scheduled_job="flaky_export"}"#) >= 2.0
             {
                 break (body, samples);
             }
@@ -78,7 +78,7 @@ fn the_example_serves_scheduler_metrics_for_prometheus() {
     };
 
     for job in ["tick", "flaky_export"] {
-        let series = |name: &str| format!("{name}{{job=\"{job}\"}}");
+        let series = |name: &str| format!("{name}{{scheduled_job=\"{job}\"}}");
         let attempts = value(&samples, &series("scheduled_lock_attempts_total"));
         let acquired = value(&samples, &series("scheduled_lock_acquired_total"));
         let skipped = value(&samples, &series("scheduled_lock_skipped_total"));
@@ -109,46 +109,72 @@ fn the_example_serves_scheduler_metrics_for_prometheus() {
         // Real histograms (buckets), which can be summed across instances.
         assert!(
             samples.contains_key(&format!(
-                "scheduled_job_fire_lag_seconds_bucket{{job=\"{job}\",le=\"+Inf\"}}"
+                "scheduled_job_fire_lag_seconds_bucket{{scheduled_job=\"{job}\",le=\"+Inf\"}}"
             )),
             "{body}"
         );
     }
     assert!(
-        value(&samples, r#"scheduled_lock_acquired_total{job="tick"}"#) >= 3.0,
+        value(
+            &samples,
+            r#"scheduled_lock_acquired_total{scheduled_job="tick"}"#
+        ) >= 3.0,
         "{body}"
     );
     // Every finished run of the failing job is a failure; the healthy job has none.
     let failures = value(
         &samples,
-        r#"scheduled_job_failures_total{job="flaky_export"}"#,
+        r#"scheduled_job_failures_total{scheduled_job="flaky_export"}"#,
     );
     let flaky_runs = value(
         &samples,
-        r#"scheduled_lock_acquired_total{job="flaky_export"}"#,
+        r#"scheduled_lock_acquired_total{scheduled_job="flaky_export"}"#,
     );
     assert!(
         failures >= flaky_runs - 1.0 && failures >= 1.0,
         "{failures} failures for {flaky_runs} runs\n{body}"
     );
     assert_eq!(
-        value(&samples, r#"scheduled_job_failures_total{job="tick"}"#),
+        value(
+            &samples,
+            r#"scheduled_job_failures_total{scheduled_job="tick"}"#
+        ),
         0.0,
         "{body}"
     );
     // The failing job takes its 20 ms sleep before failing: its durations show real runs.
     let flaky_sum = value(
         &samples,
-        r#"scheduled_job_duration_seconds_sum{job="flaky_export"}"#,
+        r#"scheduled_job_duration_seconds_sum{scheduled_job="flaky_export"}"#,
     );
     let flaky_count = value(
         &samples,
-        r#"scheduled_job_duration_seconds_count{job="flaky_export"}"#,
+        r#"scheduled_job_duration_seconds_count{scheduled_job="flaky_export"}"#,
     );
     assert!(
         flaky_sum / flaky_count >= 0.019,
         "flaky_export mean duration {} s\n{body}",
         flaky_sum / flaky_count
+    );
+    // The last success: a recent Unix time for the job that succeeds, no series at all for
+    // the one that never does (not a 0, which would read as "last success in 1970").
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    let last = value(
+        &samples,
+        r#"scheduled_job_last_success_timestamp_seconds{scheduled_job="tick"}"#,
+    );
+    assert!(
+        (now - 30.0..=now + 1.0).contains(&last),
+        "{last} vs now {now}"
+    );
+    assert!(
+        !body.contains(
+            r#"scheduled_job_last_success_timestamp_seconds{scheduled_job="flaky_export"}"#
+        ),
+        "{body}"
     );
     drop(running);
 }

@@ -127,6 +127,22 @@ pub enum LockError {
         /// The lock that could not be taken.
         name: String,
     },
+
+    /// [`Scheduler::shutdown`](crate::Scheduler::shutdown) waited its `shutdown_timeout` and
+    /// these jobs were still running: they keep their leases until they end or their
+    /// `lock_at_most_for` passes (releasing a lease under a running body would let another
+    /// instance run the job concurrently).
+    #[error(
+        "shutdown timed out after {}: jobs still running: {}; their leases end when they finish \
+         or at lock_at_most_for",
+        humanize(*timeout), running.join(", ")
+    )]
+    ShutdownTimedOut {
+        /// The names of the jobs still running.
+        running: Vec<String>,
+        /// The shutdown timeout that passed.
+        timeout: Duration,
+    },
 }
 
 impl LockError {

@@ -14,6 +14,7 @@ pub mod metrics;
 mod provider;
 mod run_once;
 mod scheduler;
+mod shutdown;
 #[cfg(feature = "tokio-cron-scheduler")]
 pub mod tcs;
 
@@ -45,3 +46,4 @@ pub use scheduler::{
     DEFAULT_SHUTDOWN_TIMEOUT, Job, JobStatus, RunOutcome, Scheduler, SchedulerBuilder, Trigger,
     registered_jobs,
 };
+pub use shutdown::shutdown_signal;

@@ -1,7 +1,10 @@
 //! The metrics lock-core records with the `metrics` feature: their names, and the per-lock
 //! handles that record them.
 //!
-//! Every metric carries one label, [`JOB_LABEL`] (`job`): the lock's name. The names are
+//! Every metric carries one label, [`JOB_LABEL`] (`scheduled_job`): the lock's name. Not `job`:
+//! Prometheus gives every scraped series a `job` label of its own (the scrape job), and a
+//! target's `job` label would be renamed `exported_job` under the default
+//! `honor_labels: false`, so queries on `job` would match the scrape job instead. The names are
 //! constants here whether the feature is on or not, so an exporter's set-up (histogram buckets,
 //! filters, alerts in tests) can name them without spelling them again:
 //!
@@ -21,34 +24,49 @@
 use std::time::Duration;
 
 /// The one label of every metric: the lock's name (the job's name unless
-/// `#[scheduler_lock(name = ...)]` gives another).
+/// `#[scheduler_lock(name = ...)]` gives another). It is `scheduled_job`, not `job`, which
+/// Prometheus reserves for the scrape job (see the [module documentation](self)).
 ///
 /// ```
-/// assert_eq!(lock_core::metrics::JOB_LABEL, "job");
+/// assert_eq!(lock_core::metrics::JOB_LABEL, "scheduled_job");
 /// ```
-pub const JOB_LABEL: &str = "job";
+pub const JOB_LABEL: &str = "scheduled_job";
 
 /// Generates, from one table, the public name constants, [`ALL`], and both halves of
-/// `LockMetrics`: the enabled one (a handle per metric, registered with the `job` label) and the
-/// disabled one (every recording call a no-op). A row is
+/// `LockMetrics`: the enabled one (a handle per metric, registered with the [`JOB_LABEL`] label)
+/// and the disabled one (every recording call a no-op). A row is
 /// `CONSTANT = "name", kind field => recorder(s);` where a counter has one recorder (add 1), a
-/// gauge two (add 1, subtract 1) and a histogram one (record a `Duration` in seconds).
+/// gauge two (add 1, subtract 1), a histogram one (record a `Duration` in seconds) and a
+/// timestamp one (set to seconds since the Unix epoch). A timestamp is a gauge registered at
+/// its first setting, not at start: an instance that never set it exports no series, rather
+/// than a 0 that would read as "last at 1970".
 macro_rules! lock_metrics {
     (@handle counter) => { ::metrics::Counter };
     (@handle gauge) => { ::metrics::Gauge };
     (@handle histogram) => { ::metrics::Histogram };
+    (@handle timestamp) => { ::std::sync::Arc<::std::sync::OnceLock<::metrics::Gauge>> };
 
     // The kinds are named after the `metrics` facade's macros: `counter!`, `gauge!`, `histogram!`.
+    (@register timestamp $name:expr, $job:expr) => {
+        ::std::sync::Arc::default()
+    };
     (@register $kind:ident $name:expr, $job:expr) => {
         ::metrics::$kind!($name, super::JOB_LABEL => $job)
     };
 
-    (@record counter $field:ident; $add:ident) => {
+    (@record timestamp $field:ident $constant:ident; $set:ident) => {
+        pub(crate) fn $set(&self, seconds_since_epoch: f64) {
+            self.$field
+                .get_or_init(|| ::metrics::gauge!(super::$constant, super::JOB_LABEL => self.name.clone()))
+                .set(seconds_since_epoch);
+        }
+    };
+    (@record counter $field:ident $constant:ident; $add:ident) => {
         pub(crate) fn $add(&self) {
             self.$field.increment(1);
         }
     };
-    (@record gauge $field:ident; $up:ident, $down:ident) => {
+    (@record gauge $field:ident $constant:ident; $up:ident, $down:ident) => {
         pub(crate) fn $up(&self) {
             self.$field.increment(1.0);
         }
@@ -56,7 +74,7 @@ macro_rules! lock_metrics {
             self.$field.decrement(1.0);
         }
     };
-    (@record histogram $field:ident; $record:ident) => {
+    (@record histogram $field:ident $constant:ident; $record:ident) => {
         pub(crate) fn $record(&self, value: Duration) {
             self.$field.record(value.as_secs_f64());
         }
@@ -71,6 +89,9 @@ macro_rules! lock_metrics {
     };
     (@noop histogram; $record:ident) => {
         pub(crate) fn $record(&self, _value: Duration) {}
+    };
+    (@noop timestamp; $set:ident) => {
+        pub(crate) fn $set(&self, _seconds_since_epoch: f64) {}
     };
 
     ($(
@@ -97,7 +118,7 @@ macro_rules! lock_metrics {
         /// Every metric name above, in the order of this page.
         ///
         /// ```
-        /// assert_eq!(lock_core::metrics::ALL.len(), 9);
+        /// assert_eq!(lock_core::metrics::ALL.len(), 11);
         /// ```
         pub const ALL: &[&str] = &[$($constant),*];
 
@@ -109,17 +130,20 @@ macro_rules! lock_metrics {
             /// The handles of one lock.
             #[derive(Clone, Debug)]
             pub(crate) struct LockMetrics {
+                /// The label's value, for handles registered later (timestamps).
+                name: Arc<str>,
                 $($field: lock_metrics!(@handle $kind),)*
             }
 
             impl LockMetrics {
                 pub(crate) fn new(name: &Arc<str>) -> Self {
                     LockMetrics {
+                        name: name.clone(),
                         $($field: lock_metrics!(@register $kind super::$constant, name.clone()),)*
                     }
                 }
 
-                $(lock_metrics!(@record $kind $field; $($recorder),+);)*
+                $(lock_metrics!(@record $kind $field $constant; $($recorder),+);)*
             }
         }
 
@@ -157,6 +181,13 @@ lock_metrics! {
     LOCK_LOST_TOTAL = "scheduled_lock_lost_total", counter lost => lost;
     /// Scheduled runs whose body returned an error or panicked.
     JOB_FAILURES_TOTAL = "scheduled_job_failures_total", counter failures => failure;
+    /// Scheduled runs whose body returned after its `JobContext::cancelled()` had resolved
+    /// (shutdown, or the lease was lost): stopped early, recorded as neither success nor failure.
+    JOB_CANCELLED_TOTAL = "scheduled_job_cancelled_total", counter cancelled => cancelled;
+    /// When the job last succeeded on this instance, in seconds since the Unix epoch: set by the
+    /// instance that ran the body, absent on an instance that never ran it successfully. Take
+    /// the `max` across instances for the cluster's last success.
+    JOB_LAST_SUCCESS_TIMESTAMP_SECONDS = "scheduled_job_last_success_timestamp_seconds", timestamp last_success => succeeded_at;
     /// Bodies running now under this lock.
     JOB_ACTIVE = "scheduled_job_active", gauge active => started, ended;
     /// Time the lock was held, in seconds: from acquire to release, body included, failed runs
@@ -196,11 +227,13 @@ mod tests {
                 "scheduled_lock_errors_total",
                 "scheduled_lock_lost_total",
                 "scheduled_job_failures_total",
+                "scheduled_job_cancelled_total",
+                "scheduled_job_last_success_timestamp_seconds",
                 "scheduled_job_active",
                 "scheduled_job_duration_seconds",
                 "scheduled_job_fire_lag_seconds",
             ]
         );
-        assert_eq!(JOB_LABEL, "job");
+        assert_eq!(JOB_LABEL, "scheduled_job");
     }
 }

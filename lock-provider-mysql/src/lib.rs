@@ -3,12 +3,14 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod config;
+mod connection;
 mod provider;
 mod session;
 mod statements;
 mod table;
 
 pub use config::LockTableConfig;
+pub use connection::SslMode;
 pub use provider::MySqlLockProvider;
 
 /// The MySQL driver the provider runs on, re-exported so that one dependency line is enough to

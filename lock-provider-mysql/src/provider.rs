@@ -110,8 +110,9 @@ impl MySqlLockProvider {
     pub const DEFAULT_CONNECT_TIMEOUT: Duration = DEFAULT_CONNECT_TIMEOUT;
 
     /// Connects to `url` (`mysql://user:password@host:port/database`, with mysql_async's URL
-    /// parameters) with a pool built by [`pool_options`](Self::pool_options), and checks that a
-    /// connection can be opened, so that a wrong URL or an unreachable server fails here rather
+    /// parameters and the MySQL client's `ssl-mode` and `ssl-ca`: see
+    /// [`opts_from_url`](Self::opts_from_url)) with a pool built by
+    /// [`pool_options`](Self::pool_options), and checks that a connection can be opened, so that a wrong URL or an unreachable server fails here rather
     /// than at the first fire. A server that does not answer within
     /// [`DEFAULT_CONNECT_TIMEOUT`](Self::DEFAULT_CONNECT_TIMEOUT) is an error too (a
     /// black-holed host would otherwise hang for the system's TCP timeout, about two minutes);
@@ -139,8 +140,7 @@ impl MySqlLockProvider {
     /// # Ok(()) }
     /// ```
     pub async fn connect_with_timeout(url: &str, timeout: Duration) -> Result<Self, LockError> {
-        let opts = Opts::from_url(url)
-            .map_err(|e| LockError::InvalidConfiguration(format!("MySQL connection URL: {e}")))?;
+        let opts = Self::opts_from_url(url)?;
         let server = format!("mysql server {}:{}", opts.ip_or_hostname(), opts.tcp_port());
         let pool = Pool::new(Self::pool_options(opts));
         match tokio::time::timeout(timeout, pool.get_conn()).await {
@@ -156,6 +156,29 @@ impl MySqlLockProvider {
             }
         }
         Ok(Self::new(pool).with_connect_timeout(timeout))
+    }
+
+    /// The driver's options for `url`, as [`connect`](Self::connect) reads it: mysql_async's
+    /// URL parameters (its own TLS ones, `require_ssl`, `verify_ca`, `verify_identity`,
+    /// `built_in_roots`, among them), plus
+    /// - `ssl-mode=DISABLED|REQUIRED|VERIFY_CA|VERIFY_IDENTITY` (see [`SslMode`](crate::SslMode));
+    /// - `ssl-ca=/path/to/ca.pem`: the root certificates to trust instead of the built-in ones,
+    ///   read here so that a missing file fails now.
+    ///
+    /// For root certificates held in memory, build [`SslOpts`](mysql_async::SslOpts) yourself
+    /// (`with_root_certs(vec![pem.into()])`) and the pool with [`new`](Self::new).
+    ///
+    /// ```
+    /// use lock_provider_mysql::MySqlLockProvider;
+    ///
+    /// let opts = MySqlLockProvider::opts_from_url("mysql://app@db.internal/app?ssl-mode=REQUIRED")?;
+    /// assert!(opts.ssl_opts().is_some());
+    /// let plain = MySqlLockProvider::opts_from_url("mysql://app@db.internal/app")?;
+    /// assert!(plain.ssl_opts().is_none());
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn opts_from_url(url: &str) -> Result<Opts, LockError> {
+        crate::connection::opts_from_url(url)
     }
 
     /// Limits how long taking a connection from the pool may take, opening a new one included

@@ -3,12 +3,16 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod config;
+mod connection;
 mod provider;
 mod session;
 mod statements;
 mod table;
+#[cfg(feature = "tls")]
+mod tls;
 
 pub use config::LockTableConfig;
+pub use connection::{ConnectionConfig, SslMode};
 pub use provider::PostgresLockProvider;
 pub use statements::LockStatements;
 pub use table::TableShape;

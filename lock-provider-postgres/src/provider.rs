@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::Pool;
 use lock_core::kit::{
     ColumnNames, IdentifierStyle, at_least_millis, fence_from_sql, fence_to_sql, lease_millis,
 };
@@ -13,10 +13,11 @@ use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
     RefusalReason, validate_lock_name,
 };
+use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
-use tokio_postgres::{NoTls, Row};
 
 use crate::config::LockTableConfig;
+use crate::connection::ConnectionConfig;
 use crate::session::Session;
 use crate::statements::{self as sql, LockStatements};
 use crate::table::{self, TableShape};
@@ -27,7 +28,8 @@ use crate::table::{self, TableShape};
 ///   durations travel as intervals; a client whose clock is wrong can neither steal nor keep a
 ///   lock longer.
 /// - **One round trip** per acquire, release and extend; statements are prepared once per
-///   pooled connection. A losing acquire writes nothing; a row deleted by hand is recreated by
+///   pooled connection (or sent unnamed, behind PgBouncer: see
+///   [`with_statement_cache`](Self::with_statement_cache)). A losing acquire writes nothing; a row deleted by hand is recreated by
 ///   the next acquire.
 /// - **Fencing and once-per-slot** through the `fence` and `last_fire` columns, which
 ///   [`ensure_schema`](Self::ensure_schema) adds to a ShedLock table. Without them the provider
@@ -98,50 +100,80 @@ impl PostgresLockProvider {
         })
     }
 
-    /// Connects to `url` (`postgres://user:password@host:port/database?...`) with a new pool
-    /// (no TLS, deadpool's default size, a 10 s connect timeout unless the URL sets one) and
-    /// checks that the server answers, so that a wrong URL fails at start-up rather than at the
-    /// first fire.
+    /// Connects to `url` (`postgres://user:password@host:port/database?...`, or libpq's
+    /// `key=value` form) with a new pool, and checks that the server answers, so that a wrong
+    /// URL fails at start-up rather than at the first fire.
+    ///
+    /// Besides the driver's parameters, the URL may set `sslmode` (`disable`, the default
+    /// without it; `prefer`, `require`, `verify-ca`, `verify-full`), `sslrootcert` (a PEM file)
+    /// and `statement_cache=false` (for PgBouncer in transaction mode): see
+    /// [`ConnectionConfig`]. A 10 s connect timeout applies unless the URL sets one; the pool
+    /// has deadpool's default size (see [`ConnectionConfig::pool_size`]).
     ///
     /// The table is not looked at yet (a `.with_table(..)` may follow): call
     /// [`ensure_schema`](Self::ensure_schema) or [`check_schema`](Self::check_schema) at
-    /// start-up; otherwise the first lock operation does it. An unreachable server is a
-    /// [`LockError::Provider`] (operation `connect`) with the driver's error as source. For TLS
-    /// or pool tuning, build the pool yourself and use [`new`](Self::new).
+    /// start-up; otherwise the first lock operation does it. An unreachable server, or a TLS
+    /// handshake that fails, is a [`LockError::Provider`] (operation `connect`) with the
+    /// driver's error as source.
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), lock_core::LockError> {
-    /// let provider =
-    ///     lock_provider_postgres::PostgresLockProvider::connect("postgres://app@localhost/app").await?;
+    /// use lock_provider_postgres::PostgresLockProvider;
+    ///
+    /// let provider = PostgresLockProvider::connect("postgres://app@localhost/app").await?;
+    /// let over_tls = PostgresLockProvider::connect(
+    ///     "postgres://app@db.internal/app?sslmode=verify-full&sslrootcert=/etc/ssl/db-ca.pem",
+    /// )
+    /// .await?;
     /// provider.ensure_schema().await?;
     /// # Ok(()) }
     /// ```
     pub async fn connect(url: &str) -> Result<Self, LockError> {
-        let mut pg: tokio_postgres::Config = url.parse().map_err(|e| {
-            // The driver's message never repeats the URL, so no password ends up in logs.
-            LockError::InvalidConfiguration(format!("PostgreSQL connection URL: {e}"))
-        })?;
-        if pg.get_connect_timeout().is_none() {
-            pg.connect_timeout(Duration::from_secs(10));
-        }
-        let manager = Manager::from_config(
-            pg,
-            NoTls,
-            ManagerConfig {
-                // A dead connection is dropped at checkout by `is_closed`; a stale one that is
-                // not yet known dead is handled by the provider's retry, so no probe query per
-                // checkout (which would double the round trips of every fire).
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
-        let pool = Pool::builder(manager)
-            .build()
-            .map_err(|e| LockError::provider("connect", "", "postgres", e))?;
-        let provider = Self::new(pool);
+        Self::connect_with(ConnectionConfig::from_url(url)?).await
+    }
+
+    /// [`connect`](Self::connect) with a [`ConnectionConfig`], for what a URL cannot say: root
+    /// certificates given as PEM, the pool size.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), lock_core::LockError> {
+    /// use lock_provider_postgres::{ConnectionConfig, PostgresLockProvider, SslMode};
+    ///
+    /// let ca_pem = std::env::var("DB_CA_PEM").unwrap_or_default();
+    /// let config = ConnectionConfig::from_url("postgres://app@db.internal/app")?
+    ///     .ssl_mode(SslMode::VerifyFull)
+    ///     .root_certificates_pem(ca_pem.as_bytes())?
+    ///     .pool_size(8);
+    /// let provider = PostgresLockProvider::connect_with(config).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_with(config: ConnectionConfig) -> Result<Self, LockError> {
+        let pool = config.build_pool()?;
+        let provider = Self::new(pool).with_statement_cache(config.get_statement_cache());
         // Fail fast, and as a connect error, when the server cannot be reached; the connection
         // stays in the pool for the first fire.
         drop(provider.session.client("connect", "").await?);
         Ok(provider)
+    }
+
+    /// The same provider with statements prepared once per connection and kept (`true`, the
+    /// default) or sent unnamed each time (`false`), for a pool of your own behind PgBouncer in
+    /// transaction mode; see [`ConnectionConfig::statement_cache`].
+    ///
+    /// ```no_run
+    /// # fn pool() -> lock_provider_postgres::deadpool_postgres::Pool {
+    /// #     use lock_provider_postgres::{deadpool_postgres as dp, tokio_postgres::NoTls};
+    /// #     let mut config = dp::Config::new();
+    /// #     config.url = Some("postgres://app@localhost:6432/app".into());
+    /// #     config.create_pool(Some(dp::Runtime::Tokio1), NoTls).unwrap() // connects lazily
+    /// # }
+    /// use lock_provider_postgres::PostgresLockProvider;
+    ///
+    /// let provider = PostgresLockProvider::new(pool()).with_statement_cache(false);
+    /// ```
+    pub fn with_statement_cache(mut self, cache: bool) -> Self {
+        self.session.statement_cache = cache;
+        self
     }
 
     /// The same provider on another table (`table` or `schema.table`), refused if the name is
@@ -163,9 +195,9 @@ impl PostgresLockProvider {
     pub fn with_table(self, table: &str) -> Result<Self, LockError> {
         let config = LockTableConfig {
             table: table.into(),
-            ..self.config
+            ..self.config.clone()
         };
-        Self::with_config(self.session.pool, config)
+        self.with(config)
     }
 
     /// The same provider with other column names, refused if a name is not a plain identifier
@@ -188,9 +220,14 @@ impl PostgresLockProvider {
     pub fn with_columns(self, columns: ColumnNames) -> Result<Self, LockError> {
         let config = LockTableConfig {
             columns,
-            ..self.config
+            ..self.config.clone()
         };
-        Self::with_config(self.session.pool, config)
+        self.with(config)
+    }
+
+    fn with(self, config: LockTableConfig) -> Result<Self, LockError> {
+        let cache = self.session.statement_cache;
+        Ok(Self::with_config(self.session.pool, config)?.with_statement_cache(cache))
     }
 
     /// The pool the provider takes its connections from.

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use deadpool_postgres::{Object, Pool};
+use futures_util::TryStreamExt;
 use lock_core::LockError;
 use lock_core::kit::ResolvedTable;
 use tokio_postgres::Row;
@@ -33,6 +34,10 @@ pub(crate) struct Session {
     pub(crate) pool: Pool,
     pub(crate) table: Arc<ResolvedTable>,
     shape: Arc<ShapeCache>,
+    /// Prepare each statement once per connection and keep it (`true`), or send it unnamed
+    /// with its parameter types every time (`false`: nothing outlives the transaction, as
+    /// PgBouncer's transaction pooling needs).
+    pub(crate) statement_cache: bool,
 }
 
 /// The statements for the table as last found.
@@ -83,6 +88,14 @@ pub(crate) trait Reply: Sized {
         statement: &'a tokio_postgres::Statement,
         params: &'a [&'a (dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a;
+
+    /// The statement sent unnamed with its parameter types, in one round trip (Parse, Bind,
+    /// Execute, Sync), so no prepared statement is left on the server connection.
+    fn send_unnamed<'a>(
+        client: &'a tokio_postgres::Client,
+        sql: &'a str,
+        params: Vec<(&'a (dyn ToSql + Sync), Type)>,
+    ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a;
 }
 
 impl Reply for Vec<Row> {
@@ -92,6 +105,14 @@ impl Reply for Vec<Row> {
         params: &'a [&'a (dyn ToSql + Sync)],
     ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a {
         client.query(statement, params)
+    }
+
+    async fn send_unnamed<'a>(
+        client: &'a tokio_postgres::Client,
+        sql: &'a str,
+        params: Vec<(&'a (dyn ToSql + Sync), Type)>,
+    ) -> Result<Self, tokio_postgres::Error> {
+        client.query_typed(sql, &params).await
     }
 }
 
@@ -103,6 +124,18 @@ impl Reply for u64 {
     ) -> impl Future<Output = Result<Self, tokio_postgres::Error>> + Send + 'a {
         client.execute(statement, params)
     }
+
+    async fn send_unnamed<'a>(
+        client: &'a tokio_postgres::Client,
+        sql: &'a str,
+        params: Vec<(&'a (dyn ToSql + Sync), Type)>,
+    ) -> Result<Self, tokio_postgres::Error> {
+        let rows = client.query_typed_raw(sql, params).await?;
+        let mut rows = std::pin::pin!(rows);
+        // Drained to the end: the count arrives with CommandComplete.
+        while rows.try_next().await?.is_some() {}
+        Ok(rows.rows_affected().unwrap_or(0))
+    }
 }
 
 impl Session {
@@ -111,6 +144,7 @@ impl Session {
             pool,
             table: Arc::new(table),
             shape: Arc::default(),
+            statement_cache: true,
         }
     }
 
@@ -197,6 +231,10 @@ impl Session {
             let client = self.client(operation, lock).await?;
             let attempt = async {
                 let statements = self.statements_for(&client).await?;
+                if !self.statement_cache {
+                    let typed = params.iter().copied().zip(types.iter().cloned()).collect();
+                    return Ok(R::send_unnamed(&client, pick(&statements), typed).await?);
+                }
                 // Prepared once per connection, then served from the connection's cache.
                 let statement = client
                     .prepare_typed_cached(pick(&statements), types)

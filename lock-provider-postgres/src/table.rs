@@ -4,6 +4,7 @@
 use lock_core::LockError;
 use lock_core::kit::{MAX_INSTANCE_ID_LEN, MAX_LOCK_NAME_LEN, ResolvedTable};
 use tokio_postgres::GenericClient;
+use tokio_postgres::types::Type;
 
 /// What the lock table supports, as found by
 /// [`PostgresLockProvider::check_schema`](crate::PostgresLockProvider::check_schema).
@@ -75,19 +76,20 @@ pub(crate) enum Found {
 
 /// Reads the table's columns in one round trip. `to_regclass` resolves the name exactly as the
 /// lock statements will (same quoting, same `search_path`), and returns NULL rather than an
-/// error for a missing table.
+/// error for a missing table. Sent unnamed with its parameter type, so that it leaves no
+/// prepared statement behind (PgBouncer in transaction mode) and costs one round trip.
 pub(crate) async fn find<C: GenericClient + Sync>(
     client: &C,
     table: &ResolvedTable,
 ) -> Result<Found, tokio_postgres::Error> {
     let rows = client
-        .query(
+        .query_typed(
             "SELECT c.oid IS NOT NULL, a.attname::text, format_type(a.atttypid, a.atttypmod) \
              FROM (SELECT to_regclass($1) AS oid) AS c \
              LEFT JOIN pg_catalog.pg_attribute a \
                ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped \
              ORDER BY a.attnum",
-            &[&table.qualified],
+            &[(&table.qualified, Type::TEXT)],
         )
         .await?;
     let present = rows.first().map(|r| r.get::<_, bool>(0)).unwrap_or(false);
@@ -207,12 +209,12 @@ pub(crate) async fn ensure(
 ) -> Result<(), tokio_postgres::Error> {
     let tx = client.transaction().await?;
     // Two-key form: its key space is separate from the one-bigint form applications use most.
-    tx.execute(
+    // Unnamed, as `find`: a named statement could collide behind PgBouncer with one another
+    // client left on the same server connection.
+    let key = format!("lock-provider-postgres ensure_schema {}", table.qualified);
+    tx.query_typed(
         "SELECT pg_advisory_xact_lock(1397247051, hashtext($1))",
-        &[&format!(
-            "lock-provider-postgres ensure_schema {}",
-            table.qualified
-        )],
+        &[(&key, Type::TEXT)],
     )
     .await?;
     match find(&*tx, table).await? {

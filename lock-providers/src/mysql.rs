@@ -18,7 +18,8 @@ pub(crate) struct MySql {
 
 pub(crate) fn parse(_scheme: &str, rest: &str) -> Result<Box<dyn Database>, UrlError> {
     let url = format!("mysql://{rest}");
-    let opts = Opts::from_url(&url)
+    // As `MySqlLockProvider::connect` reads it: `ssl-mode` and `ssl-ca` too.
+    let opts = MySqlLockProvider::opts_from_url(&url)
         .map_err(|e| UrlError::new(format!("is not a valid MySQL/MariaDB URL: {e}")))?;
     Ok(Box::new(MySql { url, opts }))
 }
@@ -65,5 +66,23 @@ impl fmt::Display for MySql {
 impl fmt::Debug for MySql {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("MySql").field(&self.to_string()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::LockDatabase;
+
+    #[test]
+    fn tls_parameters_pass_through() {
+        let url = "mysql://root@db:3307/test?ssl-mode=VERIFY_IDENTITY";
+        assert_eq!(
+            LockDatabase::parse(url).unwrap().to_string(),
+            "the MySQL/MariaDB server at db:3307 (database test)"
+        );
+        let err = LockDatabase::parse("mysql://root@db/test?ssl-mode=PREFERRED")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("PREFERRED is not supported"), "{err}");
     }
 }

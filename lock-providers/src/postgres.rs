@@ -3,7 +3,7 @@
 use std::fmt;
 
 use async_trait::async_trait;
-use lock_provider_postgres::PostgresLockProvider;
+use lock_provider_postgres::{ConnectionConfig, PostgresLockProvider};
 use tokio_postgres::config::Host;
 
 use crate::registry::Database;
@@ -11,20 +11,18 @@ use crate::{OpenError, OpenOptions, OpenedProvider, UrlError};
 
 /// A PostgreSQL server, by URL.
 pub(crate) struct Postgres {
-    /// The URL as given, with the scheme lower-cased (the driver parses it again).
-    url: String,
-    // Boxed: it is large, and the registry keeps it behind a pointer anyway.
-    config: Box<tokio_postgres::Config>,
+    /// The URL read as the provider reads it (TLS, statement cache and all), so that `open`
+    /// connects exactly as `PostgresLockProvider::connect(url)` would. Boxed: it is large, and
+    /// the registry keeps it behind a pointer anyway.
+    config: Box<ConnectionConfig>,
 }
 
 pub(crate) fn parse(scheme: &str, rest: &str) -> Result<Box<dyn Database>, UrlError> {
     let url = format!("{scheme}://{rest}");
-    // The driver's message never repeats the URL.
-    let config = url
-        .parse()
+    // The provider's message never repeats the URL.
+    let config = ConnectionConfig::from_url(&url)
         .map_err(|e| UrlError::new(format!("is not a valid PostgreSQL URL: {e}")))?;
     Ok(Box::new(Postgres {
-        url,
         config: Box::new(config),
     }))
 }
@@ -36,7 +34,7 @@ impl Database for Postgres {
     }
 
     async fn open(&self, options: &OpenOptions) -> Result<OpenedProvider, OpenError> {
-        let provider = PostgresLockProvider::connect(&self.url)
+        let provider = PostgresLockProvider::connect_with((*self.config).clone())
             .await
             .map_err(|e| OpenError::unreachable(format!("cannot connect to {self}"), e))?
             .with_table(options.table_name())
@@ -49,9 +47,9 @@ impl Database for Postgres {
 /// Host(s) and database: never the user or password.
 impl fmt::Display for Postgres {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ports = self.config.get_ports();
-        let servers: Vec<String> = self
-            .config
+        let driver = self.config.driver_config();
+        let ports = driver.get_ports();
+        let servers: Vec<String> = driver
             .get_hosts()
             .iter()
             .enumerate()
@@ -70,7 +68,7 @@ impl fmt::Display for Postgres {
             servers.join(",")
         };
         write!(f, "the PostgreSQL server at {servers}")?;
-        if let Some(db) = self.config.get_dbname() {
+        if let Some(db) = driver.get_dbname() {
             write!(f, " (database {db})")?;
         }
         Ok(())
@@ -104,5 +102,19 @@ mod tests {
             LockDatabase::parse("postgres://app:secret@h/db").unwrap()
         );
         assert!(!debug.contains("secret"), "{debug}");
+    }
+
+    #[test]
+    fn the_providers_own_parameters_pass_through() {
+        // TLS modes the driver alone rejects, and the statement cache switch for PgBouncer.
+        let url = "postgres://app@db:6432/app?sslmode=verify-full&statement_cache=false";
+        assert_eq!(
+            LockDatabase::parse(url).unwrap().to_string(),
+            "the PostgreSQL server at db:6432 (database app)"
+        );
+        let err = LockDatabase::parse("postgres://app@db/app?sslrootcert=/nonexistent.pem")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("sslrootcert=/nonexistent.pem"), "{err}");
     }
 }

@@ -31,14 +31,14 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Every second.
 #[scheduled(cron = "* * * * * *")]
-#[scheduler_lock(name = "demo-every-second", lock_at_most_for = "30s")]
+#[scheduler_lock(name = "demo-every-second", lock_at_most_for = "5s")]
 async fn every_second() {
     report("every_second");
 }
 
 /// Every 2 s, slots aligned to the Unix epoch so all instances agree on them.
 #[scheduled(fixed_rate = "2s")]
-#[scheduler_lock(name = "demo-fixed-rate", lock_at_most_for = "30s")]
+#[scheduler_lock(name = "demo-fixed-rate", lock_at_most_for = "10s")]
 async fn fixed_rate() {
     report("fixed_rate");
 }

@@ -1,13 +1,18 @@
 //! A scheduler's metrics served for Prometheus, and its jobs' status from `Scheduler::jobs()`.
 //!
 //! ```text
-//! cargo run -p examples --bin metrics_prometheus                      # 127.0.0.1:9000, until Ctrl-C
+//! cargo run -p examples --bin metrics_prometheus                      # 127.0.0.1:9000, until Ctrl-C or SIGTERM
 //! cargo run -p examples --bin metrics_prometheus -- --listen 127.0.0.1:9100 --seconds 30
 //! curl -s http://127.0.0.1:9000/metrics | grep '^scheduled_'
+//! # two replicas, each its own process and endpoint, on one SQLite lock table:
+//! cargo run -p examples --bin metrics_prometheus -- --sqlite /tmp/locks.db --instance a --listen 127.0.0.1:9101
+//! cargo run -p examples --bin metrics_prometheus -- --sqlite /tmp/locks.db --instance b --listen 127.0.0.1:9102
 //! ```
 //!
-//! Two scheduler instances share one in-memory lock provider, as two replicas of a service
-//! share a lock table, so every fire shows one acquire and one skip. Jobs:
+//! By default two scheduler instances share one in-memory lock provider in this process, as two
+//! replicas of a service share a lock table, so every fire shows one acquire and one skip. With
+//! `--sqlite PATH` the process is one replica on that lock table, as in a deployment (examples/
+//! tests/prometheus_alerts.rs scrapes two with a real Prometheus). Jobs:
 //! - `tick`: fixed rate 200 ms, succeeds;
 //! - `flaky_export`: fixed rate 1 s, always fails (its runs are still attempts, acquires and
 //!   durations).
@@ -23,7 +28,10 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use lock_core::{InMemoryLockProvider, Job, JobStatus, RunOutcome, Scheduler, Trigger};
+use lock_core::{
+    InMemoryLockProvider, Job, JobStatus, LockConfiguration, RunOutcome, Scheduler, Trigger,
+};
+use lock_provider_sqlite::SqliteLockProvider;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 
 /// Histogram buckets (seconds). Histograms rather than the exporter's default summaries,
@@ -37,15 +45,21 @@ const FIRE_LAG_BUCKETS: &[f64] = &[0.0005, 0.001, 0.002, 0.005, 0.01, 0.05, 0.1,
 struct Options {
     listen: SocketAddr,
     seconds: Option<u64>,
+    /// One replica on this SQLite lock table instead of two in-memory instances.
+    sqlite: Option<String>,
+    instance: Option<String>,
 }
 
-const USAGE: &str = "usage: metrics_prometheus [--listen ADDR] [--seconds N]\n  \
+const USAGE: &str = "usage: metrics_prometheus [--listen ADDR] [--seconds N] [--sqlite PATH [--instance ID]]\n  \
     --listen ADDR  where to serve /metrics (default 127.0.0.1:9000, or $METRICS_LISTEN)\n  \
-    --seconds N    stop after N seconds (default: at Ctrl-C)";
+    --sqlite PATH  run one replica on this SQLite lock table (default: two in-memory instances)\n  \
+    --instance ID  this replica's instance id (with --sqlite; default host:pid:random)\n  \
+    --seconds N    stop after N seconds (default: at Ctrl-C or SIGTERM)";
 
 fn options() -> Result<Options, String> {
     let mut listen = std::env::var("METRICS_LISTEN").unwrap_or_else(|_| "127.0.0.1:9000".into());
     let mut seconds = None;
+    let (mut sqlite, mut instance) = (None, None);
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
@@ -55,6 +69,8 @@ fn options() -> Result<Options, String> {
                 let n = value("--seconds")?;
                 seconds = Some(n.parse().map_err(|e| format!("--seconds {n}: {e}"))?);
             }
+            "--sqlite" => sqlite = Some(value("--sqlite")?),
+            "--instance" => instance = Some(value("--instance")?),
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -62,7 +78,17 @@ fn options() -> Result<Options, String> {
     let listen = listen
         .parse()
         .map_err(|e| format!("listen address {listen:?}: {e}"))?;
-    Ok(Options { listen, seconds })
+    if instance.is_some() && sqlite.is_none() {
+        return Err(
+            "--instance needs --sqlite (the in-memory set-up names its two instances)".into(),
+        );
+    }
+    Ok(Options {
+        listen,
+        seconds,
+        sqlite,
+        instance,
+    })
 }
 
 fn jobs() -> Result<Vec<Job>, lock_core::LockError> {
@@ -73,7 +99,9 @@ fn jobs() -> Result<Vec<Job>, lock_core::LockError> {
             || async {
                 tokio::time::sleep(Duration::from_millis(3)).await;
             },
-        ),
+        )
+        // Leases of 5 periods: a crashed holder stops a job for 5 fires at most.
+        .with_lock(lease("tick", Duration::from_secs(1))?),
         Job::new(
             "flaky_export",
             Trigger::fixed_rate(Duration::from_secs(1))?,
@@ -81,8 +109,13 @@ fn jobs() -> Result<Vec<Job>, lock_core::LockError> {
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 Err::<(), _>("export target answered 503 (this job fails on purpose)")
             },
-        ),
+        )
+        .with_lock(lease("flaky_export", Duration::from_secs(5))?),
     ])
+}
+
+fn lease(name: &str, at_most: Duration) -> Result<LockConfiguration, lock_core::LockError> {
+    LockConfiguration::new(name, at_most, Duration::ZERO)
 }
 
 /// One line per job, as an operator's status page would show it.
@@ -96,6 +129,7 @@ fn print_status(instance: &str, jobs: &[JobStatus]) {
         let outcome = match &job.last_outcome {
             None => "-".to_owned(),
             Some(RunOutcome::Succeeded) => "succeeded".to_owned(),
+            Some(RunOutcome::Cancelled) => "cancelled".to_owned(),
             Some(RunOutcome::Skipped) => "skipped".to_owned(),
             Some(RunOutcome::Failed(error)) => format!("failed: {error}"),
             Some(RunOutcome::Panicked(message)) => format!("panicked: {message}"),
@@ -161,29 +195,39 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
         options.listen
     );
 
-    let provider = std::sync::Arc::new(InMemoryLockProvider::new());
     let jobs = jobs()?;
     let mut instances = Vec::new();
-    for id in ["instance-a", "instance-b"] {
-        let scheduler = Scheduler::builder()
-            .lock_provider(provider.clone())
-            .instance_id(id)
+    if let Some(path) = &options.sqlite {
+        let provider = SqliteLockProvider::open(path)?;
+        provider.ensure_schema().await?;
+        let mut builder = Scheduler::builder()
+            .lock_provider(provider)
             .shutdown_timeout(Duration::from_secs(5))
-            .jobs(jobs.clone())
-            .start()
-            .await?;
+            .jobs(jobs);
+        if let Some(id) = &options.instance {
+            builder = builder.instance_id(id.as_str());
+        }
+        let scheduler = builder.start().await?;
+        let id = scheduler.executor().instance_id().to_owned();
         instances.push((id, scheduler));
+    } else {
+        let provider = std::sync::Arc::new(InMemoryLockProvider::new());
+        for id in ["instance-a", "instance-b"] {
+            let scheduler = Scheduler::builder()
+                .lock_provider(provider.clone())
+                .instance_id(id)
+                .shutdown_timeout(Duration::from_secs(5))
+                .jobs(jobs.clone())
+                .start()
+                .await?;
+            instances.push((id.to_owned(), scheduler));
+        }
     }
 
     let stop = async {
         match options.seconds {
             Some(seconds) => tokio::time::sleep(Duration::from_secs(seconds)).await,
-            None => {
-                // Without a signal handler there is nothing to wait for but the process's end.
-                if tokio::signal::ctrl_c().await.is_err() {
-                    std::future::pending::<()>().await
-                }
-            }
+            None => lock_core::shutdown_signal().await,
         }
     };
     tokio::pin!(stop);

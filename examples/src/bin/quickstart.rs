@@ -1,7 +1,7 @@
 //! The README's quickstart: one annotated job, a SQLite lock table, graceful shutdown.
 //!
 //! ```text
-//! cargo run -p examples --bin quickstart            # until Ctrl-C
+//! cargo run -p examples --bin quickstart            # until Ctrl-C or SIGTERM
 //! cargo run -p examples --bin quickstart -- 5       # for 5 seconds
 //! ```
 //! Start it in two terminals at once: each slot runs in only one of them.
@@ -12,7 +12,8 @@ use lock_core::{JobContext, Scheduler, scheduled, scheduler_lock};
 use lock_provider_sqlite::SqliteLockProvider;
 
 #[scheduled(cron = "*/2 * * * * *", zone = "Asia/Shanghai")]
-#[scheduler_lock(name = "sync_bill", lock_at_most_for = "30m", lock_at_least_for = "1s")]
+// A lease of 5 periods: a crashed holder stops the job for 10 s at most.
+#[scheduler_lock(name = "sync_bill", lock_at_most_for = "10s", lock_at_least_for = "1s")]
 async fn sync_bill() {
     let ctx = JobContext::current().expect("inside a locked job");
     tracing::info!(
@@ -43,7 +44,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 .await?
         }
         // Graceful: stops firing, cancels and awaits running jobs, releases their locks.
-        None => scheduler.run_until(tokio::signal::ctrl_c()).await?,
+        None => scheduler.run_until(lock_core::shutdown_signal()).await?,
     }
     Ok(())
 }

@@ -27,8 +27,21 @@ use runner::JobRunner;
 use status::JobState;
 use table::{JobEntry, JobTable};
 
-/// The default [`SchedulerBuilder::shutdown_timeout`].
-pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default [`SchedulerBuilder::shutdown_timeout`]: 15 s, half of Kubernetes' default
+/// `terminationGracePeriodSeconds` (30 s).
+///
+/// The grace period must cover everything between SIGTERM and the process's exit, or SIGKILL
+/// ends it with leases still held: `terminationGracePeriodSeconds` > preStop hook + shutdown
+/// timeout + release time (one release round trip of a body that ends at the last moment,
+/// bounded by the operation timeout, 10 s by default). 15 s leaves that room under the default
+/// 30 s; a longer shutdown timeout needs a longer grace period (README, "Running on
+/// Kubernetes").
+///
+/// ```
+/// assert!(lock_core::DEFAULT_SHUTDOWN_TIMEOUT + lock_core::DEFAULT_OPERATION_TIMEOUT
+///     < std::time::Duration::from_secs(30));
+/// ```
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Runs jobs at their fire instants, each fire under its lock, until shut down.
 ///
@@ -47,7 +60,7 @@ pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
 ///     })])
 ///     .start()
 ///     .await?;
-/// // In a service: scheduler.run_until(tokio::signal::ctrl_c()).await?;
+/// // In a service: scheduler.run_until(lock_core::shutdown_signal()).await?;
 /// scheduler.run_until(tokio::time::sleep(Duration::from_millis(350))).await?;
 /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
 /// ```
@@ -145,7 +158,9 @@ impl Scheduler {
         SchedulerBuilder::default()
     }
 
-    /// Waits for `signal` (e.g. `tokio::signal::ctrl_c()`), then [shuts down](Self::shutdown).
+    /// Waits for `signal` (in a service, [`shutdown_signal()`](crate::shutdown_signal): SIGTERM
+    /// or SIGINT), then [shuts down](Self::shutdown); fails as `shutdown` does, with
+    /// [`LockError::ShutdownTimedOut`] naming the jobs still running at the timeout.
     pub async fn run_until<S: Future>(&self, signal: S) -> Result<(), LockError> {
         tokio::select! {
             _ = signal => {}
@@ -157,11 +172,37 @@ impl Scheduler {
 
     /// Stops firing, resolves every running body's [`JobContext::cancelled`](crate::JobContext::cancelled),
     /// waits up to the shutdown timeout for running bodies to finish (their leases are
-    /// released as they finish), and returns.
+    /// released as they finish; a release under way at the timeout gets up to the operation
+    /// timeout more), and returns.
     ///
     /// A body still running at the timeout is left running and keeps its lease until it ends or
     /// `lock_at_most_for` passes: releasing the lease of a body that is still working would let
-    /// another instance run the job concurrently. Calling this again is harmless.
+    /// another instance run the job concurrently. Then this returns
+    /// [`LockError::ShutdownTimedOut`] naming those jobs (and logs them), so that `main` can
+    /// exit non-zero. Calling this again is harmless.
+    ///
+    /// ```
+    /// use lock_core::{InMemoryLockProvider, Job, LockError, Scheduler, Trigger};
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// // A body that ignores `cancelled()` and outlives the shutdown timeout.
+    /// let stubborn = Job::new("stubborn", Trigger::fixed_delay(Duration::from_secs(60))?, || async {
+    ///     tokio::time::sleep(Duration::from_secs(5)).await;
+    /// });
+    /// let scheduler = Scheduler::builder()
+    ///     .lock_provider(InMemoryLockProvider::new())
+    ///     .shutdown_timeout(Duration::from_millis(100))
+    ///     .jobs([stubborn])
+    ///     .start()
+    ///     .await?;
+    /// tokio::time::sleep(Duration::from_millis(50)).await; // it fires at once
+    /// match scheduler.shutdown().await {
+    ///     Err(LockError::ShutdownTimedOut { running, .. }) => assert_eq!(running, ["stubborn"]),
+    ///     other => panic!("expected a timeout, got {other:?}"),
+    /// }
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
     pub async fn shutdown(&self) -> Result<(), LockError> {
         let inner = &self.inner;
         if !inner.stop.is_cancelled() {
@@ -177,18 +218,34 @@ impl Scheduler {
             .await
             .is_err()
         {
+            // Bodies that ended just before the timeout are releasing their leases: give those
+            // releases their own bound (each is one provider call, bounded by the operation
+            // timeout), so that they are not cut off by the process's exit.
+            let releases = async {
+                while inner.jobs.states().iter().any(|job| job.releasing()) {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            };
+            let _ = tokio::time::timeout(inner.executor.operation_timeout(), releases).await;
             let running: Vec<String> = inner
                 .jobs
                 .states()
                 .iter()
-                .filter(|job| job.status().running)
+                .filter(|job| job.in_body())
                 .map(|job| job.name.clone())
                 .collect();
+            if running.is_empty() {
+                return Ok(());
+            }
             tracing::warn!(
                 ?running,
                 timeout = ?inner.shutdown_timeout,
                 "jobs still running at the shutdown timeout; their leases end when they finish or at lock_at_most_for"
             );
+            return Err(LockError::ShutdownTimedOut {
+                running,
+                timeout: inner.shutdown_timeout,
+            });
         }
         Ok(())
     }
@@ -260,7 +317,9 @@ impl SchedulerBuilder {
         self
     }
 
-    /// How long [`Scheduler::shutdown`] waits for running bodies (default 30 s).
+    /// How long [`Scheduler::shutdown`] waits for running bodies (default
+    /// [`DEFAULT_SHUTDOWN_TIMEOUT`], 15 s). Keep it below the platform's grace period less the
+    /// release time (see [`DEFAULT_SHUTDOWN_TIMEOUT`]).
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = Some(timeout);
         self
@@ -318,7 +377,10 @@ impl SchedulerBuilder {
     /// (e.g. a default name over 64 bytes, or a `lock_at_most_for` over 1000 years), a job's
     /// initial delay is over 1000 years, two jobs share a name or a lock name, or a job's
     /// parameters need state that was not registered (every such job and type is named).
-    /// Starting with no jobs logs a warning that says why it happens and how to fix it.
+    /// Starting with no jobs logs a warning that says why it happens and how to fix it; so does
+    /// a job whose `lock_at_most_for` is more than 10 periods of the job long (a dead holder
+    /// would stop it cluster-wide for that long; keep-alive with a short lease is the pattern
+    /// for long jobs).
     pub async fn start(self) -> Result<Scheduler, LockError> {
         let provider = self.provider.ok_or_else(|| {
             LockError::InvalidConfiguration(
@@ -348,6 +410,7 @@ impl SchedulerBuilder {
         if prepared.is_empty() {
             startup::warn_no_jobs(from_registry);
         }
+        startup::warn_long_leases(&prepared);
         install_scheduler_executor(&executor);
         let inner = Arc::new(Inner {
             executor,

@@ -112,6 +112,7 @@ impl JobRunner {
             instance = self.executor.instance_id(),
             fence = tracing::field::Empty,
         );
+        self.state.set_in_body(true);
         {
             let mut status = self.state.lock();
             status.running = true;
@@ -131,11 +132,25 @@ impl JobRunner {
             .await;
         let elapsed = started.elapsed();
         let outcome = match outcome {
-            Ok(Ok(LockOutcome::Executed(Ok(())))) => {
+            Ok(Ok(LockOutcome::Executed((Ok(()), true)))) => {
+                span.in_scope(|| {
+                    tracing::info!(
+                        ?elapsed,
+                        "job cancelled: the body returned after cancelled() resolved (shutdown or lost lock)"
+                    )
+                });
+                self.config.metrics().cancelled();
+                RunOutcome::Cancelled
+            }
+            Ok(Ok(LockOutcome::Executed((Ok(()), false)))) => {
                 span.in_scope(|| tracing::debug!(?elapsed, "job succeeded"));
+                // Wall-clock Unix time, as Prometheus' `time()` compares it.
+                let now = Utc::now().timestamp_micros() as f64 / 1e6;
+                self.config.metrics().succeeded_at(now);
                 RunOutcome::Succeeded
             }
-            Ok(Ok(LockOutcome::Executed(Err(error)))) => {
+            // An error stays a failure even when cancelled: the body said what went wrong.
+            Ok(Ok(LockOutcome::Executed((Err(error), _)))) => {
                 span.in_scope(|| tracing::error!(?elapsed, %error, "job failed"));
                 self.config.metrics().failure();
                 RunOutcome::Failed(error)
@@ -150,6 +165,8 @@ impl JobRunner {
                 RunOutcome::Panicked(message)
             }
         };
+        // Skipped or refused: no body ran to clear it.
+        self.state.set_in_body(false);
         let mut status = self.state.lock();
         status.running = false;
         status.last_outcome = Some(outcome.clone());
@@ -161,33 +178,62 @@ impl JobRunner {
         &self,
         slot: Option<FireSlot>,
         kind: FireKind,
-    ) -> Result<LockOutcome<Result<(), String>>, LockError> {
+    ) -> Result<LockOutcome<(Result<(), String>, bool)>, LockError> {
         let executor = &self.executor;
         let values = &self.values;
+        let state = &self.state;
         match self.job.body() {
             Body::Registered(JobBody::Async(body)) => {
-                executor
-                    .execute_fire(&self.config, slot, kind, body(values))
-                    .await
+                let fut = noting_end(state.clone(), body(values));
+                executor.execute_fire(&self.config, slot, kind, fut).await
             }
             Body::Async(body) => {
-                let fut = body(values.clone());
+                let fut = noting_end(state.clone(), body(values.clone()));
                 executor.execute_fire(&self.config, slot, kind, fut).await
             }
             Body::Registered(JobBody::Blocking(body)) => {
-                let (body, values) = (*body, values.clone());
+                let (body, values, ended) = (*body, values.clone(), BodyEnd(state.clone()));
                 executor
-                    .execute_blocking_fire(&self.config, slot, kind, move || body(&values))
+                    .execute_blocking_fire(&self.config, slot, kind, move || {
+                        let _ended = ended;
+                        (body(&values), cancelled_now())
+                    })
                     .await
             }
             Body::Blocking(body) => {
-                let (body, values) = (body.clone(), values.clone());
+                let (body, values, ended) = (body.clone(), values.clone(), BodyEnd(state.clone()));
                 executor
-                    .execute_blocking_fire(&self.config, slot, kind, move || body(&values))
+                    .execute_blocking_fire(&self.config, slot, kind, move || {
+                        let _ended = ended;
+                        (body(&values), cancelled_now())
+                    })
                     .await
             }
         }
     }
+}
+
+/// Marks the end of a body when dropped: returned, panicked, or never run (skipped).
+struct BodyEnd(Arc<JobState>);
+
+impl Drop for BodyEnd {
+    fn drop(&mut self) {
+        self.0.set_in_body(false);
+    }
+}
+
+/// The body's output, and whether its `cancelled()` had resolved when it returned; marks the
+/// body's end before the lease is released.
+async fn noting_end<T>(state: Arc<JobState>, body: impl Future<Output = T>) -> (T, bool) {
+    let _ended = BodyEnd(state);
+    let out = body.await;
+    (out, cancelled_now())
+}
+
+/// Whether the running body's [`JobContext::cancelled`](crate::JobContext::cancelled) has
+/// resolved; read inside the body's scope, where its context is current.
+fn cancelled_now() -> bool {
+    crate::JobContext::current().is_some_and(|ctx| ctx.is_cancelled())
 }
 
 fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {

@@ -1,7 +1,12 @@
 //! What `start()` checks before any job fires: unique job names, one job per lock name, each
-//! job's lock configuration, and every job's parameters against the registered state.
+//! job's lock configuration, and every job's parameters against the registered state; and
+//! what it warns about: no jobs, leases many periods long.
 
 use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::Utc;
+use lock_trigger::TriggerKind;
 
 use super::Job;
 use crate::{LockConfiguration, LockError, LockingTaskExecutor, StateMap};
@@ -65,5 +70,68 @@ pub(super) fn warn_no_jobs(from_registry: bool) {
         );
     } else {
         tracing::warn!("scheduler started with no jobs: .jobs(..) was given an empty list");
+    }
+}
+
+/// A `lock_at_most_for` longer than this many periods of its job is warned about at start.
+///
+/// The lease is how long a dead holder blocks its job cluster-wide: 10 periods means up to ten
+/// fires missed after a crash, more than any job that fits in its period needs (a job that
+/// overruns its period skips slots anyway). 10 leaves the common "every minute, at most 10
+/// minutes" quiet and catches the 30-minute default on a job every few seconds.
+pub(super) const LONG_LEASE_PERIODS: u32 = 10;
+
+/// Warns about each job whose `lock_at_most_for` is over [`LONG_LEASE_PERIODS`] periods long:
+/// if its holder dies, no instance runs it until the lease ends. The recommended pattern for a
+/// job of unknown length is keep-alive with a short lease.
+pub(super) fn warn_long_leases(prepared: &[(Job, LockConfiguration)]) {
+    for (job, config) in prepared {
+        let at_most = config.lock_at_most_for();
+        let Some(period) = period_too_short_for(job, at_most) else {
+            continue;
+        };
+        tracing::warn!(
+            job = job.name(),
+            lock = config.name(),
+            lock_at_most_for = ?at_most,
+            period = ?period,
+            periods = at_most.as_secs_f64() / period.as_secs_f64(),
+            "lock_at_most_for is more than {LONG_LEASE_PERIODS} periods of the job: if the \
+             instance running it dies, no instance runs the job until the lease ends. Set \
+             lock_at_most_for a little above the job's longest run, or for a job of unknown \
+             length use keep_alive = true with a short lock_at_most_for (the lease is then \
+             extended while the body runs and ends soon after a crash)"
+        );
+    }
+}
+
+/// The job's period if `at_most` is more than [`LONG_LEASE_PERIODS`] of it: a fixed rate or
+/// delay, or the first of a cron expression's next gaps that is short enough (its slots need
+/// not be evenly spaced: weekdays only, DST).
+fn period_too_short_for(job: &Job, at_most: Duration) -> Option<Duration> {
+    let too_long = |period: Duration| {
+        period
+            .checked_mul(LONG_LEASE_PERIODS)
+            .is_some_and(|limit| at_most > limit)
+    };
+    match job.trigger().spec().kind {
+        TriggerKind::FixedRate { period } => too_long(period).then_some(period),
+        TriggerKind::FixedDelay { delay } => too_long(delay).then_some(delay),
+        // Cron slots are whole seconds apart: no gap is short enough. Skipping the slot
+        // arithmetic keeps a start with 10,000 jobs fast.
+        TriggerKind::Cron(_) if !too_long(Duration::from_secs(1)) => None,
+        TriggerKind::Cron(_) => {
+            // Four gaps: enough to meet a short one in a weekday or weekend pattern.
+            let mut at = job.trigger().next_slot(Utc::now())?.instant();
+            for _ in 0..4 {
+                let next = job.trigger().next_slot(at)?.instant();
+                let gap = (next - at).to_std().ok()?;
+                if !gap.is_zero() && too_long(gap) {
+                    return Some(gap);
+                }
+                at = next;
+            }
+            None
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! What [`Scheduler::jobs`](super::Scheduler::jobs) reports of each job.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -13,6 +14,12 @@ use super::Job;
 pub enum RunOutcome {
     /// The body ran and returned `()` or `Ok(())`.
     Succeeded,
+    /// The body returned `()` or `Ok(())` after its
+    /// [`JobContext::cancelled`](crate::JobContext::cancelled) had resolved: it stopped early
+    /// because the scheduler was shutting down or the lease was lost. Whether it finished its
+    /// work is the body's to say (a body that must tell "interrupted" apart returns an error);
+    /// this outcome says only that it did not run to the end of an undisturbed fire.
+    Cancelled,
     /// The body ran and returned an error (rendered with `{:?}`).
     Failed(String),
     /// The body panicked.
@@ -23,7 +30,7 @@ pub enum RunOutcome {
     LockFailed(String),
 }
 
-/// A snapshot of one job, from [`Scheduler::jobs`].
+/// A snapshot of one job, from [`Scheduler::jobs`](super::Scheduler::jobs).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct JobStatus {
@@ -44,6 +51,9 @@ pub struct JobStatus {
 pub(super) struct JobState {
     pub(super) name: String,
     status: Mutex<JobStatus>,
+    /// From the start of a fire until its body returns (or unwinds): what shutdown waits for
+    /// and names at its timeout. A fire that is `running` but not in its body is releasing.
+    in_body: AtomicBool,
 }
 
 impl JobState {
@@ -58,7 +68,24 @@ impl JobState {
                 last_outcome: None,
                 last_duration: None,
             }),
+            in_body: AtomicBool::new(false),
         }
+    }
+
+    pub(super) fn set_in_body(&self, in_body: bool) {
+        self.in_body.store(in_body, Ordering::SeqCst);
+    }
+
+    /// A fire is in its body (or still taking the lock).
+    pub(super) fn in_body(&self) -> bool {
+        self.in_body.load(Ordering::SeqCst)
+    }
+
+    /// A fire whose body returned is releasing its lease.
+    pub(super) fn releasing(&self) -> bool {
+        // Read in_body first: a fire sets it before `running` and clears it before releasing.
+        let in_body = self.in_body();
+        !in_body && self.lock().running
     }
 
     pub(super) fn lock(&self) -> MutexGuard<'_, JobStatus> {

@@ -1,0 +1,319 @@
+//! The README's PromQL, evaluated by a real Prometheus (Debian's `prometheus`, which
+//! `scripts/test` installs) scraping two replicas of the `metrics_prometheus` example that
+//! share one SQLite lock table, as two pods share a database: every expression of the README's
+//! `promql` block must parse, and each must give the cluster-wide answer; the README's rule
+//! file must pass `promtool check rules` and use those same expressions.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use test_support::process::{KillOnDrop, free_port};
+
+/// The README's `promql` block: one expression per line, each after its `#` comment; with the
+/// rate windows (`[5m]`, `[10m]`, `[1h]`) shortened to `[10s]`, since a rate over 5 minutes of a
+/// series 15 s old is divided by the whole 5 minutes. Everything else is evaluated as written.
+fn readme_expressions() -> Vec<String> {
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find("```promql\n")
+        .expect("the README has a promql block")
+        + "```promql\n".len();
+    let end = start + readme[start..].find("```").expect("the block ends");
+    readme[start..end]
+        .lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .map(|line| {
+            ["[5m]", "[10m]", "[1h]"]
+                .iter()
+                .fold(line.to_owned(), |expr, window| {
+                    expr.replace(window, "[10s]")
+                })
+        })
+        .collect()
+}
+
+/// The README's rule file (its `yaml` block starting with `groups:`) and its `expr:` lines.
+fn readme_rules() -> (String, Vec<String>) {
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find("```yaml\ngroups:\n")
+        .expect("the README has a rule file")
+        + "```yaml\n".len();
+    let end = start + readme[start..].find("```").expect("the block ends");
+    let rules = readme[start..end].to_owned();
+    let exprs = rules
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("expr: "))
+        .map(str::to_owned)
+        .collect();
+    (rules, exprs)
+}
+
+#[test]
+fn the_readme_rule_file_is_valid_and_uses_the_tested_expressions() {
+    if !test_support::skip::command_available("promtool") {
+        return;
+    }
+    let (rules, exprs) = readme_rules();
+    assert_eq!(exprs.len(), 3, "{rules}");
+    let readme = include_str!("../../README.md");
+    let block = &readme[readme.find("```promql\n").expect("the promql block")..];
+    for expr in &exprs {
+        assert!(
+            block.lines().any(|line| line == expr),
+            "the rule's expr is not in the README's tested promql block: {expr}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rules.yml");
+    std::fs::write(&file, &rules).unwrap();
+    let output = Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(&file)
+        .output()
+        .expect("run promtool");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "promtool check rules:\n{report}");
+    assert!(report.contains("SUCCESS: 3 rules found"), "{report}");
+}
+
+/// `GET path` over HTTP/1.0 (no chunked body to decode); the status and body.
+fn get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| std::io::Error::other(format!("not an HTTP response: {response:?}")))?;
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other(format!("no status in {head:?}")))?;
+    Ok((status, body.to_owned()))
+}
+
+/// Percent-encodes a query parameter.
+fn encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// One series of an instant vector: its labels and value.
+#[derive(Debug)]
+struct Sample {
+    labels: BTreeMap<String, String>,
+    value: f64,
+}
+
+/// Evaluates `expr` now through `/api/v1/query`; panics with Prometheus' error if it fails.
+fn query(port: u16, expr: &str) -> Vec<Sample> {
+    let (status, body) = get(port, &format!("/api/v1/query?query={}", encode(expr)))
+        .unwrap_or_else(|e| panic!("query {expr}: {e}"));
+    let answer: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(
+        (status, answer["status"].as_str()),
+        (200, Some("success")),
+        "Prometheus refused {expr}: {body}"
+    );
+    assert_eq!(answer["data"]["resultType"], "vector", "{expr}: {body}");
+    answer["data"]["result"]
+        .as_array()
+        .expect("a result list")
+        .iter()
+        .map(|series| Sample {
+            labels: serde_json::from_value(series["metric"].clone()).expect("labels"),
+            value: series["value"][1]
+                .as_str()
+                .and_then(|v| v.parse().ok())
+                .expect("a value"),
+        })
+        .collect()
+}
+
+/// The value per `scheduled_job` label.
+fn by_job(samples: &[Sample]) -> BTreeMap<String, f64> {
+    samples
+        .iter()
+        .map(|s| {
+            let job = s.labels.get("scheduled_job").cloned();
+            (
+                job.unwrap_or_else(|| panic!("no scheduled_job label: {samples:?}")),
+                s.value,
+            )
+        })
+        .collect()
+}
+
+/// Polls `probe` every 250 ms until it is true; panics naming `what` after `timeout`.
+fn wait(timeout: Duration, what: &str, mut probe: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !probe() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[test]
+fn the_readme_queries_give_cluster_wide_answers_in_prometheus() {
+    if !test_support::skip::command_available("prometheus") {
+        return;
+    }
+    let expressions = readme_expressions();
+    assert_eq!(expressions.len(), 6, "{expressions:#?}");
+    let dir = tempfile::tempdir().unwrap();
+    let locks = dir.path().join("locks.db");
+
+    // Two replicas on one lock table, each with its own /metrics, as two pods.
+    let mut replicas = Vec::new();
+    let mut targets = Vec::new();
+    for name in ["replica-a", "replica-b"] {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_metrics_prometheus"))
+            .args(["--sqlite", locks.to_str().unwrap(), "--instance", name])
+            .args(["--listen", &format!("127.0.0.1:{port}"), "--seconds", "120"])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the metrics_prometheus example");
+        replicas.push(KillOnDrop(child));
+        targets.push(format!("'127.0.0.1:{port}'"));
+    }
+    // Scrape job `billing`: Prometheus puts `job="billing"` on every series; the scheduler's
+    // own label must not collide with it.
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\n\
+             scrape_configs:\n  - job_name: billing\n    static_configs:\n      - targets: [{}]\n",
+            targets.join(", ")
+        ),
+    )
+    .unwrap();
+    let prometheus_port = free_port();
+    let prometheus = Command::new("prometheus")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{prometheus_port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start prometheus");
+    let _prometheus = KillOnDrop(prometheus);
+
+    wait(Duration::from_secs(30), "Prometheus to be ready", || {
+        get(prometheus_port, "/-/ready").is_ok_and(|(status, _)| status == 200)
+    });
+    wait(
+        Duration::from_secs(45),
+        "both replicas up with 12 scrapes each (the 10 s windows full)",
+        || {
+            let scrapes = query(
+                prometheus_port,
+                r#"count_over_time(up{job="billing"}[1m]) >= 12"#,
+            );
+            let up = query(prometheus_port, r#"up{job="billing"} == 1"#);
+            scrapes.len() == 2 && up.len() == 2
+        },
+    );
+
+    // No label collision: the scrape job stays `job`, the lock is `scheduled_job`.
+    let raw = query(prometheus_port, "scheduled_lock_attempts_total");
+    assert_eq!(raw.len(), 4, "2 replicas x 2 jobs: {raw:?}");
+    for series in &raw {
+        assert_eq!(
+            series.labels.get("job").map(String::as_str),
+            Some("billing"),
+            "{series:?}"
+        );
+        assert!(!series.labels.contains_key("exported_job"), "{series:?}");
+    }
+
+    // Runs per second: one run per slot across both replicas (tick every 200 ms, flaky_export
+    // every second), not one per replica. Prometheus extrapolates a young series' rate, so
+    // allow ±30 %: per-replica double counting would be 2x.
+    let runs = by_job(&query(prometheus_port, &expressions[0]));
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!((3.5..=6.5).contains(&runs["tick"]), "tick runs/s {runs:?}");
+    assert!(
+        (0.7..=1.3).contains(&runs["flaky_export"]),
+        "flaky_export runs/s {runs:?}"
+    );
+
+    // Lock errors: none.
+    let errors = query(prometheus_port, &expressions[1]);
+    assert!(errors.is_empty(), "{errors:?}");
+
+    // Failures: the job that always fails, and only it.
+    let failures = by_job(&query(prometheus_port, &expressions[2]));
+    assert_eq!(
+        failures.keys().collect::<Vec<_>>(),
+        ["flaky_export"],
+        "{failures:?}"
+    );
+    assert!(failures["flaky_export"] >= 3.0, "{failures:?}");
+
+    // Last success, with `sync_bill` replaced: quiet for the job that succeeds (although each
+    // replica skipped many of its slots), firing for the one that never succeeds.
+    let did_not_run = &expressions[3];
+    assert!(
+        did_not_run.contains(r#"scheduled_job="sync_bill""#),
+        "{did_not_run}"
+    );
+    let for_tick = query(prometheus_port, &did_not_run.replace("sync_bill", "tick"));
+    assert!(for_tick.is_empty(), "tick succeeds, no alert: {for_tick:?}");
+    let for_flaky = query(
+        prometheus_port,
+        &did_not_run.replace("sync_bill", "flaky_export"),
+    );
+    assert_eq!(
+        by_job(&for_flaky).keys().collect::<Vec<_>>(),
+        ["flaky_export"],
+        "{for_flaky:?}"
+    );
+    // The gauge itself: only replicas that ran tick have one; the max is seconds old.
+    let last = query(
+        prometheus_port,
+        r#"time() - max by (scheduled_job) (scheduled_job_last_success_timestamp_seconds)"#,
+    );
+    let last = by_job(&last);
+    assert_eq!(last.keys().collect::<Vec<_>>(), ["tick"], "{last:?}");
+    assert!(last["tick"] < 10.0, "{last:?}");
+
+    // Fire lag p99 across replicas: both jobs, well under a second on an idle machine's
+    // timers (the buckets end at 1 s).
+    let lag = by_job(&query(prometheus_port, &expressions[4]));
+    assert_eq!(lag.len(), 2, "{lag:?}");
+    assert!(lag.values().all(|&p99| p99 < 0.5), "{lag:?}");
+
+    // Run time p95: tick sleeps 3 ms, flaky_export 20 ms, plus a SQLite round trip each
+    // (buckets 5 ms, 10 ms, 50 ms, 100 ms, 500 ms): flaky_export's is past its 20 ms sleep's
+    // bucket floor, and neither reaches the 500 ms bucket on a loaded machine.
+    let held = by_job(&query(prometheus_port, &expressions[5]));
+    assert!(held["tick"] <= 0.1, "{held:?}");
+    assert!((0.01..=0.1).contains(&held["flaky_export"]), "{held:?}");
+}
