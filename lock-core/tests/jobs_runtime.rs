@@ -68,6 +68,13 @@ async fn trigger_runs_a_job_now_as_a_manual_fire_without_a_slot() {
         "{error}"
     );
     scheduler.shutdown().await.unwrap();
+    let error = scheduler.trigger("yearly").await.unwrap_err().to_string();
+    assert!(error.contains("shut down"), "{error}");
+    assert_eq!(
+        kinds.lock().unwrap().len(),
+        2,
+        "a trigger after shutdown ran the body"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -14,7 +14,7 @@ impl Scheduler {
     /// nor is refused because a slot already ran. While another instance (or this one's
     /// scheduled fire) holds the lock, it returns [`RunOutcome::Skipped`].
     ///
-    /// Fails when no job has that name.
+    /// Fails when no job has that name, or after [`shutdown`](Self::shutdown).
     ///
     /// ```
     /// use lock_core::{InMemoryLockProvider, Job, JobContext, FireKind, RunOutcome, Scheduler, Trigger};
@@ -34,6 +34,12 @@ impl Scheduler {
     /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
     /// ```
     pub async fn trigger(&self, name: &str) -> Result<RunOutcome, LockError> {
+        if self.inner.stop.is_cancelled() {
+            // Its body would start with `cancelled()` already resolved.
+            return Err(LockError::InvalidConfiguration(format!(
+                "Scheduler::trigger(`{name}`): the scheduler has shut down"
+            )));
+        }
         let runner = self.inner.jobs.runner(name).ok_or_else(|| {
             let known: Vec<String> = self
                 .inner
