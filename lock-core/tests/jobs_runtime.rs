@@ -393,3 +393,27 @@ async fn direct_calls_with_scoped_executors_do_not_skip_each_other() {
     }
     assert_eq!(calls.load(Ordering::SeqCst), 5);
 }
+
+#[tokio::test]
+async fn a_blocking_job_body_sees_its_test_context_on_the_blocking_pool() {
+    let job = Job::blocking(
+        "export",
+        Trigger::cron("0 0 * * * *").unwrap(),
+        |ctx: JobContext| -> Result<(), String> {
+            let current = JobContext::current().ok_or("no context on the blocking thread")?;
+            match (ctx.fence(), current.lock_name(), ctx.scheduled_at()) {
+                (5, "export", Some(_)) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    );
+    let at = chrono::Utc::now();
+    let result = TestFire::new()
+        .fence(5)
+        .scheduled_at(at)
+        .run_job(&job)
+        .await;
+    assert_eq!(result, Ok(()));
+    let result = TestFire::new().fence(6).run_job(&job).await.unwrap_err();
+    assert!(result.contains("6") && result.contains("None"), "{result}");
+}
