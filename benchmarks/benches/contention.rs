@@ -397,6 +397,11 @@ impl LockProvider for TimedProvider {
         self.inner.force_unlock(name).await
     }
 
+    // The scheduler fires by this clock: the wrapped database's, not the host's default.
+    async fn database_time(&self) -> Result<DateTime<Utc>, LockError> {
+        self.inner.database_time().await
+    }
+
     fn describe(&self) -> String {
         format!("timed {}", self.inner.describe())
     }

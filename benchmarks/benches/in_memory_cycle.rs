@@ -143,6 +143,7 @@ fn hand_refusal(
         locked_by: Some(row.locked_by.to_string()),
         lock_until: Some(epoch_wall + TimeDelta::from_std(row.lock_until - epoch).unwrap()),
         last_fire: None,
+        database_now: Some(epoch_wall + TimeDelta::from_std(now - epoch).unwrap()),
     }
 }
 

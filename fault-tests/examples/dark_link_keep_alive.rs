@@ -95,6 +95,7 @@ async fn run() -> Result<bool, BoxError> {
         locked_by: "repro-B".into(),
         lock_at_most_for: Duration::from_secs(10),
         slot: None,
+        max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
     };
     let taken = loop {
         if let AcquireOutcome::Acquired(lease) = b.acquire(&request).await? {

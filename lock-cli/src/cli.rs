@@ -62,6 +62,21 @@ pub(crate) enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Repair a last fire in the future (last_fire = the database's now); prints the lock as
+    /// it was.
+    ///
+    /// A last fire ahead of the database's clock (written by a version before 0.2 on a host
+    /// whose clock was ahead) makes every instance skip the job until the database reaches it:
+    /// days, or years. Without --force it only shows the lock, how far ahead its last fire is,
+    /// and refuses (exit code 2). A last fire in the past is never changed, so no slot that
+    /// ran can run again.
+    ResetSlot {
+        /// The lock's name, as `list` shows it.
+        name: String,
+        /// Really reset it.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[cfg(test)]
@@ -90,5 +105,10 @@ mod tests {
         assert_eq!(after.url.as_deref(), Some("sqlite://a.db"));
         assert_eq!(before.table, "shedlock");
         assert!(matches!(after.command, Command::Unlock { force: true, .. }));
+        let reset = Cli::try_parse_from(["lockctl", "reset-slot", "x", "--force"]).unwrap();
+        assert!(matches!(
+            reset.command,
+            Command::ResetSlot { force: true, .. }
+        ));
     }
 }

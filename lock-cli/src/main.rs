@@ -146,7 +146,7 @@ async fn run(url: &str, table: &str, command: &Command) -> Result<(), Failure> {
     // Everything that can be checked without a server is, so a typing mistake never connects.
     let database = target::parse(url)?;
     validate_table_name(table).map_err(|e| Failure::usage(format!("--table: {e}")))?;
-    if let Command::Unlock { name, .. } = command {
+    if let Command::Unlock { name, .. } | Command::ResetSlot { name, .. } = command {
         validate_lock_name(name).map_err(|e| Failure::usage(e.to_string()))?;
     }
     let opened = target::open(&database, table).await?;
@@ -203,6 +203,87 @@ async fn execute(opened: &OpenedProvider, command: &Command) -> Result<(), Failu
             print(&released(&before));
             Ok(())
         }
+        Command::ResetSlot { name, force } => reset_slot(provider, name, *force, &table).await,
+    }
+}
+
+/// `reset-slot NAME [--force]`: a last fire ahead of the database's clock is brought back to
+/// its now; without `--force`, show how far ahead it is and refuse.
+async fn reset_slot(
+    provider: &dyn lock_core::LockProvider,
+    name: &str,
+    force: bool,
+    table: &str,
+) -> Result<(), Failure> {
+    let now = provider.database_time().await.map_err(|e| {
+        Failure::from_operation(format!("cannot read the database's clock for {table}"), e)
+    })?;
+    let ahead = |record: &LockRecord| {
+        record
+            .last_fire
+            .filter(|last| *last > now)
+            .map(|last| (last - now).as_seconds_f64())
+    };
+    let at = |t: chrono::DateTime<chrono::Utc>| t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string();
+    if !force {
+        let record = provider
+            .read_lock(name)
+            .await
+            .map_err(|e| {
+                Failure::from_operation(format!("cannot read lock {name:?} in {table}"), e)
+            })?
+            .ok_or_else(|| no_such_lock(name, table))?;
+        print(&output::table(std::slice::from_ref(&record)));
+        let why = match ahead(&record) {
+            Some(seconds) => format!(
+                "its last fire is {} ahead of the database's clock ({}): every instance \
+                 skips the job until then.\n  Add --force to set it to the database's now; the \
+                 next slot then runs.",
+                span(seconds),
+                at(now)
+            ),
+            None => format!(
+                "its last fire is not ahead of the database's clock ({}): there is nothing to                  repair.",
+                at(now)
+            ),
+        };
+        return Err(Failure::usage(format!(
+            "refusing to reset the last fire of lock {name:?} without --force\n  {why}"
+        )));
+    }
+    let before = provider
+        .reset_slot(name)
+        .await
+        .map_err(|e| Failure::from_operation(format!("cannot reset lock {name:?} in {table}"), e))?
+        .ok_or_else(|| no_such_lock(name, table))?;
+    let headline = match (ahead(&before), before.last_fire) {
+        (Some(seconds), Some(last)) => format!(
+            "reset the last fire of lock {name:?} from {} ({} ahead) to the \
+             database's now ({}); it was:\n",
+            at(last),
+            span(seconds),
+            at(now)
+        ),
+        _ => format!(
+            "the last fire of lock {name:?} was not ahead of the database's clock ({}), so it \
+             was kept; it was:\n",
+            at(now)
+        ),
+    };
+    print(&(headline + &output::table(std::slice::from_ref(&before))));
+    Ok(())
+}
+
+/// A span of seconds as an operator reads it: `12.345 s`, or `400 days 3 h 2 min`.
+fn span(seconds: f64) -> String {
+    if seconds < 120.0 {
+        return format!("{seconds:.3} s");
+    }
+    let whole = seconds as u64;
+    let (days, hours, minutes) = (whole / 86_400, whole % 86_400 / 3600, whole % 3600 / 60);
+    match days {
+        0 => format!("{hours} h {minutes} min"),
+        _ => format!("{days} days {hours} h {minutes} min"),
     }
 }
 

@@ -173,6 +173,120 @@ fn held_lock_scenario(url: &str, table: &str) {
     assert!(stderr(&output).contains("--table"), "{}", stderr(&output));
 }
 
+/// A lock whose last fire is a year ahead of the database's clock, as an older version on a
+/// host with a wrong clock left it.
+const POISONED: &str = "billing::poisoned";
+
+async fn poison(provider: &dyn lock_core::LockProvider) {
+    let year = chrono::TimeDelta::days(365);
+    let now = provider.database_time().await.expect("database_time");
+    let slot = Some(lock_core::FireSlot::new(now + year));
+    let mut request = lock_core::testkit::request(
+        &POISONED.into(),
+        "old-version",
+        std::time::Duration::from_secs(60),
+        slot,
+    );
+    request.max_slot_lead = std::time::Duration::from_secs(2 * 365 * 86_400);
+    match provider.acquire(&request).await.expect("acquire") {
+        lock_core::AcquireOutcome::Acquired(lease) => {
+            assert!(
+                provider
+                    .release(&lease, std::time::Duration::ZERO)
+                    .await
+                    .expect("release")
+            );
+        }
+        refused => panic!("poisoning was refused: {refused:?}"),
+    }
+}
+
+/// The JSON row of `name`.
+fn listed_row(url: &str, table: &str, name: &str) -> Value {
+    let output = lockctl(&["list", "--json", "--url", url, "--table", table]);
+    assert_exit(&output, 0, "list --json");
+    let rows: Value = serde_json::from_str(&stdout(&output)).expect("list --json prints JSON");
+    rows.as_array()
+        .expect("a JSON array")
+        .iter()
+        .find(|row| row["name"] == name)
+        .unwrap_or_else(|| panic!("{name} not in {rows:?}"))
+        .clone()
+}
+
+/// `reset-slot` on [`POISONED`]: refused without --force (exit 2, nothing changed), repaired
+/// with it, kept the second time.
+fn reset_slot_scenario(url: &str, table: &str) {
+    let poisoned = listed_row(url, table, POISONED)["last_fire"].clone();
+    let output = lockctl(&["reset-slot", POISONED, "--url", url, "--table", table]);
+    assert_exit(&output, 2, "reset-slot without --force");
+    let err = stderr(&output);
+    assert!(
+        err.contains("refusing to reset the last fire")
+            && err.contains("ahead of the database's clock")
+            && err.contains("Add --force"),
+        "{err}"
+    );
+    assert_eq!(
+        listed_row(url, table, POISONED)["last_fire"],
+        poisoned,
+        "a refused reset changed it"
+    );
+
+    let output = lockctl(&[
+        "reset-slot",
+        POISONED,
+        "--force",
+        "--url",
+        url,
+        "--table",
+        table,
+    ]);
+    assert_exit(&output, 0, "reset-slot --force");
+    let out = stdout(&output);
+    assert!(
+        out.contains(&format!("reset the last fire of lock {POISONED:?} from")),
+        "{out}"
+    );
+    let repaired = listed_row(url, table, POISONED)["last_fire"].clone();
+    let repaired: chrono::DateTime<chrono::Utc> = repaired
+        .as_str()
+        .unwrap_or_else(|| panic!("last_fire {repaired:?}"))
+        .parse()
+        .expect("an RFC 3339 time");
+    // The database runs on this machine: its now is ours, within a minute.
+    assert!(
+        (repaired - chrono::Utc::now()).abs() < chrono::TimeDelta::minutes(1),
+        "repaired last_fire {repaired}"
+    );
+
+    let output = lockctl(&[
+        "reset-slot",
+        POISONED,
+        "--force",
+        "--url",
+        url,
+        "--table",
+        table,
+    ]);
+    assert_exit(&output, 0, "reset-slot --force again");
+    assert!(
+        stdout(&output).contains("was not ahead of the database's clock"),
+        "{}",
+        stdout(&output)
+    );
+    let output = lockctl(&[
+        "reset-slot",
+        "no_such_lock",
+        "--force",
+        "--url",
+        url,
+        "--table",
+        table,
+    ]);
+    assert_exit(&output, 1, "reset-slot of an unknown lock");
+}
+
 /// Runs the scenario, then `teardown` whatever happened, then re-raises a failure.
 fn run_then(scenario: impl FnOnce(), teardown: impl FnOnce()) {
     let result = catch_unwind(AssertUnwindSafe(scenario));
@@ -198,9 +312,13 @@ fn postgres_list_and_unlock() {
     runtime.block_on(async {
         provider.ensure_schema().await.expect("create the table");
         hold_lock(&provider).await;
+        poison(&provider).await;
     });
     run_then(
-        || held_lock_scenario(&url, &table),
+        || {
+            held_lock_scenario(&url, &table);
+            reset_slot_scenario(&url, &table);
+        },
         || {
             runtime.block_on(async {
                 let client = provider.pool().get().await.expect("a connection");
@@ -254,11 +372,13 @@ fn mysql_list_and_unlock() {
     runtime.block_on(async {
         provider.ensure_schema().await.expect("create the table");
         hold_lock(&provider).await;
+        poison(&provider).await;
     });
     let mariadb_url = url.replacen("mysql://", "mariadb://", 1);
     run_then(
         || {
             held_lock_scenario(&url, &table);
+            reset_slot_scenario(&url, &table);
             // mariadb:// is the same driver.
             assert_eq!(listed(&mariadb_url, &table)["state"], "free");
         },
@@ -287,10 +407,12 @@ fn sqlite_list_and_unlock() {
     runtime.block_on(async {
         provider.ensure_schema().await.expect("create the table");
         hold_lock(&provider).await;
+        poison(&provider).await;
     });
     let url = format!("sqlite://{}", path.display());
     // The temp dir (and the file) go away on drop, whatever happens.
     held_lock_scenario(&url, &table);
+    reset_slot_scenario(&url, &table);
 
     // The URL and the table can come from the environment.
     let output = lockctl_with_env(

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+mod clock;
 mod config;
 mod context;
 mod error;
@@ -26,6 +27,7 @@ pub mod testing;
 pub mod testkit;
 
 pub use __private::{JobReturn, LockedReturn};
+pub use clock::DEFAULT_CLOCK_REFRESH;
 pub use config::{LockConfiguration, MAX_DURATION, MAX_LOCK_NAME_LEN, validate_lock_name};
 pub use context::{FireKind, JobContext, assert_locked};
 pub use error::{BoxError, LockError};
@@ -39,7 +41,8 @@ pub use kit::{ColumnNames, DEFAULT_TABLE, validate_identifier, validate_table_na
 pub use lock_macros::{scheduled, scheduler_lock};
 pub use memory::InMemoryLockProvider;
 pub use provider::{
-    AcquireOutcome, FireSlot, Lease, LockProvider, LockRecord, LockRequest, Refusal, RefusalReason,
+    AcquireOutcome, DEFAULT_MAX_SLOT_LEAD, FireSlot, Lease, LockProvider, LockRecord, LockRequest,
+    Refusal, RefusalReason,
 };
 pub use run_once::{DEFAULT_RUN_ONCE_LEASE, DEFAULT_RUN_ONCE_WAIT, RunOnce, RunOnceOutcome};
 pub use scheduler::{

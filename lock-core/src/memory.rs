@@ -109,6 +109,12 @@ impl LockProvider for InMemoryLockProvider {
     async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
         validate_lock_name(&request.name)?;
         let now = Instant::now();
+        // This provider's clock is the host's: the same one `database_time` reports.
+        if request.slot.is_some() && request.slot_too_far_ahead(self.wall(now)) {
+            return Ok(AcquireOutcome::Refused(Refusal::slot_in_future(
+                self.wall(now),
+            )));
+        }
         let mut rows = self.rows();
         if let Some(row) = rows.get_mut(&*request.name) {
             let refusal = if row.lock_until > now {
@@ -125,6 +131,7 @@ impl LockProvider for InMemoryLockProvider {
                     locked_by: Some(row.locked_by.to_string()),
                     lock_until: Some(self.wall(row.lock_until)),
                     last_fire: row.last_fire.map(FireSlot::instant),
+                    database_now: Some(self.wall(now)),
                 }));
             }
             row.fence += 1;
@@ -198,6 +205,21 @@ impl LockProvider for InMemoryLockProvider {
             row.lock_until = now;
             before
         }))
+    }
+
+    async fn reset_slot(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        let now = Instant::now();
+        let wall_now = FireSlot::new(self.wall(now));
+        let mut rows = self.rows();
+        Ok(rows.get_mut(name).map(|row| {
+            let before = self.record(name, row, now);
+            row.last_fire = row.last_fire.map(|last| last.min(wall_now));
+            before
+        }))
+    }
+
+    async fn database_time(&self) -> Result<DateTime<Utc>, LockError> {
+        Ok(self.wall(Instant::now()))
     }
 
     fn describe(&self) -> String {

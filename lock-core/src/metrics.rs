@@ -32,6 +32,25 @@ use std::time::Duration;
 /// ```
 pub const JOB_LABEL: &str = "scheduled_job";
 
+/// How far this host's wall clock is ahead of the database's, in seconds (negative: behind),
+/// as the scheduler last measured it: a gauge per instance, labelled [`INSTANCE_LABEL`] (the
+/// instance id), set at start and at every clock refresh. Fires follow the database whatever
+/// it says; alert on it to find hosts whose clock needs fixing.
+///
+/// ```
+/// assert_eq!(lock_core::metrics::CLOCK_OFFSET_SECONDS, "scheduled_clock_offset_seconds");
+/// ```
+pub const CLOCK_OFFSET_SECONDS: &str = "scheduled_clock_offset_seconds";
+
+/// The label of [`CLOCK_OFFSET_SECONDS`]: the scheduler's instance id. Not `instance`, which
+/// Prometheus attaches to every scraped target (its `host:port`) and would rename ours to
+/// `exported_instance`, as it would `job` (see [`JOB_LABEL`]).
+///
+/// ```
+/// assert_eq!(lock_core::metrics::INSTANCE_LABEL, "scheduler_instance");
+/// ```
+pub const INSTANCE_LABEL: &str = "scheduler_instance";
+
 /// Generates, from one table, the public name constants, [`ALL`], and both halves of
 /// `LockMetrics`: the enabled one (a handle per metric, registered with the [`JOB_LABEL`] label)
 /// and the disabled one (every recording call a no-op). A row is

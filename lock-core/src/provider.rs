@@ -77,7 +77,18 @@ pub struct LockRequest {
     /// row's `last_fire` is NULL or earlier than the slot, and `last_fire` is then set to it.
     /// `None` (direct calls, fixed-delay jobs) means plain mutual exclusion.
     pub slot: Option<FireSlot>,
+    /// How far ahead of the provider's own now `slot` may be (default
+    /// [`DEFAULT_MAX_SLOT_LEAD`]). A later slot is refused with
+    /// [`RefusalReason::SlotInFuture`] and nothing is written, so an instance whose clock runs
+    /// ahead can never claim (and spend) slots that the database has not reached yet.
+    pub max_slot_lead: Duration,
 }
+
+/// The default [`LockRequest::max_slot_lead`]: the scheduler fires by its estimate of the
+/// database's clock (error: half a round trip), so a correct fire is never more than
+/// milliseconds ahead; five seconds leaves room for a refresh that has not yet seen a step of
+/// the database clock, and is still short enough that a wrong slot is never written.
+pub const DEFAULT_MAX_SLOT_LEAD: Duration = Duration::from_secs(5);
 
 /// A lock held by this instance: what release and extend need to prove ownership.
 ///
@@ -96,13 +107,14 @@ impl Lease {
     /// The lease granted for `request` with fencing token `fence`. Called by providers.
     ///
     /// ```
-    /// use lock_core::{Lease, LockRequest};
+    /// use lock_core::{DEFAULT_MAX_SLOT_LEAD, Lease, LockRequest};
     /// use std::time::Duration;
     /// let request = LockRequest {
     ///     name: "job".into(),
     ///     locked_by: "host:1:abcd".into(),
     ///     lock_at_most_for: Duration::from_secs(10),
     ///     slot: None,
+    ///     max_slot_lead: DEFAULT_MAX_SLOT_LEAD,
     /// };
     /// let lease = Lease::granted(&request, 7);
     /// assert_eq!((lease.name(), lease.fence()), ("job", 7));
@@ -148,6 +160,9 @@ pub enum RefusalReason {
     SlotAlreadyRun,
     /// The provider could not tell which of the two (it did not read the row).
     Unknown,
+    /// The slot is more than [`LockRequest::max_slot_lead`] ahead of the provider's clock: the
+    /// claiming instance's idea of the time is ahead of the database's. Nothing was written.
+    SlotInFuture,
 }
 
 /// What a refused acquire learned about the current holder, for the `skipped` event.
@@ -164,6 +179,9 @@ pub struct Refusal {
     pub lock_until: Option<DateTime<Utc>>,
     /// The last slot run under this name.
     pub last_fire: Option<DateTime<Utc>>,
+    /// The provider's clock when it refused, where the reply carried it (always for
+    /// [`RefusalReason::SlotInFuture`], so the warning can say how far ahead the slot was).
+    pub database_now: Option<DateTime<Utc>>,
 }
 
 impl Refusal {
@@ -174,6 +192,49 @@ impl Refusal {
             locked_by: None,
             lock_until: None,
             last_fire: None,
+            database_now: None,
+        }
+    }
+
+    /// The refusal of a slot more than the request's lead ahead of `database_now`.
+    ///
+    /// ```
+    /// use lock_core::{Refusal, RefusalReason};
+    /// let refusal = Refusal::slot_in_future(chrono::Utc::now());
+    /// assert_eq!(refusal.reason, RefusalReason::SlotInFuture);
+    /// ```
+    pub fn slot_in_future(database_now: DateTime<Utc>) -> Self {
+        Refusal {
+            database_now: Some(database_now),
+            ..Refusal::new(RefusalReason::SlotInFuture)
+        }
+    }
+}
+
+impl LockRequest {
+    /// Whether this request's slot is more than its lead ahead of `now` (the provider's clock):
+    /// the check every provider's acquire applies, here for providers that decide in Rust.
+    ///
+    /// ```
+    /// use chrono::{TimeDelta, Utc};
+    /// use lock_core::{DEFAULT_MAX_SLOT_LEAD, FireSlot, LockRequest};
+    /// use std::time::Duration;
+    /// let now = Utc::now();
+    /// let request = |ahead: i64| LockRequest {
+    ///     name: "job".into(),
+    ///     locked_by: "me".into(),
+    ///     lock_at_most_for: Duration::from_secs(10),
+    ///     slot: Some(FireSlot::new(now + TimeDelta::seconds(ahead))),
+    ///     max_slot_lead: DEFAULT_MAX_SLOT_LEAD,
+    /// };
+    /// assert!(!request(5).slot_too_far_ahead(now));
+    /// assert!(request(6).slot_too_far_ahead(now));
+    /// ```
+    pub fn slot_too_far_ahead(&self, now: DateTime<Utc>) -> bool {
+        let lead = TimeDelta::from_std(self.max_slot_lead).unwrap_or(TimeDelta::MAX);
+        match (self.slot, now.checked_add_signed(lead)) {
+            (Some(slot), Some(limit)) => slot.instant() > limit,
+            _ => false,
         }
     }
 }
@@ -220,6 +281,8 @@ pub struct LockRecord {
 /// - **fencing**: each grant increments the row's `fence` and returns it;
 /// - **once per slot**: a request with a slot is granted only if `last_fire` is NULL or earlier,
 ///   and then sets `last_fire`;
+/// - **no future slot**: a request whose slot is more than its `max_slot_lead` ahead of the
+///   provider's now is refused ([`RefusalReason::SlotInFuture`]) and writes nothing;
 /// - **no silent loss**: a row deleted by hand is recreated by the next acquire.
 ///
 /// The conformance suite in `lock_core::testkit` (feature `testkit`) checks all of these.
@@ -239,6 +302,7 @@ pub struct LockRecord {
 ///     locked_by: "instance-a".into(),
 ///     lock_at_most_for: Duration::from_secs(30),
 ///     slot: None,
+///     max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
 /// };
 /// let AcquireOutcome::Acquired(lease) = provider.acquire(&request).await? else { panic!() };
 /// // A second acquire is refused while the lease is held ...
@@ -284,6 +348,7 @@ pub trait LockProvider: Send + Sync + 'static {
     ///     locked_by: "instance-a".into(),
     ///     lock_at_most_for: Duration::from_secs(30),
     ///     slot: None,
+    ///     max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
     /// };
     /// let AcquireOutcome::Acquired(lease) = provider.acquire(&request).await? else { panic!() };
     /// let record = provider.read_lock("report").await?.expect("the row exists");
@@ -303,6 +368,39 @@ pub trait LockProvider: Send + Sync + 'static {
     /// returns the row as it was before, or `None` when there is no such lock. `last_fire` and
     /// `fence` are kept, so once-per-slot and fencing still hold afterwards.
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError>;
+
+    /// Ends a poisoned `last_fire`: sets it to `min(last_fire, now)` and returns the row as it
+    /// was before, or `None` when there is no such lock (an operator's repair, `lockctl
+    /// reset-slot NAME --force`).
+    ///
+    /// A `last_fire` in the future (written by an older version from a host whose clock was
+    /// ahead) makes every instance skip the job until the database reaches it; afterwards the
+    /// next slot runs. A `last_fire` in the past is left as it is, so no slot that already ran
+    /// can run again. The default implementation says the provider cannot do it.
+    async fn reset_slot(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        Err(LockError::InvalidConfiguration(format!(
+            "{} cannot reset the slot of lock {name:?}",
+            self.describe()
+        )))
+    }
+
+    /// The provider's current time: the same clock every statement compares leases and slots
+    /// with (for a database, the server's; `SELECT` of the expression its statements use).
+    ///
+    /// The scheduler reads it a few times at start and then periodically, to fire by the
+    /// database's clock whatever the host's says. The default, for providers whose store is
+    /// on this host (like SQLite and the in-memory provider), is the host's clock.
+    ///
+    /// ```
+    /// use lock_core::{InMemoryLockProvider, LockProvider};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let now = InMemoryLockProvider::new().database_time().await?;
+    /// assert!((chrono::Utc::now() - now).num_seconds().abs() < 5);
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    async fn database_time(&self) -> Result<DateTime<Utc>, LockError> {
+        Ok(Utc::now())
+    }
 
     /// A short description for logs and errors, e.g. `postgres table public.shedlock`.
     fn describe(&self) -> String;
@@ -327,6 +425,12 @@ impl<P: LockProvider + ?Sized> LockProvider for Arc<P> {
     }
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
         (**self).force_unlock(name).await
+    }
+    async fn reset_slot(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        (**self).reset_slot(name).await
+    }
+    async fn database_time(&self) -> Result<DateTime<Utc>, LockError> {
+        (**self).database_time().await
     }
     fn describe(&self) -> String {
         (**self).describe()

@@ -194,6 +194,7 @@ async fn mark_done(executor: &LockingTaskExecutor, done: &str) -> Result<(), Loc
         locked_by: executor.instance_id().into(),
         lock_at_most_for: Duration::from_secs(60),
         slot: Some(done_slot()),
+        max_slot_lead: crate::DEFAULT_MAX_SLOT_LEAD,
     };
     match bounded(executor, "acquire", done, provider.acquire(&request)).await? {
         AcquireOutcome::Acquired(lease) => {

@@ -159,6 +159,7 @@ impl TestFire {
             locked_by: self.instance_id.clone().unwrap_or_else(|| "test".into()),
             lock_at_most_for: crate::DEFAULT_LOCK_AT_MOST_FOR,
             slot: self.slot,
+            max_slot_lead: crate::DEFAULT_MAX_SLOT_LEAD,
         };
         let cancel = CancellationToken::new();
         if self.cancelled {

@@ -21,11 +21,15 @@ const TABLE: &str = "lock_provider_mysql_bench";
 
 /// The provider's acquire statement for a six-column table, written out by hand.
 const ACQUIRE: &str = "INSERT INTO `lock_provider_mysql_bench` (`name`, `lock_until`, `locked_at`, `locked_by`, `fence`, `last_fire`) \
-    VALUES (?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?, 1, ?) \
+    VALUES (?, IF(LAST_INSERT_ID(IF(? > UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, 4611686018427387904 + 1152921504606846976 + TO_SECONDS(UTC_TIMESTAMP(3)), 0)) = 0, \
+      UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3)), \
+    UTC_TIMESTAMP(3), ?, IF(LAST_INSERT_ID() = 0, 1, 0), IF(LAST_INSERT_ID() = 0, ?, NULL)) \
     ON DUPLICATE KEY UPDATE \
-    `locked_by` = IF(LAST_INSERT_ID(IF(`lock_until` <= UTC_TIMESTAMP(3) AND (? IS NULL OR `last_fire` IS NULL OR `last_fire` < ?), GREATEST(`fence`, 0) + 1, \
+    `locked_by` = IF(LAST_INSERT_ID(IF(`lock_until` <= UTC_TIMESTAMP(3) AND (? IS NULL OR ((`last_fire` IS NULL OR `last_fire` < ?) \
+      AND ? <= UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND)), GREATEST(`fence`, 0) + 1, \
+      IF(? > UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, 4611686018427387904 + 1152921504606846976 + TO_SECONDS(UTC_TIMESTAMP(3)), \
       IF(`lock_until` > UTC_TIMESTAMP(3), 4611686018427387904 + TO_SECONDS(`lock_until`), \
-      4611686018427387904 + 2305843009213693952 + TO_SECONDS(COALESCE(`last_fire`, `lock_until`))))) < 4611686018427387904, ?, `locked_by`), \
+      4611686018427387904 + 2305843009213693952 + TO_SECONDS(COALESCE(`last_fire`, `lock_until`)))))) < 4611686018427387904, ?, `locked_by`), \
     `locked_at` = IF(LAST_INSERT_ID() < 4611686018427387904, UTC_TIMESTAMP(3), `locked_at`), \
     `fence` = IF(LAST_INSERT_ID() < 4611686018427387904, LAST_INSERT_ID(), `fence`), \
     `last_fire` = IF(LAST_INSERT_ID() < 4611686018427387904, COALESCE(?, `last_fire`), `last_fire`), \
@@ -184,16 +188,24 @@ async fn by_hand_losing(pool: &Pool) {
     let owner = Value::from("bench-loser");
     let at_most = Value::Int(3_600_000_000);
     let slot = Value::NULL;
+    // The slot's greatest lead, 5 s in microseconds, as the provider sends it.
+    let lead = Value::Int(5_000_000);
     let mut conn = pool.get_conn().await.expect("conn");
     conn.exec_drop(
         ACQUIRE,
         Params::Positional(vec![
             name,
+            slot.clone(),
+            lead.clone(),
             at_most.clone(),
             owner.clone(),
             slot.clone(),
             slot.clone(),
             slot.clone(),
+            slot.clone(),
+            lead.clone(),
+            slot.clone(),
+            lead,
             owner,
             slot,
             at_most,
@@ -214,16 +226,24 @@ async fn by_hand_cycle(pool: &Pool) {
     let owner = Value::from("bench-instance");
     let at_most = Value::Int(3_600_000_000);
     let slot = Value::NULL;
+    // The slot's greatest lead, 5 s in microseconds, as the provider sends it.
+    let lead = Value::Int(5_000_000);
     let mut conn = pool.get_conn().await.expect("conn");
     conn.exec_drop(
         ACQUIRE,
         Params::Positional(vec![
             name.clone(),
+            slot.clone(),
+            lead.clone(),
             at_most.clone(),
             owner.clone(),
             slot.clone(),
             slot.clone(),
             slot.clone(),
+            slot.clone(),
+            lead.clone(),
+            slot.clone(),
+            lead,
             owner.clone(),
             slot,
             at_most,

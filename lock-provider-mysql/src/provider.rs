@@ -392,6 +392,44 @@ impl LockProvider for MySqlLockProvider {
         Ok(before.map(record))
     }
 
+    async fn reset_slot(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        let before: Option<RecordRow> = self
+            .session
+            .run("reset slot", name, |mut conn, statements| {
+                Box::pin(async move {
+                    // Read under the row's lock, so the record returned is the one reset.
+                    let mut tx = conn.start_transaction(TxOpts::default()).await?;
+                    let before: Option<RecordRow> = tx
+                        .exec_first(statements.select_for_unlock(), (name,))
+                        .await?;
+                    if before.is_some() {
+                        tx.exec_drop(statements.reset_slot(), (name,)).await?;
+                    }
+                    tx.commit().await?;
+                    Ok(before)
+                })
+            })
+            .await?;
+        Ok(before.map(record))
+    }
+
+    async fn database_time(&self) -> Result<DateTime<Utc>, LockError> {
+        let now: Option<chrono::NaiveDateTime> = self
+            .session
+            .run("now", "", |mut conn, _| {
+                Box::pin(async move { conn.query_first(crate::statements::NOW_PRECISE).await })
+            })
+            .await?;
+        now.map(utc).ok_or_else(|| {
+            LockError::provider(
+                "now",
+                "",
+                self.describe(),
+                "SELECT UTC_TIMESTAMP(6) returned no row",
+            )
+        })
+    }
+
     fn describe(&self) -> String {
         self.session.describe()
     }

@@ -21,6 +21,9 @@
 //!   assignment sees the columns already changed) while MariaDB's `SIMULTANEOUS_ASSIGNMENT` mode
 //!   makes them see the old values; reading the decision works under both. It also makes the
 //!   result independent of `CLIENT_FOUND_ROWS`, which changes what affected-row counts mean.
+//! - **A slot too far ahead of the server's now is refused** (`SlotInFuture`, with the server's
+//!   now in the code): the update clause decides so like any refusal, and the inserted row of a
+//!   new name is then written free and without `last_fire`, so no future slot is ever stored.
 
 use std::time::{Duration, Instant};
 
@@ -35,15 +38,22 @@ use crate::table::{Column, Shape, Table};
 const REFUSED: u64 = 1 << 62;
 /// Set in a refusal when the lease was free but the slot had already run.
 const SLOT_ALREADY_RUN: u64 = 1 << 61;
+/// Set in a refusal when the slot was too far ahead of the server's now.
+const SLOT_IN_FUTURE: u64 = 1 << 60;
 /// The low bits of a refusal: the time (of `lock_until` when held, of `last_fire` when the slot
-/// already ran) as `TO_SECONDS`, whole seconds since year 0. Whole seconds are enough for the
+/// already ran, the server's now when the slot was too far ahead) as `TO_SECONDS`, whole
+/// seconds since year 0. Whole seconds are enough for the
 /// `skipped` event, and this integer function is much cheaper on the server than a conversion
 /// that keeps the milliseconds (`DECIMAL` arithmetic, measured here at a quarter of a losing
 /// acquire's server time); it reads a `DATETIME`'s stored UTC wall time whatever the session
 /// zone.
-const SECONDS_MASK: u64 = SLOT_ALREADY_RUN - 1;
+const SECONDS_MASK: u64 = SLOT_IN_FUTURE - 1;
 
 const NOW: &str = "UTC_TIMESTAMP(3)";
+
+/// The server's now with microseconds, for the scheduler's clock estimate: the same clock as
+/// [`NOW`], finer than the columns, so that the estimate's error is the round trip's alone.
+pub(crate) const NOW_PRECISE: &str = "SELECT UTC_TIMESTAMP(6)";
 
 /// The statements for one table of one shape.
 #[derive(Debug)]
@@ -56,6 +66,7 @@ pub(crate) struct Statements {
     list: String,
     select_for_unlock: String,
     unlock: String,
+    reset_slot: String,
 }
 
 impl Statements {
@@ -71,17 +82,27 @@ impl Statements {
         let held_until = format!("{REFUSED} + {}", to_seconds(&lock_until));
 
         let acquire = if shape.extended {
-            // Params: name, at_most, locked_by, slot (x3), locked_by, slot, at_most.
+            // Params: name, slot, lead, at_most, locked_by, slot (the inserted row); then slot
+            // (x3), lead, slot, lead, locked_by, slot, at_most (the update clause).
+            let ahead = format!("? > {NOW} + INTERVAL ? MICROSECOND");
+            let in_future = format!("{REFUSED} + {SLOT_IN_FUTURE} + {}", to_seconds(NOW));
             let free = format!(
-                "{lock_until} <= {NOW} AND (? IS NULL OR {last_fire} IS NULL OR {last_fire} < ?)"
+                "{lock_until} <= {NOW} AND (? IS NULL OR (({last_fire} IS NULL OR {last_fire} < ?) \
+                 AND ? <= {NOW} + INTERVAL ? MICROSECOND))"
             );
             let refusal = format!(
-                "IF({lock_until} > {NOW}, {held_until}, {REFUSED} + {SLOT_ALREADY_RUN} + {})",
+                "IF({ahead}, {in_future}, IF({lock_until} > {NOW}, {held_until}, {REFUSED} + {SLOT_ALREADY_RUN} + {}))",
                 to_seconds(&format!("COALESCE({last_fire}, {lock_until})"))
             );
+            // A missing row is inserted free, with no last_fire, when the slot is too far
+            // ahead: the decision is recorded with LAST_INSERT_ID (0 for a grant) by the first
+            // value and read back by the later ones. On the update path the update clause's
+            // first assignment overwrites it.
+            let inserted = "LAST_INSERT_ID() = 0";
             format!(
                 "INSERT INTO {t} ({name}, {lock_until}, {locked_at}, {locked_by}, {fence}, {last_fire}) \
-                 VALUES (?, {NOW} + INTERVAL ? MICROSECOND, {NOW}, ?, 1, ?) \
+                 VALUES (?, IF(LAST_INSERT_ID(IF({ahead}, {in_future}, 0)) = 0, {NOW} + INTERVAL ? MICROSECOND, {NOW}), \
+                 {NOW}, ?, IF({inserted}, 1, 0), IF({inserted}, ?, NULL)) \
                  ON DUPLICATE KEY UPDATE \
                  {locked_by} = IF(LAST_INSERT_ID(IF({free}, GREATEST({fence}, 0) + 1, {refusal})) < {REFUSED}, ?, {locked_by}), \
                  {locked_at} = IF({granted}, {NOW}, {locked_at}), \
@@ -132,6 +153,13 @@ impl Statements {
         let list = format!("SELECT {record} FROM {t}");
         let select_for_unlock = format!("SELECT {record} FROM {t} WHERE {name} = ? FOR UPDATE");
         let unlock = format!("UPDATE {t} SET {lock_until} = {NOW} WHERE {name} = ?");
+        // LEAST keeps a past last_fire and brings a future one back to now (NULL stays NULL:
+        // LEAST with a NULL is NULL). Without the column there is nothing to reset.
+        let reset_slot = if shape.extended {
+            format!("UPDATE {t} SET {last_fire} = LEAST({last_fire}, {NOW}) WHERE {name} = ?")
+        } else {
+            format!("UPDATE {t} SET {name} = {name} WHERE {name} = ?")
+        };
 
         Statements {
             shape,
@@ -142,6 +170,7 @@ impl Statements {
             list,
             select_for_unlock,
             unlock,
+            reset_slot,
         }
     }
 
@@ -160,13 +189,20 @@ impl Statements {
         let by = Value::from(&*request.locked_by);
         let params = if self.shape.extended {
             let slot = Value::from(request.slot.map(|s| s.instant().naive_utc()));
+            let lead = micros(lease_millis(request.max_slot_lead));
             vec![
                 name,
+                slot.clone(),
+                lead.clone(),
                 at_most.clone(),
                 by.clone(),
                 slot.clone(),
                 slot.clone(),
                 slot.clone(),
+                slot.clone(),
+                lead.clone(),
+                slot.clone(),
+                lead,
                 by,
                 slot,
                 at_most,
@@ -202,6 +238,10 @@ impl Statements {
         &self.unlock
     }
 
+    pub(crate) fn reset_slot(&self) -> &str {
+        &self.reset_slot
+    }
+
     fn owner(&self, lease: &Lease) -> Vec<Value> {
         let mut params = vec![Value::from(lease.name()), Value::from(lease.locked_by())];
         if self.shape.extended {
@@ -235,19 +275,18 @@ impl Statements {
         }
         let code = last_insert_id - REFUSED;
         let at = from_to_seconds(code & SECONDS_MASK);
-        Some(AcquireOutcome::Refused(if code & SLOT_ALREADY_RUN != 0 {
+        Some(AcquireOutcome::Refused(if code & SLOT_IN_FUTURE != 0 {
+            // The server's now in whole seconds: the warning's "ahead by" is as fine as that.
+            Refusal::slot_in_future(at?)
+        } else if code & SLOT_ALREADY_RUN != 0 {
             Refusal {
-                reason: RefusalReason::SlotAlreadyRun,
-                locked_by: None,
-                lock_until: None,
                 last_fire: at,
+                ..Refusal::new(RefusalReason::SlotAlreadyRun)
             }
         } else {
             Refusal {
-                reason: RefusalReason::Held,
-                locked_by: None,
                 lock_until: at,
-                last_fire: None,
+                ..Refusal::new(RefusalReason::Held)
             }
         }))
     }
@@ -308,6 +347,7 @@ mod tests {
             locked_by: Arc::from("me"),
             lock_at_most_for: Duration::from_micros(10),
             slot: FireSlot::from_unix_millis(1_700_000_000_000),
+            max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
         }
     }
 
@@ -335,7 +375,8 @@ mod tests {
         let (_, Params::Positional(values)) = statements(true).acquire(&request()) else {
             panic!()
         };
-        assert_eq!(values[1], Value::Int(1000));
+        // The inserted row's lock_until (after name, slot and lead).
+        assert_eq!(values[3], Value::Int(1000));
     }
 
     #[test]
@@ -362,6 +403,18 @@ mod tests {
             Some(AcquireOutcome::Refused(refusal)) => {
                 assert_eq!(refusal.reason, RefusalReason::SlotAlreadyRun);
                 assert_eq!(refusal.last_fire.unwrap().timestamp(), 1_700_000_000);
+            }
+            other => panic!("{other:?}"),
+        }
+        let now = 1_700_000_100;
+        match s.acquire_outcome(
+            &r,
+            REFUSED + SLOT_IN_FUTURE + UNIX_EPOCH_TO_SECONDS + now,
+            1,
+        ) {
+            Some(AcquireOutcome::Refused(refusal)) => {
+                assert_eq!(refusal.reason, RefusalReason::SlotInFuture);
+                assert_eq!(refusal.database_now.unwrap().timestamp(), now as i64);
             }
             other => panic!("{other:?}"),
         }

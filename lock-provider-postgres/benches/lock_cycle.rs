@@ -66,7 +66,13 @@ async fn run(mode: Mode) {
     // for each operation, exactly as the provider does.
     let hand = pool.get().await.unwrap();
 
-    let acquire_types = [Type::TEXT, Type::INT8, Type::TEXT, Type::TIMESTAMP];
+    let acquire_types = [
+        Type::TEXT,
+        Type::INT8,
+        Type::TEXT,
+        Type::TIMESTAMP,
+        Type::INT8,
+    ];
     let release_types = [Type::TEXT, Type::TEXT, Type::INT8, Type::INT8];
     let acquire = hand
         .prepare_typed(&sql.acquire, &acquire_types)
@@ -114,6 +120,7 @@ async fn run(mode: Mode) {
         locked_by: owner.into(),
         lock_at_most_for: minute,
         slot: None,
+        max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
     };
     let cycle_request = request("bench-cycle", "bench-instance");
     // Held for the whole run, however slow the machine is.
@@ -138,6 +145,8 @@ async fn run(mode: Mode) {
     let hand_name = "bench-hand";
     let at_most_ms: i64 = 60_000;
     let no_slot: Option<chrono::NaiveDateTime> = None;
+    // The slot's greatest lead (ms), as the provider sends it.
+    let lead_ms: i64 = 5_000;
     let owner = "bench-instance";
     let zero: i64 = 0;
     let interval = "60000 milliseconds";
@@ -212,7 +221,10 @@ async fn run(mode: Mode) {
                     let t = Instant::now();
                     let hand = pool.get().await.unwrap();
                     let row = hand
-                        .query_one(&acquire, &[&"bench-held", &at_most_ms, &"loser", &no_slot])
+                        .query_one(
+                            &acquire,
+                            &[&"bench-held", &at_most_ms, &"loser", &no_slot, &lead_ms],
+                        )
                         .await
                         .unwrap();
                     hand_losing.record(t);
@@ -326,7 +338,9 @@ async fn run(mode: Mode) {
 async fn hand_acquire(hand: &Client, acquire: &Statement, create: &Statement, name: &str) -> i64 {
     let at_most_ms: i64 = 60_000;
     let no_slot: Option<chrono::NaiveDateTime> = None;
-    let params: [&(dyn ToSql + Sync); 4] = [&name, &at_most_ms, &"bench-instance", &no_slot];
+    let lead_ms: i64 = 5_000;
+    let params: [&(dyn ToSql + Sync); 5] =
+        [&name, &at_most_ms, &"bench-instance", &no_slot, &lead_ms];
     let rows = hand.query(acquire, &params).await.unwrap();
     match rows.first() {
         Some(row) => row.get::<_, Option<i64>>(0).expect("by-hand lock refused"),

@@ -367,7 +367,8 @@ impl LockProvider for PostgresLockProvider {
         let locked_by: &str = &request.locked_by;
         let at_most = lease_millis(request.lock_at_most_for);
         let slot = request.slot.map(|s| s.instant().naive_utc());
-        let params: [&(dyn ToSql + Sync); 4] = [&name, &at_most, &locked_by, &slot];
+        let lead = lease_millis(request.max_slot_lead);
+        let params: [&(dyn ToSql + Sync); 5] = [&name, &at_most, &locked_by, &slot, &lead];
         let rows: Vec<Row> = self
             .session
             .run("acquire", name, |s| &s.acquire, sql::ACQUIRE_TYPES, &params)
@@ -378,19 +379,25 @@ impl LockProvider for PostgresLockProvider {
                 .session
                 .run("acquire", name, |s| &s.create, sql::ACQUIRE_TYPES, &params)
                 .await?;
-            return match rows.first() {
-                Some(row) => {
-                    let new_fence: i64 = row
-                        .try_get(0)
-                        .map_err(|e| self.session.row_error("acquire", name, e))?;
-                    Ok(AcquireOutcome::Acquired(Lease::granted(
-                        request,
-                        fence_from_sql(new_fence),
-                    )))
+            let row = rows.first().ok_or_else(|| {
+                self.session
+                    .unexpected("acquire", name, "the create statement returned no row")
+            })?;
+            let parse = || -> Result<(Option<i64>, NaiveDateTime), tokio_postgres::Error> {
+                Ok((row.try_get(0)?, row.try_get(1)?))
+            };
+            let (granted, db_now) =
+                parse().map_err(|e| self.session.row_error("acquire", name, e))?;
+            return Ok(match granted {
+                Some(new_fence) => {
+                    AcquireOutcome::Acquired(Lease::granted(request, fence_from_sql(new_fence)))
+                }
+                None if request.slot_too_far_ahead(utc(db_now)) => {
+                    AcquireOutcome::Refused(Refusal::slot_in_future(utc(db_now)))
                 }
                 // Another instance created it between our two statements: it holds the lock.
-                None => Ok(AcquireOutcome::Refused(Refusal::new(RefusalReason::Held))),
-            };
+                None => AcquireOutcome::Refused(Refusal::new(RefusalReason::Held)),
+            });
         };
         let parse = || -> Result<AcquireOutcome, tokio_postgres::Error> {
             if let Some(new_fence) = row.try_get::<_, Option<i64>>(0)? {
@@ -403,12 +410,17 @@ impl LockProvider for PostgresLockProvider {
             let lock_until: Option<NaiveDateTime> = row.try_get(2)?;
             let last_fire: Option<NaiveDateTime> = row.try_get(3)?;
             let held: bool = row.try_get(4)?;
+            let db_now = utc(row.try_get::<_, NaiveDateTime>(5)?);
+            if request.slot_too_far_ahead(db_now) {
+                return Ok(AcquireOutcome::Refused(Refusal::slot_in_future(db_now)));
+            }
             let slot_run = matches!((last_fire, slot), (Some(last), Some(slot)) if last >= slot);
             let known = |reason| Refusal {
                 reason,
                 locked_by,
                 lock_until: lock_until.map(utc),
                 last_fire: last_fire.map(utc),
+                database_now: Some(db_now),
             };
             Ok(AcquireOutcome::Refused(if held {
                 known(RefusalReason::Held)
@@ -466,6 +478,33 @@ impl LockProvider for PostgresLockProvider {
         rows.first()
             .map(|row| self.record("unlock", row))
             .transpose()
+    }
+
+    async fn reset_slot(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        let rows: Vec<Row> = self
+            .session
+            .run(
+                "reset slot",
+                name,
+                |s| &s.reset_slot,
+                sql::UNLOCK_TYPES,
+                &[&name],
+            )
+            .await?;
+        rows.first()
+            .map(|row| self.record("reset slot", row))
+            .transpose()
+    }
+
+    async fn database_time(&self) -> Result<DateTime<Utc>, LockError> {
+        let rows: Vec<Row> = self.session.run("now", "", |s| &s.now, &[], &[]).await?;
+        let row = rows
+            .first()
+            .ok_or_else(|| self.session.unexpected("now", "", "SELECT returned no row"))?;
+        let now: NaiveDateTime = row
+            .try_get(0)
+            .map_err(|e| self.session.row_error("now", "", e))?;
+        Ok(utc(now))
     }
 
     fn describe(&self) -> String {

@@ -298,6 +298,11 @@ impl Session {
     ) -> LockError {
         LockError::provider(operation, lock, self.describe(), e)
     }
+
+    /// An answer no statement of ours can give.
+    pub(crate) fn unexpected(&self, operation: &'static str, lock: &str, what: &str) -> LockError {
+        LockError::provider(operation, lock, self.describe(), what.to_owned())
+    }
 }
 
 /// Why a statement failed in a way that another attempt can fix.

@@ -25,8 +25,15 @@ const NOW: &str = "timezone('utc', CURRENT_TIMESTAMP)";
 /// once.
 const NOW_MS: &str = "date_trunc('milliseconds', timezone('utc', CURRENT_TIMESTAMP))";
 
-/// `$1` name, `$2` lock_at_most_for (ms), `$3` locked_by, `$4` slot (NULL for none).
-pub(crate) const ACQUIRE_TYPES: &[Type] = &[Type::TEXT, Type::INT8, Type::TEXT, Type::TIMESTAMP];
+/// `$1` name, `$2` lock_at_most_for (ms), `$3` locked_by, `$4` slot (NULL for none), `$5` the
+/// slot's greatest lead over the database's now (ms).
+pub(crate) const ACQUIRE_TYPES: &[Type] = &[
+    Type::TEXT,
+    Type::INT8,
+    Type::TEXT,
+    Type::TIMESTAMP,
+    Type::INT8,
+];
 /// `$1` name, `$2` locked_by, `$3` fence, `$4` lock_at_least_for (ms).
 pub(crate) const RELEASE_TYPES: &[Type] = &[Type::TEXT, Type::TEXT, Type::INT8, Type::INT8];
 /// `$1` name, `$2` locked_by, `$3` fence, `$4` lock_at_most_for (ms).
@@ -38,9 +45,9 @@ pub(crate) const UNLOCK_TYPES: &[Type] = &[Type::TEXT];
 /// precisely what it needs) and for benchmarks that issue the same statements by hand.
 ///
 /// Parameters: acquire `$1` name (text), `$2` lock_at_most_for in ms (int8), `$3` locked_by
-/// (text), `$4` slot (timestamp, UTC, or NULL); release `$1` name, `$2` locked_by, `$3` fence
+/// (text), `$4` slot (timestamp, UTC, or NULL), `$5` max slot lead in ms (int8); release `$1` name, `$2` locked_by, `$3` fence
 /// (int8), `$4` lock_at_least_for in ms; extend like release with `$4` lock_at_most_for in ms;
-/// force unlock `$1` name; list none.
+/// force unlock and reset slot `$1` name; list and now none.
 ///
 /// ```no_run
 /// # async fn run(provider: lock_provider_postgres::PostgresLockProvider) -> Result<(), lock_core::LockError> {
@@ -54,10 +61,11 @@ pub struct LockStatements {
     /// The shape of the table these statements were built for.
     pub shape: TableShape,
     /// Acquire: one row while the lock's row exists (`granted` fence or NULL, then the row as
-    /// it was), none when it does not.
+    /// it was, then the database's now), none when it does not.
     pub acquire: String,
-    /// Create the missing row (same parameters as `acquire`); returns the fence, or nothing
-    /// when another instance created it first.
+    /// Create the missing row (same parameters as `acquire`); returns one row: the fence (NULL
+    /// when another instance created it first or the slot is too far ahead) and the database's
+    /// now.
     pub create: String,
     /// Release, with asynchronous commit of its own transaction.
     pub release: String,
@@ -67,6 +75,10 @@ pub struct LockStatements {
     pub list: String,
     /// Force unlock, returning the row as it was.
     pub force_unlock: String,
+    /// Reset a poisoned `last_fire` to `LEAST(last_fire, now)`, returning the row as it was.
+    pub reset_slot: String,
+    /// The database's now: the expression every statement compares with.
+    pub now: String,
 }
 
 /// The statements for one table in one shape.
@@ -87,6 +99,10 @@ pub(crate) struct Statements {
     pub(crate) list: String,
     /// Returns the record columns of the row as it was before the unlock.
     pub(crate) force_unlock: String,
+    /// Returns the record columns of the row as it was before the reset.
+    pub(crate) reset_slot: String,
+    /// Returns the database's now (one zone-less timestamp, UTC).
+    pub(crate) now: String,
 }
 
 impl Statements {
@@ -121,7 +137,10 @@ impl Statements {
         let (set_slot, slot_ok, insert_cols, insert_vals, granted_fence) = if full {
             (
                 format!(", {fence} = t.{fence} + 1, {last_fire} = COALESCE($4, t.{last_fire})"),
-                format!(" AND ($4 IS NULL OR t.{last_fire} IS NULL OR t.{last_fire} < $4)"),
+                format!(
+                    " AND ($4 IS NULL OR ((t.{last_fire} IS NULL OR t.{last_fire} < $4) \
+                     AND $4 <= {NOW} + $5 * interval '1 millisecond'))"
+                ),
                 format!(", {fence}, {last_fire}"),
                 ", 1, $4".to_owned(),
                 format!("t.{fence}"),
@@ -141,7 +160,8 @@ impl Statements {
                 WHERE t.{name} = $1 AND t.{until} <= {NOW}{slot_ok} \
                 RETURNING {granted_fence} AS fence) \
             SELECT (SELECT fence FROM granted) AS granted, t.{by}::text AS locked_by, \
-                t.{until} AS lock_until, {cur_last_fire} AS last_fire, t.{until} > {NOW} AS held \
+                t.{until} AS lock_until, {cur_last_fire} AS last_fire, t.{until} > {NOW} AS held, \
+                {NOW} AS db_now \
             FROM {table} t WHERE t.{name} = $1"
         );
 
@@ -153,11 +173,20 @@ impl Statements {
         } else {
             "0::int8".to_owned()
         };
+        // A slot too far ahead of the database's now creates nothing either (the SELECT
+        // proposes no row); the provider tells the two cases apart by the now returned.
+        let create_guard = if full {
+            format!(" WHERE $4 IS NULL OR $4 <= {NOW} + $5 * interval '1 millisecond'")
+        } else {
+            String::new()
+        };
         let create = format!(
-            "INSERT INTO {table} ({name}, {until}, {at}, {by}{insert_cols}) \
-             VALUES ($1, {NOW_MS} + {at_most}, {NOW_MS}, $3{insert_vals}) \
-             ON CONFLICT ({name}) DO NOTHING \
-             RETURNING {created_fence}"
+            "WITH created AS (\
+                INSERT INTO {table} ({name}, {until}, {at}, {by}{insert_cols}) \
+                SELECT $1, {NOW_MS} + {at_most}, {NOW_MS}, $3{insert_vals}{create_guard} \
+                ON CONFLICT ({name}) DO NOTHING \
+                RETURNING {created_fence} AS fence) \
+            SELECT (SELECT fence FROM created) AS granted, {NOW} AS db_now"
         );
 
         // Release: ShedLock's `max(now, locked_at + lock_at_least_for)`, owner- and
@@ -211,6 +240,27 @@ impl Statements {
                 {old_last_fire}, old.{until} > {NOW}"
         );
 
+        // Reset slot: like force unlock, the subquery locks the row and keeps its old values.
+        // LEAST keeps a past last_fire (no slot that ran can run again) and brings a future one
+        // back to now.
+        let reset_slot = if full {
+            format!(
+                "UPDATE {table} t SET {last_fire} = LEAST(old.{last_fire}, {NOW_MS}) \
+                 FROM (SELECT t.{name}, t.{until}, t.{at}, t.{by}{old_cols} \
+                       FROM {table} t WHERE t.{name} = $1 FOR UPDATE) AS old \
+                 WHERE t.{name} = old.{name} \
+                 RETURNING old.{name}::text, old.{until}, old.{at}, old.{by}::text, {old_fence}, \
+                    {old_last_fire}, old.{until} > {NOW}"
+            )
+        } else {
+            // Without last_fire there is nothing to reset: the row as it is.
+            format!(
+                "SELECT t.{name}::text, t.{until}, t.{at}, t.{by}::text, {list_fence}, \
+                    {list_last_fire}, t.{until} > {NOW} FROM {table} t WHERE t.{name} = $1"
+            )
+        };
+        let now = format!("SELECT {NOW}");
+
         Statements {
             shape,
             acquire,
@@ -219,6 +269,8 @@ impl Statements {
             extend,
             list,
             force_unlock,
+            reset_slot,
+            now,
         }
     }
 
@@ -232,6 +284,8 @@ impl Statements {
             extend: self.extend.clone(),
             list: self.list.clone(),
             force_unlock: self.force_unlock.clone(),
+            reset_slot: self.reset_slot.clone(),
+            now: self.now.clone(),
         }
     }
 }

@@ -96,7 +96,8 @@ async fn the_fire_after_a_killed_connection_runs() {
     let executor = LockingTaskExecutor::new(provider.clone());
     let name = lock_core::testkit::unique_name("reconnect");
     let config = LockConfiguration::new(&*name, Duration::from_secs(60), Duration::ZERO).unwrap();
-    let base = Utc::now();
+    // In the past: every slot below is due (a slot over 5 s ahead of the database is refused).
+    let base = Utc::now() - TimeDelta::seconds(30);
     let fire = |n: i64| {
         let executor = &executor;
         let config = &config;

@@ -311,6 +311,7 @@ fn read_refusal(
                 locked_by: row.get(0)?,
                 lock_until: row.get::<_, Option<DateTime<Utc>>>(1)?,
                 last_fire: row.get(2)?,
+                database_now: None,
             })
         })
         .optional()
@@ -337,6 +338,15 @@ impl LockProvider for SqliteLockProvider {
             .map(|slot| slot_text(slot.instant()))
             .transpose()?;
         let at_most = lease_millis(request.lock_at_most_for);
+        let lead = lease_millis(request.max_slot_lead);
+        // SQLite's clock is this host's: a slot too far ahead is refused without a statement
+        // (the acquire statement refuses it too, by SQLite's own `now`).
+        if request.slot.is_some() {
+            let now = Utc::now();
+            if request.slot_too_far_ahead(now) {
+                return Ok(AcquireOutcome::Refused(Refusal::slot_in_future(now)));
+            }
+        }
         let owned = request.clone();
         self.run("acquire", &request.name, move |connection, sql| {
             // Most acquires lose (N instances, one winner). A plain read settles those without
@@ -350,9 +360,10 @@ impl LockProvider for SqliteLockProvider {
             in_immediate_transaction(connection, |connection| {
                 let granted: Option<i64> = connection
                     .prepare_cached(&sql.acquire)?
-                    .query_row(params![owned.name, owned.locked_by, at_most, slot], |row| {
-                        row.get(0)
-                    })
+                    .query_row(
+                        params![owned.name, owned.locked_by, at_most, slot, lead],
+                        |row| row.get(0),
+                    )
                     .optional()?;
                 if let Some(fence) = granted {
                     return Ok(AcquireOutcome::Acquired(Lease::granted(
@@ -434,6 +445,26 @@ impl LockProvider for SqliteLockProvider {
         .await
     }
 
+    async fn reset_slot(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        validate_lock_name(name)?;
+        let owned = name.to_owned();
+        self.run("reset slot", name, move |connection, sql| {
+            in_immediate_transaction(connection, |connection| {
+                let before = connection
+                    .prepare_cached(&sql.select_one)?
+                    .query_row([&owned], record)
+                    .optional()?;
+                if before.is_some() {
+                    connection
+                        .prepare_cached(&sql.reset_slot)?
+                        .execute([&owned])?;
+                }
+                Ok(before)
+            })
+        })
+        .await
+    }
+
     fn describe(&self) -> String {
         self.backend()
     }
@@ -467,6 +498,7 @@ mod tests {
             locked_by: "me".into(),
             lock_at_most_for: Duration::from_micros(200),
             slot: None,
+            max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
         };
         let outcome = provider.acquire(&request).await.unwrap();
         assert!(

@@ -32,8 +32,9 @@ fn plus_millis(base: &str, param: u8) -> String {
 pub(crate) struct Statements {
     /// The table the statements run on, with its DDL.
     pub(crate) table: Table,
-    /// `?1` name, `?2` locked_by, `?3` at_most ms, `?4` slot or NULL; returns the new fence
-    /// when granted, no row when refused (and then nothing was written).
+    /// `?1` name, `?2` locked_by, `?3` at_most ms, `?4` slot or NULL, `?5` the slot's greatest
+    /// lead over now (ms); returns the new fence when granted, no row when refused (and then
+    /// nothing was written).
     pub(crate) acquire: String,
     /// `?1` name, `?2` slot or NULL; returns locked_by, lock_until, last_fire and the reason
     /// (1 held, 2 slot already run, 0 neither any more).
@@ -48,6 +49,8 @@ pub(crate) struct Statements {
     pub(crate) select_one: String,
     /// `?1` name: ends the lease now.
     pub(crate) force_unlock: String,
+    /// `?1` name: `last_fire = min(last_fire, now)`.
+    pub(crate) reset_slot: String,
 }
 
 impl Statements {
@@ -61,10 +64,12 @@ impl Statements {
 
         // One statement decides and writes: it inserts a missing row (fence 1), or takes a
         // free row whose last slot is older than this one. When the WHERE fails SQLite changes
-        // no row, so a losing acquire dirties no page and its commit writes nothing.
+        // no row, so a losing acquire dirties no page and its commit writes nothing. A slot
+        // more than the lead ahead of now proposes no row at all (the SELECT's WHERE), so it
+        // neither inserts nor updates.
         let acquire = format!(
             "INSERT INTO {t} AS cur ({name}, {lock_until}, {locked_at}, {locked_by}, {fence}, {last_fire}) \
-             VALUES (?1, {until}, {now}, ?2, 1, ?4) \
+             SELECT ?1, {until}, {now}, ?2, 1, ?4 WHERE ?4 IS NULL OR ?4 <= {limit} \
              ON CONFLICT ({name}) DO UPDATE SET \
              {lock_until} = excluded.{lock_until}, \
              {locked_at} = excluded.{locked_at}, \
@@ -76,6 +81,7 @@ impl Statements {
              OR cur.{last_fire} < excluded.{last_fire}) \
              RETURNING {fence}",
             until = plus_millis("'now'", 3),
+            limit = plus_millis("'now'", 5),
         );
         let refusal = format!(
             "SELECT {locked_by}, {lock_until}, {last_fire}, \
@@ -99,6 +105,9 @@ impl Statements {
         let list = format!("SELECT {record_columns} FROM {t} ORDER BY {name}");
         let select_one = format!("SELECT {record_columns} FROM {t} WHERE {name} = ?1");
         let force_unlock = format!("UPDATE {t} SET {lock_until} = {now} WHERE {name} = ?1");
+        // min() with a NULL is NULL: a lock that never ran a slot stays so.
+        let reset_slot =
+            format!("UPDATE {t} SET {last_fire} = min({last_fire}, {now}) WHERE {name} = ?1");
 
         Statements {
             table,
@@ -109,6 +118,7 @@ impl Statements {
             list,
             select_one,
             force_unlock,
+            reset_slot,
         }
     }
 }

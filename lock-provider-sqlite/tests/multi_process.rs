@@ -216,6 +216,7 @@ fn work(db: &str, worker: &str) -> WorkerReport {
         locked_by: format!("worker-{worker}:{}", std::process::id()).into(),
         lock_at_most_for: Duration::from_secs(60),
         slot: None,
+        max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
     };
     let (mut attempts, mut wins) = (0u64, 0u64);
     current_thread().block_on(async {

@@ -119,6 +119,7 @@ async fn a_provider_failure_is_an_err_not_ok() {
         locked_by: "another-instance".into(),
         lock_at_most_for: Duration::from_secs(60),
         slot: None,
+        max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
     };
     assert!(matches!(
         provider.acquire(&request).await.unwrap(),

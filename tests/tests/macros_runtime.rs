@@ -34,6 +34,7 @@ async fn hold_elsewhere(name: &str, at_most: Duration) {
         locked_by: "another-instance".into(),
         lock_at_most_for: at_most,
         slot: None,
+        max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
     };
     let outcome = executor().provider().acquire(&request).await.unwrap();
     assert!(

@@ -119,8 +119,11 @@ fn lease(name: &str, at_most: Duration) -> Result<LockConfiguration, lock_core::
 }
 
 /// One line per job, as an operator's status page would show it.
-fn print_status(instance: &str, jobs: &[JobStatus]) {
-    println!("{instance}:");
+fn print_status(instance: &str, clock_offset: chrono::TimeDelta, jobs: &[JobStatus]) {
+    // How far this host's clock is off the database's (fires follow the database).
+    // Rounded to the printed millisecond, and `+ 0.0` turns a -0.0 into 0.0.
+    let seconds = (clock_offset.as_seconds_f64() * 1e3).round() / 1e3 + 0.0;
+    println!("{instance} (clock {seconds:+.3} s from the database's):");
     for job in jobs {
         let next = job.next_fire.map_or_else(
             || "-".to_owned(),
@@ -238,7 +241,7 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
             _ = &mut stop => break,
             _ = report.tick() => {
                 for (id, scheduler) in &instances {
-                    print_status(id, &scheduler.jobs());
+                    print_status(id, scheduler.clock_offset(), &scheduler.jobs());
                 }
             }
         }

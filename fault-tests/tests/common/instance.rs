@@ -146,6 +146,25 @@ impl Instance {
         clock.unwrap_or_else(|| panic!("{}: bad READY line {line:?}", self.name))
     }
 
+    /// Waits for the `CLOCK` line printed after `READY`; returns the offset of this host's
+    /// clock from the database's as `(Scheduler::clock_offset, the gauge)`, in ms.
+    pub async fn clock_offset(&mut self) -> (f64, f64) {
+        let stdout = self.stdout.clone();
+        let line = self
+            .process
+            .wait_for_line(&stdout, Duration::from_secs(5), "CLOCK", |l| {
+                l.starts_with("CLOCK ")
+            })
+            .await;
+        let value = |key: &str| -> f64 {
+            line.split(' ')
+                .find_map(|part| part.strip_prefix(key))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{}: no {key} in {line:?}", self.name))
+        };
+        (value("offset_ms="), value("gauge_ms="))
+    }
+
     /// Sends `SIGKILL`, `SIGSTOP`, `SIGCONT`, `SIGTERM`, ... by name (`KILL`, `STOP`, ...).
     pub fn signal(&self, signal: &str) {
         let pid = self.pid();

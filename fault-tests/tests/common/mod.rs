@@ -137,6 +137,33 @@ impl Fixture {
             .find(|r| r.name == name)
     }
 
+    /// Creates the free row of lock `name` (no slot run yet), as the first fire would.
+    pub async fn create_lock_row(&self, name: &str) {
+        let request = lock_core::LockRequest {
+            name: name.into(),
+            locked_by: "fixture".into(),
+            lock_at_most_for: Duration::from_secs(1),
+            slot: None,
+            max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+        };
+        match self
+            .locks
+            .acquire(&request)
+            .await
+            .expect("create the lock row")
+        {
+            lock_core::AcquireOutcome::Acquired(lease) => {
+                assert!(
+                    self.locks
+                        .release(&lease, Duration::ZERO)
+                        .await
+                        .expect("release")
+                );
+            }
+            refused => panic!("a fresh lock {name:?} was refused: {refused:?}"),
+        }
+    }
+
     /// Polls the runs table every 100 ms until `pick` finds something; panics after `timeout`.
     pub async fn wait_for_run(
         &self,

@@ -36,6 +36,7 @@ impl LockingTaskExecutor {
             locked_by: self.instance_id.clone(),
             lock_at_most_for: config.lock_at_most_for(),
             slot,
+            max_slot_lead: self.max_slot_lead,
         };
         let metrics = config.metrics();
         metrics.attempt();
@@ -84,9 +85,27 @@ impl LockingTaskExecutor {
             }
             AcquireOutcome::Refused(refusal) => {
                 metrics.skipped();
-                // A later slot already ran: some instance computes slots from a clock that is
-                // ahead (or this one's is behind). Each slot still runs at most once, but this
-                // instance will keep being refused until its clock catches up: say so loudly.
+                if refusal.reason == RefusalReason::SlotInFuture
+                    && let Some(slot) = slot
+                {
+                    let ahead = refusal.database_now.map(|now| slot.instant() - now);
+                    tracing::warn!(
+                        lock = config.name(),
+                        slot = %slot,
+                        database_now = ?refusal.database_now,
+                        ahead_seconds = ahead.map(|a| a.as_seconds_f64()),
+                        max_slot_lead = ?self.max_slot_lead,
+                        "refused: this fire's slot is {} ahead of the database's clock (more than \
+                         the {:?} allowed); this instance's idea of the time is wrong, the fire is \
+                         skipped and nothing was written",
+                        ahead.map_or_else(|| "too far".to_owned(), |a| format!("{:.3} s", a.as_seconds_f64())),
+                        self.max_slot_lead,
+                    );
+                }
+                // A later slot already ran: an instance of an older version labelled slots by a
+                // clock that is ahead, or left a last_fire in the future. Each slot still runs
+                // at most once, but this instance is refused until the database reaches that
+                // last_fire: say so loudly, with the repair.
                 if refusal.reason == RefusalReason::SlotAlreadyRun
                     && let (Some(slot), Some(last)) = (slot, refusal.last_fire)
                     && last > slot.instant()
@@ -96,7 +115,7 @@ impl LockingTaskExecutor {
                         slot = %slot,
                         last_fire = %last,
                         ahead_by = ?(last - slot.instant()).to_std().unwrap_or_default(),
-                        "a later slot already ran under this lock: an instance's clock is ahead of this one's; this fire is skipped"
+                        "a later slot already ran under this lock: its last_fire is ahead of this fire's slot (an older version on a host whose clock is ahead?); this fire is skipped; `lockctl reset-slot NAME --force` repairs a last_fire in the future"
                     );
                 }
                 tracing::debug!(

@@ -19,8 +19,8 @@ use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    FireKind, FireSlot, JobContext, LockConfiguration, LockError, LockProvider, MAX_DURATION,
-    MAX_INSTANCE_ID_LEN, default_instance_id,
+    DEFAULT_MAX_SLOT_LEAD, FireKind, FireSlot, JobContext, LockConfiguration, LockError,
+    LockProvider, MAX_DURATION, MAX_INSTANCE_ID_LEN, default_instance_id,
 };
 
 use acquire::Acquired;
@@ -90,6 +90,7 @@ pub struct LockingTaskExecutor {
     shutdown: CancellationToken,
     defaults: LockDefaults,
     operation_timeout: Duration,
+    max_slot_lead: Duration,
     // The runtime that synchronous locked calls from outside any runtime block on.
     runtime: Option<tokio::runtime::Handle>,
     // Grants seen and acquires in flight, so that a lost grant is told from any other.
@@ -145,6 +146,7 @@ impl LockingTaskExecutor {
             shutdown: CancellationToken::new(),
             defaults: LockDefaults::default(),
             operation_timeout: DEFAULT_OPERATION_TIMEOUT,
+            max_slot_lead: DEFAULT_MAX_SLOT_LEAD,
             runtime: tokio::runtime::Handle::try_current().ok(),
             own_grants: OwnGrants::default(),
         }
@@ -201,6 +203,29 @@ impl LockingTaskExecutor {
     /// The bound on each provider call.
     pub fn operation_timeout(&self) -> Duration {
         self.operation_timeout
+    }
+
+    /// How far ahead of the provider's clock a slot may be (default
+    /// [`DEFAULT_MAX_SLOT_LEAD`], 5 s): each acquire carries it
+    /// ([`LockRequest::max_slot_lead`](crate::LockRequest::max_slot_lead)) and the provider
+    /// refuses a later slot, so no instance can spend a slot the database has not reached.
+    ///
+    /// ```
+    /// use lock_core::{InMemoryLockProvider, LockingTaskExecutor};
+    /// use std::time::Duration;
+    /// let executor = LockingTaskExecutor::new(InMemoryLockProvider::new())
+    ///     .with_max_slot_lead(Duration::from_secs(2));
+    /// assert_eq!(executor.max_slot_lead(), Duration::from_secs(2));
+    /// ```
+    #[must_use]
+    pub fn with_max_slot_lead(mut self, lead: Duration) -> Self {
+        self.max_slot_lead = lead.min(MAX_DURATION);
+        self
+    }
+
+    /// How far ahead of the provider's clock a slot may be.
+    pub fn max_slot_lead(&self) -> Duration {
+        self.max_slot_lead
     }
 
     /// Replaces the instance id written to `locked_by` (1 to 255 bytes). Make it unique per

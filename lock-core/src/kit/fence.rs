@@ -19,6 +19,7 @@ use crate::Lease;
 ///     locked_by: "me".into(),
 ///     lock_at_most_for: Duration::from_secs(1),
 ///     slot: None,
+///     max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
 /// };
 /// assert_eq!(lock_core::kit::fence_to_sql(&Lease::granted(&request, 7)), 7);
 /// assert_eq!(lock_core::kit::fence_to_sql(&Lease::granted(&request, u64::MAX)), -1);

@@ -12,6 +12,7 @@ mod trigger;
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::TimeDelta;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -19,6 +20,7 @@ pub use job::{Job, registered_jobs};
 pub use status::{JobStatus, RunOutcome};
 pub use trigger::Trigger;
 
+use crate::clock::{DEFAULT_CLOCK_REFRESH, DatabaseClock};
 use crate::executor::install_scheduler_executor;
 use crate::{
     LockConfiguration, LockDefaults, LockError, LockProvider, LockingTaskExecutor, StateMap,
@@ -80,6 +82,8 @@ struct Inner {
     jobs: JobTable,
     /// What the jobs' parameters are extracted from.
     values: Arc<StateMap>,
+    /// The database's clock, which every timer follows.
+    clock: DatabaseClock,
 }
 
 impl Inner {
@@ -101,6 +105,7 @@ impl Inner {
             stop: stop.clone(),
             state: state.clone(),
             values: self.values.clone(),
+            clock: self.clock.clone(),
         };
         let task = self.loops.spawn(runner.clone().run(started));
         JobEntry {
@@ -147,6 +152,8 @@ pub struct SchedulerBuilder {
     shutdown_timeout: Option<Duration>,
     operation_timeout: Option<Duration>,
     jobs: Option<Vec<Job>>,
+    clock_refresh: Option<Duration>,
+    max_slot_lead: Option<Duration>,
     state: StateMap,
     /// Types given to `.state(..)` more than once (refused at start).
     state_twice: Vec<&'static str>,
@@ -281,6 +288,28 @@ impl Scheduler {
             .map(|job| job.status())
             .collect()
     }
+
+    /// How far this host's wall clock is ahead of the database's clock, by the scheduler's
+    /// latest measurement (negative: behind). Fires follow the database's clock whatever this
+    /// says; it is here (and in the metric `scheduled_clock_offset_seconds`, and in a `warn`
+    /// when over a second) so that a host with a wrong clock is noticed.
+    ///
+    /// The estimate's error is at most half the quickest round trip of its measurement plus
+    /// 100 ppm of its age; a step of the database's clock is seen at the next
+    /// [refresh](SchedulerBuilder::clock_refresh).
+    ///
+    /// ```
+    /// # use lock_core::{InMemoryLockProvider, Scheduler};
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// let scheduler = Scheduler::builder().lock_provider(InMemoryLockProvider::new()).jobs([]).start().await?;
+    /// // The in-memory provider's clock is this host's.
+    /// assert!(scheduler.clock_offset().abs() < chrono::TimeDelta::milliseconds(100));
+    /// scheduler.shutdown().await?;
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    pub fn clock_offset(&self) -> TimeDelta {
+        self.inner.clock.host_offset()
+    }
 }
 
 impl SchedulerBuilder {
@@ -314,6 +343,22 @@ impl SchedulerBuilder {
     /// [`LockingTaskExecutor::with_operation_timeout`].
     pub fn operation_timeout(mut self, timeout: Duration) -> Self {
         self.operation_timeout = Some(timeout);
+        self
+    }
+
+    /// How often the database's clock is measured again after start (default 30 s, see
+    /// [`DEFAULT_CLOCK_REFRESH`](crate::DEFAULT_CLOCK_REFRESH)); a step of the database's
+    /// clock is followed at most this late. Zero is refused at start.
+    pub fn clock_refresh(mut self, every: Duration) -> Self {
+        self.clock_refresh = Some(every);
+        self
+    }
+
+    /// How far ahead of the database's clock a fire's slot may be before the database refuses
+    /// it (default [`DEFAULT_MAX_SLOT_LEAD`](crate::DEFAULT_MAX_SLOT_LEAD), 5 s); see
+    /// [`LockingTaskExecutor::with_max_slot_lead`].
+    pub fn max_slot_lead(mut self, lead: Duration) -> Self {
+        self.max_slot_lead = Some(lead);
         self
     }
 
@@ -381,6 +426,13 @@ impl SchedulerBuilder {
     /// a job whose `lock_at_most_for` is more than 10 periods of the job long (a dead holder
     /// would stop it cluster-wide for that long; keep-alive with a short lease is the pattern
     /// for long jobs).
+    ///
+    /// Before any job fires, it measures the database's clock
+    /// ([`LockProvider::database_time`], a few round trips, each bounded by the operation
+    /// timeout): every slot is the database's time, never this host's. When the database does
+    /// not answer any of them, `start` fails with the provider's error and nothing fires:
+    /// a scheduler never fires by a clock it has not measured (start it again, or let the
+    /// service's supervisor restart it, once the database is back).
     pub async fn start(self) -> Result<Scheduler, LockError> {
         let provider = self.provider.ok_or_else(|| {
             LockError::InvalidConfiguration(
@@ -393,6 +445,15 @@ impl SchedulerBuilder {
         }
         if let Some(id) = self.instance_id {
             executor = executor.with_instance_id(id)?;
+        }
+        if let Some(lead) = self.max_slot_lead {
+            executor = executor.with_max_slot_lead(lead);
+        }
+        let clock_refresh = self.clock_refresh.unwrap_or(DEFAULT_CLOCK_REFRESH);
+        if clock_refresh.is_zero() {
+            return Err(LockError::InvalidConfiguration(
+                "clock_refresh: the interval must be more than zero".into(),
+            ));
         }
         if !self.state_twice.is_empty() {
             return Err(LockError::InvalidConfiguration(format!(
@@ -411,6 +472,8 @@ impl SchedulerBuilder {
             startup::warn_no_jobs(from_registry);
         }
         startup::warn_long_leases(&prepared);
+        let clock = DatabaseClock::for_scheduler(&executor).await?;
+
         install_scheduler_executor(&executor);
         let inner = Arc::new(Inner {
             executor,
@@ -419,7 +482,14 @@ impl SchedulerBuilder {
             shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
             jobs: JobTable::default(),
             values: Arc::new(self.state),
+            clock,
         });
+        tokio::spawn(
+            inner
+                .clock
+                .clone()
+                .refresh_until(clock_refresh, inner.stop.clone()),
+        );
         let started = tokio::time::Instant::now();
         for (job, config) in prepared {
             let entry = inner.spawn_job(job, config, started);

@@ -1,10 +1,13 @@
 //! One job's timer loop: sleep to each fire, run it under the job's lock, record the outcome.
+//!
+//! Every slot is the database's time: the loop asks the [`DatabaseClock`] for "now" and sleeps
+//! on the monotonic clock until the database reaches the slot, so this host's wall clock
+//! plays no part in when a job fires or which slot it claims.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
 use futures_util::FutureExt;
 use lock_trigger::TriggerKind;
 use tokio_util::sync::CancellationToken;
@@ -14,6 +17,7 @@ use super::Job;
 use super::job::Body;
 use super::status::{JobState, RunOutcome};
 use crate::__private::JobBody;
+use crate::clock::DatabaseClock;
 use crate::{
     FireKind, FireSlot, LockConfiguration, LockError, LockOutcome, LockingTaskExecutor, StateMap,
 };
@@ -28,6 +32,8 @@ pub(super) struct JobRunner {
     pub(super) state: Arc<JobState>,
     /// What the body's parameters are extracted from.
     pub(super) values: Arc<StateMap>,
+    /// The database's clock: slots are its time.
+    pub(super) clock: DatabaseClock,
 }
 
 impl JobRunner {
@@ -47,7 +53,7 @@ impl JobRunner {
         }
         let mut last: Option<FireSlot> = None;
         loop {
-            let now = Utc::now();
+            let now = self.clock.now();
             let after = match last {
                 Some(last) if last.instant() > now => last.instant(),
                 _ => now,
@@ -66,11 +72,9 @@ impl JobRunner {
                 tracing::warn!(job = self.job.name(), last = %last, next = %slot, "the previous run overran; slots in between are skipped");
             }
             self.state.lock().next_fire = Some(slot.instant());
-            // Sleep on the monotonic clock for the wall-clock distance to the slot.
-            let wait = (slot.instant() - Utc::now())
-                .to_std()
-                .unwrap_or(Duration::ZERO);
-            if !self.sleep_until(tokio::time::Instant::now() + wait).await {
+            // On the monotonic clock, to the instant the database reaches the slot; re-planned
+            // if a refresh finds that the database's clock moved.
+            if !self.clock.sleep_until(slot.instant(), &self.stop).await {
                 return;
             }
             self.fire(Some(slot)).await;
@@ -81,7 +85,8 @@ impl JobRunner {
     async fn run_fixed_delay(self, first: tokio::time::Instant, pause: Duration) {
         let mut next = first;
         loop {
-            self.state.lock().next_fire = Some(Utc::now() + (next - tokio::time::Instant::now()));
+            self.state.lock().next_fire =
+                Some(self.clock.now() + (next - tokio::time::Instant::now()));
             if !self.sleep_until(next).await {
                 return;
             }
@@ -119,8 +124,9 @@ impl JobRunner {
             status.next_fire = None;
         }
         if let Some(slot) = slot {
-            // A fire that starts a hair early (clock adjustments) counts as no lag.
-            let lag = (Utc::now() - slot.instant())
+            // By the database's clock. A fire a hair early (inside the estimate's error)
+            // counts as no lag.
+            let lag = (self.clock.now() - slot.instant())
                 .to_std()
                 .unwrap_or(Duration::ZERO);
             self.config.metrics().fire_lag(lag);
@@ -144,8 +150,9 @@ impl JobRunner {
             }
             Ok(Ok(LockOutcome::Executed((Ok(()), false)))) => {
                 span.in_scope(|| tracing::debug!(?elapsed, "job succeeded"));
-                // Wall-clock Unix time, as Prometheus' `time()` compares it.
-                let now = Utc::now().timestamp_micros() as f64 / 1e6;
+                // Unix time by the database's clock, like every time here: a host whose clock
+                // is off would otherwise shift the alert comparing it with Prometheus' `time()`.
+                let now = self.clock.now().timestamp_micros() as f64 / 1e6;
                 self.config.metrics().succeeded_at(now);
                 RunOutcome::Succeeded
             }

@@ -156,7 +156,8 @@ pub async fn finished_slot_is_not_adopted(fixture: Arc<dyn Fixture>) {
     let owner = format!("{name}-owner");
     let faulty = faulty(&fixture, Faults::default());
     let first = executor(&faulty, &owner);
-    let slot = FireSlot::new(Utc::now());
+    // In the past, so that both slots below (up to LONG later) are due by the provider's clock.
+    let slot = FireSlot::new(Utc::now() - TimeDelta::hours(1));
     // at_least below at_most, and equal to it: the released row looks like a fresh grant then.
     for at_least in [Duration::from_secs(60), LONG] {
         let config = LockConfiguration::new(name.clone(), LONG, at_least).expect("valid");

@@ -120,6 +120,14 @@ impl LockProvider for FaultyProvider {
         self.inner().force_unlock(name).await
     }
 
+    async fn reset_slot(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        self.inner().reset_slot(name).await
+    }
+
+    async fn database_time(&self) -> Result<chrono::DateTime<chrono::Utc>, LockError> {
+        self.inner().database_time().await
+    }
+
     fn describe(&self) -> String {
         format!("{} with injected faults", self.inner().describe())
     }

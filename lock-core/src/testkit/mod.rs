@@ -55,7 +55,10 @@ pub use ownership::{
     extend_only_by_owner, fence_strictly_increasing, release_only_by_owner,
     stale_lease_cannot_release_new_one,
 };
-pub use slots::{once_per_slot, slot_refused_while_held};
+pub use slots::{
+    future_slot_refused, once_per_slot, reset_slot_repairs_a_future_last_fire,
+    slot_refused_while_held,
+};
 pub use support::{request, unique_name};
 
 /// What a provider's test set-up hands to the suite: the provider itself, or the provider with
@@ -129,6 +132,8 @@ macro_rules! __conformance_suite {
             fence_strictly_increasing,
             once_per_slot,
             slot_refused_while_held,
+            future_slot_refused,
+            reset_slot_repairs_a_future_last_fire,
             fuzz,
             name_too_long,
             list_and_force_unlock,

@@ -39,6 +39,7 @@ pub fn request(
         locked_by: owner.into(),
         lock_at_most_for: at_most,
         slot,
+        max_slot_lead: crate::DEFAULT_MAX_SLOT_LEAD,
     }
 }
 
