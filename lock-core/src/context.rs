@@ -49,13 +49,65 @@ pub struct JobContext {
 struct ContextInner {
     lease: Lease,
     cancel: CancellationToken,
+    fire_kind: FireKind,
+}
+
+/// Why a body runs: a scheduled fire, a catch-up run of a missed slot, or a manual run.
+///
+/// A fire of the scheduler's timer is `Scheduled`; [`Scheduler::trigger`](crate::Scheduler::trigger),
+/// a direct call of a `#[scheduler_lock]` function and
+/// [`LockingTaskExecutor::execute_with_lock`](crate::LockingTaskExecutor::execute_with_lock)
+/// are `Manual`; `CatchUp` is a run of a slot missed while no instance was up.
+///
+/// ```
+/// use lock_core::FireKind;
+/// let ctx = lock_core::testing::TestFire::new().context();
+/// assert_eq!(ctx.fire_kind(), FireKind::Scheduled);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FireKind {
+    /// A fire at one of the trigger's instants.
+    Scheduled,
+    /// A run of a slot that was missed (e.g. while every instance was down).
+    CatchUp,
+    /// A run asked for by code or an operator, outside the trigger's instants.
+    Manual,
+}
+
+impl FireKind {
+    /// What the executor's public entry points report: a slot is a scheduled fire, no slot a
+    /// manual run.
+    pub(crate) fn of_slot(slot: Option<crate::FireSlot>) -> Self {
+        if slot.is_some() {
+            FireKind::Scheduled
+        } else {
+            FireKind::Manual
+        }
+    }
 }
 
 impl JobContext {
     pub(crate) fn new(lease: Lease, cancel: CancellationToken) -> Self {
+        Self::with_kind(lease, cancel, FireKind::Manual)
+    }
+
+    pub(crate) fn with_kind(lease: Lease, cancel: CancellationToken, fire_kind: FireKind) -> Self {
         JobContext {
-            inner: Arc::new(ContextInner { lease, cancel }),
+            inner: Arc::new(ContextInner {
+                lease,
+                cancel,
+                fire_kind,
+            }),
         }
+    }
+
+    /// The same context for a fire of `kind` (the executor builds a context before it knows
+    /// who asked for the lock).
+    pub(crate) fn for_fire(self, kind: FireKind) -> Self {
+        if self.inner.fire_kind == kind {
+            return self;
+        }
+        Self::with_kind(self.inner.lease.clone(), self.inner.cancel.clone(), kind)
     }
 
     /// The context of the locked body this code runs in, or `None` outside one.
@@ -81,6 +133,12 @@ impl JobContext {
     /// The scheduled instant this fire belongs to (`None` for direct calls and fixed-delay jobs).
     pub fn scheduled_at(&self) -> Option<DateTime<Utc>> {
         self.inner.lease.slot().map(|s| s.instant())
+    }
+
+    /// Why this body runs: a scheduled fire, a catch-up run, or a manual run
+    /// ([`Scheduler::trigger`](crate::Scheduler::trigger), a direct call).
+    pub fn fire_kind(&self) -> FireKind {
+        self.inner.fire_kind
     }
 
     /// The id of the instance holding the lock (`locked_by`).

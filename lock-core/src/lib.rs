@@ -13,6 +13,7 @@ pub mod kit;
 mod memory;
 pub mod metrics;
 mod provider;
+mod run_once;
 mod scheduler;
 mod shutdown;
 #[cfg(feature = "tokio-cron-scheduler")]
@@ -21,17 +22,18 @@ pub mod tcs;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+pub mod testing;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
 pub use __private::{JobReturn, LockedReturn};
 pub use clock::DEFAULT_CLOCK_REFRESH;
 pub use config::{LockConfiguration, MAX_DURATION, MAX_LOCK_NAME_LEN, validate_lock_name};
-pub use context::{JobContext, assert_locked};
+pub use context::{FireKind, JobContext, assert_locked};
 pub use error::{BoxError, LockError};
 pub use executor::{
     DEFAULT_LOCK_AT_MOST_FOR, DEFAULT_OPERATION_TIMEOUT, LockDefaults, LockOutcome,
-    LockingTaskExecutor, default_executor, install_default_executor,
+    LockingTaskExecutor, default_executor, install_default_executor, with_default_executor,
 };
 pub use extract::{BlockingJobHandler, ExtractError, FromJob, JobHandler, State, StateMap};
 pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};
@@ -42,6 +44,7 @@ pub use provider::{
     AcquireOutcome, DEFAULT_MAX_SLOT_LEAD, FireSlot, Lease, LockProvider, LockRecord, LockRequest,
     Refusal, RefusalReason,
 };
+pub use run_once::{DEFAULT_RUN_ONCE_LEASE, DEFAULT_RUN_ONCE_WAIT, RunOnce, RunOnceOutcome};
 pub use scheduler::{
     DEFAULT_SHUTDOWN_TIMEOUT, Job, JobStatus, RunOutcome, Scheduler, SchedulerBuilder, Trigger,
     registered_jobs,

@@ -19,14 +19,14 @@ use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    DEFAULT_MAX_SLOT_LEAD, FireSlot, JobContext, LockConfiguration, LockError, LockProvider,
-    MAX_DURATION, MAX_INSTANCE_ID_LEN, default_instance_id,
+    DEFAULT_MAX_SLOT_LEAD, FireKind, FireSlot, JobContext, LockConfiguration, LockError,
+    LockProvider, MAX_DURATION, MAX_INSTANCE_ID_LEN, default_instance_id,
 };
 
 use acquire::Acquired;
 use blocking::{block_on, join_blocking};
-pub(crate) use global::default_executor_shared;
-pub use global::{default_executor, install_default_executor};
+pub use global::{default_executor, install_default_executor, with_default_executor};
+pub(crate) use global::{default_executor_shared, install_scheduler_executor};
 use lease::{LeaseGuard, keep_alive};
 use recover::OwnGrants;
 
@@ -287,16 +287,32 @@ impl LockingTaskExecutor {
     /// assert_eq!(executor.execute_in_slot(&config, slot, async {}).await?, LockOutcome::Skipped);
     /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
     /// ```
+    ///
+    /// The body's [`JobContext::fire_kind`] is [`FireKind::Scheduled`] with a slot and
+    /// [`FireKind::Manual`] without.
     pub async fn execute_in_slot<F: Future>(
         &self,
         config: &LockConfiguration,
         slot: Option<FireSlot>,
         body: F,
     ) -> Result<LockOutcome<F::Output>, LockError> {
+        self.execute_fire(config, slot, FireKind::of_slot(slot), body)
+            .await
+    }
+
+    /// [`execute_in_slot`](Self::execute_in_slot) with the body's fire kind given.
+    pub(crate) async fn execute_fire<F: Future>(
+        &self,
+        config: &LockConfiguration,
+        slot: Option<FireSlot>,
+        kind: FireKind,
+        body: F,
+    ) -> Result<LockOutcome<F::Output>, LockError> {
         match self.acquire(config, slot).await? {
             Acquired::Reentrant => Ok(LockOutcome::Executed(body.await)),
             Acquired::Skipped => Ok(LockOutcome::Skipped),
             Acquired::Lease(guard, ctx) => {
+                let ctx = ctx.for_fire(kind);
                 let out = self
                     .run_holding(config, &ctx, guard, ctx.clone().scope(body))
                     .await;
@@ -331,10 +347,28 @@ impl LockingTaskExecutor {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
+        self.execute_blocking_fire(config, slot, FireKind::of_slot(slot), body)
+            .await
+    }
+
+    /// [`execute_blocking_in_slot`](Self::execute_blocking_in_slot) with the body's fire kind
+    /// given.
+    pub(crate) async fn execute_blocking_fire<F, T>(
+        &self,
+        config: &LockConfiguration,
+        slot: Option<FireSlot>,
+        kind: FireKind,
+        body: F,
+    ) -> Result<LockOutcome<T>, LockError>
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
         let ctx = match self.acquire(config, slot).await? {
             Acquired::Reentrant => JobContext::current(),
             Acquired::Skipped => return Ok(LockOutcome::Skipped),
             Acquired::Lease(guard, ctx) => {
+                let ctx = ctx.for_fire(kind);
                 let run = ctx.clone();
                 let task = tokio::task::spawn_blocking(move || run.enter_blocking(body));
                 let out = self

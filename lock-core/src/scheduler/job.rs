@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::__private::{self, BoxFuture, JobBody, JobResult, LockSpec, ScheduledJob};
 use crate::{
-    BlockingJobHandler, ExtractError, JobHandler, LockConfiguration, LockError,
+    BlockingJobHandler, ExtractError, JobContext, JobHandler, LockConfiguration, LockError,
     LockingTaskExecutor, StateMap, Trigger,
 };
 
@@ -153,8 +153,34 @@ impl Job {
         self
     }
 
+    /// The name the job is locked under (before any executor's defaults apply).
+    pub(crate) fn lock_name(&self) -> &str {
+        match &self.lock {
+            JobLock::Spec(spec) => spec.name(),
+            JobLock::Config(config) => config.name(),
+            JobLock::Default => &self.name,
+        }
+    }
+
     pub(crate) fn body(&self) -> &Body {
         &self.body
+    }
+
+    /// Runs the body once with `ctx` as its context, without a lock (for
+    /// [`testing`](crate::testing)). A panic of the body continues in the caller.
+    pub(crate) async fn run_body(&self, ctx: JobContext, values: Arc<StateMap>) -> JobResult {
+        match &self.body {
+            Body::Registered(JobBody::Async(body)) => ctx.scope(body(&values)).await,
+            Body::Async(body) => ctx.scope(body(values)).await,
+            Body::Registered(JobBody::Blocking(body)) => {
+                let body = *body;
+                run_blocking(ctx, move || body(&values)).await
+            }
+            Body::Blocking(body) => {
+                let body = body.clone();
+                run_blocking(ctx, move || body(&values)).await
+            }
+        }
     }
 
     /// What the body's parameters need and `state` lacks.
@@ -190,6 +216,19 @@ impl Job {
             body: Body::Registered(job.body),
             check: job.check,
         })
+    }
+}
+
+async fn run_blocking(
+    ctx: JobContext,
+    body: impl FnOnce() -> JobResult + Send + 'static,
+) -> JobResult {
+    match tokio::task::spawn_blocking(move || ctx.enter_blocking(body)).await {
+        Ok(result) => result,
+        Err(error) => match error.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(error) => Err(format!("the blocking body did not complete: {error}")),
+        },
     }
 }
 

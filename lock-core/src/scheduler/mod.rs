@@ -1,10 +1,13 @@
 //! The scheduler: sleeps to each job's next fire on tokio timers and runs it under its lock.
 
+mod dynamic;
 mod job;
+mod manual;
 mod overrides;
 mod runner;
 mod startup;
 mod status;
+mod table;
 mod trigger;
 
 use std::sync::Arc;
@@ -20,11 +23,13 @@ pub use status::{JobStatus, RunOutcome};
 pub use trigger::Trigger;
 
 use crate::clock::{DEFAULT_CLOCK_REFRESH, DatabaseClock};
+use crate::executor::install_scheduler_executor;
 use crate::{
-    LockDefaults, LockError, LockProvider, LockingTaskExecutor, StateMap, install_default_executor,
+    LockConfiguration, LockDefaults, LockError, LockProvider, LockingTaskExecutor, StateMap,
 };
 use runner::JobRunner;
 use status::JobState;
+use table::{JobEntry, JobTable};
 
 /// The default [`SchedulerBuilder::shutdown_timeout`]: 15 s, half of Kubernetes' default
 /// `terminationGracePeriodSeconds` (30 s).
@@ -75,9 +80,43 @@ struct Inner {
     /// The job loops (each awaits its running body).
     loops: TaskTracker,
     shutdown_timeout: Duration,
-    jobs: Vec<Arc<JobState>>,
+    /// The jobs, in start order then in the order they were added.
+    jobs: JobTable,
+    /// What the jobs' parameters are extracted from.
+    values: Arc<StateMap>,
     /// The database's clock, which every timer follows.
     clock: DatabaseClock,
+}
+
+impl Inner {
+    /// Starts `job`'s timer loop (its initial delay counted from `started`); used by `start()`
+    /// and `add_job`.
+    fn spawn_job(
+        &self,
+        job: Job,
+        config: LockConfiguration,
+        started: tokio::time::Instant,
+    ) -> JobEntry {
+        let state = Arc::new(JobState::new(&job));
+        // A job of its own so that `remove_job` can stop this loop alone.
+        let stop = self.stop.child_token();
+        let runner = JobRunner {
+            job,
+            config,
+            executor: self.executor.clone(),
+            stop: stop.clone(),
+            state: state.clone(),
+            values: self.values.clone(),
+            clock: self.clock.clone(),
+        };
+        let task = self.loops.spawn(runner.clone().run(started));
+        JobEntry {
+            state,
+            runner,
+            stop,
+            task,
+        }
+    }
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -194,13 +233,14 @@ impl Scheduler {
             // releases their own bound (each is one provider call, bounded by the operation
             // timeout), so that they are not cut off by the process's exit.
             let releases = async {
-                while inner.jobs.iter().any(|job| job.releasing()) {
+                while inner.jobs.states().iter().any(|job| job.releasing()) {
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
             };
             let _ = tokio::time::timeout(inner.executor.operation_timeout(), releases).await;
             let running: Vec<String> = inner
                 .jobs
+                .states()
                 .iter()
                 .filter(|job| job.in_body())
                 .map(|job| job.name.clone())
@@ -222,7 +262,7 @@ impl Scheduler {
     }
 
     /// The executor the scheduler runs jobs with (also installed as the default executor for
-    /// direct calls of locked functions).
+    /// direct calls of locked functions, when it was the first live one).
     pub fn executor(&self) -> &LockingTaskExecutor {
         &self.inner.executor
     }
@@ -245,7 +285,12 @@ impl Scheduler {
     /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
     /// ```
     pub fn jobs(&self) -> Vec<JobStatus> {
-        self.inner.jobs.iter().map(|job| job.status()).collect()
+        self.inner
+            .jobs
+            .states()
+            .iter()
+            .map(|job| job.status())
+            .collect()
     }
 
     /// How far this host's wall clock is ahead of the database's clock, by the scheduler's
@@ -370,8 +415,11 @@ impl SchedulerBuilder {
         self
     }
 
-    /// Validates every job's lock, installs the executor as the default for direct locked calls,
-    /// and starts one timer loop per job. Must be called inside a tokio runtime.
+    /// Validates every job's lock, installs the executor as the default for direct locked calls
+    /// (unless another live scheduler's or an explicitly installed one is there: a second
+    /// scheduler in a process logs a warning and leaves direct calls to the first; see
+    /// [`install_default_executor`](crate::install_default_executor)), and starts one timer
+    /// loop per job. Must be called inside a tokio runtime.
     ///
     /// Fails without starting anything when no provider was given, the instance id is invalid,
     /// a type was given to [`state`](Self::state) twice, a job's lock configuration is invalid
@@ -430,44 +478,35 @@ impl SchedulerBuilder {
             startup::warn_no_jobs(from_registry);
         }
         startup::warn_long_leases(&prepared);
-        let values = Arc::new(self.state);
         let clock = DatabaseClock::for_scheduler(&executor).await?;
 
-        install_default_executor(executor.clone());
-        let stop = CancellationToken::new();
-        let loops = TaskTracker::new();
-        tokio::spawn(clock.clone().refresh_until(clock_refresh, stop.clone()));
-        let mut states = Vec::with_capacity(prepared.len());
+        install_scheduler_executor(&executor);
+        let inner = Arc::new(Inner {
+            executor,
+            stop: CancellationToken::new(),
+            loops: TaskTracker::new(),
+            shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
+            jobs: JobTable::default(),
+            values: Arc::new(self.state),
+            clock,
+        });
+        tokio::spawn(
+            inner
+                .clock
+                .clone()
+                .refresh_until(clock_refresh, inner.stop.clone()),
+        );
         let started = tokio::time::Instant::now();
         for (job, config) in prepared {
-            let state = Arc::new(JobState::new(&job));
-            states.push(state.clone());
-            let runner = JobRunner {
-                job,
-                config,
-                executor: executor.clone(),
-                stop: stop.clone(),
-                state,
-                values: values.clone(),
-                clock: clock.clone(),
-            };
-            loops.spawn(runner.run(started));
+            let entry = inner.spawn_job(job, config, started);
+            inner.jobs.push(entry);
         }
         tracing::info!(
-            instance = executor.instance_id(),
-            provider = %executor.provider().describe(),
-            jobs = states.len(),
+            instance = inner.executor.instance_id(),
+            provider = %inner.executor.provider().describe(),
+            jobs = inner.jobs.len(),
             "scheduler started"
         );
-        Ok(Scheduler {
-            inner: Arc::new(Inner {
-                executor,
-                stop,
-                loops,
-                shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
-                jobs: states,
-                clock,
-            }),
-        })
+        Ok(Scheduler { inner })
     }
 }

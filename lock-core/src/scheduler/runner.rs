@@ -18,9 +18,12 @@ use super::job::Body;
 use super::status::{JobState, RunOutcome};
 use crate::__private::JobBody;
 use crate::clock::DatabaseClock;
-use crate::{FireSlot, LockConfiguration, LockError, LockOutcome, LockingTaskExecutor, StateMap};
+use crate::{
+    FireKind, FireSlot, LockConfiguration, LockError, LockOutcome, LockingTaskExecutor, StateMap,
+};
 
-/// One job's timer loop.
+/// One job's timer loop (a clone runs the job's manual fires).
+#[derive(Clone)]
 pub(super) struct JobRunner {
     pub(super) job: Job,
     pub(super) config: LockConfiguration,
@@ -102,6 +105,11 @@ impl JobRunner {
     }
 
     async fn fire(&self, slot: Option<FireSlot>) {
+        self.fire_as(slot, FireKind::Scheduled).await;
+    }
+
+    /// Runs one fire of `kind` under the job's lock and records its outcome in the status.
+    pub(super) async fn fire_as(&self, slot: Option<FireSlot>, kind: FireKind) -> RunOutcome {
         let span = tracing::info_span!(
             "fire",
             job = self.job.name(),
@@ -124,7 +132,7 @@ impl JobRunner {
             self.config.metrics().fire_lag(lag);
         }
         let started = tokio::time::Instant::now();
-        let outcome = AssertUnwindSafe(self.execute(slot))
+        let outcome = AssertUnwindSafe(self.execute(slot, kind))
             .catch_unwind()
             .instrument(span.clone())
             .await;
@@ -168,13 +176,15 @@ impl JobRunner {
         self.state.set_in_body(false);
         let mut status = self.state.lock();
         status.running = false;
-        status.last_outcome = Some(outcome);
+        status.last_outcome = Some(outcome.clone());
         status.last_duration = Some(elapsed);
+        outcome
     }
 
     async fn execute(
         &self,
         slot: Option<FireSlot>,
+        kind: FireKind,
     ) -> Result<LockOutcome<(Result<(), String>, bool)>, LockError> {
         let executor = &self.executor;
         let values = &self.values;
@@ -182,16 +192,16 @@ impl JobRunner {
         match self.job.body() {
             Body::Registered(JobBody::Async(body)) => {
                 let fut = noting_end(state.clone(), body(values));
-                executor.execute_in_slot(&self.config, slot, fut).await
+                executor.execute_fire(&self.config, slot, kind, fut).await
             }
             Body::Async(body) => {
                 let fut = noting_end(state.clone(), body(values.clone()));
-                executor.execute_in_slot(&self.config, slot, fut).await
+                executor.execute_fire(&self.config, slot, kind, fut).await
             }
             Body::Registered(JobBody::Blocking(body)) => {
                 let (body, values, ended) = (*body, values.clone(), BodyEnd(state.clone()));
                 executor
-                    .execute_blocking_in_slot(&self.config, slot, move || {
+                    .execute_blocking_fire(&self.config, slot, kind, move || {
                         let _ended = ended;
                         (body(&values), cancelled_now())
                     })
@@ -200,7 +210,7 @@ impl JobRunner {
             Body::Blocking(body) => {
                 let (body, values, ended) = (body.clone(), values.clone(), BodyEnd(state.clone()));
                 executor
-                    .execute_blocking_in_slot(&self.config, slot, move || {
+                    .execute_blocking_fire(&self.config, slot, kind, move || {
                         let _ended = ended;
                         (body(&values), cancelled_now())
                     })
