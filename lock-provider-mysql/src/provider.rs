@@ -14,7 +14,7 @@ use mysql_async::{Opts, OptsBuilder, Pool, TxOpts};
 
 use crate::config::LockTableConfig;
 use crate::session::{DEFAULT_CONNECT_TIMEOUT, Session, connect_timed_out, pool_options};
-use crate::statements::RecordRow;
+use crate::statements::{RecordRow, Statements};
 use crate::table::Table;
 
 /// A [`LockProvider`] that keeps leases in a MySQL (8.0+) or MariaDB (10.6+) table, with every
@@ -298,6 +298,33 @@ impl MySqlLockProvider {
     pub async fn ensure_schema(&self) -> Result<(), LockError> {
         self.session.ensure_table().await
     }
+
+    /// Runs the statement `change` picks on the row `name`, read first under the row's lock:
+    /// the record returned is the row as it was before (force-unlock, reset-slot).
+    async fn change_row(
+        &self,
+        operation: &'static str,
+        name: &str,
+        change: fn(&Statements) -> &str,
+    ) -> Result<Option<LockRecord>, LockError> {
+        let before: Option<RecordRow> = self
+            .session
+            .run(operation, name, |mut conn, statements| {
+                Box::pin(async move {
+                    let mut tx = conn.start_transaction(TxOpts::default()).await?;
+                    let before: Option<RecordRow> = tx
+                        .exec_first(statements.select_for_unlock(), (name,))
+                        .await?;
+                    if before.is_some() {
+                        tx.exec_drop(change(&statements), (name,)).await?;
+                    }
+                    tx.commit().await?;
+                    Ok(before)
+                })
+            })
+            .await?;
+        Ok(before.map(record))
+    }
 }
 
 #[async_trait]
@@ -371,46 +398,12 @@ impl LockProvider for MySqlLockProvider {
     }
 
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
-        let before: Option<RecordRow> = self
-            .session
-            .run("unlock", name, |mut conn, statements| {
-                Box::pin(async move {
-                    // The row is read under its lock, so the record returned is the one that
-                    // was ended.
-                    let mut tx = conn.start_transaction(TxOpts::default()).await?;
-                    let before: Option<RecordRow> = tx
-                        .exec_first(statements.select_for_unlock(), (name,))
-                        .await?;
-                    if before.is_some() {
-                        tx.exec_drop(statements.unlock(), (name,)).await?;
-                    }
-                    tx.commit().await?;
-                    Ok(before)
-                })
-            })
-            .await?;
-        Ok(before.map(record))
+        self.change_row("unlock", name, Statements::unlock).await
     }
 
     async fn reset_slot(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
-        let before: Option<RecordRow> = self
-            .session
-            .run("reset slot", name, |mut conn, statements| {
-                Box::pin(async move {
-                    // Read under the row's lock, so the record returned is the one reset.
-                    let mut tx = conn.start_transaction(TxOpts::default()).await?;
-                    let before: Option<RecordRow> = tx
-                        .exec_first(statements.select_for_unlock(), (name,))
-                        .await?;
-                    if before.is_some() {
-                        tx.exec_drop(statements.reset_slot(), (name,)).await?;
-                    }
-                    tx.commit().await?;
-                    Ok(before)
-                })
-            })
-            .await?;
-        Ok(before.map(record))
+        self.change_row("reset slot", name, Statements::reset_slot)
+            .await
     }
 
     async fn database_time(&self) -> Result<DateTime<Utc>, LockError> {

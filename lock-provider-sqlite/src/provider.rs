@@ -266,6 +266,31 @@ impl SqliteLockProvider {
             .run(&self.statements, operation, lock, work)
             .await
     }
+
+    /// Runs the statement `change` picks on the row `name`, read first under the write lock:
+    /// the record returned is the row as it was before (force-unlock, reset-slot).
+    async fn change_row(
+        &self,
+        operation: &'static str,
+        name: &str,
+        change: fn(&Statements) -> &String,
+    ) -> Result<Option<LockRecord>, LockError> {
+        validate_lock_name(name)?;
+        let owned = name.to_owned();
+        self.run(operation, name, move |connection, sql| {
+            in_immediate_transaction(connection, |connection| {
+                let before = connection
+                    .prepare_cached(&sql.select_one)?
+                    .query_row([&owned], record)
+                    .optional()?;
+                if before.is_some() {
+                    connection.prepare_cached(change(sql))?.execute([&owned])?;
+                }
+                Ok(before)
+            })
+        })
+        .await
+    }
 }
 
 /// The path in a `sqlite://` URL.
@@ -426,43 +451,13 @@ impl LockProvider for SqliteLockProvider {
     }
 
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
-        validate_lock_name(name)?;
-        let owned = name.to_owned();
-        self.run("unlock", name, move |connection, sql| {
-            in_immediate_transaction(connection, |connection| {
-                let before = connection
-                    .prepare_cached(&sql.select_one)?
-                    .query_row([&owned], record)
-                    .optional()?;
-                if before.is_some() {
-                    connection
-                        .prepare_cached(&sql.force_unlock)?
-                        .execute([&owned])?;
-                }
-                Ok(before)
-            })
-        })
-        .await
+        self.change_row("unlock", name, |sql| &sql.force_unlock)
+            .await
     }
 
     async fn reset_slot(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
-        validate_lock_name(name)?;
-        let owned = name.to_owned();
-        self.run("reset slot", name, move |connection, sql| {
-            in_immediate_transaction(connection, |connection| {
-                let before = connection
-                    .prepare_cached(&sql.select_one)?
-                    .query_row([&owned], record)
-                    .optional()?;
-                if before.is_some() {
-                    connection
-                        .prepare_cached(&sql.reset_slot)?
-                        .execute([&owned])?;
-                }
-                Ok(before)
-            })
-        })
-        .await
+        self.change_row("reset slot", name, |sql| &sql.reset_slot)
+            .await
     }
 
     fn describe(&self) -> String {
