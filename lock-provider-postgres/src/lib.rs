@@ -6,14 +6,16 @@ mod config;
 mod connection;
 mod provider;
 mod session;
+mod ssl_mode;
 mod statements;
 mod table;
 #[cfg(feature = "tls")]
 mod tls;
 
 pub use config::LockTableConfig;
-pub use connection::{ConnectionConfig, SslMode};
+pub use connection::ConnectionConfig;
 pub use provider::PostgresLockProvider;
+pub use ssl_mode::SslMode;
 pub use statements::LockStatements;
 pub use table::TableShape;
 

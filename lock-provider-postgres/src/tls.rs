@@ -13,7 +13,7 @@ use rustls::{
 };
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::connection::SslMode;
+use crate::ssl_mode::SslMode;
 
 /// The connector for `mode`, trusting `roots` (DER) only.
 pub(crate) fn connector(mode: SslMode, roots: &[Vec<u8>]) -> Result<MakeRustlsConnect, LockError> {
