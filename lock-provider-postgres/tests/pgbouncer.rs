@@ -122,9 +122,47 @@ async fn pinning_provider(params: &str) -> Option<PostgresLockProvider> {
     Some(provider)
 }
 
+/// The server connections PgBouncer may open for `test_pinning`: `default_pool_size` in
+/// `scripts/test-servers`.
+const PINNING_POOL_SIZE: usize = 4;
+
+/// Deallocates every prepared statement on every server connection of `test_pinning`.
+///
+/// PgBouncer keeps its server connections across test runs, and with them the statements an
+/// earlier run's cached provider prepared: the same names (`s0`, `s1`, .. restart in each
+/// process) for the same SQL. A later run whose second transaction landed on such a connection
+/// found its statement there and passed where it had to fail. Holding one transaction open per
+/// server connection the pool can have makes each client land on a different one.
+async fn forget_prepared_statements() {
+    let mut clients = Vec::new();
+    for _ in 0..PINNING_POOL_SIZE {
+        // Unreachable: `pinning_provider` applies the skip-unless-CI rule next.
+        let Ok((client, connection)) =
+            tokio_postgres::connect(&pinning_url(""), tokio_postgres::NoTls).await
+        else {
+            return;
+        };
+        tokio::spawn(connection);
+        let held = tokio::time::timeout(
+            Duration::from_secs(10),
+            client.batch_execute("BEGIN; DEALLOCATE ALL"),
+        )
+        .await;
+        assert!(
+            matches!(held, Ok(Ok(()))),
+            "hold a server connection of test_pinning: {held:?}"
+        );
+        clients.push(client);
+    }
+    for client in clients {
+        client.batch_execute("COMMIT").await.expect("commit");
+    }
+}
+
 /// One test, so that the two halves never share PgBouncer's `test_pinning` pool at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_statements_break_under_transaction_pooling_and_unnamed_ones_do_not() {
+    forget_prepared_statements().await;
     let Some(cached) = pinning_provider("").await else {
         return;
     };
@@ -132,9 +170,9 @@ async fn cached_statements_break_under_transaction_pooling_and_unnamed_ones_do_n
         .await
         .expect_err("a cached statement is missing on the other server connection");
     let text = test_support::skip::chain(&err);
-    // "does not exist" on a fresh PgBouncer; "already exists" when an earlier run of this test
-    // left its statement `s<n>` on the server connection this run gets first (the names
-    // restart in each process): both are the cache meeting transaction pooling.
+    // "does not exist" on the second server connection; "already exists" if the first had a
+    // statement of that name from another client: both are the cache meeting transaction
+    // pooling.
     assert!(
         text.contains("prepared statement")
             && (text.contains("does not exist") || text.contains("already exists")),
