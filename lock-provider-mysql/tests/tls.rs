@@ -2,14 +2,12 @@
 //! `require_secure_transport=ON`, so a connection that works at all is encrypted), with a
 //! certificate authority made at run time.
 
-use std::time::Duration;
-
-use lock_core::{AcquireOutcome, LockError, LockProvider, testkit};
+use lock_core::{LockError, testkit};
 use lock_provider_mysql::MySqlLockProvider;
 use lock_provider_mysql::mysql_async::{
     self, Opts, OptsBuilder, Pool, SslOpts, prelude::Queryable,
 };
-use test_support::servers::{ca_pem_path, mysql_tls_url, other_ca_pem_path, with_params};
+use test_support::servers::{ca_pem_path, mysql_tls_url, other_ca_pem_path};
 
 /// A table of the test-only TLS server; the suite's functions use unique lock names.
 const TABLE: &str = "lock_provider_mysql_tls";
@@ -17,22 +15,7 @@ const TABLE: &str = "lock_provider_mysql_tls";
 /// `Some(url + params)` when the TLS server answers on TCP and its CA exists; otherwise the
 /// skip-unless-CI rule.
 async fn tls_url(params: &str) -> Option<String> {
-    let base = mysql_tls_url();
-    let address = test_support::db::socket_address(&base).expect("host:port in the URL");
-    let reachable = tokio::time::timeout(
-        Duration::from_secs(5),
-        tokio::net::TcpStream::connect(address),
-    )
-    .await
-    .map_err(|_| "no answer within 5 s".to_owned())
-    .and_then(|r| r.map_err(|e| e.to_string()))
-    .and_then(|_| {
-        std::fs::metadata(ca_pem_path())
-            .map(drop)
-            .map_err(|e| format!("{}: {e}", ca_pem_path().display()))
-    });
-    test_support::skip::or_unreachable("mariadb (TLS, scripts/test-servers)", &base, reachable)?;
-    Some(with_params(&base, params))
+    test_support::servers::tls_server_url("mariadb", &mysql_tls_url(), params)
 }
 
 fn ca() -> String {
@@ -62,35 +45,6 @@ async fn ready(provider: MySqlLockProvider) -> MySqlLockProvider {
     provider
 }
 
-/// One acquire, extend and release, with the fence the table hands out.
-async fn lock_cycle(provider: &dyn LockProvider) {
-    let name = testkit::unique_name("tls_cycle");
-    let request = testkit::request(&name, "tls-test", Duration::from_secs(30), None);
-    let AcquireOutcome::Acquired(lease) = provider.acquire(&request).await.expect("acquire") else {
-        panic!("a fresh lock was refused");
-    };
-    assert!(lease.fence() > 0, "fencing works over TLS");
-    assert!(
-        provider
-            .extend(&lease, Duration::from_secs(60))
-            .await
-            .expect("extend")
-    );
-    assert!(
-        provider
-            .release(&lease, Duration::ZERO)
-            .await
-            .expect("release")
-    );
-    assert!(
-        matches!(
-            provider.acquire(&request).await.expect("acquire again"),
-            AcquireOutcome::Acquired(_)
-        ),
-        "released, so free again"
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn required_encrypts_and_runs_a_lock_cycle() {
     let Some(url) = tls_url("ssl-mode=REQUIRED").await else {
@@ -98,7 +52,7 @@ async fn required_encrypts_and_runs_a_lock_cycle() {
     };
     let provider = ready(MySqlLockProvider::connect(&url).await.expect("connect")).await;
     assert!(server_sees_tls(&provider).await.starts_with("TLS"));
-    lock_cycle(&provider).await;
+    testkit::lock_cycle(&provider).await;
     testkit::exclusion(&provider).await;
 }
 
@@ -109,7 +63,7 @@ async fn verify_identity_with_ssl_ca_runs_conformance_functions() {
     };
     let provider = ready(MySqlLockProvider::connect(&url).await.expect("connect")).await;
     assert!(server_sees_tls(&provider).await.starts_with("TLS"));
-    lock_cycle(&provider).await;
+    testkit::lock_cycle(&provider).await;
     testkit::fence_strictly_increasing(&provider).await;
     testkit::once_per_slot(&provider).await;
     testkit::release_only_by_owner(&provider).await;
@@ -129,7 +83,7 @@ async fn root_certificate_as_pem_through_mysql_asyncs_ssl_opts() {
     )))
     .await;
     assert!(server_sees_tls(&provider).await.starts_with("TLS"));
-    lock_cycle(&provider).await;
+    testkit::lock_cycle(&provider).await;
     provider
         .pool()
         .clone()
@@ -146,7 +100,7 @@ async fn mysql_asyncs_own_tls_parameters_pass_through() {
     };
     let provider = ready(MySqlLockProvider::connect(&url).await.expect("connect")).await;
     assert!(server_sees_tls(&provider).await.starts_with("TLS"));
-    lock_cycle(&provider).await;
+    testkit::lock_cycle(&provider).await;
 }
 
 /// mysql_async 0.37.1 decides whether a failed certificate check was only the name by looking

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use lock_core::{AcquireOutcome, LockError, LockProvider, testkit};
+use lock_core::{LockError, LockProvider, testkit};
 use lock_provider_postgres::PostgresLockProvider;
 use test_support::servers::{pgbouncer_url, with_params};
 
@@ -42,33 +42,7 @@ async fn a_lock_cycle_through_pgbouncer() {
     let Some(provider) = uncached().await else {
         return;
     };
-    let name = testkit::unique_name("pgbouncer_cycle");
-    let request = testkit::request(&name, "bouncer", Duration::from_secs(30), None);
-    let AcquireOutcome::Acquired(lease) = provider.acquire(&request).await.expect("acquire") else {
-        panic!("a fresh lock was refused");
-    };
-    assert!(
-        matches!(
-            provider.acquire(&request).await.expect("acquire"),
-            AcquireOutcome::Refused(_)
-        ),
-        "held"
-    );
-    assert!(
-        provider
-            .extend(&lease, Duration::from_secs(60))
-            .await
-            .expect("extend")
-    );
-    assert!(
-        provider
-            .release(&lease, Duration::ZERO)
-            .await
-            .expect("release")
-    );
-    let listed = provider.list_locks().await.expect("list");
-    let row = listed.iter().find(|r| *r.name == *name).expect("listed");
-    assert!(!row.held, "released");
+    testkit::lock_cycle(&provider).await;
 }
 
 /// PgBouncer hands out its most recently used idle server connection. A second client holding

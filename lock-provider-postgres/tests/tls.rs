@@ -2,8 +2,6 @@
 //! `pg_hba.conf` rejects `hostnossl`, so a connection that works at all is encrypted), with a
 //! certificate authority made at run time.
 
-use std::time::Duration;
-
 use lock_core::{LockError, LockProvider, testkit};
 use lock_provider_postgres::{ConnectionConfig, PostgresLockProvider, SslMode};
 use test_support::servers::{ca_pem_path, other_ca_pem_path, postgres_tls_url, with_params};
@@ -14,22 +12,7 @@ const TABLE: &str = "lockpg_tls";
 /// `Some(url + params)` when the TLS server answers on TCP and its CA exists; otherwise the
 /// skip-unless-CI rule.
 async fn tls_url(params: &str) -> Option<String> {
-    let base = postgres_tls_url();
-    let address = test_support::db::socket_address(&base).expect("host:port in the URL");
-    let reachable = tokio::time::timeout(
-        Duration::from_secs(5),
-        tokio::net::TcpStream::connect(address),
-    )
-    .await
-    .map_err(|_| "no answer within 5 s".to_owned())
-    .and_then(|r| r.map_err(|e| e.to_string()))
-    .and_then(|_| {
-        std::fs::metadata(ca_pem_path())
-            .map(drop)
-            .map_err(|e| format!("{}: {e}", ca_pem_path().display()))
-    });
-    test_support::skip::or_unreachable("postgres (TLS, scripts/test-servers)", &base, reachable)?;
-    Some(with_params(&base, params))
+    test_support::servers::tls_server_url("postgres", &postgres_tls_url(), params)
 }
 
 fn ca() -> String {
@@ -58,36 +41,6 @@ async fn ready(provider: PostgresLockProvider) -> PostgresLockProvider {
     provider
 }
 
-/// One acquire, extend and release, with the fence the table hands out.
-async fn lock_cycle(provider: &dyn LockProvider) {
-    let name = testkit::unique_name("tls_cycle");
-    let request = testkit::request(&name, "tls-test", Duration::from_secs(30), None);
-    let lease = match provider.acquire(&request).await.expect("acquire") {
-        lock_core::AcquireOutcome::Acquired(lease) => lease,
-        refused => panic!("a fresh lock was refused: {refused:?}"),
-    };
-    assert!(lease.fence() > 0, "fencing works over TLS");
-    assert!(
-        provider
-            .extend(&lease, Duration::from_secs(60))
-            .await
-            .expect("extend")
-    );
-    assert!(
-        provider
-            .release(&lease, Duration::ZERO)
-            .await
-            .expect("release")
-    );
-    assert!(
-        matches!(
-            provider.acquire(&request).await.expect("acquire again"),
-            lock_core::AcquireOutcome::Acquired(_)
-        ),
-        "released, so free again"
-    );
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn require_encrypts_and_runs_a_lock_cycle() {
     let Some(url) = tls_url("sslmode=require").await else {
@@ -95,7 +48,7 @@ async fn require_encrypts_and_runs_a_lock_cycle() {
     };
     let provider = ready(PostgresLockProvider::connect(&url).await.expect("connect")).await;
     assert!(server_sees_tls(&provider).await);
-    lock_cycle(&provider).await;
+    testkit::lock_cycle(&provider).await;
     testkit::exclusion(&provider).await;
 }
 
@@ -106,7 +59,7 @@ async fn verify_full_with_sslrootcert_runs_conformance_functions() {
     };
     let provider = ready(PostgresLockProvider::connect(&url).await.expect("connect")).await;
     assert!(server_sees_tls(&provider).await);
-    lock_cycle(&provider).await;
+    testkit::lock_cycle(&provider).await;
     testkit::fence_strictly_increasing(&provider).await;
     testkit::once_per_slot(&provider).await;
     testkit::release_only_by_owner(&provider).await;
@@ -131,7 +84,7 @@ async fn verify_full_with_pem_from_the_builder_and_no_statement_cache() {
     )
     .await;
     assert!(server_sees_tls(&provider).await);
-    lock_cycle(&provider).await;
+    testkit::lock_cycle(&provider).await;
     testkit::extend_only_by_owner(&provider).await;
 }
 
@@ -148,7 +101,7 @@ async fn verify_ca_accepts_another_host_name_and_verify_full_does_not() {
             .expect("verify-ca"),
     )
     .await;
-    lock_cycle(&provider).await;
+    testkit::lock_cycle(&provider).await;
 
     let full = with_params(&renamed, &format!("{params}&sslmode=verify-full"));
     let err = PostgresLockProvider::connect(&full).await.unwrap_err();

@@ -78,3 +78,41 @@ pub fn with_params(url: &str, params: &str) -> String {
     let separator = if url.contains('?') { '&' } else { '?' };
     format!("{url}{separator}{params}")
 }
+
+/// `Some(base + params)` when the TLS server of `base` answers on TCP within 5 s and the test
+/// authority's certificate exists (both made by `scripts/test-servers`); otherwise
+/// [`skip::or_unreachable`](crate::skip::or_unreachable)'s rule: `None` with a `SKIPPED` line,
+/// or a panic under `CI`.
+///
+/// ```
+/// // Port 1 answers nothing: without CI set this is a skip.
+/// if std::env::var_os("CI").is_none() {
+///     let url = test_support::servers::tls_server_url("nothing", "postgres://h@127.0.0.1:1/db", "sslmode=require");
+///     assert_eq!(url, None);
+/// }
+/// ```
+pub fn tls_server_url(what: &str, base: &str, params: &str) -> Option<String> {
+    let reachable = crate::db::socket_address(base)
+        .ok_or_else(|| format!("no host:port in {base}"))
+        .and_then(|address| {
+            use std::net::ToSocketAddrs;
+            let address = address
+                .to_socket_addrs()
+                .map_err(|e| e.to_string())?
+                .next()
+                .ok_or_else(|| format!("{address} resolves to nothing"))?;
+            std::net::TcpStream::connect_timeout(&address, std::time::Duration::from_secs(5))
+                .map_err(|e| e.to_string())
+        })
+        .and_then(|_| {
+            std::fs::metadata(ca_pem_path())
+                .map(drop)
+                .map_err(|e| format!("{}: {e}", ca_pem_path().display()))
+        });
+    crate::skip::or_unreachable(
+        &format!("{what} (TLS, scripts/test-servers)"),
+        base,
+        reachable,
+    )?;
+    Some(with_params(base, params))
+}

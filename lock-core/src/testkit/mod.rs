@@ -59,7 +59,7 @@ pub use slots::{
     future_slot_refused, once_per_slot, reset_slot_repairs_a_future_last_fire,
     slot_refused_while_held,
 };
-pub use support::{request, unique_name};
+pub use support::{lock_cycle, request, unique_name};
 
 /// What a provider's test set-up hands to the suite: the provider itself, or the provider with
 /// something that must live as long as it (a temporary directory, a container handle).

@@ -94,3 +94,53 @@ pub(super) async fn release(
         .await
         .unwrap_or_else(|e| panic!("release of {:?} failed: {e:?}", lease.name()))
 }
+
+/// One whole lock cycle on a fresh name, for a provider reached some new way (TLS, a pooler):
+/// acquire (with a fence), refused while held, extend, release, and free again. Panics with
+/// the step that failed.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// lock_core::testkit::lock_cycle(&lock_core::InMemoryLockProvider::new()).await;
+/// # });
+/// ```
+pub async fn lock_cycle(provider: &dyn LockProvider) {
+    let name = unique_name("cycle");
+    let request = request(&name, "cycle-test", Duration::from_secs(30), None);
+    let lease = match provider.acquire(&request).await.expect("acquire") {
+        AcquireOutcome::Acquired(lease) => lease,
+        refused => panic!("a fresh lock was refused: {refused:?}"),
+    };
+    assert!(lease.fence() > 0, "a granted lease carries a fence");
+    assert!(
+        matches!(
+            provider
+                .acquire(&request)
+                .await
+                .expect("acquire while held"),
+            AcquireOutcome::Refused(_)
+        ),
+        "a held lock is refused"
+    );
+    assert!(
+        provider
+            .extend(&lease, Duration::from_secs(60))
+            .await
+            .expect("extend"),
+        "the holder extends its lease"
+    );
+    assert!(
+        provider
+            .release(&lease, Duration::ZERO)
+            .await
+            .expect("release"),
+        "the holder releases its lease"
+    );
+    assert!(
+        matches!(
+            provider.acquire(&request).await.expect("acquire again"),
+            AcquireOutcome::Acquired(_)
+        ),
+        "released, so free again"
+    );
+}
