@@ -16,8 +16,8 @@ pub use check::{ZERO_LEASE, check_cron, check_duration, explain_cron, lease_conf
 pub use chrono_tz::Tz;
 pub use cron::Cron;
 pub use spec::{
-    CronSchedule, CronSpec, LeaseError, LockSpec, MAX_DURATION, MAX_LOCK_NAME_LEN, NameError,
-    TriggerKind, TriggerSpec, check_lease, check_lock_name,
+    CronSchedule, CronSpec, Firing, LeaseError, LockSpec, MAX_DURATION, MAX_LOCK_NAME_LEN,
+    NameError, TriggerKind, TriggerSpec, check_lease, check_lock_name,
 };
 
 /// A trigger value that could not be understood; the message says what and how to fix it.

@@ -166,6 +166,47 @@ impl<C> TriggerKind<C> {
     }
 }
 
+/// How a trigger's fires are timed: what the scheduler's loop dispatches on.
+///
+/// ```
+/// use lock_trigger::{Firing, TriggerKind};
+/// use std::time::Duration;
+///
+/// let delay = Duration::from_secs(5);
+/// let kind: TriggerKind = TriggerKind::FixedDelay { delay };
+/// assert_eq!(kind.firing(), Firing::AfterRun { delay });
+/// let kind: TriggerKind = TriggerKind::FixedRate { period: delay };
+/// assert_eq!(kind.firing(), Firing::Slotted { min_gap: delay });
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Firing {
+    /// At instants the trigger computes ([`TriggerKind::next_slot`]); each is a slot that runs
+    /// at most once across the cluster. No two slots are closer than `min_gap`.
+    Slotted {
+        /// A lower bound of the time between two slots.
+        min_gap: Duration,
+    },
+    /// `delay` after the previous run ended; no slots.
+    AfterRun {
+        /// The pause between runs.
+        delay: Duration,
+    },
+}
+
+impl<C> TriggerKind<C> {
+    /// Slotted or after-run, the one question the scheduler asks of a trigger's kind.
+    pub const fn firing(&self) -> Firing {
+        match self {
+            // Cron slots are whole seconds apart.
+            TriggerKind::Cron(_) => Firing::Slotted {
+                min_gap: Duration::from_secs(1),
+            },
+            TriggerKind::FixedRate { period } => Firing::Slotted { min_gap: *period },
+            TriggerKind::FixedDelay { delay } => Firing::AfterRun { delay: *delay },
+        }
+    }
+}
+
 impl TriggerKind<CronSchedule> {
     /// The first slot strictly after `after`, in whole milliseconds (whole seconds for cron);
     /// `None` for an after-run trigger (and past the calendar's end: a parsed cron expression

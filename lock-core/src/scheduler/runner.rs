@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use lock_trigger::TriggerKind;
+use lock_trigger::Firing;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -39,9 +39,9 @@ pub(super) struct JobRunner {
 impl JobRunner {
     pub(super) async fn run(self, started: tokio::time::Instant) {
         let initial = started + self.job.trigger().initial_delay();
-        match self.job.trigger().spec().kind {
-            TriggerKind::Cron(_) | TriggerKind::FixedRate { .. } => self.run_slotted(initial).await,
-            TriggerKind::FixedDelay { delay } => self.run_fixed_delay(initial, delay).await,
+        match self.job.trigger().spec().kind.firing() {
+            Firing::Slotted { .. } => self.run_slotted(initial).await,
+            Firing::AfterRun { delay } => self.run_fixed_delay(initial, delay).await,
         }
     }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::Utc;
-use lock_trigger::TriggerKind;
+use lock_trigger::Firing;
 
 use super::Job;
 use crate::{LockConfiguration, LockError, LockingTaskExecutor, StateMap};
@@ -105,8 +105,8 @@ pub(super) fn warn_long_leases(prepared: &[(Job, LockConfiguration)]) {
     }
 }
 
-/// The job's period if `at_most` is more than [`LONG_LEASE_PERIODS`] of it: a fixed rate or
-/// delay, or the first of a cron expression's next gaps that is short enough (its slots need
+/// The job's period if `at_most` is more than [`LONG_LEASE_PERIODS`] of it: an after-run
+/// delay, or the first of a slotted trigger's next gaps that is short enough (its slots need
 /// not be evenly spaced: weekdays only, DST).
 fn period_too_short_for(job: &Job, at_most: Duration) -> Option<Duration> {
     let too_long = |period: Duration| {
@@ -114,13 +114,12 @@ fn period_too_short_for(job: &Job, at_most: Duration) -> Option<Duration> {
             .checked_mul(LONG_LEASE_PERIODS)
             .is_some_and(|limit| at_most > limit)
     };
-    match job.trigger().spec().kind {
-        TriggerKind::FixedRate { period } => too_long(period).then_some(period),
-        TriggerKind::FixedDelay { delay } => too_long(delay).then_some(delay),
-        // Cron slots are whole seconds apart: no gap is short enough. Skipping the slot
-        // arithmetic keeps a start with 10,000 jobs fast.
-        TriggerKind::Cron(_) if !too_long(Duration::from_secs(1)) => None,
-        TriggerKind::Cron(_) => {
+    match job.trigger().spec().kind.firing() {
+        Firing::AfterRun { delay } => too_long(delay).then_some(delay),
+        // No gap is shorter than min_gap: skipping the slot arithmetic keeps a start with
+        // 10,000 cron jobs fast.
+        Firing::Slotted { min_gap } if !too_long(min_gap) => None,
+        Firing::Slotted { .. } => {
             // Four gaps: enough to meet a short one in a weekday or weekend pattern.
             let mut at = job.trigger().next_slot(Utc::now())?.instant();
             for _ in 0..4 {
