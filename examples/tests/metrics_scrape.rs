@@ -2,29 +2,12 @@
 //! Prometheus would, checking the scheduler's counters, gauge and histograms after some fires.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 // Kills the example when the test ends, passed or failed.
+use test_support::http::get;
 use test_support::process::{KillOnDrop as Running, free_port};
-
-/// `GET /metrics` with a minimal HTTP/1.0 client (HTTP/1.0: no chunked body to decode).
-fn scrape(port: u16) -> std::io::Result<String> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| std::io::Error::other(format!("not an HTTP response: {response:?}")))?;
-    if !head.starts_with("HTTP/1.") || head.split_whitespace().nth(1) != Some("200") {
-        return Err(std::io::Error::other(format!("HTTP status: {head}")));
-    }
-    Ok(body.to_owned())
-}
 
 /// Every sample of a Prometheus text exposition, keyed by series (`name{labels}`).
 fn samples(body: &str) -> BTreeMap<String, f64> {
@@ -61,7 +44,7 @@ fn the_example_serves_scheduler_metrics_for_prometheus() {
         if let Some(status) = running.0.try_wait().expect("poll the example") {
             panic!("the example exited early: {status}");
         }
-        if let Ok(body) = scrape(port) {
+        if let Ok((200, body)) = get(("127.0.0.1", port), "/metrics") {
             let samples = samples(&body);
             let get = |s: &str| samples.get(s).copied().unwrap_or(0.0);
             if get(r#"scheduled_lock_acquired_total{scheduled_job="tick"}"#) >= 3.0

@@ -5,12 +5,11 @@
 //! file must pass `promtool check rules` and use those same expressions.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use test_support::http::get;
 use test_support::process::{KillOnDrop, free_port};
 
 /// The README's `promql` block: one expression per line, each after its `#` comment; with the
@@ -85,24 +84,6 @@ fn the_readme_rule_file_is_valid_and_uses_the_tested_expressions() {
     assert!(report.contains("SUCCESS: 3 rules found"), "{report}");
 }
 
-/// `GET path` over HTTP/1.0 (no chunked body to decode); the status and body.
-fn get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| std::io::Error::other(format!("not an HTTP response: {response:?}")))?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("no status in {head:?}")))?;
-    Ok((status, body.to_owned()))
-}
-
 /// Percent-encodes a query parameter.
 fn encode(text: &str) -> String {
     text.bytes()
@@ -124,8 +105,11 @@ struct Sample {
 
 /// Evaluates `expr` now through `/api/v1/query`; panics with Prometheus' error if it fails.
 fn query(port: u16, expr: &str) -> Vec<Sample> {
-    let (status, body) = get(port, &format!("/api/v1/query?query={}", encode(expr)))
-        .unwrap_or_else(|e| panic!("query {expr}: {e}"));
+    let (status, body) = get(
+        ("127.0.0.1", port),
+        &format!("/api/v1/query?query={}", encode(expr)),
+    )
+    .unwrap_or_else(|e| panic!("query {expr}: {e}"));
     let answer: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
     assert_eq!(
         (status, answer["status"].as_str()),
@@ -226,7 +210,7 @@ fn the_readme_queries_give_cluster_wide_answers_in_prometheus() {
     let _prometheus = KillOnDrop(prometheus);
 
     wait(Duration::from_secs(30), "Prometheus to be ready", || {
-        get(prometheus_port, "/-/ready").is_ok_and(|(status, _)| status == 200)
+        get(("127.0.0.1", prometheus_port), "/-/ready").is_ok_and(|(status, _)| status == 200)
     });
     wait(
         Duration::from_secs(45),

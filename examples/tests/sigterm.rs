@@ -2,32 +2,13 @@
 //! real lease in PostgreSQL, gets a real SIGTERM and must stop its job, drain HTTP, release
 //! the lease in the database and exit 0, within a bounded time.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use lock_core::LockProvider;
 use lock_provider_postgres::PostgresLockProvider;
+use test_support::http::get;
 use test_support::process::{Process, eventually, signal};
-
-/// `GET path` with a minimal HTTP/1.0 client; the status code and body.
-fn get(address: &str, path: &str) -> std::io::Result<(u16, String)> {
-    let mut stream = TcpStream::connect(address)?;
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n")?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| std::io::Error::other(format!("not an HTTP response: {response:?}")))?;
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| std::io::Error::other(format!("no status in {head:?}")))?;
-    Ok((status, body.to_owned()))
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_stops_the_service_and_releases_its_lease_in_the_database() {

@@ -3,6 +3,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 pub mod db;
+pub mod http;
 #[cfg(feature = "logs")]
 pub mod logs;
 pub mod mode;
