@@ -110,7 +110,10 @@ impl RedisLockProvider {
     /// let provider = RedisLockProvider::with_config(conn, RedisLockConfig::default().with_key_prefix("ops:locks"))?;
     /// # Ok(()) }
     /// ```
-    pub fn with_config(conn: ConnectionManager, config: RedisLockConfig) -> Result<Self, LockError> {
+    pub fn with_config(
+        conn: ConnectionManager,
+        config: RedisLockConfig,
+    ) -> Result<Self, LockError> {
         config.validate()?;
         Ok(RedisLockProvider {
             conn,
@@ -153,7 +156,10 @@ impl RedisLockProvider {
     /// let provider = RedisLockProvider::connect_with_config("redis://cache.internal/0", config).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn connect_with_config(url: &str, config: RedisLockConfig) -> Result<Self, LockError> {
+    pub async fn connect_with_config(
+        url: &str,
+        config: RedisLockConfig,
+    ) -> Result<Self, LockError> {
         config.validate()?;
         let client = Self::client(url)?;
         let info = client.get_connection_info();
@@ -204,9 +210,8 @@ impl RedisLockProvider {
                 "a rediss:// (TLS) URL needs the `tls` feature of lock-provider-redis".to_owned(),
             ));
         }
-        Client::open(url).map_err(|e| {
-            LockError::InvalidConfiguration(format!("not a valid Redis URL: {}", e))
-        })
+        Client::open(url)
+            .map_err(|e| LockError::InvalidConfiguration(format!("not a valid Redis URL: {}", e)))
     }
 
     /// Checks the server as [`connect`](Self::connect) does: Redis 5.0 or later (refused
@@ -255,7 +260,9 @@ impl RedisLockProvider {
                 persistence = %persistence,
                 "cannot tell whether a restart of this Redis server keeps locks and fences"
             ),
-            _ => tracing::debug!(server = %self.describe(), persistence = %persistence, "Redis persistence"),
+            _ => {
+                tracing::debug!(server = %self.describe(), persistence = %persistence, "Redis persistence")
+            }
         }
         Ok(persistence)
     }
@@ -285,7 +292,11 @@ impl RedisLockProvider {
     /// let provider = provider.with_replica_acks(1, std::time::Duration::from_millis(500))?;
     /// # Ok(()) }
     /// ```
-    pub fn with_replica_acks(mut self, replicas: u32, timeout: Duration) -> Result<Self, LockError> {
+    pub fn with_replica_acks(
+        mut self,
+        replicas: u32,
+        timeout: Duration,
+    ) -> Result<Self, LockError> {
         let config = self.config.clone().with_replica_acks(replicas, timeout);
         config.validate()?;
         self.config = config;
@@ -535,7 +546,10 @@ impl LockProvider for RedisLockProvider {
     }
 
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
-        Ok(self.row("unlock", name, &self.scripts.force_unlock).await?.1)
+        Ok(self
+            .row("unlock", name, &self.scripts.force_unlock)
+            .await?
+            .1)
     }
 
     async fn reset_slot(&self, name: &str) -> Result<Option<LockRecord>, LockError> {

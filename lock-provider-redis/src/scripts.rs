@@ -239,7 +239,10 @@ mod tests {
     #[test]
     fn every_script_reads_the_servers_clock_first() {
         for script in [ACQUIRE, EXTEND, RELEASE, READ, FORCE_UNLOCK, RESET_SLOT] {
-            assert!(script.starts_with("local t = redis.call('TIME')"), "{script}");
+            assert!(
+                script.starts_with("local t = redis.call('TIME')"),
+                "{script}"
+            );
         }
     }
 
@@ -261,6 +264,19 @@ mod tests {
         assert!(record.held);
         assert_eq!((record.fence, record.locked_by.as_str()), (7, "me"));
         assert_eq!(record.last_fire, None);
-        assert!(parse_row("a", &[Value::Int(1), bulk("x"), bulk("1"), bulk("me"), bulk("1"), Value::Nil]).is_err());
+        assert!(
+            parse_row(
+                "a",
+                &[
+                    Value::Int(1),
+                    bulk("x"),
+                    bulk("1"),
+                    bulk("me"),
+                    bulk("1"),
+                    Value::Nil
+                ]
+            )
+            .is_err()
+        );
     }
 }

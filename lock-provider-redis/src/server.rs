@@ -51,7 +51,9 @@ impl Persistence {
 impl fmt::Display for Persistence {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Persistence::AppendOnly { fsync } => write!(f, "append-only file (appendfsync {fsync})"),
+            Persistence::AppendOnly { fsync } => {
+                write!(f, "append-only file (appendfsync {fsync})")
+            }
             Persistence::Snapshots { save } => write!(f, "RDB snapshots only (save {save:?})"),
             Persistence::None => f.write_str("no persistence (neither AOF nor RDB)"),
             Persistence::Unknown { reason } => write!(f, "unknown (CONFIG GET refused: {reason})"),

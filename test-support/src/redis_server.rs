@@ -55,8 +55,7 @@ impl PrivateRedis {
             std::process::id(),
             crate::table::unique_table("d")
         ));
-        std::fs::create_dir_all(&dir)
-            .unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
         let mut redis = PrivateRedis {
             port,
             dir,
