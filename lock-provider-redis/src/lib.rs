@@ -14,6 +14,17 @@ pub use config::{
 pub use provider::{DEFAULT_CONNECT_TIMEOUT, RedisLockProvider};
 pub use server::{MIN_REDIS_VERSION, Persistence};
 
+/// The Lua scripts, one per operation, as the provider sends them (by SHA1, `EVALSHA`), for
+/// review and for tools that must speak the same protocol. Each takes the lock's key as
+/// `KEYS[1]`; the arguments and replies are described on each.
+///
+/// ```
+/// assert!(lock_provider_redis::lua::ACQUIRE.contains("redis.call('TIME')"));
+/// ```
+pub mod lua {
+    pub use crate::scripts::{ACQUIRE, EXTEND, FORCE_UNLOCK, READ, RELEASE, RESET_SLOT};
+}
+
 /// The Redis driver the provider runs on, re-exported so that one dependency line is enough to
 /// build a connection by hand.
 ///

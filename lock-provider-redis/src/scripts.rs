@@ -36,7 +36,7 @@ macro_rules! lua {
 /// locked_by, lock_until, last_fire}` with status 1 held, 2 slot already run, 3 slot in the
 /// future. Every refusal returns before the first write: a losing acquire writes nothing
 /// (nothing is replicated, nothing reaches the AOF).
-pub(crate) const ACQUIRE: &str = lua!(
+pub const ACQUIRE: &str = lua!(
     r#"
 local slot = tonumber(ARGV[3])
 if slot and slot > now + tonumber(ARGV[4]) then
@@ -65,7 +65,7 @@ return {0, now, fence}
 
 /// Extend. ARGV: locked_by, fence, lease ms. 1 when the lease was ours and unexpired and now
 /// ends `now + lease`; 0 otherwise (nothing written).
-pub(crate) const EXTEND: &str = lua!(
+pub const EXTEND: &str = lua!(
     r#"
 local row = redis.call('HMGET', KEYS[1], 'lock_until', 'locked_by', 'fence')
 local lock_until = tonumber(row[1])
@@ -80,7 +80,7 @@ return 1
 /// Release. ARGV: locked_by, fence, lock_at_least_for ms. ShedLock's
 /// `lock_until = max(now, locked_at + lock_at_least_for)` when owner and fence match: 1;
 /// otherwise 0 and nothing written.
-pub(crate) const RELEASE: &str = lua!(
+pub const RELEASE: &str = lua!(
     r#"
 local row = redis.call('HMGET', KEYS[1], 'locked_at', 'locked_by', 'fence')
 if row[2] ~= ARGV[1] or row[3] ~= ARGV[2] then
@@ -112,11 +112,11 @@ return {now, row[1], row[2], row[3], row[4], row[5]}
 }
 
 /// Read one lock (see `read_row!`): nothing written.
-pub(crate) const READ: &str = read_row!("");
+pub const READ: &str = read_row!("");
 
 /// Force-unlock: `lock_until = min(lock_until, now)`, whatever the owner; fence and last_fire
 /// kept. Returns the row as it was.
-pub(crate) const FORCE_UNLOCK: &str = read_row!(
+pub const FORCE_UNLOCK: &str = read_row!(
     r#"
 local lock_until = tonumber(row[1])
 if not lock_until or lock_until > now then
@@ -127,7 +127,7 @@ end
 
 /// Reset-slot: `last_fire = min(last_fire, now)`: a future one (poisoned) comes back to now, a
 /// past one stays, so no slot that ran can run again. Returns the row as it was.
-pub(crate) const RESET_SLOT: &str = read_row!(
+pub const RESET_SLOT: &str = read_row!(
     r#"
 local last_fire = tonumber(row[5])
 if last_fire and last_fire > now then
