@@ -23,6 +23,11 @@ use crate::server::{self, MIN_REDIS_VERSION, Persistence};
 /// reconnection): 10 s, as the SQL providers.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Reconnection attempts after the first, when the connection was lost (see `connect`).
+const RECONNECT_RETRIES: usize = 1;
+/// The pause before that retry.
+const RECONNECT_DELAY: Duration = Duration::from_millis(100);
+
 /// How many keys one `SCAN` step asks for in `list_locks`.
 const SCAN_COUNT: usize = 1000;
 
@@ -129,8 +134,9 @@ impl RedisLockProvider {
     /// feature; `redis+unix:///path`) with the default configuration.
     ///
     /// The connection is a [`ConnectionManager`]: it reconnects by itself after the server or
-    /// the link went away (the operation that saw the break fails; later ones use the new
-    /// connection). At connect the provider checks that the server is Redis
+    /// the link went away (the operation that saw the break fails; the next one opens a new
+    /// connection, with one quick retry, and fails at once if the server is still out of reach,
+    /// so a fire is skipped and logged rather than held up by a reconnection backoff). At connect the provider checks that the server is Redis
     /// 5.0 or later, loads its scripts, and reads the persistence settings: when a restart
     /// would forget locks and fences (no AOF) it logs a warning (see
     /// [`persistence`](Self::persistence)).
@@ -168,9 +174,16 @@ impl RedisLockProvider {
             info.addr(),
             info.redis_settings().db()
         );
+        // One quick retry of a reconnection, not the driver's six with backoff (6 s in all):
+        // every command waits for a reconnection under way, so a long backoff would hold each
+        // fire's acquire for seconds while the server is down. Failing fast lets the fire be
+        // logged and skipped; the next operation tries to reconnect again.
         let manager_config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(DEFAULT_CONNECT_TIMEOUT))
-            .set_response_timeout(Some(config.response_timeout));
+            .set_response_timeout(Some(config.response_timeout))
+            .set_number_of_retries(RECONNECT_RETRIES)
+            .set_min_delay(RECONNECT_DELAY)
+            .set_max_delay(RECONNECT_DELAY);
         let conn = match tokio::time::timeout(
             DEFAULT_CONNECT_TIMEOUT,
             ConnectionManager::new_with_config(client, manager_config),
