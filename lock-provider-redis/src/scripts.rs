@@ -31,7 +31,7 @@ macro_rules! lua {
     };
 }
 
-/// Acquire. KEYS[1] the lock; ARGV: locked_by, lease ms, slot ms (`""` for none), max slot
+/// Acquire. `KEYS[1]` the lock; ARGV: locked_by, lease ms, slot ms (`""` for none), max slot
 /// lead ms. Reply `{status, now, fence}` on a grant (status 0), else `{status, now,
 /// locked_by, lock_until, last_fire}` with status 1 held, 2 slot already run, 3 slot in the
 /// future. Every refusal returns before the first write: a losing acquire writes nothing
@@ -249,7 +249,7 @@ mod tests {
     #[test]
     fn a_missing_row_and_a_full_row_parse() {
         let now = Value::Int(1_700_000_000_000);
-        assert_eq!(parse_row("a", &[now.clone()]).unwrap().1, None);
+        assert_eq!(parse_row("a", std::slice::from_ref(&now)).unwrap().1, None);
         let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
         let reply = [
             now,
