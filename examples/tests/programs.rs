@@ -1,7 +1,7 @@
-//! The README's programs run and say what they should: the cluster demo on SQLite, PostgreSQL
-//! and MariaDB (no slot twice, none missed), and the quickstart.
+//! The README's programs run and say what they should: the cluster demo on SQLite, PostgreSQL,
+//! MariaDB and Redis (no slot twice, none missed), and the quickstart.
 
-use test_support::db::{mysql_url, postgres_url, socket_address};
+use test_support::db::{mysql_url, postgres_url, redis_url, socket_address};
 use test_support::process::run_to_end as run;
 
 fn assert_demo_ok(args: &[&str]) {
@@ -82,6 +82,14 @@ fn cluster_demo_on_mariadb() {
     let url = mysql_url();
     if reachable("MariaDB", &url) {
         assert_demo_ok(&["--seconds", "6", "--mysql", &url]);
+    }
+}
+
+#[test]
+fn cluster_demo_on_redis() {
+    let url = redis_url();
+    if reachable("Redis", &url) {
+        assert_demo_ok(&["--seconds", "6", "--redis", &url]);
     }
 }
 

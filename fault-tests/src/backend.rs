@@ -1,4 +1,4 @@
-//! Which database a service instance locks in, and how its lock provider is opened.
+//! Which database (or Redis) a service instance locks in, and how its lock provider is opened.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -6,7 +6,7 @@ use std::sync::Arc;
 use lock_core::{LockError, LockProvider};
 use lock_providers::{LockDatabase, OpenError, OpenOptions, SchemaAction};
 
-/// One of the three databases the providers support, with where to find it.
+/// One of the stores the providers support, with where to find it.
 ///
 /// ```
 /// use fault_tests::Backend;
@@ -24,10 +24,13 @@ pub enum Backend {
     MySql(String),
     /// A SQLite database file shared by the processes of one host.
     Sqlite(PathBuf),
+    /// A Redis server, by URL; the lock table's name is the key prefix. Its runs table is in
+    /// the PostgreSQL test database (see [`RunsTable::open`](crate::RunsTable::open)).
+    Redis(String),
 }
 
 impl Backend {
-    /// `kind` is `postgres`, `mysql` or `sqlite`; `location` a URL, or a file path for SQLite.
+    /// `kind` is `postgres`, `mysql`, `sqlite` or `redis`; `location` a URL, or a file path for SQLite.
     ///
     /// ```
     /// let backend = fault_tests::Backend::parse("sqlite", "/tmp/locks.db")?;
@@ -39,13 +42,14 @@ impl Backend {
             "postgres" => Ok(Backend::Postgres(location.to_owned())),
             "mysql" => Ok(Backend::MySql(location.to_owned())),
             "sqlite" => Ok(Backend::Sqlite(PathBuf::from(location))),
+            "redis" => Ok(Backend::Redis(location.to_owned())),
             other => Err(format!(
-                "unknown backend {other:?} (expected postgres, mysql or sqlite)"
+                "unknown backend {other:?} (expected postgres, mysql, sqlite or redis)"
             )),
         }
     }
 
-    /// `postgres`, `mysql` or `sqlite`.
+    /// `postgres`, `mysql`, `sqlite` or `redis`.
     ///
     /// ```
     /// let backend = fault_tests::Backend::MySql("mysql://root@127.0.0.1/test".into());
@@ -56,6 +60,7 @@ impl Backend {
             Backend::Postgres(_) => "postgres",
             Backend::MySql(_) => "mysql",
             Backend::Sqlite(_) => "sqlite",
+            Backend::Redis(_) => "redis",
         }
     }
 
@@ -67,7 +72,7 @@ impl Backend {
     /// ```
     pub fn location(&self) -> String {
         match self {
-            Backend::Postgres(url) | Backend::MySql(url) => url.clone(),
+            Backend::Postgres(url) | Backend::MySql(url) | Backend::Redis(url) => url.clone(),
             Backend::Sqlite(path) => path.display().to_string(),
         }
     }
@@ -80,7 +85,7 @@ impl Backend {
     /// ```
     pub fn url(&self) -> String {
         match self {
-            Backend::Postgres(url) | Backend::MySql(url) => url.clone(),
+            Backend::Postgres(url) | Backend::MySql(url) | Backend::Redis(url) => url.clone(),
             Backend::Sqlite(path) => format!("sqlite://{}", path.display()),
         }
     }

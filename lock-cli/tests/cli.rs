@@ -1,4 +1,4 @@
-//! `lockctl` against the real PostgreSQL, MariaDB and a SQLite file: the built binary is run
+//! `lockctl` against the real PostgreSQL, MariaDB, Redis and a SQLite file: the built binary is run
 //! as an operator would run it, on a table where a lock is held.
 
 mod common;
@@ -7,11 +7,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use common::{
     HOLDER, LOCK, assert_exit, hold_lock, lockctl, lockctl_with_env, mysql_url, postgres_url,
-    reachable, stderr, stdout, unique_table,
+    reachable, redis_url, stderr, stdout, unique_table,
 };
 use lock_provider_mysql::MySqlLockProvider;
 use lock_provider_mysql::mysql_async::prelude::Queryable;
 use lock_provider_postgres::PostgresLockProvider;
+use lock_provider_redis::{RedisLockProvider, redis};
 use lock_provider_sqlite::SqliteLockProvider;
 use serde_json::Value;
 
@@ -152,9 +153,15 @@ fn held_lock_scenario(url: &str, table: &str) {
         stderr(&output)
     );
 
-    // A missing table: exit 1, and the DDL to create it.
+    // A missing table: exit 1, and the DDL to create it. (Redis has no table: a key prefix
+    // with no keys under it is an empty list, and its locks are unknown names, as above.)
     let missing = format!("{table}_missing");
-    for args in [vec!["list"], vec!["unlock", LOCK, "--force"]] {
+    let tables = if url.starts_with("redis") {
+        vec![]
+    } else {
+        vec![vec!["list"], vec!["unlock", LOCK, "--force"]]
+    };
+    for args in tables {
         let mut args = args;
         args.extend(["--url", url, "--table", &missing]);
         let output = lockctl(&args);
@@ -390,6 +397,43 @@ fn mysql_list_and_unlock() {
                     .expect("drop the test table");
                 drop(conn);
                 pool.disconnect().await.expect("close the pool");
+            })
+        },
+    );
+}
+
+#[test]
+fn redis_list_and_unlock() {
+    let runtime = runtime();
+    let url = redis_url();
+    // The "table" of a Redis URL is the key prefix: one of this run's own.
+    let prefix = unique_table("redis");
+    let Some(provider) = reachable(
+        "Redis",
+        &url,
+        runtime.block_on(RedisLockProvider::connect(&url)),
+    ) else {
+        return;
+    };
+    let provider = provider.with_key_prefix(&prefix).expect("a valid prefix");
+    runtime.block_on(async {
+        hold_lock(&provider).await;
+        poison(&provider).await;
+    });
+    run_then(
+        || {
+            held_lock_scenario(&url, &prefix);
+            reset_slot_scenario(&url, &prefix);
+        },
+        || {
+            runtime.block_on(async {
+                let mut conn = provider.connection().clone();
+                let keys = [provider.key(LOCK), provider.key(POISONED)];
+                let _: i64 = redis::cmd("DEL")
+                    .arg(&keys)
+                    .query_async(&mut conn)
+                    .await
+                    .expect("delete the test keys");
             })
         },
     );

@@ -5,6 +5,7 @@
 mod mysql;
 mod open;
 mod postgres;
+mod redis;
 mod registry;
 mod sqlite;
 

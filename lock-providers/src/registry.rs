@@ -4,7 +4,7 @@ use std::fmt;
 
 use async_trait::async_trait;
 
-use crate::{OpenError, OpenOptions, OpenedProvider, mysql, postgres, sqlite};
+use crate::{OpenError, OpenOptions, OpenedProvider, mysql, postgres, redis, sqlite};
 
 /// Every provider `open` knows: its URL schemes and how to parse the rest of its URLs.
 ///
@@ -23,6 +23,10 @@ const PROVIDERS: &[Registration] = &[
         schemes: &["sqlite"],
         parse: sqlite::parse,
     },
+    Registration {
+        schemes: &["redis", "rediss"],
+        parse: redis::parse,
+    },
 ];
 
 /// One provider's entry in [`PROVIDERS`].
@@ -40,7 +44,7 @@ type Parse = fn(scheme: &str, rest: &str) -> Result<Box<dyn Database>, UrlError>
 /// opens the provider.
 #[async_trait]
 pub(crate) trait Database: fmt::Display + fmt::Debug + Send + Sync {
-    /// A short name for the provider: `postgres`, `mysql`, `sqlite`.
+    /// A short name for the provider: `postgres`, `mysql`, `sqlite`, `redis`.
     fn kind(&self) -> &'static str;
 
     /// Connects (or opens the file), points the provider at `options.table_name()` and, for
@@ -71,8 +75,8 @@ pub struct LockDatabase {
 
 impl LockDatabase {
     /// Parses a URL whose scheme names a registered provider: `postgres://`, `postgresql://`,
-    /// `mysql://`, `mariadb://` or `sqlite://` (`sqlite:///absolute/path.db` or
-    /// `sqlite://relative.db`). The scheme is case-insensitive.
+    /// `mysql://`, `mariadb://`, `sqlite://` (`sqlite:///absolute/path.db` or
+    /// `sqlite://relative.db`), `redis://` or `rediss://`. The scheme is case-insensitive.
     ///
     /// Nothing connects: a typing mistake is an error here, never a connection attempt to
     /// somewhere unintended. The error never repeats the URL, which may carry a password.
@@ -104,7 +108,8 @@ impl LockDatabase {
         Ok(LockDatabase { database })
     }
 
-    /// The provider's short name: `postgres`, `mysql` (also for `mariadb://`) or `sqlite`.
+    /// The provider's short name: `postgres`, `mysql` (also for `mariadb://`), `sqlite` or
+    /// `redis`.
     ///
     /// ```
     /// let database = lock_providers::LockDatabase::parse("sqlite:///var/lib/app/locks.db")?;
@@ -142,7 +147,7 @@ impl fmt::Display for LockDatabase {
     }
 }
 
-/// `expected postgres://, postgresql://, mysql://, mariadb:// or sqlite://`, from [`PROVIDERS`].
+/// `expected postgres://, postgresql://, mysql://, mariadb://, sqlite://, redis:// or rediss://`, from [`PROVIDERS`].
 fn expected() -> String {
     let schemes: Vec<String> = PROVIDERS
         .iter()
@@ -164,7 +169,7 @@ fn expected() -> String {
 /// let error = lock_providers::LockDatabase::parse("db.internal:5432").unwrap_err();
 /// assert_eq!(
 ///     format!("--url {error}"),
-///     "--url is not a URL (expected postgres://, postgresql://, mysql://, mariadb:// or sqlite://)"
+///     "--url is not a URL (expected postgres://, postgresql://, mysql://, mariadb://, sqlite://, redis:// or rediss://)"
 /// );
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -235,12 +240,12 @@ mod tests {
     fn the_accepted_schemes_are_listed_from_the_registry() {
         assert_eq!(
             expected(),
-            "expected postgres://, postgresql://, mysql://, mariadb:// or sqlite://"
+            "expected postgres://, postgresql://, mysql://, mariadb://, sqlite://, redis:// or rediss://"
         );
         assert_eq!(
             error("ftp://host"),
             "has the unsupported scheme `ftp://` (expected postgres://, postgresql://, \
-             mysql://, mariadb:// or sqlite://)"
+             mysql://, mariadb://, sqlite://, redis:// or rediss://)"
         );
     }
 

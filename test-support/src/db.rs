@@ -8,6 +8,10 @@ pub const DEFAULT_POSTGRES_URL: &str = "postgres://postgres@127.0.0.1:5432/test"
 pub const MYSQL_URL_VAR: &str = "LOCK_TEST_MYSQL_URL";
 /// The MariaDB of the development machine and CI, used when [`MYSQL_URL_VAR`] is unset.
 pub const DEFAULT_MYSQL_URL: &str = "mysql://root@127.0.0.1:3306/test";
+/// The variable that names the Redis test server.
+pub const REDIS_URL_VAR: &str = "LOCK_TEST_REDIS_URL";
+/// The Redis of the development machine and CI, used when [`REDIS_URL_VAR`] is unset.
+pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 
 /// `LOCK_TEST_POSTGRES_URL`, or [`DEFAULT_POSTGRES_URL`].
 ///
@@ -27,6 +31,15 @@ pub fn mysql_url() -> String {
     std::env::var(MYSQL_URL_VAR).unwrap_or_else(|_| DEFAULT_MYSQL_URL.to_owned())
 }
 
+/// `LOCK_TEST_REDIS_URL`, or [`DEFAULT_REDIS_URL`].
+///
+/// ```
+/// assert!(test_support::db::redis_url().starts_with("redis"));
+/// ```
+pub fn redis_url() -> String {
+    std::env::var(REDIS_URL_VAR).unwrap_or_else(|_| DEFAULT_REDIS_URL.to_owned())
+}
+
 /// The `host:port` a URL points at, for a plain TCP reachability check.
 ///
 /// ```
@@ -43,7 +56,7 @@ pub fn address(url: &str) -> Option<String> {
 }
 
 /// The `host:port` a database URL points at, with the scheme's default port when the URL names
-/// none (`postgres`: 5432, `mysql`: 3306), for a plain TCP reachability check. `None` when the
+/// none (`postgres`: 5432, `mysql`: 3306, `redis`: 6379), for a plain TCP reachability check. `None` when the
 /// URL has no host, or no port and a scheme without a default.
 ///
 /// ```
@@ -52,7 +65,8 @@ pub fn address(url: &str) -> Option<String> {
 /// assert_eq!(socket_address("mysql://root@10.0.0.7/test").as_deref(), Some("10.0.0.7:3306"));
 /// assert_eq!(socket_address("mysql://root@10.0.0.7:3307/test").as_deref(), Some("10.0.0.7:3307"));
 /// assert_eq!(socket_address("postgres://u@[::1]/test").as_deref(), Some("[::1]:5432"));
-/// assert_eq!(socket_address("redis://cache/0"), None);
+/// assert_eq!(socket_address("redis://cache/0").as_deref(), Some("cache:6379"));
+/// assert_eq!(socket_address("amqp://broker/"), None);
 /// ```
 pub fn socket_address(url: &str) -> Option<String> {
     let host_port = address(url)?;
@@ -66,6 +80,7 @@ pub fn socket_address(url: &str) -> Option<String> {
     let default_port = match url.split_once("://")?.0 {
         "postgres" | "postgresql" => 5432,
         "mysql" | "mariadb" => 3306,
+        "redis" | "rediss" => 6379,
         _ => return None,
     };
     Some(format!("{host_port}:{default_port}"))

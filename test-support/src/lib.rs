@@ -10,6 +10,7 @@ pub mod mode;
 pub mod process;
 #[cfg(feature = "proxy")]
 pub mod proxy;
+pub mod redis_server;
 pub mod servers;
 pub mod skip;
 pub mod stats;

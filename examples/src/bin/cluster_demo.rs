@@ -5,6 +5,7 @@
 //! cargo run -p examples --bin cluster_demo -- --instances 5 --seconds 20
 //! cargo run -p examples --bin cluster_demo -- --postgres postgres://postgres@127.0.0.1/test
 //! cargo run -p examples --bin cluster_demo -- --mysql mysql://root@127.0.0.1:3306/test
+//! cargo run -p examples --bin cluster_demo -- --redis redis://127.0.0.1:6379
 //! ```
 //!
 //! The program starts N child processes of itself (the "instances"), each running the same
@@ -22,6 +23,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use lock_core::{JobContext, LockProvider, Scheduler, scheduled, scheduler_lock};
 use lock_provider_mysql::MySqlLockProvider;
 use lock_provider_postgres::PostgresLockProvider;
+use lock_provider_redis::RedisLockProvider;
 use lock_provider_sqlite::SqliteLockProvider;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -67,6 +69,7 @@ enum Backend {
     Sqlite(String),
     Postgres(String),
     MySql(String),
+    Redis(String),
 }
 
 impl Backend {
@@ -75,6 +78,7 @@ impl Backend {
             Backend::Sqlite(path) => ["--sqlite", path],
             Backend::Postgres(url) => ["--postgres", url],
             Backend::MySql(url) => ["--mysql", url],
+            Backend::Redis(url) => ["--redis", url],
         }
     }
 
@@ -83,6 +87,7 @@ impl Backend {
             Backend::Sqlite(path) => Arc::new(SqliteLockProvider::open(path)?),
             Backend::Postgres(url) => Arc::new(PostgresLockProvider::connect(url).await?),
             Backend::MySql(url) => Arc::new(MySqlLockProvider::connect(url).await?),
+            Backend::Redis(url) => Arc::new(RedisLockProvider::connect(url).await?),
         })
     }
 
@@ -97,6 +102,12 @@ impl Backend {
             }
             Backend::MySql(url) => {
                 MySqlLockProvider::connect(url)
+                    .await?
+                    .ensure_schema()
+                    .await?
+            }
+            Backend::Redis(url) => {
+                RedisLockProvider::connect(url)
                     .await?
                     .ensure_schema()
                     .await?
@@ -139,10 +150,11 @@ fn parse_args() -> Result<Options, String> {
             }
             "--postgres" => options.backend = Some(Backend::Postgres(value("--postgres")?)),
             "--mysql" => options.backend = Some(Backend::MySql(value("--mysql")?)),
+            "--redis" => options.backend = Some(Backend::Redis(value("--redis")?)),
             "--sqlite" => options.backend = Some(Backend::Sqlite(value("--sqlite")?)),
             "--child" => options.child = Some(value("--child")?),
             "-h" | "--help" => {
-                return Err("usage: cluster_demo [--instances N] [--seconds S] [--postgres URL | --mysql URL | --sqlite PATH]".into());
+                return Err("usage: cluster_demo [--instances N] [--seconds S] [--postgres URL | --mysql URL | --redis URL | --sqlite PATH]".into());
             }
             other => return Err(format!("unknown argument `{other}`; see --help")),
         }

@@ -1,7 +1,7 @@
 //! The service the fault tests start as real OS processes.
 //!
 //! ```text
-//! fault-service --backend postgres|mysql|sqlite --lock-url URL_OR_PATH --lock-table T
+//! fault-service --backend postgres|mysql|sqlite|redis --lock-url URL_OR_PATH --lock-table T
 //!               --runs-table R --instance ID [--runs-url URL_OR_PATH] [--jobs a,b,..]
 //!               [--pulse] [--load-jobs N] [--shutdown-timeout-ms MS] [--schema create|check]
 //! ```
@@ -199,7 +199,7 @@ struct Args {
     schema: SchemaAction,
 }
 
-const USAGE: &str = "usage: fault-service --backend postgres|mysql|sqlite --lock-url URL_OR_PATH \
+const USAGE: &str = "usage: fault-service --backend postgres|mysql|sqlite|redis --lock-url URL_OR_PATH \
      --lock-table T --runs-table R --instance ID [--runs-url URL_OR_PATH] [--jobs a,b,..] \
      [--pulse] [--load-jobs N] [--shutdown-timeout-ms MS] [--schema create|check]";
 

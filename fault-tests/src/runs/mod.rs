@@ -4,7 +4,9 @@
 //! times read from the database's clock, so the tests compare runs with lock rows on one clock
 //! and a killed run still leaves its start behind. The table sits in the database the locks
 //! are in, but the service writes it over its own direct connection: it is the test's
-//! instrument, and must keep working while the lock provider's link is cut.
+//! instrument, and must keep working while the lock provider's link is cut. For Redis it sits
+//! in the PostgreSQL test database (`LOCK_TEST_POSTGRES_URL`), which must outlive a Redis
+//! restart; on the test machine both servers read the same host clock.
 
 mod mysql;
 mod postgres;
@@ -110,6 +112,10 @@ impl RunsTable {
             Backend::Postgres(url) => postgres::connect(url).await?,
             Backend::MySql(url) => mysql::connect(url).await?,
             Backend::Sqlite(path) => sqlite::open(path)?,
+            // Redis's runs go to the PostgreSQL test database: the runs are the evidence of
+            // what ran, and must survive what the Redis scenarios do to Redis (a restart
+            // without persistence forgets everything); and the runs' SQL stays one.
+            Backend::Redis(_) => postgres::connect(&test_support::db::postgres_url()).await?,
         };
         Ok(RunsTable {
             table: table.to_owned(),

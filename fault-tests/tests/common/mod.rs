@@ -21,6 +21,7 @@ pub enum Provider {
     Postgres,
     MySql,
     Sqlite,
+    Redis,
 }
 
 impl Provider {
@@ -29,11 +30,12 @@ impl Provider {
             Provider::Postgres => "pg",
             Provider::MySql => "my",
             Provider::Sqlite => "lite",
+            Provider::Redis => "rd",
         }
     }
 }
 
-pub use test_support::db::{mysql_url, postgres_url};
+pub use test_support::db::{mysql_url, postgres_url, redis_url};
 pub use test_support::process::eventually;
 pub use test_support::skip::{chain, unreachable};
 
@@ -58,8 +60,6 @@ pub struct Fixture {
 impl Fixture {
     /// `None` when the database is unreachable and `CI` is not set (after a SKIPPED line).
     pub async fn new(provider: Provider, scenario: &str) -> Option<Fixture> {
-        let base =
-            test_support::table::unique_table(&format!("ft_{scenario}_{}", provider.short()));
         let (backend, dir) = match provider {
             Provider::Postgres => (Backend::Postgres(postgres_url()), None),
             Provider::MySql => (Backend::MySql(mysql_url()), None),
@@ -67,7 +67,20 @@ impl Fixture {
                 let dir = tempfile::tempdir().expect("a temp dir for the SQLite file");
                 (Backend::Sqlite(dir.path().join("locks.db")), Some(dir))
             }
+            Provider::Redis => (Backend::Redis(redis_url()), None),
         };
+        Fixture::on(provider, scenario, backend, dir).await
+    }
+
+    /// [`new`](Self::new) on a backend of the test's own (a private Redis server, say).
+    pub async fn on(
+        provider: Provider,
+        scenario: &str,
+        backend: Backend,
+        dir: Option<tempfile::TempDir>,
+    ) -> Option<Fixture> {
+        let base =
+            test_support::table::unique_table(&format!("ft_{scenario}_{}", provider.short()));
         let lock_table = format!("{base}_l");
         let locks = match backend
             .lock_provider(&lock_table, SchemaAction::Create)
@@ -181,6 +194,9 @@ impl Fixture {
             .drop_tables(&[&lock_table])
             .await
             .expect("drop the test tables");
+        if let Backend::Redis(url) = &self.backend {
+            remove_redis_keys(url, &lock_table).await;
+        }
         self.lock_table.clear();
     }
 }
@@ -201,8 +217,31 @@ impl Drop for Fixture {
                 let _ = runs.drop_tables(&[&lock]).await;
                 let _ = runs.close().await;
             }
+            if let Backend::Redis(url) = &backend {
+                remove_redis_keys(url, &lock).await;
+            }
         });
         let _ = &self.dir;
+    }
+}
+
+/// Deletes the lock keys under `prefix` (a Redis fixture's "lock table"): `KEYS` is fine for
+/// a test server's handful of keys.
+pub async fn remove_redis_keys(url: &str, prefix: &str) {
+    use lock_provider_redis::redis;
+    let Ok(client) = redis::Client::open(url) else {
+        return;
+    };
+    let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
+        return;
+    };
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}:*"))
+        .query_async(&mut conn)
+        .await
+        .unwrap_or_default();
+    if !keys.is_empty() {
+        let _: Result<i64, _> = redis::cmd("DEL").arg(&keys).query_async(&mut conn).await;
     }
 }
 

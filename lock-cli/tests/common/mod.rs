@@ -13,7 +13,7 @@ use lock_core::{AcquireOutcome, FireSlot, Lease, LockProvider, testkit};
 pub const LOCK: &str = "nightly_report";
 pub const HOLDER: &str = "lockctl-test-host:4242:c0ffee";
 
-pub use test_support::db::{mysql_url, postgres_url};
+pub use test_support::db::{mysql_url, postgres_url, redis_url};
 pub use test_support::process::{stderr, stdout};
 /// The connected provider, or `None` after the skip-unless-CI rule (a loud SKIPPED line, or a
 /// failure when `CI` is set: CI must never pass by testing nothing).

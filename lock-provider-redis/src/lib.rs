@@ -1,0 +1,39 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod config;
+mod keys;
+mod provider;
+mod scripts;
+mod server;
+
+pub use config::{
+    DEFAULT_KEY_PREFIX, DEFAULT_RESPONSE_TIMEOUT, MAX_KEY_PREFIX_LEN, RedisLockConfig, ReplicaAcks,
+};
+pub use provider::{DEFAULT_CONNECT_TIMEOUT, RedisLockProvider};
+pub use server::{MIN_REDIS_VERSION, Persistence};
+
+/// The Lua scripts, one per operation, as the provider sends them (by SHA1, `EVALSHA`), for
+/// review and for tools that must speak the same protocol. Each takes the lock's key as
+/// `KEYS[1]`; the arguments and replies are described on each.
+///
+/// ```
+/// assert!(lock_provider_redis::lua::ACQUIRE.contains("redis.call('TIME')"));
+/// ```
+pub mod lua {
+    pub use crate::scripts::{ACQUIRE, EXTEND, FORCE_UNLOCK, READ, RELEASE, RESET_SLOT};
+}
+
+/// The Redis driver the provider runs on, re-exported so that one dependency line is enough to
+/// build a connection by hand.
+///
+/// ```no_run
+/// use lock_provider_redis::{RedisLockProvider, redis};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = redis::Client::open("redis://cache.internal:6379/0")?;
+/// let provider = RedisLockProvider::new(redis::aio::ConnectionManager::new(client).await?);
+/// # Ok(()) }
+/// ```
+pub use redis;

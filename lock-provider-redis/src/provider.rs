@@ -1,0 +1,622 @@
+//! [`RedisLockProvider`]: the [`LockProvider`] on Redis hashes, one Lua script per operation.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use lock_core::kit::{at_least_millis, fence_to_sql, lease_millis};
+use lock_core::{
+    AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
+    RefusalReason, validate_lock_name,
+};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Client, Script, Value};
+
+use crate::config::{RedisLockConfig, ReplicaAcks};
+use crate::keys::KeyLayout;
+use crate::scripts::{Scripts, int, opt_time, parse_row, text, time};
+use crate::server::{self, MIN_REDIS_VERSION, Persistence};
+
+/// How long [`RedisLockProvider::connect`] may take to open the first connection (and each
+/// reconnection): 10 s, as the SQL providers.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Reconnection attempts after the first, when the connection was lost (see `connect`).
+const RECONNECT_RETRIES: usize = 1;
+/// The pause before that retry.
+const RECONNECT_DELAY: Duration = Duration::from_millis(100);
+
+/// How many keys one `SCAN` step asks for in `list_locks`.
+const SCAN_COUNT: usize = 1000;
+
+/// A [`LockProvider`] that keeps each lock in one Redis hash, `<prefix>:<name>`, with the
+/// fields `lock_until`, `locked_at`, `locked_by`, `fence` and `last_fire`, and changes it only
+/// through Lua scripts that take the time from the server's `TIME`.
+///
+/// It gives Redis the guarantees of the SQL providers: the server's clock for every lease,
+/// fencing, once per slot, owner- and fence-checked extend and release, a losing acquire that
+/// writes nothing. A steady-state fire costs two round trips (the acquire script and the
+/// release script). See the crate's README for the key layout, durability and failover.
+///
+/// ```no_run
+/// use lock_core::{LockConfiguration, LockOutcome, LockingTaskExecutor};
+/// use lock_provider_redis::RedisLockProvider;
+/// use std::time::Duration;
+///
+/// # async fn run() -> Result<(), lock_core::LockError> {
+/// let provider = RedisLockProvider::connect("redis://cache.internal:6379/0").await?;
+/// provider.ensure_schema().await?; // nothing to create on Redis; kept for a one-line swap
+/// let executor = LockingTaskExecutor::new(provider);
+/// let config = LockConfiguration::new("nightly_report", Duration::from_secs(600), Duration::ZERO)?;
+/// if let LockOutcome::Executed(()) = executor.execute_with_lock(&config, async { /* work */ }).await? {
+///     println!("this instance ran the report");
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RedisLockProvider {
+    conn: ConnectionManager,
+    config: RedisLockConfig,
+    keys: KeyLayout,
+    scripts: Arc<Scripts>,
+    /// `host:port` (and database) when known, for messages; never the password.
+    server: Option<String>,
+    persistence: Option<Persistence>,
+}
+
+impl fmt::Debug for RedisLockProvider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisLockProvider")
+            .field("server", &self.server)
+            .field("config", &self.config)
+            .field("persistence", &self.persistence)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisLockProvider {
+    /// How long a connection may take to open: see [`DEFAULT_CONNECT_TIMEOUT`].
+    ///
+    /// ```
+    /// assert_eq!(lock_provider_redis::RedisLockProvider::DEFAULT_CONNECT_TIMEOUT.as_secs(), 10);
+    /// ```
+    pub const DEFAULT_CONNECT_TIMEOUT: Duration = DEFAULT_CONNECT_TIMEOUT;
+
+    /// A provider on `conn` with the default configuration (key prefix `shedlock`).
+    ///
+    /// The server is not checked (this is not async): [`connect`](Self::connect) checks its
+    /// version and persistence; [`check_server`](Self::check_server) does it for a connection
+    /// built by hand.
+    ///
+    /// ```no_run
+    /// use lock_provider_redis::{RedisLockProvider, redis};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = redis::Client::open("redis://cache.internal/0")?;
+    /// let conn = redis::aio::ConnectionManager::new(client).await?;
+    /// let provider = RedisLockProvider::new(conn);
+    /// provider.check_server().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn new(conn: ConnectionManager) -> Self {
+        Self::with_config(conn, RedisLockConfig::default())
+            .expect("the default configuration is valid")
+    }
+
+    /// A provider on `conn` with `config`, refused if the configuration is not valid
+    /// ([`RedisLockConfig::validate`]). The config's response timeout applies only to
+    /// connections [`connect`](Self::connect) builds; `conn` keeps its own.
+    ///
+    /// ```no_run
+    /// # fn run(conn: lock_provider_redis::redis::aio::ConnectionManager) -> Result<(), lock_core::LockError> {
+    /// use lock_provider_redis::{RedisLockConfig, RedisLockProvider};
+    /// let provider = RedisLockProvider::with_config(conn, RedisLockConfig::default().with_key_prefix("ops:locks"))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_config(
+        conn: ConnectionManager,
+        config: RedisLockConfig,
+    ) -> Result<Self, LockError> {
+        config.validate()?;
+        Ok(RedisLockProvider {
+            conn,
+            keys: KeyLayout::new(&config),
+            config,
+            scripts: Arc::new(Scripts::new()),
+            server: None,
+            persistence: None,
+        })
+    }
+
+    /// Connects to `url` (`redis://[user:password@]host:port/db`; `rediss://` with the `tls`
+    /// feature; `redis+unix:///path`) with the default configuration.
+    ///
+    /// The connection is a [`ConnectionManager`]: it reconnects by itself after the server or
+    /// the link went away (the operation that saw the break fails; the next one opens a new
+    /// connection, with one quick retry, and fails at once if the server is still out of reach,
+    /// so a fire is skipped and logged rather than held up by a reconnection backoff). At connect the provider checks that the server is Redis
+    /// 5.0 or later, loads its scripts, and reads the persistence settings: when a restart
+    /// would forget locks and fences (no AOF) it logs a warning (see
+    /// [`persistence`](Self::persistence)).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), lock_core::LockError> {
+    /// let provider = lock_provider_redis::RedisLockProvider::connect("redis://127.0.0.1:6379").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect(url: &str) -> Result<Self, LockError> {
+        Self::connect_with_config(url, RedisLockConfig::default()).await
+    }
+
+    /// [`connect`](Self::connect) with a configuration.
+    ///
+    /// ```no_run
+    /// use lock_provider_redis::{RedisLockConfig, RedisLockProvider};
+    /// use std::time::Duration;
+    /// # async fn run() -> Result<(), lock_core::LockError> {
+    /// let config = RedisLockConfig::default()
+    ///     .with_key_prefix("billing:locks")
+    ///     .with_replica_acks(1, Duration::from_millis(500));
+    /// let provider = RedisLockProvider::connect_with_config("redis://cache.internal/0", config).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn connect_with_config(
+        url: &str,
+        config: RedisLockConfig,
+    ) -> Result<Self, LockError> {
+        config.validate()?;
+        let client = Self::client(url)?;
+        let info = client.get_connection_info();
+        let server = format!(
+            "redis server {} (database {})",
+            info.addr(),
+            info.redis_settings().db()
+        );
+        // One quick retry of a reconnection, not the driver's six with backoff (6 s in all):
+        // every command waits for a reconnection under way, so a long backoff would hold each
+        // fire's acquire for seconds while the server is down. Failing fast lets the fire be
+        // logged and skipped; the next operation tries to reconnect again.
+        let manager_config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(DEFAULT_CONNECT_TIMEOUT))
+            .set_response_timeout(Some(config.response_timeout))
+            .set_number_of_retries(RECONNECT_RETRIES)
+            .set_min_delay(RECONNECT_DELAY)
+            .set_max_delay(RECONNECT_DELAY);
+        let conn = match tokio::time::timeout(
+            DEFAULT_CONNECT_TIMEOUT,
+            ConnectionManager::new_with_config(client, manager_config),
+        )
+        .await
+        {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(e)) => return Err(LockError::provider("connect", "", server, e)),
+            Err(_) => {
+                return Err(LockError::provider(
+                    "connect",
+                    "",
+                    server,
+                    format!("no connection within {DEFAULT_CONNECT_TIMEOUT:?}"),
+                ));
+            }
+        };
+        let mut provider = Self::with_config(conn, config)?;
+        provider.server = Some(server);
+        provider.persistence = Some(provider.check_server().await?);
+        Ok(provider)
+    }
+
+    /// The driver's client for `url`, as [`connect`](Self::connect) reads it; a malformed URL,
+    /// or `rediss://` without the `tls` feature, is an error here. The message never repeats
+    /// the URL (it may hold a password).
+    ///
+    /// ```
+    /// use lock_provider_redis::RedisLockProvider;
+    /// assert!(RedisLockProvider::client("redis://127.0.0.1:6379/2").is_ok());
+    /// let error = RedisLockProvider::client("redis://:secret@host:notaport").unwrap_err().to_string();
+    /// assert!(!error.contains("secret"), "{error}");
+    /// ```
+    pub fn client(url: &str) -> Result<Client, LockError> {
+        if !cfg!(feature = "tls") && url.to_ascii_lowercase().starts_with("rediss://") {
+            return Err(LockError::InvalidConfiguration(
+                "a rediss:// (TLS) URL needs the `tls` feature of lock-provider-redis".to_owned(),
+            ));
+        }
+        Client::open(url)
+            .map_err(|e| LockError::InvalidConfiguration(format!("not a valid Redis URL: {}", e)))
+    }
+
+    /// Checks the server as [`connect`](Self::connect) does: Redis 5.0 or later (refused
+    /// otherwise), the scripts loaded, and the persistence settings read, with a warning logged
+    /// when a restart would forget locks, fences and `last_fire`. Returns what was found.
+    ///
+    /// ```no_run
+    /// # async fn run(provider: lock_provider_redis::RedisLockProvider) -> Result<(), lock_core::LockError> {
+    /// let persistence = provider.check_server().await?;
+    /// println!("Redis keeps its locks by {persistence}");
+    /// # Ok(()) }
+    /// ```
+    pub async fn check_server(&self) -> Result<Persistence, LockError> {
+        let mut conn = self.conn.clone();
+        let version = server::version(&mut conn)
+            .await
+            .map_err(|e| self.error("connect", "", e))?;
+        if !server::supported(&version) {
+            return Err(self.error(
+                "connect",
+                "",
+                format!(
+                    "Redis {version} is too old: the lock scripts need Redis {}.{} or later \
+                     (scripts replicated by their effects)",
+                    MIN_REDIS_VERSION.0, MIN_REDIS_VERSION.1
+                ),
+            ));
+        }
+        for script in self.scripts.all() {
+            script
+                .load_async(&mut conn)
+                .await
+                .map_err(|e| self.error("connect", "", e))?;
+        }
+        let persistence = server::persistence(&mut conn).await;
+        match &persistence {
+            Persistence::None | Persistence::Snapshots { .. } => tracing::warn!(
+                server = %self.describe(),
+                persistence = %persistence,
+                "a restart of this Redis server forgets the locks, fences and last_fire \
+                 written since its last save: a slot that already ran can run again and fences \
+                 start over; turn on the append-only file (appendonly yes) to keep them"
+            ),
+            Persistence::Unknown { .. } => tracing::info!(
+                server = %self.describe(),
+                persistence = %persistence,
+                "cannot tell whether a restart of this Redis server keeps locks and fences"
+            ),
+            _ => {
+                tracing::debug!(server = %self.describe(), persistence = %persistence, "Redis persistence")
+            }
+        }
+        Ok(persistence)
+    }
+
+    /// Uses `prefix` for the keys instead of `shedlock`, checked as
+    /// [`RedisLockConfig::validate`] says.
+    ///
+    /// ```no_run
+    /// # fn run(provider: lock_provider_redis::RedisLockProvider) -> Result<(), lock_core::LockError> {
+    /// let provider = provider.with_key_prefix("ops:locks")?;
+    /// assert_eq!(provider.key("report"), "ops:locks:report");
+    /// # Ok(()) }
+    /// ```
+    pub fn with_key_prefix(mut self, prefix: &str) -> Result<Self, LockError> {
+        let config = self.config.clone().with_key_prefix(prefix);
+        config.validate()?;
+        self.keys = KeyLayout::new(&config);
+        self.config = config;
+        Ok(self)
+    }
+
+    /// Waits for `replicas` replicas to acknowledge every grant (see
+    /// [`ReplicaAcks`](crate::ReplicaAcks)).
+    ///
+    /// ```no_run
+    /// # fn run(provider: lock_provider_redis::RedisLockProvider) -> Result<(), lock_core::LockError> {
+    /// let provider = provider.with_replica_acks(1, std::time::Duration::from_millis(500))?;
+    /// # Ok(()) }
+    /// ```
+    pub fn with_replica_acks(
+        mut self,
+        replicas: u32,
+        timeout: Duration,
+    ) -> Result<Self, LockError> {
+        let config = self.config.clone().with_replica_acks(replicas, timeout);
+        config.validate()?;
+        self.config = config;
+        Ok(self)
+    }
+
+    /// The configuration.
+    ///
+    /// ```no_run
+    /// # fn run(provider: lock_provider_redis::RedisLockProvider) {
+    /// assert_eq!(provider.config().key_prefix, "shedlock");
+    /// # }
+    /// ```
+    pub fn config(&self) -> &RedisLockConfig {
+        &self.config
+    }
+
+    /// The key of lock `name`: `<prefix>:<name>`.
+    ///
+    /// ```no_run
+    /// # fn run(provider: lock_provider_redis::RedisLockProvider) {
+    /// assert_eq!(provider.key("report"), "shedlock:report");
+    /// # }
+    /// ```
+    pub fn key(&self, name: &str) -> String {
+        self.keys.key(name)
+    }
+
+    /// The connection, for commands of the application's own (it is a cheap clone of one
+    /// multiplexed connection).
+    ///
+    /// ```no_run
+    /// # async fn run(provider: lock_provider_redis::RedisLockProvider) -> redis::RedisResult<()> {
+    /// use lock_provider_redis::redis;
+    /// let mut conn = provider.connection().clone();
+    /// let pong: String = redis::cmd("PING").query_async(&mut conn).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn connection(&self) -> &ConnectionManager {
+        &self.conn
+    }
+
+    /// How the server keeps its data across a restart, as read at connect (`None` for a
+    /// provider built with [`new`](Self::new) and not checked).
+    ///
+    /// ```no_run
+    /// # fn run(provider: lock_provider_redis::RedisLockProvider) {
+    /// if provider.persistence().is_some_and(|p| p.restart_loses_fences()) {
+    ///     eprintln!("a Redis restart forgets locks and fences");
+    /// }
+    /// # }
+    /// ```
+    pub fn persistence(&self) -> Option<&Persistence> {
+        self.persistence.as_ref()
+    }
+
+    /// Nothing to create on Redis (a lock's hash is written by its first acquire): succeeds at
+    /// once. It exists so that a service moving from an SQL provider keeps its start-up code.
+    ///
+    /// ```no_run
+    /// # async fn run(provider: lock_provider_redis::RedisLockProvider) -> Result<(), lock_core::LockError> {
+    /// provider.ensure_schema().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn ensure_schema(&self) -> Result<(), LockError> {
+        Ok(())
+    }
+
+    fn error(
+        &self,
+        operation: &'static str,
+        lock: &str,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> LockError {
+        LockError::provider(operation, lock, self.describe(), source)
+    }
+
+    /// Runs `script` on the key of `name` with `args`: EVALSHA, and EVAL again after
+    /// `NOSCRIPT` (the driver's `Script::invoke_async`).
+    async fn run<T: redis::FromRedisValue>(
+        &self,
+        operation: &'static str,
+        name: &str,
+        script: &Script,
+        args: &[String],
+    ) -> Result<T, LockError> {
+        let mut invocation = script.key(self.keys.key(name));
+        for arg in args {
+            invocation.arg(arg);
+        }
+        let mut conn = self.conn.clone();
+        invocation
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| self.error(operation, name, e))
+    }
+
+    /// Runs a row script (read, force-unlock, reset-slot) and parses its reply.
+    async fn row(
+        &self,
+        operation: &'static str,
+        name: &str,
+        script: &Script,
+    ) -> Result<(DateTime<Utc>, Option<LockRecord>), LockError> {
+        let reply: Vec<Value> = self.run(operation, name, script, &[]).await?;
+        parse_row(name, &reply).map_err(|e| self.error(operation, name, e))
+    }
+
+    /// After a grant, `WAIT` for the configured replicas; a grant fewer of them acknowledged is
+    /// released again and reported as an error, so its body does not run.
+    async fn wait_for_replicas(&self, lease: &Lease, acks: ReplicaAcks) -> Result<(), LockError> {
+        let mut conn = self.conn.clone();
+        let timeout_ms = u64::try_from(acks.timeout.as_millis()).unwrap_or(u64::MAX);
+        let acknowledged: i64 = redis::cmd("WAIT")
+            .arg(acks.replicas)
+            .arg(timeout_ms)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.error("acquire", lease.name(), e))?;
+        if acknowledged >= i64::from(acks.replicas) {
+            return Ok(());
+        }
+        let released = self.release(lease, Duration::ZERO).await;
+        Err(self.error(
+            "acquire",
+            lease.name(),
+            format!(
+                "the grant (fence {}) was acknowledged by {acknowledged} of the {} replicas \
+                 asked for within {:?}; a failover could forget it, so it was released again \
+                 ({}) and the job does not run here",
+                lease.fence(),
+                acks.replicas,
+                acks.timeout,
+                match released {
+                    Ok(true) => "released".to_owned(),
+                    Ok(false) => "it was no longer ours".to_owned(),
+                    Err(e) => format!("the release failed too: {e}"),
+                }
+            ),
+        ))
+    }
+}
+
+#[async_trait]
+impl LockProvider for RedisLockProvider {
+    async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
+        validate_lock_name(&request.name)?;
+        let slot = request
+            .slot
+            .map_or(String::new(), |slot| slot.unix_millis().to_string());
+        let lead = i64::try_from(request.max_slot_lead.as_millis()).unwrap_or(i64::MAX);
+        let reply: Vec<Value> = self
+            .run(
+                "acquire",
+                &request.name,
+                &self.scripts.acquire,
+                &[
+                    request.locked_by.to_string(),
+                    lease_millis(request.lock_at_most_for).to_string(),
+                    slot,
+                    lead.to_string(),
+                ],
+            )
+            .await?;
+        let outcome = acquire_outcome(request, &reply)
+            .map_err(|e| self.error("acquire", &request.name, e))?;
+        if let (AcquireOutcome::Acquired(lease), Some(acks)) = (&outcome, self.config.replica_acks)
+        {
+            self.wait_for_replicas(lease, acks).await?;
+        }
+        Ok(outcome)
+    }
+
+    async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {
+        let extended: i64 = self
+            .run(
+                "extend",
+                lease.name(),
+                &self.scripts.extend,
+                &[
+                    lease.locked_by().to_owned(),
+                    fence_to_sql(lease).to_string(),
+                    lease_millis(lock_at_most_for).to_string(),
+                ],
+            )
+            .await?;
+        Ok(extended == 1)
+    }
+
+    async fn release(&self, lease: &Lease, lock_at_least_for: Duration) -> Result<bool, LockError> {
+        let released: i64 = self
+            .run(
+                "release",
+                lease.name(),
+                &self.scripts.release,
+                &[
+                    lease.locked_by().to_owned(),
+                    fence_to_sql(lease).to_string(),
+                    at_least_millis(lock_at_least_for).to_string(),
+                ],
+            )
+            .await?;
+        Ok(released == 1)
+    }
+
+    /// Every lock under the prefix, found with `SCAN MATCH <prefix>:*` and read one by one
+    /// with the read script. On Redis Cluster a `SCAN` sees one node's keys only; use a prefix
+    /// with a hash tag (`{shedlock}`) to keep every lock on one node if listing matters there.
+    async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
+        let mut conn = self.conn.clone();
+        let mut keys: Vec<String> = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(self.keys.pattern())
+                .arg("COUNT")
+                .arg(SCAN_COUNT)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.error("list", "", e))?;
+            keys.extend(batch);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        // SCAN may return a key twice (a rehash during the scan).
+        keys.sort();
+        keys.dedup();
+        let mut records = Vec::with_capacity(keys.len());
+        for key in &keys {
+            let Some(name) = self.keys.name_of(key) else {
+                continue;
+            };
+            // A key deleted since the scan reads as no row.
+            if let (_, Some(record)) = self.row("list", name, &self.scripts.read).await? {
+                records.push(record);
+            }
+        }
+        Ok(records)
+    }
+
+    async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        Ok(self.row("read", name, &self.scripts.read).await?.1)
+    }
+
+    async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        Ok(self
+            .row("unlock", name, &self.scripts.force_unlock)
+            .await?
+            .1)
+    }
+
+    async fn reset_slot(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        Ok(self
+            .row("reset slot", name, &self.scripts.reset_slot)
+            .await?
+            .1)
+    }
+
+    /// The server's `TIME`, the clock every script reads (to the microsecond here; the
+    /// scripts truncate it to the millisecond).
+    async fn database_time(&self) -> Result<DateTime<Utc>, LockError> {
+        let mut conn = self.conn.clone();
+        let (secs, micros): (i64, u32) = redis::cmd("TIME")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.error("now", "", e))?;
+        DateTime::from_timestamp(secs, micros.saturating_mul(1000))
+            .ok_or_else(|| self.error("now", "", format!("TIME returned {secs} s {micros} µs")))
+    }
+
+    fn describe(&self) -> String {
+        match &self.server {
+            Some(server) => format!("redis keys {} on {server}", self.keys.pattern()),
+            None => format!("redis keys {}", self.keys.pattern()),
+        }
+    }
+}
+
+/// The acquire script's reply as an outcome (see `scripts::ACQUIRE`).
+fn acquire_outcome(request: &LockRequest, reply: &[Value]) -> Result<AcquireOutcome, String> {
+    let status = int(reply.first().unwrap_or(&Value::Nil))?;
+    let now = time(int(reply.get(1).unwrap_or(&Value::Nil))?.ok_or("no time in the reply")?)?;
+    let field = |i: usize| reply.get(i).unwrap_or(&Value::Nil);
+    let refusal = |reason| -> Result<AcquireOutcome, String> {
+        Ok(AcquireOutcome::Refused(Refusal {
+            reason,
+            locked_by: text(field(2))?,
+            lock_until: opt_time(field(3))?,
+            last_fire: opt_time(field(4))?,
+            database_now: Some(now),
+        }))
+    };
+    match status {
+        Some(0) => {
+            let fence = int(field(2))?.ok_or("a grant without a fence")?;
+            Ok(AcquireOutcome::Acquired(Lease::granted(
+                request,
+                lock_core::kit::fence_from_sql(fence),
+            )))
+        }
+        Some(1) => refusal(RefusalReason::Held),
+        Some(2) => refusal(RefusalReason::SlotAlreadyRun),
+        Some(3) => Ok(AcquireOutcome::Refused(Refusal::slot_in_future(now))),
+        other => Err(format!("unexpected acquire status {other:?}")),
+    }
+}

@@ -1,0 +1,150 @@
+//! A private `redis-server` for one test: its own port and directory, killed and restarted at
+//! will, so that tests which restart Redis or change its configuration never disturb the
+//! shared server other suites use.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where Debian puts the server; `redis-server` on the `PATH` otherwise.
+const BINARY: &str = "redis-server";
+
+/// How long a started server may take to answer `PING` (loading an append-only file
+/// included); a loaded 2-core machine starts one in well under a second.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Whether the server keeps its data across a restart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// `appendonly yes`, `appendfsync always`: every acknowledged write survives a kill.
+    AppendOnly,
+    /// Neither AOF nor RDB (`save ""`): a restart starts empty, like the machine's own Redis.
+    Nothing,
+}
+
+/// A `redis-server` process of the test's own on `127.0.0.1:<free port>`, with a temporary
+/// directory of its own. Killed, and its directory removed, on drop.
+///
+/// ```no_run
+/// use test_support::redis_server::{Durability, PrivateRedis};
+/// let Some(mut redis) = PrivateRedis::start(Durability::AppendOnly) else { return };
+/// println!("{}", redis.url());
+/// redis.kill();
+/// redis.restart();
+/// ```
+#[derive(Debug)]
+pub struct PrivateRedis {
+    port: u16,
+    dir: PathBuf,
+    durability: Durability,
+    child: Option<Child>,
+}
+
+impl PrivateRedis {
+    /// Starts a server and waits until it answers `PING`; `None` (after the skip-unless-CI
+    /// rule) when `redis-server` is not installed.
+    pub fn start(durability: Durability) -> Option<PrivateRedis> {
+        if !crate::skip::command_available(BINARY) {
+            return None;
+        }
+        let port = crate::process::free_port();
+        let dir = std::env::temp_dir().join(format!(
+            "private-redis-{}-{port}-{}",
+            std::process::id(),
+            crate::table::unique_table("d")
+        ));
+        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+        let mut redis = PrivateRedis {
+            port,
+            dir,
+            durability,
+            child: None,
+        };
+        redis.spawn();
+        Some(redis)
+    }
+
+    /// `redis://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's directory (its append-only files).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `SIGKILL`: the server dies without saving anything, as in a crash.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port and directory (killing it first if it runs)
+    /// and waits until it answers `PING`, its append-only file loaded.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// Sends one command (inline form) and returns the raw reply, e.g. `+PONG\r\n`.
+    pub fn command(&self, command: &str) -> std::io::Result<String> {
+        let mut stream = TcpStream::connect(("127.0.0.1", self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        stream.write_all(format!("{command}\r\n").as_bytes())?;
+        let mut reply = [0u8; 4096];
+        let n = stream.read(&mut reply)?;
+        Ok(String::from_utf8_lossy(&reply[..n]).into_owned())
+    }
+
+    fn spawn(&mut self) {
+        let mut command = Command::new(BINARY);
+        command
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(&self.dir)
+            .args(["--save", "", "--daemonize", "no", "--logfile", ""])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        match self.durability {
+            Durability::AppendOnly => {
+                command.args(["--appendonly", "yes", "--appendfsync", "always"])
+            }
+            Durability::Nothing => command.args(["--appendonly", "no"]),
+        };
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {BINARY}: {e}"));
+        self.child = Some(child);
+        let deadline = Instant::now() + START_TIMEOUT;
+        // `-LOADING` while the append-only file is read; refused before the port is bound.
+        while !self
+            .command("PING")
+            .is_ok_and(|reply| reply.starts_with("+PONG"))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the private redis-server on port {} did not answer PING within {START_TIMEOUT:?}",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
