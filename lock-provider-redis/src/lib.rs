@@ -3,6 +3,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod config;
+mod connection;
 mod keys;
 mod provider;
 mod scripts;
@@ -11,7 +12,8 @@ mod server;
 pub use config::{
     DEFAULT_KEY_PREFIX, DEFAULT_RESPONSE_TIMEOUT, MAX_KEY_PREFIX_LEN, RedisLockConfig, ReplicaAcks,
 };
-pub use provider::{DEFAULT_CONNECT_TIMEOUT, RedisLockProvider};
+pub use connection::DEFAULT_CONNECT_TIMEOUT;
+pub use provider::RedisLockProvider;
 pub use server::{MIN_REDIS_VERSION, Persistence};
 
 /// The Lua scripts, one per operation, as the provider sends them (by SHA1, `EVALSHA`), for
