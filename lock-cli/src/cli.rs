@@ -77,6 +77,56 @@ pub(crate) enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Show every job of the cluster (from the job registry): trigger, next fire, last run and
+    /// its outcome, paused or not, live instances, and whether a fire was missed.
+    Status {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// A job whose next fire passed by more than this without a run is missed.
+        #[arg(long, default_value = "60s", value_parser = parse_grace, value_name = "DURATION")]
+        grace: std::time::Duration,
+    },
+    /// Show a job's runs, newest first: slot, fire kind, instance, fence, start, end, outcome
+    /// (a run whose instance died shows as `unfinished`), error.
+    History {
+        /// The job's name, as `status` shows it.
+        name: String,
+        /// How many runs.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pause a job cluster-wide: every instance refuses its fires from its next heartbeat,
+    /// also after restarts, until `resume`.
+    Pause {
+        /// The job's name, as `status` shows it.
+        name: String,
+    },
+    /// End a job's pause.
+    Resume {
+        /// The job's name.
+        name: String,
+    },
+    /// Run a job once now, on one live instance, under its lock (after the current run if
+    /// one holds it); waits up to 5 s for an instance to claim the request.
+    Trigger {
+        /// The job's name, as `status` shows it.
+        name: String,
+    },
+    /// Show every instance in the registry: alive or gone, host, pid, version, last
+    /// heartbeat, clock offset, jobs.
+    Instances {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_grace(value: &str) -> Result<std::time::Duration, String> {
+    lock_core::parse_duration(value).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

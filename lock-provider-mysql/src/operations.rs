@@ -113,6 +113,7 @@ fn registry_row(row: &Row) -> Result<RegistryRow, String> {
                 trigger: get(row, 3)?,
                 zone: get(row, 4)?,
                 next_fire: get::<Option<NaiveDateTime>>(row, 5)?.map(utc),
+                following_fire: get::<Option<NaiveDateTime>>(row, 13)?.map(utc),
             })
         },
     })
@@ -219,7 +220,7 @@ impl OperationsStore for MySqlOperations {
 
     async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
         let i = &beat.instance;
-        let mut params = Vec::with_capacity((beat.jobs.len() + 1) * 12);
+        let mut params = Vec::with_capacity((beat.jobs.len() + 1) * 13);
         let rows = std::iter::once(None).chain(beat.jobs.iter().map(Some));
         for job in rows {
             let job: Option<&JobRegistration> = job;
@@ -236,6 +237,7 @@ impl OperationsStore for MySqlOperations {
                 at(i.started_at),
                 Value::from(i.clock_offset_ms),
                 Value::from(i.heartbeat_ms),
+                job.and_then(|j| j.following_fire).map_or(Value::NULL, at),
             ]);
         }
         let mut conn = self.conn("heartbeat").await?;

@@ -206,6 +206,7 @@ fn registry_row(row: &Row) -> Result<RegistryRow, tokio_postgres::Error> {
                 trigger: row.try_get(3)?,
                 zone: row.try_get(4)?,
                 next_fire: row.try_get::<_, Option<NaiveDateTime>>(5)?.map(utc),
+                following_fire: row.try_get::<_, Option<NaiveDateTime>>(13)?.map(utc),
             })
         },
     })
@@ -225,6 +226,7 @@ struct BeatValues {
     started_at: NaiveDateTime,
     clock_offset_ms: i64,
     heartbeat_ms: i64,
+    following_fire: Option<NaiveDateTime>,
 }
 
 impl BeatValues {
@@ -243,6 +245,7 @@ impl BeatValues {
             started_at: naive(i.started_at),
             clock_offset_ms: i.clock_offset_ms,
             heartbeat_ms: i.heartbeat_ms,
+            following_fire: job.and_then(|j| j.following_fire).map(naive),
         };
         std::iter::once(row(None))
             .chain(beat.jobs.iter().map(|j| row(Some(j))))
@@ -263,6 +266,7 @@ impl BeatValues {
             (&self.started_at, Type::TIMESTAMP),
             (&self.clock_offset_ms, Type::INT8),
             (&self.heartbeat_ms, Type::INT8),
+            (&self.following_fire, Type::TIMESTAMP),
         ]
     }
 }

@@ -110,6 +110,7 @@ fn registry_row(row: &Row<'_>) -> rusqlite::Result<RegistryRow> {
                 trigger: row.get(3)?,
                 zone: row.get(4)?,
                 next_fire: opt_time(row, 5)?,
+                following_fire: opt_time(row, 13)?,
             })
         },
     })
@@ -251,7 +252,7 @@ impl OperationsStore for SqliteOperations {
 
     async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
         let i = &beat.instance;
-        let mut params = Vec::with_capacity((beat.jobs.len() + 1) * 12);
+        let mut params = Vec::with_capacity((beat.jobs.len() + 1) * 13);
         for job in std::iter::once(None).chain(beat.jobs.iter().map(Some)) {
             let job: Option<&JobRegistration> = job;
             params.extend([
@@ -268,6 +269,7 @@ impl OperationsStore for SqliteOperations {
                 text(i.started_at),
                 Value::Integer(i.clock_offset_ms),
                 Value::Integer(i.heartbeat_ms),
+                opt_text(job.and_then(|j| j.following_fire)),
             ]);
         }
         let upsert = self.sql.heartbeat(beat.jobs.len() + 1);

@@ -119,7 +119,8 @@ impl OperationsTables {
 /// trigger_text, zone_name, next_fire, host_name, pid, app_version, started_at, heartbeat_at,
 /// clock_offset_ms.
 pub const REGISTRY_COLUMNS: &str = "instance_id, job_name, lock_name, trigger_text, zone_name, \
-     next_fire, host_name, pid, app_version, started_at, heartbeat_at, clock_offset_ms, heartbeat_ms";
+     next_fire, host_name, pid, app_version, started_at, heartbeat_at, clock_offset_ms, heartbeat_ms, \
+     following_fire";
 
 /// The columns every run read returns, in this order: id, job_name, slot_at, fire_kind,
 /// instance_id, fence, started_at, ended_at, outcome, error_text.
@@ -258,6 +259,7 @@ impl OperationsSql {
                  heartbeat_at {ts} NOT NULL,\n  \
                  clock_offset_ms {big} NOT NULL,\n  \
                  heartbeat_ms {big} NOT NULL,\n  \
+                 following_fire {ts} NULL,\n  \
                  PRIMARY KEY (instance_id, job_name)\n)"
             ),
             format!(
@@ -450,13 +452,14 @@ impl OperationsSql {
     /// The heartbeat's upsert of `rows` registry rows (the instance's own row and one per job):
     /// parameters per row, in order, as [`REGISTRY_COLUMNS`] without `heartbeat_at` (the
     /// database's now): instance_id, job_name, lock_name, trigger_text, zone_name, next_fire,
-    /// host_name, pid, app_version, started_at, clock_offset_ms, heartbeat_ms (12 per row).
+    /// host_name, pid, app_version, started_at, clock_offset_ms, heartbeat_ms, following_fire
+    /// (13 per row).
     ///
     /// ```
     /// # use lock_core::kit::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
     /// let table = LockTableConfig::default().resolve(IdentifierStyle::MYSQL)?;
     /// let sql = OperationsSql::new(SqlDialect::MySql, &table)?;
-    /// assert_eq!(sql.heartbeat(2).matches('?').count(), 24);
+    /// assert_eq!(sql.heartbeat(2).matches('?').count(), 26);
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
     pub fn heartbeat(&self, rows: usize) -> String {
@@ -466,7 +469,7 @@ impl OperationsSql {
             .map(|row| {
                 let at = |i: usize| d.p(row * HEARTBEAT_PARAMS + i);
                 format!(
-                    "({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {now}, {}, {})",
+                    "({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {now}, {}, {}, {})",
                     at(1),
                     at(2),
                     at(3),
@@ -478,7 +481,8 @@ impl OperationsSql {
                     at(9),
                     at(10),
                     at(11),
-                    at(12)
+                    at(12),
+                    at(13)
                 )
             })
             .collect();
@@ -494,6 +498,7 @@ impl OperationsSql {
             "heartbeat_at",
             "clock_offset_ms",
             "heartbeat_ms",
+            "following_fire",
         ];
         let update = match d {
             SqlDialect::MySql => format!(
@@ -528,4 +533,4 @@ impl OperationsSql {
 }
 
 /// Parameters per registry row in [`OperationsSql::heartbeat`].
-pub const HEARTBEAT_PARAMS: usize = 12;
+pub const HEARTBEAT_PARAMS: usize = 13;

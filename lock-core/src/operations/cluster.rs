@@ -219,12 +219,28 @@ impl ClusterView {
                 let lock = lock_name
                     .as_deref()
                     .and_then(|lock| locks.iter().find(|l| l.name == lock));
-                // A fixed-delay job's next fire is this host's estimate: a second of slack.
+                // A slot that ran is in `last_fire` (and a run's slot); a fire without a slot
+                // (fixed delay, or a ShedLock table without `last_fire`) is judged by when the
+                // lock was taken, with a quarter second for the estimate of its planned time.
                 let ran_since = |at: DateTime<Utc>| {
-                    let near = at - TimeDelta::seconds(1);
-                    lock.is_some_and(|l| {
-                        l.last_fire.is_some_and(|f| f >= at) || l.locked_at >= near
-                    }) || last_run.as_ref().is_some_and(|r| r.started_at >= near)
+                    let near = at - TimeDelta::milliseconds(250);
+                    let by_lock = lock.is_some_and(|l| match l.last_fire {
+                        Some(fired) => fired >= at,
+                        None => l.locked_at >= near,
+                    });
+                    let by_history = last_run.as_ref().is_some_and(|r| match r.slot {
+                        Some(slot) => slot >= at,
+                        None => r.started_at >= near,
+                    });
+                    by_lock || by_history
+                };
+                // With no instance alive, the last registered next fire may have run just
+                // before they all stopped: then the one after it is what should have run.
+                let next_fire = match (next_fire, live.is_empty()) {
+                    (Some(at), true) if ran_since(at) => {
+                        latest.and_then(|job| job.following_fire).or(Some(at))
+                    }
+                    (next, _) => next,
                 };
                 let missed = !paused
                     && next_fire.is_some_and(|at| {
@@ -333,6 +349,7 @@ mod tests {
                     trigger: "cron".into(),
                     zone: None,
                     next_fire: Some(at(next_fire)),
+                    following_fire: Some(at(next_fire + 10)),
                 }),
             },
         ]

@@ -69,8 +69,11 @@ pub struct JobRegistration {
     pub trigger: String,
     /// The cron trigger's zone, if any.
     pub zone: Option<String>,
-    /// Its next fire by the database's clock (None while it runs, or when it fires no more).
+    /// Its next fire by the database's clock (None when it fires no more).
     pub next_fire: Option<DateTime<Utc>>,
+    /// The fire after that (cron and fixed rate): what a job whose instances all died right
+    /// after running `next_fire` is judged missed by.
+    pub following_fire: Option<DateTime<Utc>>,
 }
 
 /// What one heartbeat writes: the instance and every job it runs.

@@ -212,12 +212,22 @@ impl Operations {
             .filter(|entry| entry.name().len() <= MAX_TEXT_LEN)
             .map(|entry| {
                 let status = entry.state.status();
+                let trigger = entry.runner.job.trigger();
+                // While a fire runs its status has no next fire; the registry still gets the
+                // trigger's next slot, so a missed fire is judged by it.
+                let next_fire = status
+                    .next_fire
+                    .or_else(|| trigger.next_slot(inner.clock.now()).map(|s| s.instant()));
+                let following_fire = next_fire
+                    .and_then(|next| trigger.next_slot(next))
+                    .map(|s| s.instant());
                 JobRegistration {
                     name: entry.name().to_owned(),
                     lock_name: entry.lock_name().to_owned(),
                     trigger: truncate(&status.trigger, MAX_TEXT_LEN).to_owned(),
-                    zone: zone_of(entry.runner.job.trigger()),
-                    next_fire: status.next_fire,
+                    zone: zone_of(trigger),
+                    next_fire,
+                    following_fire,
                 }
             })
             .collect();

@@ -48,6 +48,7 @@ pub async fn operations_store(provider: &dyn LockProvider) {
         trigger: "cron `0 0 3 * * *` in Europe/Berlin".into(),
         zone: Some("Europe/Berlin".into()),
         next_fire: Some(started + TimeDelta::seconds(next)),
+        following_fire: Some(started + TimeDelta::seconds(next + 60)),
     };
     let beat = |next| Heartbeat {
         instance: instance.clone(),
@@ -59,6 +60,7 @@ pub async fn operations_store(provider: &dyn LockProvider) {
                 trigger: "fixed delay 5s".into(),
                 zone: None,
                 next_fire: None,
+                following_fire: None,
             },
         ],
     };
