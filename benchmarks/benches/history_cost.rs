@@ -56,7 +56,9 @@ async fn measure(backend: &str, url: &str, mode: Mode) {
         return;
     };
     let provider: &dyn LockProvider = opened.provider().as_ref();
-    let store = provider.operations().expect("the provider keeps operations tables");
+    let store = provider
+        .operations()
+        .expect("the provider keeps operations tables");
     let name: Arc<str> = "history_cost".into();
     let request = testkit::request(&name, "bench:1:aa", Duration::from_secs(60), None);
     let samples = mode.pick(2_000, 20);
@@ -81,7 +83,12 @@ async fn measure(backend: &str, url: &str, mode: Mode) {
         } else {
             None
         };
-        assert!(provider.release(&lease, Duration::ZERO).await.expect("release"));
+        assert!(
+            provider
+                .release(&lease, Duration::ZERO)
+                .await
+                .expect("release")
+        );
         if let Some(id) = run {
             store
                 .run_ended(id, RunState::Succeeded, None)
@@ -95,7 +102,11 @@ async fn measure(backend: &str, url: &str, mode: Mode) {
     println!("{backend} ({}):", provider.describe());
     cycle.print(Unit::Millis);
     with_history.print(Unit::Millis);
-    comparison_line(&format!("{backend}: with history / without"), &with_history, &cycle);
+    comparison_line(
+        &format!("{backend}: with history / without"),
+        &with_history,
+        &cycle,
+    );
     median_difference_line(
         &format!("{backend}: history adds per run (median difference)"),
         &with_history,

@@ -436,4 +436,45 @@ mod tests {
         );
         assert!(view.jobs[0].paused && !view.jobs[0].missed);
     }
+
+    #[test]
+    fn a_next_fire_that_ran_before_every_instance_died_moves_to_the_following_one() {
+        let registry: Vec<RegistryRow> = rows("a", 10, 20).into_iter().collect();
+        let options = ClusterOptions {
+            missed_grace: Duration::from_secs(3),
+        };
+        // The fire at 20 ran (its slot is the lock's last fire); the instance died after it.
+        let lock = LockRecord {
+            name: "daily".into(),
+            lock_until: at(21),
+            locked_at: at(20),
+            locked_by: "a".into(),
+            fence: 3,
+            last_fire: Some(at(20)),
+            held: false,
+        };
+        let view = ClusterView::assemble(
+            at(31),
+            registry.clone(),
+            vec![],
+            vec![],
+            vec![],
+            vec![lock.clone()],
+            &options,
+        );
+        // The following fire (30) is the one to judge: not yet past its grace at 31 ...
+        assert_eq!(view.jobs[0].next_fire, Some(at(30)));
+        assert!(!view.jobs[0].missed);
+        // ... and missed at 34.
+        let view = ClusterView::assemble(
+            at(34),
+            registry,
+            vec![],
+            vec![],
+            vec![],
+            vec![lock],
+            &options,
+        );
+        assert!(view.jobs[0].missed);
+    }
 }

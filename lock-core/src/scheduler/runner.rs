@@ -80,6 +80,13 @@ impl JobRunner {
             if !self.clock.sleep_until(slot.instant(), &self.stop).await {
                 return;
             }
+            // While this fire runs, the gauge already shows the one after it: a long run is
+            // not a passed next fire to the missed-run alert.
+            if let Some(following) = self.job.trigger().next_slot(slot.instant()) {
+                self.config
+                    .metrics()
+                    .next_fire_at(following.unix_millis() as f64 / 1e3);
+            }
             self.fire(Some(slot)).await;
             last = Some(slot);
         }
