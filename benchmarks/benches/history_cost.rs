@@ -117,26 +117,10 @@ async fn measure(backend: &str, url: &str, mode: Mode) {
 }
 
 fn cleanup(backend: &str, table: &str) -> Option<test_support::table::Cleanup> {
-    let all = [
-        table.to_owned(),
-        format!("{table}_instances"),
-        format!("{table}_runs"),
-        format!("{table}_control"),
-    ];
+    // The lock table and the operations tables next to it.
     match backend {
-        "postgres" => Some(test_support::table::postgres_cleanup(format!(
-            "DROP TABLE IF EXISTS {}",
-            all.join(", ")
-        ))),
-        "mysql" => {
-            let guards: Vec<_> = all
-                .iter()
-                .map(|t| test_support::table::drop_mysql_table(t))
-                .collect();
-            Some(test_support::table::Cleanup::new(move || async move {
-                drop(guards);
-            }))
-        }
+        "postgres" => Some(test_support::table::drop_postgres_table(table)),
+        "mysql" => Some(test_support::table::drop_mysql_table(table)),
         _ => None,
     }
 }

@@ -9,10 +9,8 @@ use lock_provider_mysql::MySqlLockProvider;
 #[tokio::test]
 async fn operations_tables_keep_the_store_contract() {
     let table = common::unique_table("lockmy_ops");
-    let _drop: Vec<_> = ["", "_instances", "_runs", "_control"]
-        .iter()
-        .map(|suffix| common::drop_table(&format!("{table}{suffix}")))
-        .collect();
+    // Drops the operations tables too.
+    let _drop = common::drop_table(&table);
     let provider = match MySqlLockProvider::connect(&common::url()).await {
         Ok(provider) => provider.with_table(&table).expect("table name"),
         Err(e) => return common::unreachable(&e).unwrap_or(()),

@@ -9,9 +9,8 @@ use lock_core::LockError;
 #[tokio::test]
 async fn operations_tables_keep_the_store_contract() {
     let table = common::unique_table("ops");
-    let _drop = common::cleanup(format!(
-        "DROP TABLE IF EXISTS {table}, {table}_instances, {table}_runs, {table}_control"
-    ));
+    // Drops the operations tables too.
+    let _drop = common::drop_table(&table);
     let Some(provider) = common::provider(&table).await else {
         return;
     };
