@@ -52,7 +52,7 @@ pub const HOUSEKEEPING_BATCH: u32 = 500;
 const HOUSEKEEPING_MAX_BATCHES: u32 = 20;
 
 /// Registry rows of instances gone for longer than this (or the retention, if longer) are
-/// deleted by housekeeping.
+/// deleted by housekeeping, and by each instance's hourly sweep.
 const REGISTRY_RETENTION: Duration = Duration::from_secs(24 * 3600);
 
 /// What the scheduler needs of the operations tables while it runs.
@@ -202,6 +202,29 @@ impl Operations {
         Ok(())
     }
 
+    /// Deletes registry rows not refreshed for [`REGISTRY_RETENTION`] (instances long gone,
+    /// jobs removed) and trigger requests claimed that long ago, one bounded batch each.
+    async fn sweep_registry(&self, clock: &DatabaseClock) {
+        let before = clock.now()
+            - chrono::TimeDelta::from_std(REGISTRY_RETENTION).unwrap_or(chrono::TimeDelta::MAX / 2);
+        for what in [Expired::StaleRegistry, Expired::ClaimedTriggers] {
+            let delete = self
+                .store()
+                .delete_expired(what, before, HOUSEKEEPING_BATCH);
+            match tokio::time::timeout(self.operation_timeout, delete).await {
+                Ok(Ok(deleted)) => tracing::debug!(?what, deleted, "registry sweep"),
+                Ok(Err(error)) => tracing::debug!(
+                    ?what,
+                    error = &error as &dyn std::error::Error,
+                    "registry sweep failed; tried again in an hour"
+                ),
+                Err(_) => {
+                    tracing::debug!(?what, "registry sweep timed out; tried again in an hour")
+                }
+            }
+        }
+    }
+
     /// One heartbeat: registers this instance and its jobs, takes in the pauses, and claims
     /// the trigger requests for jobs it runs.
     async fn beat(&self, inner: &Inner) {
@@ -300,10 +323,17 @@ impl Operations {
     }
 }
 
-/// Heartbeats every interval until the scheduler stops.
+/// How often an instance deletes registry rows and claimed trigger requests older than
+/// [`REGISTRY_RETENTION`], with or without history (pods come and go; their rows must not
+/// pile up): one bounded statement of each kind per instance per hour.
+const REGISTRY_SWEEP: Duration = Duration::from_secs(3600);
+
+/// Heartbeats every interval until the scheduler stops, and sweeps the registry every
+/// [`REGISTRY_SWEEP`].
 pub(super) async fn heartbeat_loop(inner: Arc<Inner>, ops: Arc<Operations>) {
     let mut ticker = tokio::time::interval(ops.interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut next_sweep = tokio::time::Instant::now() + REGISTRY_SWEEP;
     loop {
         tokio::select! {
             biased;
@@ -311,6 +341,10 @@ pub(super) async fn heartbeat_loop(inner: Arc<Inner>, ops: Arc<Operations>) {
             _ = ticker.tick() => {}
         }
         ops.beat(&inner).await;
+        if tokio::time::Instant::now() >= next_sweep {
+            next_sweep += REGISTRY_SWEEP;
+            ops.sweep_registry(&inner.clock).await;
+        }
     }
 }
 
