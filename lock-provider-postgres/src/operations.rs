@@ -56,6 +56,11 @@ impl PgOperations {
     /// advisory lock (concurrent `CREATE TABLE IF NOT EXISTS` of one name can fail in
     /// PostgreSQL).
     pub(crate) async fn ensure(&self) -> Result<(), LockError> {
+        // Present already (the usual start-up): no DDL at all, so no lock is taken on the
+        // history table (`CREATE INDEX IF NOT EXISTS` locks its table before looking).
+        if self.check().await.is_ok() {
+            return Ok(());
+        }
         let mut client = self.client("schema").await?;
         let run = async {
             let tx = client.transaction().await?;
