@@ -227,12 +227,16 @@ impl OperationsSql {
         let t64 = text(64);
         let t16 = text(16);
         let terr = text(MAX_ERROR_LEN);
-        let index = |name: &str, table: &str, columns: &str| -> String {
+        let index = |name: &str, (qualified, bare): (&str, &str), columns: &str| -> String {
             let name = style.quote(&format!("{}_{name}", lock_table.name));
-            let name = match (&lock_table.schema, d) {
-                // PostgreSQL puts an index in its table's schema; SQLite wants it qualified.
-                (Some(schema), SqlDialect::Sqlite) => format!("{}.{name}", style.quote(schema)),
-                _ => name,
+            let (name, table) = match (&lock_table.schema, d) {
+                // PostgreSQL puts an index in its table's schema and takes the table qualified;
+                // SQLite takes the index qualified and the table bare (`ON` names a table of
+                // the index's schema).
+                (Some(schema), SqlDialect::Sqlite) => {
+                    (format!("{}.{name}", style.quote(schema)), style.quote(bare))
+                }
+                _ => (name, qualified.to_owned()),
             };
             format!("CREATE INDEX IF NOT EXISTS {name} ON {table} ({columns})")
         };
@@ -291,8 +295,8 @@ impl OperationsSql {
             ),
         ];
         if d != SqlDialect::MySql {
-            create.push(index("runs_job", &runs, "job_name, id"));
-            create.push(index("runs_started", &runs, "started_at"));
+            create.push(index("runs_job", (&runs, &runs_bare), "job_name, id"));
+            create.push(index("runs_started", (&runs, &runs_bare), "started_at"));
         }
         let probe = [&instances, &runs, &control]
             .iter()
@@ -534,3 +538,46 @@ impl OperationsSql {
 
 /// Parameters per registry row in [`OperationsSql::heartbeat`].
 pub const HEARTBEAT_PARAMS: usize = 13;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kit::LockTableConfig;
+
+    #[test]
+    fn schema_qualified_tables_and_their_indexes() {
+        let config = LockTableConfig::default().with_table("main.job_locks");
+        let sqlite = OperationsSql::new(
+            SqlDialect::Sqlite,
+            &config.resolve(IdentifierStyle::ANSI).unwrap(),
+        )
+        .unwrap();
+        assert!(sqlite.create.contains(
+            &r#"CREATE INDEX IF NOT EXISTS "main"."job_locks_runs_job" ON "job_locks_runs" (job_name, id)"#
+                .to_owned()
+        ));
+        let config = LockTableConfig::default().with_table("ops.job_locks");
+        let postgres = OperationsSql::new(
+            SqlDialect::Postgres,
+            &config.resolve(IdentifierStyle::POSTGRES).unwrap(),
+        )
+        .unwrap();
+        assert!(postgres.create.contains(
+            &r#"CREATE INDEX IF NOT EXISTS "job_locks_runs_started" ON "ops"."job_locks_runs" (started_at)"#
+                .to_owned()
+        ));
+        assert_eq!(postgres.tables.control, "ops.job_locks_control");
+    }
+
+    #[test]
+    fn a_lock_table_name_too_long_for_the_derived_names_is_refused() {
+        let name = "t".repeat(60);
+        let config = LockTableConfig::default().with_table(name);
+        let error = OperationsSql::new(
+            SqlDialect::MySql,
+            &config.resolve(IdentifierStyle::MYSQL).unwrap(),
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("_instances"), "{error}");
+    }
+}
