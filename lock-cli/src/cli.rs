@@ -2,12 +2,13 @@
 
 use clap::{Parser, Subcommand};
 
-/// `lockctl`: see who holds which scheduler lock, and release one by hand.
+/// `lockctl`: see who holds which scheduler lock and release one by hand; see the cluster's
+/// jobs, runs and instances, and pause, resume or trigger a job.
 #[derive(Debug, Parser)]
 #[command(
     name = "lockctl",
     version,
-    about = "List and release scheduler locks (ShedLock-compatible tables)",
+    about = "List and release scheduler locks (ShedLock-compatible tables); show, pause, resume and trigger the cluster's jobs",
     after_help = "URLs: postgres://user:password@host:port/db (or postgresql://), \
                   mysql://user:password@host:port/db (or mariadb://), sqlite:///abs/path.db or \
                   sqlite://relative.db\n\
@@ -160,5 +161,27 @@ mod tests {
             reset.command,
             Command::ResetSlot { force: true, .. }
         ));
+    }
+
+    #[test]
+    fn the_cluster_commands_parse_with_their_defaults() {
+        let status = Cli::try_parse_from(["lockctl", "status", "--json"]).unwrap();
+        assert!(matches!(
+            status.command,
+            Command::Status { json: true, grace } if grace == std::time::Duration::from_secs(60)
+        ));
+        let history =
+            Cli::try_parse_from(["lockctl", "history", "report", "--limit", "5"]).unwrap();
+        assert!(matches!(
+            history.command,
+            Command::History { ref name, limit: 5, json: false } if name == "report"
+        ));
+        let history = Cli::try_parse_from(["lockctl", "history", "report"]).unwrap();
+        assert!(matches!(
+            history.command,
+            Command::History { limit: 20, .. }
+        ));
+        assert!(Cli::try_parse_from(["lockctl", "status", "--grace", "soon"]).is_err());
+        assert!(Cli::try_parse_from(["lockctl", "trigger"]).is_err());
     }
 }
