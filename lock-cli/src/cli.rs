@@ -2,12 +2,13 @@
 
 use clap::{Parser, Subcommand};
 
-/// `lockctl`: see who holds which scheduler lock, and release one by hand.
+/// `lockctl`: see who holds which scheduler lock and release one by hand; see the cluster's
+/// jobs, runs and instances, and pause, resume or trigger a job.
 #[derive(Debug, Parser)]
 #[command(
     name = "lockctl",
     version,
-    about = "List and release scheduler locks (ShedLock-compatible tables)",
+    about = "List and release scheduler locks (ShedLock-compatible tables); show, pause, resume and trigger the cluster's jobs",
     after_help = "URLs: postgres://user:password@host:port/db (or postgresql://), \
                   mysql://user:password@host:port/db (or mariadb://), sqlite:///abs/path.db or \
                   sqlite://relative.db\n\
@@ -77,6 +78,56 @@ pub(crate) enum Command {
         #[arg(long)]
         force: bool,
     },
+    /// Show every job of the cluster (from the job registry): trigger, next fire, last run and
+    /// its outcome, paused or not, live instances, and whether a fire was missed.
+    Status {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// A job whose next fire passed by more than this without a run is missed.
+        #[arg(long, default_value = "60s", value_parser = parse_grace, value_name = "DURATION")]
+        grace: std::time::Duration,
+    },
+    /// Show a job's runs, newest first: slot, fire kind, instance, fence, start, end, outcome
+    /// (a run whose instance died shows as `unfinished`), error.
+    History {
+        /// The job's name, as `status` shows it.
+        name: String,
+        /// How many runs.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pause a job cluster-wide: every instance refuses its fires from its next heartbeat,
+    /// also after restarts, until `resume`.
+    Pause {
+        /// The job's name, as `status` shows it.
+        name: String,
+    },
+    /// End a job's pause.
+    Resume {
+        /// The job's name.
+        name: String,
+    },
+    /// Run a job once now, on one live instance, under its lock (after the current run if
+    /// one holds it); waits up to 5 s for an instance to claim the request.
+    Trigger {
+        /// The job's name, as `status` shows it.
+        name: String,
+    },
+    /// Show every instance in the registry: alive or gone, host, pid, version, last
+    /// heartbeat, clock offset, jobs.
+    Instances {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn parse_grace(value: &str) -> Result<std::time::Duration, String> {
+    lock_core::parse_duration(value).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -110,5 +161,27 @@ mod tests {
             reset.command,
             Command::ResetSlot { force: true, .. }
         ));
+    }
+
+    #[test]
+    fn the_cluster_commands_parse_with_their_defaults() {
+        let status = Cli::try_parse_from(["lockctl", "status", "--json"]).unwrap();
+        assert!(matches!(
+            status.command,
+            Command::Status { json: true, grace } if grace == std::time::Duration::from_secs(60)
+        ));
+        let history =
+            Cli::try_parse_from(["lockctl", "history", "report", "--limit", "5"]).unwrap();
+        assert!(matches!(
+            history.command,
+            Command::History { ref name, limit: 5, json: false } if name == "report"
+        ));
+        let history = Cli::try_parse_from(["lockctl", "history", "report"]).unwrap();
+        assert!(matches!(
+            history.command,
+            Command::History { limit: 20, .. }
+        ));
+        assert!(Cli::try_parse_from(["lockctl", "status", "--grace", "soon"]).is_err());
+        assert!(Cli::try_parse_from(["lockctl", "trigger"]).is_err());
     }
 }

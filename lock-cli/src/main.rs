@@ -3,6 +3,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod cli;
+mod operations;
 mod output;
 mod target;
 
@@ -149,6 +150,13 @@ async fn run(url: &str, table: &str, command: &Command) -> Result<(), Failure> {
     if let Command::Unlock { name, .. } | Command::ResetSlot { name, .. } = command {
         validate_lock_name(name).map_err(|e| Failure::usage(e.to_string()))?;
     }
+    if let Command::History { name, .. }
+    | Command::Pause { name }
+    | Command::Resume { name }
+    | Command::Trigger { name } = command
+    {
+        operations::validate_job_name(name)?;
+    }
     let opened = target::open(&database, table).await?;
     let result = execute(&opened, command).await;
     opened.close().await;
@@ -204,6 +212,30 @@ async fn execute(opened: &OpenedProvider, command: &Command) -> Result<(), Failu
             Ok(())
         }
         Command::ResetSlot { name, force } => reset_slot(provider, name, *force, &table).await,
+        Command::Status { json, grace } => {
+            print(&operations::status(provider.as_ref(), *json, *grace).await?);
+            Ok(())
+        }
+        Command::History { name, limit, json } => {
+            print(&operations::history(provider.as_ref(), name, *limit, *json).await?);
+            Ok(())
+        }
+        Command::Pause { name } => {
+            print(&operations::pause(provider.as_ref(), name).await?);
+            Ok(())
+        }
+        Command::Resume { name } => {
+            print(&operations::resume(provider.as_ref(), name).await?);
+            Ok(())
+        }
+        Command::Trigger { name } => {
+            print(&operations::trigger(provider.as_ref(), name).await?);
+            Ok(())
+        }
+        Command::Instances { json } => {
+            print(&operations::instances(provider.as_ref(), *json).await?);
+            Ok(())
+        }
     }
 }
 

@@ -12,6 +12,7 @@ mod instance;
 pub mod kit;
 mod memory;
 pub mod metrics;
+pub mod operations;
 mod provider;
 mod run_once;
 mod scheduler;
@@ -46,8 +47,8 @@ pub use provider::{
 };
 pub use run_once::{DEFAULT_RUN_ONCE_LEASE, DEFAULT_RUN_ONCE_WAIT, RunOnce, RunOnceOutcome};
 pub use scheduler::{
-    DEFAULT_SHUTDOWN_TIMEOUT, Job, JobStatus, RunOutcome, Scheduler, SchedulerBuilder, Trigger,
-    registered_jobs,
+    DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SHUTDOWN_TIMEOUT, HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB,
+    Job, JobStatus, RunOutcome, Scheduler, SchedulerBuilder, Trigger, registered_jobs,
 };
 pub use scheduler::{JobOverride, OVERRIDE_ENV_PREFIX, override_env_key, parse_duration};
 pub use shutdown::shutdown_signal;

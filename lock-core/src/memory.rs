@@ -37,6 +37,8 @@ pub struct InMemoryLockProvider {
     // Maps the monotonic clock to wall time for `list_locks`.
     epoch: Instant,
     epoch_wall: DateTime<Utc>,
+    /// The registry, run history and control rows (`operations/memory.rs`).
+    pub(crate) ops: crate::operations::memory::MemoryOperations,
 }
 
 #[derive(Debug, Clone)]
@@ -61,6 +63,7 @@ impl InMemoryLockProvider {
             rows: Mutex::new(HashMap::new()),
             epoch: Instant::now(),
             epoch_wall: Utc::now(),
+            ops: Default::default(),
         }
     }
 
@@ -224,5 +227,9 @@ impl LockProvider for InMemoryLockProvider {
 
     fn describe(&self) -> String {
         "in-memory lock table".to_owned()
+    }
+
+    fn operations(&self) -> Option<&dyn crate::operations::OperationsStore> {
+        Some(self)
     }
 }

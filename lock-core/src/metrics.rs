@@ -137,7 +137,7 @@ macro_rules! lock_metrics {
         /// Every metric name above, in the order of this page.
         ///
         /// ```
-        /// assert_eq!(lock_core::metrics::ALL.len(), 11);
+        /// assert_eq!(lock_core::metrics::ALL.len(), 13);
         /// ```
         pub const ALL: &[&str] = &[$($constant),*];
 
@@ -215,6 +215,13 @@ lock_metrics! {
     /// How late a fire started after its slot, in seconds (cron and fixed-rate jobs; every
     /// instance records it).
     JOB_FIRE_LAG_SECONDS = "scheduled_job_fire_lag_seconds", histogram fire_lag => fire_lag;
+    /// The job's next fire on this instance, in seconds since the Unix epoch by the database's
+    /// clock (cron and fixed-rate jobs; fixed-delay jobs: the planned one): every instance
+    /// sets it after each fire. `time() > max_over_time(..[1h]) + grace` says that the fire
+    /// passed and no instance planned another, e.g. because every instance is down.
+    JOB_NEXT_FIRE_TIMESTAMP_SECONDS = "scheduled_job_next_fire_timestamp_seconds", timestamp next_fire => next_fire_at;
+    /// Fires not run because the job is paused cluster-wide (`lockctl pause`).
+    JOB_PAUSED_TOTAL = "scheduled_job_paused_total", counter paused => paused;
 }
 
 #[cfg(not(feature = "metrics"))]
@@ -251,6 +258,8 @@ mod tests {
                 "scheduled_job_active",
                 "scheduled_job_duration_seconds",
                 "scheduled_job_fire_lag_seconds",
+                "scheduled_job_next_fire_timestamp_seconds",
+                "scheduled_job_paused_total",
             ]
         );
         assert_eq!(JOB_LABEL, "scheduled_job");

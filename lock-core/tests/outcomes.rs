@@ -433,3 +433,43 @@ async fn a_release_under_way_at_the_shutdown_timeout_is_awaited_not_cut_off() {
         Some(RunOutcome::Cancelled)
     );
 }
+
+#[tokio::test]
+async fn a_paused_job_counts_refused_fires_and_exports_its_next_fire() {
+    let _serial = SERIAL.lock().await;
+    let metrics = recorded();
+    let provider = Arc::new(InMemoryLockProvider::new());
+    let name = "outcomes-paused";
+    let store = provider.operations().expect("in-memory operations");
+    store.pause(name, "test").await.unwrap();
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .heartbeat_interval(Duration::from_millis(50))
+        .jobs([Job::new(
+            name,
+            Trigger::fixed_rate(Duration::from_millis(100)).unwrap(),
+            || async {},
+        )])
+        .start()
+        .await
+        .unwrap();
+    // The first heartbeat brings the pause; from then on every fire is refused and counted.
+    tokio::time::timeout(Duration::from_secs(5), async {
+        while metrics.counter(names::JOB_PAUSED_TOTAL, name).unwrap_or(0) < 2 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("paused fires are counted");
+    let now = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
+    let next = metrics
+        .gauge(names::JOB_NEXT_FIRE_TIMESTAMP_SECONDS, name)
+        .expect("the next fire is exported");
+    scheduler.shutdown().await.unwrap();
+    assert_eq!(scheduler.jobs()[0].last_outcome, Some(RunOutcome::Paused));
+    // The next slot, at most one period (0.1 s) away; 50 ms for the clock estimate's error.
+    assert!(
+        next > now - 0.05 && next <= now + 0.15,
+        "next fire {next} vs now {now}"
+    );
+}

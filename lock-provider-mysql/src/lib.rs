@@ -4,6 +4,7 @@
 
 mod config;
 mod connection;
+mod operations;
 mod provider;
 mod session;
 mod statements;

@@ -13,6 +13,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Opts, OptsBuilder, Pool, TxOpts};
 
 use crate::config::LockTableConfig;
+use crate::operations::MySqlOperations;
 use crate::session::{DEFAULT_CONNECT_TIMEOUT, Session, connect_timed_out, pool_options};
 use crate::statements::{RecordRow, Statements};
 use crate::table::Table;
@@ -44,6 +45,8 @@ use crate::table::Table;
 pub struct MySqlLockProvider {
     config: LockTableConfig,
     session: Session,
+    /// The operations tables next to the lock table (`operations.rs`).
+    operations: Option<MySqlOperations>,
 }
 
 impl fmt::Debug for MySqlLockProvider {
@@ -93,9 +96,14 @@ impl MySqlLockProvider {
     /// ```
     pub fn with_config(pool: Pool, config: LockTableConfig) -> Result<Self, LockError> {
         let table = Table::new(&config)?;
+        let operations = config
+            .resolve(lock_core::kit::IdentifierStyle::MYSQL)
+            .ok()
+            .and_then(|resolved| MySqlOperations::new(pool.clone(), &resolved));
         Ok(MySqlLockProvider {
             session: Session::new(pool, table),
             config,
+            operations,
         })
     }
 
@@ -296,7 +304,8 @@ impl MySqlLockProvider {
     /// # Ok(()) }
     /// ```
     pub async fn ensure_schema(&self) -> Result<(), LockError> {
-        self.session.ensure_table().await
+        self.session.ensure_table().await?;
+        crate::operations::ensure(self.operations.as_ref(), &self.config).await
     }
 
     /// Runs the statement `change` picks on the row `name`, read first under the row's lock:
@@ -425,6 +434,10 @@ impl LockProvider for MySqlLockProvider {
 
     fn describe(&self) -> String {
         self.session.describe()
+    }
+
+    fn operations(&self) -> Option<&dyn lock_core::operations::OperationsStore> {
+        self.operations.as_ref().map(|o| o as _)
     }
 }
 

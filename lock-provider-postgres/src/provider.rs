@@ -1,6 +1,7 @@
 //! `PostgresLockProvider`: the `LockProvider` contract on a deadpool-postgres pool.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -18,6 +19,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::config::LockTableConfig;
 use crate::connection::ConnectionConfig;
+use crate::operations::PgOperations;
 use crate::session::Session;
 use crate::statements::{self as sql, LockStatements};
 use crate::table::{self, TableShape};
@@ -49,6 +51,8 @@ use crate::table::{self, TableShape};
 pub struct PostgresLockProvider {
     config: LockTableConfig,
     session: Session,
+    /// The operations tables next to the lock table (`operations.rs`).
+    operations: Option<Arc<PgOperations>>,
 }
 
 impl PostgresLockProvider {
@@ -94,9 +98,11 @@ impl PostgresLockProvider {
     /// ```
     pub fn with_config(pool: Pool, config: LockTableConfig) -> Result<Self, LockError> {
         let table = config.resolve(IdentifierStyle::POSTGRES)?;
+        let operations = PgOperations::new(pool.clone(), &table).map(Arc::new);
         Ok(PostgresLockProvider {
             session: Session::new(pool, table),
             config,
+            operations,
         })
     }
 
@@ -296,6 +302,7 @@ impl PostgresLockProvider {
     /// ```
     pub async fn ensure_schema(&self) -> Result<(), LockError> {
         self.session.ensure_table().await?;
+        crate::operations::ensure(self.operations.as_deref(), &self.config).await?;
         self.check_schema().await.map(|_| ())
     }
 
@@ -509,6 +516,10 @@ impl LockProvider for PostgresLockProvider {
 
     fn describe(&self) -> String {
         self.session.describe()
+    }
+
+    fn operations(&self) -> Option<&dyn lock_core::operations::OperationsStore> {
+        self.operations.as_deref().map(|o| o as _)
     }
 }
 

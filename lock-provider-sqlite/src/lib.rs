@@ -3,6 +3,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod config;
+mod operations;
 mod provider;
 mod session;
 mod statements;

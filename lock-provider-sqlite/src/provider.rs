@@ -14,6 +14,7 @@ use lock_core::{
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::config::LockTableConfig;
+use crate::operations::SqliteOperations;
 use crate::session::{Session, in_immediate_transaction, relaxed_commit};
 use crate::statements::{Statements, slot_text};
 use crate::table::Table;
@@ -49,6 +50,8 @@ pub struct SqliteLockProvider {
     session: Session,
     config: LockTableConfig,
     statements: Arc<Statements>,
+    /// The operations tables next to the lock table (`operations.rs`).
+    operations: Option<SqliteOperations>,
 }
 
 impl SqliteLockProvider {
@@ -130,10 +133,17 @@ impl SqliteLockProvider {
     }
 
     fn with_table_of(session: Session, config: LockTableConfig, table: Table) -> Self {
+        let statements = Arc::new(Statements::new(table));
+        let operations = SqliteOperations::new(
+            session.clone(),
+            statements.clone(),
+            &statements.table.resolved,
+        );
         SqliteLockProvider {
             session,
             config,
-            statements: Arc::new(Statements::new(table)),
+            statements,
+            operations,
         }
     }
 
@@ -204,7 +214,8 @@ impl SqliteLockProvider {
                 "lock table {} exists but has no column(s) {missing:?}; check `with_columns`",
                 self.table()
             ))
-        })
+        })?;
+        crate::operations::ensure(self.operations.as_ref(), &self.config).await
     }
 
     /// The statement that creates the lock table (what [`ensure_schema`](Self::ensure_schema)
@@ -462,6 +473,10 @@ impl LockProvider for SqliteLockProvider {
 
     fn describe(&self) -> String {
         self.backend()
+    }
+
+    fn operations(&self) -> Option<&dyn lock_core::operations::OperationsStore> {
+        self.operations.as_ref().map(|o| o as _)
     }
 }
 

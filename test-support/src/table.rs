@@ -123,8 +123,9 @@ pub fn postgres_cleanup(statement: impl Into<String>) -> Cleanup {
     })
 }
 
-/// Drops `table` (`DROP TABLE IF EXISTS`, the name as written: it may carry a schema) on the
-/// PostgreSQL test database when dropped.
+/// Drops `table` (`DROP TABLE IF EXISTS`, the name as written: it may carry a schema) and the
+/// operations tables `ensure_schema()` creates next to it (`<table>_instances`, `_runs`,
+/// `_control`) on the PostgreSQL test database when dropped.
 ///
 /// ```no_run
 /// let table = test_support::table::unique_table("lockpg_test");
@@ -132,10 +133,13 @@ pub fn postgres_cleanup(statement: impl Into<String>) -> Cleanup {
 /// ```
 #[cfg(feature = "postgres")]
 pub fn drop_postgres_table(table: &str) -> Cleanup {
-    postgres_cleanup(format!("DROP TABLE IF EXISTS {table}"))
+    postgres_cleanup(format!(
+        "DROP TABLE IF EXISTS {table}, {table}_instances, {table}_runs, {table}_control"
+    ))
 }
 
-/// Drops `table` (quoted with backticks) on the MySQL/MariaDB test database
+/// Drops `table` (quoted with backticks) and the operations tables `ensure_schema()` creates
+/// next to it (`<table>_instances`, `_runs`, `_control`) on the MySQL/MariaDB test database
 /// ([`crate::db::mysql_url`]) when dropped.
 ///
 /// ```no_run
@@ -145,7 +149,9 @@ pub fn drop_postgres_table(table: &str) -> Cleanup {
 #[cfg(feature = "mysql")]
 pub fn drop_mysql_table(table: &str) -> Cleanup {
     use mysql_async::prelude::Queryable;
-    let statement = format!("DROP TABLE IF EXISTS `{table}`");
+    let statement = format!(
+        "DROP TABLE IF EXISTS `{table}`, `{table}_instances`, `{table}_runs`, `{table}_control`"
+    );
     Cleanup::new(move || async move {
         if let Ok(opts) = mysql_async::Opts::from_url(&crate::db::mysql_url())
             && let Ok(mut conn) = mysql_async::Conn::new(opts).await

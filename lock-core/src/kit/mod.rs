@@ -42,6 +42,7 @@
 pub mod duration;
 mod fence;
 mod ident;
+pub mod operations_sql;
 mod table;
 
 pub use crate::config::MAX_LOCK_NAME_LEN;
@@ -49,6 +50,7 @@ pub use crate::instance::MAX_INSTANCE_ID_LEN;
 pub use duration::{COLUMN_UNIT, MAX_INTERVAL, at_least_millis, lease_millis};
 pub use fence::{fence_from_sql, fence_to_sql};
 pub use ident::{IdentifierStyle, MAX_IDENTIFIER_LEN, validate_identifier};
+pub use operations_sql::{OperationsSql, OperationsTables, SqlDialect};
 pub use table::{
     Column, ColumnNames, DEFAULT_TABLE, LockTableConfig, ResolvedColumns, ResolvedTable,
     validate_table_name,

@@ -1,5 +1,6 @@
 //! The scheduler: sleeps to each job's next fire on tokio timers and runs it under its lock.
 
+mod cluster;
 mod dynamic;
 mod job;
 mod manual;
@@ -17,6 +18,7 @@ use chrono::TimeDelta;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub use cluster::{DEFAULT_HEARTBEAT_INTERVAL, HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB};
 pub use job::{Job, registered_jobs};
 pub use overrides::{JobOverride, OVERRIDE_ENV_PREFIX, override_env_key, parse_duration};
 pub use status::{JobStatus, RunOutcome};
@@ -86,6 +88,8 @@ struct Inner {
     values: Arc<StateMap>,
     /// The database's clock, which every timer follows.
     clock: DatabaseClock,
+    /// The operations tables (registry, history, pauses, triggers), when in use.
+    ops: Option<Arc<cluster::Operations>>,
 }
 
 impl Inner {
@@ -108,6 +112,7 @@ impl Inner {
             state: state.clone(),
             values: self.values.clone(),
             clock: self.clock.clone(),
+            ops: self.ops.clone(),
         };
         let task = self.loops.spawn(runner.clone().run(started));
         JobEntry {
@@ -157,6 +162,9 @@ pub struct SchedulerBuilder {
     clock_refresh: Option<Duration>,
     max_slot_lead: Option<Duration>,
     state: StateMap,
+    /// Run history kept this long (`.history(..)`).
+    history: Option<Duration>,
+    heartbeat_interval: Option<Duration>,
     /// Types given to `.state(..)` more than once (refused at start).
     state_twice: Vec<&'static str>,
     /// Settings from configuration, applied at start (`overrides.rs` has the builder methods).
@@ -366,6 +374,49 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Keeps a run history in the provider's operations tables: one row per run (job, slot,
+    /// fire kind, instance, fence, start and end by the database's clock, outcome, error),
+    /// deleted after `retention` by a housekeeping job that is itself a locked scheduled job
+    /// ([`HOUSEKEEPING_JOB`], every quarter of the retention, in batches of
+    /// [`HOUSEKEEPING_BATCH`] rows). Costs two statements per run (see BENCHMARKS.md).
+    ///
+    /// A provider without operations tables (or whose tables are missing: run its
+    /// `ensure_schema()`) logs one warning at start and runs the jobs without history.
+    /// A zero retention is refused at start.
+    ///
+    /// ```
+    /// use lock_core::{InMemoryLockProvider, Job, LockProvider, Scheduler, Trigger};
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// let provider = std::sync::Arc::new(InMemoryLockProvider::new());
+    /// let scheduler = Scheduler::builder()
+    ///     .lock_provider(provider.clone())
+    ///     .history(Duration::from_secs(7 * 24 * 3600))
+    ///     .jobs([Job::new("report", Trigger::cron("0 0 3 * * *")?, || async {})])
+    ///     .start()
+    ///     .await?;
+    /// scheduler.trigger("report").await?;
+    /// let runs = provider.operations().unwrap().history("report", 10).await?;
+    /// assert_eq!(runs[0].fire_kind, lock_core::FireKind::Manual);
+    /// scheduler.shutdown().await?;
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    pub fn history(mut self, retention: Duration) -> Self {
+        self.history = Some(retention);
+        self
+    }
+
+    /// How often this instance heartbeats into the job registry (default
+    /// [`DEFAULT_HEARTBEAT_INTERVAL`], 1 s): it then also learns of pauses and trigger
+    /// requests. An instance silent for
+    /// [`GONE_AFTER_HEARTBEATS`](crate::operations::GONE_AFTER_HEARTBEATS) intervals counts as
+    /// gone. Zero is refused at start.
+    pub fn heartbeat_interval(mut self, every: Duration) -> Self {
+        self.heartbeat_interval = Some(every);
+        self
+    }
+
     /// How long [`Scheduler::shutdown`] waits for running bodies (default
     /// [`DEFAULT_SHUTDOWN_TIMEOUT`], 15 s). Keep it below the platform's grace period less the
     /// release time (see [`DEFAULT_SHUTDOWN_TIMEOUT`]).
@@ -459,6 +510,14 @@ impl SchedulerBuilder {
                 "clock_refresh: the interval must be more than zero".into(),
             ));
         }
+        let heartbeat_interval = self
+            .heartbeat_interval
+            .unwrap_or(cluster::DEFAULT_HEARTBEAT_INTERVAL);
+        if heartbeat_interval.is_zero() || self.history.is_some_and(|r| r.is_zero()) {
+            return Err(LockError::InvalidConfiguration(
+                "heartbeat_interval and history retention must be more than zero".into(),
+            ));
+        }
         if !self.state_twice.is_empty() {
             return Err(LockError::InvalidConfiguration(format!(
                 "registered twice with .state(..): {}; register each type once (wrap values \
@@ -479,6 +538,36 @@ impl SchedulerBuilder {
         }
         startup::warn_long_leases(&prepared);
         let clock = DatabaseClock::for_scheduler(&executor).await?;
+        let ops = cluster::Operations::set_up(
+            executor.provider(),
+            executor.instance_id(),
+            self.history,
+            heartbeat_interval,
+            executor.operation_timeout(),
+            &clock,
+        )
+        .await;
+        let mut prepared = prepared;
+        if let Some(housekeeping) = ops
+            .as_ref()
+            .map(|o| o.housekeeping_job())
+            .transpose()?
+            .flatten()
+        {
+            if prepared
+                .iter()
+                .any(|(job, _)| job.name() == HOUSEKEEPING_JOB)
+            {
+                return Err(LockError::InvalidConfiguration(format!(
+                    "a job is named `{HOUSEKEEPING_JOB}`, the name of the history's housekeeping job"
+                )));
+            }
+            prepared.extend(startup::prepare(
+                vec![housekeeping],
+                &executor,
+                &self.state,
+            )?);
+        }
 
         install_scheduler_executor(&executor);
         let inner = Arc::new(Inner {
@@ -489,6 +578,7 @@ impl SchedulerBuilder {
             jobs: JobTable::default(),
             values: Arc::new(self.state),
             clock,
+            ops,
         });
         tokio::spawn(
             inner
@@ -500,6 +590,9 @@ impl SchedulerBuilder {
         for (job, config) in prepared {
             let entry = inner.spawn_job(job, config, started);
             inner.jobs.push(entry);
+        }
+        if let Some(ops) = inner.ops.clone() {
+            tokio::spawn(cluster::heartbeat_loop(inner.clone(), ops));
         }
         tracing::info!(
             instance = inner.executor.instance_id(),

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Job;
+use super::cluster::{Operations, RunRecorder};
 use super::job::Body;
 use super::status::{JobState, RunOutcome};
 use crate::__private::JobBody;
@@ -34,6 +35,8 @@ pub(super) struct JobRunner {
     pub(super) values: Arc<StateMap>,
     /// The database's clock: slots are its time.
     pub(super) clock: DatabaseClock,
+    /// The operations tables (pauses, history), when the provider keeps them.
+    pub(super) ops: Option<Arc<Operations>>,
 }
 
 impl JobRunner {
@@ -71,11 +74,18 @@ impl JobRunner {
             {
                 tracing::warn!(job = self.job.name(), last = %last, next = %slot, "the previous run overran; slots in between are skipped");
             }
-            self.state.lock().next_fire = Some(slot.instant());
+            self.plan(slot.instant());
             // On the monotonic clock, to the instant the database reaches the slot; re-planned
             // if a refresh finds that the database's clock moved.
             if !self.clock.sleep_until(slot.instant(), &self.stop).await {
                 return;
+            }
+            // While this fire runs, the gauge already shows the one after it: a long run is
+            // not a passed next fire to the missed-run alert.
+            if let Some(following) = self.job.trigger().next_slot(slot.instant()) {
+                self.config
+                    .metrics()
+                    .next_fire_at(following.unix_millis() as f64 / 1e3);
             }
             self.fire(Some(slot)).await;
             last = Some(slot);
@@ -85,14 +95,21 @@ impl JobRunner {
     async fn run_fixed_delay(self, first: tokio::time::Instant, pause: Duration) {
         let mut next = first;
         loop {
-            self.state.lock().next_fire =
-                Some(self.clock.now() + (next - tokio::time::Instant::now()));
+            self.plan(self.clock.now() + (next - tokio::time::Instant::now()));
             if !self.sleep_until(next).await {
                 return;
             }
             self.fire(None).await;
             next = tokio::time::Instant::now() + pause;
         }
+    }
+
+    /// Records the next fire (database time) in the status and its gauge.
+    fn plan(&self, next: chrono::DateTime<chrono::Utc>) {
+        self.state.lock().next_fire = Some(next);
+        self.config
+            .metrics()
+            .next_fire_at(next.timestamp_millis() as f64 / 1e3);
     }
 
     /// Sleeps until `deadline`; false if the scheduler stopped first.
@@ -110,6 +127,22 @@ impl JobRunner {
 
     /// Runs one fire of `kind` under the job's lock and records its outcome in the status.
     pub(super) async fn fire_as(&self, slot: Option<FireSlot>, kind: FireKind) -> RunOutcome {
+        // A manual run is an operator's explicit request: it runs even while paused.
+        if kind != FireKind::Manual
+            && self
+                .ops
+                .as_ref()
+                .is_some_and(|ops| ops.is_paused(self.job.name()))
+        {
+            tracing::debug!(job = self.job.name(), slot = ?slot.map(|s| s.instant()), "job paused cluster-wide; fire refused");
+            self.config.metrics().paused();
+            self.state.lock().last_outcome = Some(RunOutcome::Paused);
+            return RunOutcome::Paused;
+        }
+        let recorder = self
+            .ops
+            .as_ref()
+            .and_then(|ops| ops.recorder(self.job.name(), kind));
         let span = tracing::info_span!(
             "fire",
             job = self.job.name(),
@@ -132,7 +165,7 @@ impl JobRunner {
             self.config.metrics().fire_lag(lag);
         }
         let started = tokio::time::Instant::now();
-        let outcome = AssertUnwindSafe(self.execute(slot, kind))
+        let outcome = AssertUnwindSafe(self.execute(slot, kind, recorder.clone()))
             .catch_unwind()
             .instrument(span.clone())
             .await;
@@ -172,6 +205,9 @@ impl JobRunner {
                 RunOutcome::Panicked(message)
             }
         };
+        if let Some(recorder) = recorder {
+            recorder.ended(&outcome, self.stop.is_cancelled()).await;
+        }
         // Skipped or refused: no body ran to clear it.
         self.state.set_in_body(false);
         let mut status = self.state.lock();
@@ -185,17 +221,18 @@ impl JobRunner {
         &self,
         slot: Option<FireSlot>,
         kind: FireKind,
+        recorder: Option<RunRecorder>,
     ) -> Result<LockOutcome<(Result<(), String>, bool)>, LockError> {
         let executor = &self.executor;
         let values = &self.values;
         let state = &self.state;
         match self.job.body() {
             Body::Registered(JobBody::Async(body)) => {
-                let fut = noting_end(state.clone(), body(values));
+                let fut = recorded(recorder, noting_end(state.clone(), body(values)));
                 executor.execute_fire(&self.config, slot, kind, fut).await
             }
             Body::Async(body) => {
-                let fut = noting_end(state.clone(), body(values.clone()));
+                let fut = recorded(recorder, noting_end(state.clone(), body(values.clone())));
                 executor.execute_fire(&self.config, slot, kind, fut).await
             }
             Body::Registered(JobBody::Blocking(body)) => {
@@ -203,6 +240,9 @@ impl JobRunner {
                 executor
                     .execute_blocking_fire(&self.config, slot, kind, move || {
                         let _ended = ended;
+                        if let Some(recorder) = recorder {
+                            recorder.started_blocking();
+                        }
                         (body(&values), cancelled_now())
                     })
                     .await
@@ -212,6 +252,9 @@ impl JobRunner {
                 executor
                     .execute_blocking_fire(&self.config, slot, kind, move || {
                         let _ended = ended;
+                        if let Some(recorder) = recorder {
+                            recorder.started_blocking();
+                        }
                         (body(&values), cancelled_now())
                     })
                     .await
@@ -235,6 +278,14 @@ async fn noting_end<T>(state: Arc<JobState>, body: impl Future<Output = T>) -> (
     let _ended = BodyEnd(state);
     let out = body.await;
     (out, cancelled_now())
+}
+
+/// Writes the run's start row (inside the lock, before the body), then runs the body.
+async fn recorded<F: Future>(recorder: Option<RunRecorder>, body: F) -> F::Output {
+    if let Some(recorder) = &recorder {
+        recorder.started().await;
+    }
+    body.await
 }
 
 /// Whether the running body's [`JobContext::cancelled`](crate::JobContext::cancelled) has

@@ -28,6 +28,9 @@ pub enum RunOutcome {
     Skipped,
     /// The lock could not be asked for (provider error); the body did not run.
     LockFailed(String),
+    /// The job is paused cluster-wide (`lockctl pause`): the lock was not asked for and the
+    /// body did not run.
+    Paused,
 }
 
 /// A snapshot of one job, from [`Scheduler::jobs`](super::Scheduler::jobs).

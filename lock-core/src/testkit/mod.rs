@@ -32,6 +32,7 @@ mod acquire;
 mod executor;
 mod expiry;
 mod faults;
+mod operations;
 mod operator;
 mod ownership;
 mod slots;
@@ -50,6 +51,7 @@ pub use expiry::{
     extend_pushes_expiry,
 };
 pub use faults::{Faults, FaultyProvider};
+pub use operations::operations_store;
 pub use operator::list_and_force_unlock;
 pub use ownership::{
     extend_only_by_owner, fence_strictly_increasing, release_only_by_owner,

@@ -1,0 +1,438 @@
+//! The cluster commands: `status`, `history`, `pause`, `resume`, `trigger`, `instances`, on
+//! the operations tables next to the lock table (`lock_core::operations`).
+//!
+//! The JSON of each listing command is a stable interface (lock-cli README, "JSON output"):
+//! fields are only ever added, never renamed or removed; times are UTC with milliseconds.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use lock_core::operations::{
+    ClusterOptions, ClusterView, InstanceView, JobView, MAX_TEXT_LEN, OperationsStore, RunRecord,
+};
+use lock_core::{LockError, LockProvider};
+use serde::Serialize;
+
+use crate::Failure;
+
+/// How long `trigger` waits for a live instance to claim its request (they poll every
+/// heartbeat, 1 s by default).
+pub(crate) const TRIGGER_WAIT: Duration = Duration::from_secs(5);
+
+fn instant(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// Checks a job name before anything connects.
+pub(crate) fn validate_job_name(name: &str) -> Result<(), Failure> {
+    if name.is_empty() || name.len() > MAX_TEXT_LEN {
+        return Err(Failure::usage(format!(
+            "job name {name:?}: a job name is 1 to {MAX_TEXT_LEN} bytes"
+        )));
+    }
+    Ok(())
+}
+
+/// The provider's operations tables, or lockctl's explanation of why there are none.
+fn store(provider: &dyn LockProvider) -> Result<&dyn OperationsStore, Failure> {
+    provider.operations().ok_or_else(|| {
+        Failure::runtime_message(format!(
+            "{} has no operations tables (job registry, run history, pause, trigger): this \
+             provider does not keep them, so status, history, pause, resume, trigger and \
+             instances are not available for it",
+            provider.describe()
+        ))
+    })
+}
+
+/// A failed operation on the operations tables, with the DDL when they are missing.
+fn failed(context: String, error: LockError) -> Failure {
+    match error {
+        LockError::TableMissing { table, ddl, .. } => Failure::runtime_message(format!(
+            "{context}\n  the operations tables {table} do not exist: a service creates them \
+             with the provider's ensure_schema() (this version), or run:\n\n{ddl}\n"
+        )),
+        error => Failure::runtime(context, error),
+    }
+}
+
+/// One run as printed: the fields of `history --json`.
+#[derive(Debug, Serialize)]
+pub(crate) struct RunRow {
+    name: String,
+    slot: Option<String>,
+    fire_kind: &'static str,
+    instance: String,
+    fence: u64,
+    started_at: String,
+    ended_at: Option<String>,
+    outcome: &'static str,
+    error: Option<String>,
+}
+
+impl From<&RunRecord> for RunRow {
+    fn from(run: &RunRecord) -> Self {
+        RunRow {
+            name: run.job.clone(),
+            slot: run.slot.map(instant),
+            fire_kind: run.fire_kind.as_str(),
+            instance: run.instance_id.clone(),
+            fence: run.fence,
+            started_at: instant(run.started_at),
+            ended_at: run.ended_at.map(instant),
+            outcome: run.outcome.as_str(),
+            error: run.error.clone(),
+        }
+    }
+}
+
+/// One job as printed: the fields of `status --json`.
+#[derive(Debug, Serialize)]
+pub(crate) struct JobRow {
+    name: String,
+    lock_name: Option<String>,
+    trigger: Option<String>,
+    zone: Option<String>,
+    next_fire: Option<String>,
+    paused: bool,
+    live_instances: Vec<String>,
+    last_run: Option<RunRow>,
+    last_success: Option<String>,
+    missed: bool,
+    pending_triggers: usize,
+}
+
+impl From<&JobView> for JobRow {
+    fn from(job: &JobView) -> Self {
+        JobRow {
+            name: job.name.clone(),
+            lock_name: job.lock_name.clone(),
+            trigger: job.trigger.clone(),
+            zone: job.zone.clone(),
+            next_fire: job.next_fire.map(instant),
+            paused: job.paused,
+            live_instances: job.live_instances.clone(),
+            last_run: job.last_run.as_ref().map(RunRow::from),
+            last_success: job.last_success.map(instant),
+            missed: job.missed,
+            pending_triggers: job.pending_triggers,
+        }
+    }
+}
+
+/// One instance as printed: the fields of `instances --json`.
+#[derive(Debug, Serialize)]
+pub(crate) struct InstanceRow {
+    instance: String,
+    alive: bool,
+    host: String,
+    pid: u32,
+    version: String,
+    started_at: String,
+    last_heartbeat: String,
+    heartbeat_ms: i64,
+    clock_offset_ms: i64,
+    jobs: Vec<String>,
+}
+
+impl From<&InstanceView> for InstanceRow {
+    fn from(i: &InstanceView) -> Self {
+        InstanceRow {
+            instance: i.info.instance_id.clone(),
+            alive: i.alive,
+            host: i.info.host.clone(),
+            pid: i.info.pid,
+            version: i.info.version.clone(),
+            started_at: instant(i.info.started_at),
+            last_heartbeat: instant(i.last_heartbeat),
+            heartbeat_ms: i.info.heartbeat_ms,
+            clock_offset_ms: i.info.clock_offset_ms,
+            jobs: i.jobs.clone(),
+        }
+    }
+}
+
+fn json<T: Serialize>(rows: &T) -> String {
+    // Serializing plain strings, numbers and booleans cannot fail.
+    serde_json::to_string_pretty(rows).unwrap_or_default() + "\n"
+}
+
+/// Columns padded to their widest cell.
+fn text_table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        padded.join("  ").trim_end().to_owned() + "\n"
+    };
+    let mut out = line(headers.iter().map(|h| h.to_string()).collect());
+    for row in rows {
+        out.push_str(&line(row));
+    }
+    out
+}
+
+fn or_dash(value: Option<String>) -> String {
+    value.unwrap_or_else(|| "-".to_owned())
+}
+
+async fn view(provider: &dyn LockProvider, grace: Duration) -> Result<ClusterView, Failure> {
+    store(provider)?;
+    let options = ClusterOptions {
+        missed_grace: grace,
+    };
+    ClusterView::read(provider, &options).await.map_err(|e| {
+        failed(
+            format!(
+                "cannot read the operations tables of {}",
+                provider.describe()
+            ),
+            e,
+        )
+    })
+}
+
+/// `status [--json] [--grace D]`: every job of the cluster.
+pub(crate) async fn status(
+    provider: &dyn LockProvider,
+    json_out: bool,
+    grace: Duration,
+) -> Result<String, Failure> {
+    let view = view(provider, grace).await?;
+    let rows: Vec<JobRow> = view.jobs.iter().map(JobRow::from).collect();
+    if json_out {
+        return Ok(json(&rows));
+    }
+    let cells = rows
+        .into_iter()
+        .map(|job| {
+            let last = job.last_run.as_ref();
+            vec![
+                job.name,
+                or_dash(job.trigger),
+                or_dash(job.next_fire),
+                or_dash(last.map(|r| r.started_at.clone())),
+                or_dash(last.map(|r| r.outcome.to_owned())),
+                if job.paused { "paused" } else { "active" }.to_owned(),
+                job.live_instances.len().to_string(),
+                if job.missed { "MISSED" } else { "-" }.to_owned(),
+            ]
+        })
+        .collect();
+    Ok(text_table(
+        &[
+            "JOB",
+            "TRIGGER",
+            "NEXT_FIRE",
+            "LAST_RUN",
+            "OUTCOME",
+            "STATE",
+            "LIVE",
+            "MISSED",
+        ],
+        cells,
+    ))
+}
+
+/// `instances [--json]`: every instance in the registry, alive or gone.
+pub(crate) async fn instances(
+    provider: &dyn LockProvider,
+    json_out: bool,
+) -> Result<String, Failure> {
+    let view = view(provider, lock_core::operations::DEFAULT_MISSED_GRACE).await?;
+    let rows: Vec<InstanceRow> = view.instances.iter().map(InstanceRow::from).collect();
+    if json_out {
+        return Ok(json(&rows));
+    }
+    let cells = rows
+        .into_iter()
+        .map(|i| {
+            vec![
+                i.instance,
+                if i.alive { "alive" } else { "gone" }.to_owned(),
+                i.host,
+                i.pid.to_string(),
+                i.version,
+                i.started_at,
+                i.last_heartbeat,
+                format!("{:+}", i.clock_offset_ms),
+                i.jobs.join(","),
+            ]
+        })
+        .collect();
+    Ok(text_table(
+        &[
+            "INSTANCE",
+            "STATE",
+            "HOST",
+            "PID",
+            "VERSION",
+            "STARTED_AT",
+            "LAST_HEARTBEAT",
+            "CLOCK_MS",
+            "JOBS",
+        ],
+        cells,
+    ))
+}
+
+/// `history NAME [--limit N] [--json]`: the job's newest runs first.
+pub(crate) async fn history(
+    provider: &dyn LockProvider,
+    name: &str,
+    limit: u32,
+    json_out: bool,
+) -> Result<String, Failure> {
+    store(provider)?;
+    let runs = ClusterView::history(provider, name, limit)
+        .await
+        .map_err(|e| failed(format!("cannot read the history of job {name:?}"), e))?;
+    let rows: Vec<RunRow> = runs.iter().map(RunRow::from).collect();
+    if json_out {
+        return Ok(json(&rows));
+    }
+    let cells = rows
+        .into_iter()
+        .map(|r| {
+            vec![
+                r.started_at,
+                or_dash(r.ended_at),
+                r.outcome.to_owned(),
+                r.fire_kind.to_owned(),
+                or_dash(r.slot),
+                r.instance,
+                r.fence.to_string(),
+                or_dash(r.error.map(|e| e.replace('\n', " "))),
+            ]
+        })
+        .collect();
+    Ok(text_table(
+        &[
+            "STARTED_AT",
+            "ENDED_AT",
+            "OUTCOME",
+            "KIND",
+            "SLOT",
+            "INSTANCE",
+            "FENCE",
+            "ERROR",
+        ],
+        cells,
+    ))
+}
+
+/// The job as the registry knows it, or a clear refusal naming what is known.
+async fn registered(provider: &dyn LockProvider, name: &str) -> Result<JobView, Failure> {
+    let view = view(provider, lock_core::operations::DEFAULT_MISSED_GRACE).await?;
+    let known: Vec<&str> = view
+        .jobs
+        .iter()
+        .filter(|j| j.trigger.is_some())
+        .map(|j| j.name.as_str())
+        .collect();
+    view.jobs
+        .iter()
+        .find(|j| j.name == name && j.trigger.is_some())
+        .cloned()
+        .ok_or_else(|| {
+            Failure::runtime_message(format!(
+                "no job named {name:?} in the registry of {} (the registry has: {})",
+                provider.describe(),
+                if known.is_empty() {
+                    "no jobs: no instance has heartbeated".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ))
+        })
+}
+
+fn requester() -> String {
+    let host = gethostname::gethostname();
+    format!("lockctl@{}", host.to_string_lossy())
+}
+
+/// `pause NAME`.
+pub(crate) async fn pause(provider: &dyn LockProvider, name: &str) -> Result<String, Failure> {
+    registered(provider, name).await?;
+    let changed = store(provider)?
+        .pause(name, &requester())
+        .await
+        .map_err(|e| failed(format!("cannot pause job {name:?}"), e))?;
+    Ok(if changed {
+        format!(
+            "paused job {name:?}: every instance refuses its fires from its next heartbeat \
+             (within one heartbeat interval, 1 s by default); `lockctl resume {name}` ends it\n"
+        )
+    } else {
+        format!("job {name:?} was already paused\n")
+    })
+}
+
+/// `resume NAME`.
+pub(crate) async fn resume(provider: &dyn LockProvider, name: &str) -> Result<String, Failure> {
+    let changed = store(provider)?
+        .resume(name)
+        .await
+        .map_err(|e| failed(format!("cannot resume job {name:?}"), e))?;
+    Ok(if changed {
+        format!("resumed job {name:?}: it fires again from each instance's next heartbeat\n")
+    } else {
+        format!("job {name:?} was not paused\n")
+    })
+}
+
+/// `trigger NAME`: a request one live instance claims within a heartbeat; waits for the claim.
+pub(crate) async fn trigger(provider: &dyn LockProvider, name: &str) -> Result<String, Failure> {
+    let job = registered(provider, name).await?;
+    if job.live_instances.is_empty() {
+        return Err(Failure::runtime_message(format!(
+            "no live instance runs job {name:?}: nothing would run it (`lockctl instances` \
+             shows the instances and their last heartbeats)"
+        )));
+    }
+    let store = store(provider)?;
+    let id = store
+        .request_trigger(name, &requester())
+        .await
+        .map_err(|e| failed(format!("cannot request a run of job {name:?}"), e))?;
+    let deadline = tokio::time::Instant::now() + TRIGGER_WAIT;
+    loop {
+        let control = store
+            .control()
+            .await
+            .map_err(|e| failed(format!("cannot read trigger request {id}"), e))?;
+        if let Some(request) = control.iter().find(|c| c.id == id)
+            && let (Some(by), Some(at)) = (&request.claimed_by, request.claimed_at)
+        {
+            return Ok(format!(
+                "triggered job {name:?}: request {id} claimed by {by} at {}; it runs once now \
+                 (after the current run, if one holds the lock), shown by `lockctl history {name}`\n",
+                instant(at)
+            ));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            let withdrawn = store
+                .withdraw_trigger(id)
+                .await
+                .map_err(|e| failed(format!("cannot withdraw trigger request {id}"), e))?;
+            if withdrawn {
+                return Err(Failure::runtime_message(format!(
+                    "no instance claimed the run of job {name:?} within {TRIGGER_WAIT:?}; the \
+                     request was withdrawn, nothing runs"
+                )));
+            }
+            // Claimed between the last look and the withdrawal.
+            continue;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -1,0 +1,480 @@
+//! The cluster as an operator sees it: instances alive or gone, every registered job with its
+//! next fire, last run, pause and whether a fire was missed. Computed here once from the raw
+//! rows, so every tool (lockctl, a dashboard) shows the same thing.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::{ControlKind, ControlRequest, InstanceInfo, RegistryRow, RunRecord, RunState};
+use crate::{LockError, LockProvider, LockRecord};
+
+/// An instance counts as gone after this many of its heartbeat intervals without a heartbeat
+/// (5 s at the default 1 s interval).
+pub const GONE_AFTER_HEARTBEATS: i64 = 5;
+
+/// How long past its next fire a job may go without a run before it is reported as missed
+/// (default of [`ClusterOptions::missed_grace`]).
+pub const DEFAULT_MISSED_GRACE: Duration = Duration::from_secs(60);
+
+/// How [`ClusterView`] judges what it reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterOptions {
+    /// A job whose next fire passed by more than this without a run is missed.
+    pub missed_grace: Duration,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            missed_grace: DEFAULT_MISSED_GRACE,
+        }
+    }
+}
+
+/// One instance of the cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstanceView {
+    /// Who it is.
+    pub info: InstanceInfo,
+    /// Its last heartbeat (database time).
+    pub last_heartbeat: DateTime<Utc>,
+    /// Whether it heartbeated within [`GONE_AFTER_HEARTBEATS`] of its intervals.
+    pub alive: bool,
+    /// The jobs it registered at its last heartbeat.
+    pub jobs: Vec<String>,
+}
+
+/// One run as shown: a [`RunRecord`] whose `running` outcome became
+/// [`RunState::Unfinished`] when its instance is gone.
+pub type RunView = RunRecord;
+
+/// One job of the cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobView {
+    /// The job's name.
+    pub name: String,
+    /// Its lock.
+    pub lock_name: Option<String>,
+    /// Its trigger as text (None for a job only known from a pause).
+    pub trigger: Option<String>,
+    /// The cron trigger's zone.
+    pub zone: Option<String>,
+    /// The next fire: the earliest of the live instances', or, with none alive, the last one
+    /// registered.
+    pub next_fire: Option<DateTime<Utc>>,
+    /// Paused cluster-wide.
+    pub paused: bool,
+    /// The live instances that run it.
+    pub live_instances: Vec<String>,
+    /// Its newest run in the history.
+    pub last_run: Option<RunView>,
+    /// The end of its latest successful run in the history.
+    pub last_success: Option<DateTime<Utc>>,
+    /// Its next fire passed by more than the grace without a run, and it is not paused.
+    pub missed: bool,
+    /// Trigger requests not yet claimed.
+    pub pending_triggers: usize,
+}
+
+/// Everything `lockctl status` and `instances` show, read in a few queries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterView {
+    /// The database's clock when read.
+    pub database_now: DateTime<Utc>,
+    /// Every instance in the registry, alive or gone.
+    pub instances: Vec<InstanceView>,
+    /// Every registered or paused job, by name.
+    pub jobs: Vec<JobView>,
+}
+
+/// The error of an operation on a provider without operations tables.
+pub(crate) fn no_operations(provider: &dyn LockProvider) -> LockError {
+    LockError::InvalidConfiguration(format!(
+        "{} has no operations tables (job registry, run history, pause, trigger): this \
+         provider does not keep them",
+        provider.describe()
+    ))
+}
+
+fn alive(info: &InstanceInfo, last: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+    let window = TimeDelta::milliseconds(info.heartbeat_ms.max(1) * GONE_AFTER_HEARTBEATS);
+    now - last <= window
+}
+
+impl ClusterView {
+    /// Reads the registry, the control table, the last runs and the lock table, and puts
+    /// them together at the database's now.
+    ///
+    /// Fails with [`LockError::InvalidConfiguration`] when the provider keeps no operations
+    /// tables, and with the provider's error when they cannot be read.
+    pub async fn read(
+        provider: &dyn LockProvider,
+        options: &ClusterOptions,
+    ) -> Result<Self, LockError> {
+        let store = provider
+            .operations()
+            .ok_or_else(|| no_operations(provider))?;
+        let now = provider.database_time().await?;
+        let registry = store.registry().await?;
+        let control = store.control().await?;
+        let last_runs = store.last_runs().await?;
+        let successes = store.last_successes().await?;
+        let locks = provider.list_locks().await?;
+        Ok(Self::assemble(
+            now, registry, control, last_runs, successes, locks, options,
+        ))
+    }
+
+    /// The newest `limit` runs of `job`, newest first, a `running` run of a gone instance
+    /// shown as [`RunState::Unfinished`].
+    pub async fn history(
+        provider: &dyn LockProvider,
+        job: &str,
+        limit: u32,
+    ) -> Result<Vec<RunView>, LockError> {
+        let store = provider
+            .operations()
+            .ok_or_else(|| no_operations(provider))?;
+        let now = provider.database_time().await?;
+        let registry = store.registry().await?;
+        let runs = store.history(job, limit).await?;
+        let instances = instances(&registry, now);
+        Ok(runs
+            .into_iter()
+            .map(|run| resolve(run, &instances))
+            .collect())
+    }
+
+    /// Puts the rows together (see [`read`](Self::read)).
+    pub fn assemble(
+        now: DateTime<Utc>,
+        registry: Vec<RegistryRow>,
+        control: Vec<ControlRequest>,
+        last_runs: Vec<RunRecord>,
+        successes: Vec<(String, DateTime<Utc>)>,
+        locks: Vec<LockRecord>,
+        options: &ClusterOptions,
+    ) -> Self {
+        let instances = instances(&registry, now);
+        let grace = TimeDelta::from_std(options.missed_grace).unwrap_or(TimeDelta::MAX);
+        // The job rows each instance wrote at its latest heartbeat.
+        let mut by_job: BTreeMap<String, Vec<(&RegistryRow, bool)>> = BTreeMap::new();
+        for row in &registry {
+            let Some(job) = &row.job else { continue };
+            let instance = instances
+                .iter()
+                .find(|i| i.info.instance_id == row.instance.instance_id);
+            let current = instance.is_none_or(|i| row.heartbeat_at >= i.last_heartbeat);
+            if current {
+                let live = instance.is_some_and(|i| i.alive);
+                by_job
+                    .entry(job.name.clone())
+                    .or_default()
+                    .push((row, live));
+            }
+        }
+        for request in &control {
+            by_job.entry(request.job.clone()).or_default();
+        }
+        let jobs = by_job
+            .into_iter()
+            .map(|(name, rows)| {
+                let latest = rows
+                    .iter()
+                    .max_by_key(|(row, _)| row.heartbeat_at)
+                    .and_then(|(row, _)| row.job.as_ref());
+                let live: Vec<&RegistryRow> = rows
+                    .iter()
+                    .filter(|(_, live)| *live)
+                    .map(|(row, _)| *row)
+                    .collect();
+                let next_fire = if live.is_empty() {
+                    latest.and_then(|job| job.next_fire)
+                } else {
+                    live.iter()
+                        .filter_map(|row| row.job.as_ref().and_then(|j| j.next_fire))
+                        .min()
+                };
+                let paused = control
+                    .iter()
+                    .any(|c| c.job == name && c.kind == ControlKind::Pause);
+                let pending_triggers = control
+                    .iter()
+                    .filter(|c| {
+                        c.job == name && c.kind == ControlKind::Trigger && c.claimed_by.is_none()
+                    })
+                    .count();
+                let last_run = last_runs
+                    .iter()
+                    .find(|run| run.job == name)
+                    .cloned()
+                    .map(|run| resolve(run, &instances));
+                let last_success = successes
+                    .iter()
+                    .find(|(job, _)| *job == name)
+                    .map(|(_, at)| *at);
+                let lock_name = latest.map(|job| job.lock_name.clone());
+                let lock = lock_name
+                    .as_deref()
+                    .and_then(|lock| locks.iter().find(|l| l.name == lock));
+                // A slot that ran is in `last_fire` (and a run's slot); a fire without a slot
+                // (fixed delay, or a ShedLock table without `last_fire`) is judged by when the
+                // lock was taken, with a quarter second for the estimate of its planned time.
+                let ran_since = |at: DateTime<Utc>| {
+                    let near = at - TimeDelta::milliseconds(250);
+                    let by_lock = lock.is_some_and(|l| match l.last_fire {
+                        Some(fired) => fired >= at,
+                        None => l.locked_at >= near,
+                    });
+                    let by_history = last_run.as_ref().is_some_and(|r| match r.slot {
+                        Some(slot) => slot >= at,
+                        None => r.started_at >= near,
+                    });
+                    by_lock || by_history
+                };
+                // With no instance alive, the last registered next fire may have run just
+                // before they all stopped: then the one after it is what should have run.
+                let next_fire = match (next_fire, live.is_empty()) {
+                    (Some(at), true) if ran_since(at) => {
+                        latest.and_then(|job| job.following_fire).or(Some(at))
+                    }
+                    (next, _) => next,
+                };
+                let missed = !paused
+                    && next_fire.is_some_and(|at| {
+                        at.checked_add_signed(grace).is_some_and(|due| now > due) && !ran_since(at)
+                    });
+                let mut live_instances: Vec<String> = live
+                    .iter()
+                    .map(|row| row.instance.instance_id.clone())
+                    .collect();
+                live_instances.sort();
+                JobView {
+                    name,
+                    lock_name,
+                    trigger: latest.map(|job| job.trigger.clone()),
+                    zone: latest.and_then(|job| job.zone.clone()),
+                    next_fire,
+                    paused,
+                    live_instances,
+                    last_run,
+                    last_success,
+                    missed,
+                    pending_triggers,
+                }
+            })
+            .collect();
+        ClusterView {
+            database_now: now,
+            instances,
+            jobs,
+        }
+    }
+}
+
+/// The instances of the registry (their own rows), with the jobs of their latest heartbeat.
+fn instances(registry: &[RegistryRow], now: DateTime<Utc>) -> Vec<InstanceView> {
+    let mut instances: Vec<InstanceView> = registry
+        .iter()
+        .filter(|row| row.job.is_none())
+        .map(|row| InstanceView {
+            info: row.instance.clone(),
+            last_heartbeat: row.heartbeat_at,
+            alive: alive(&row.instance, row.heartbeat_at, now),
+            jobs: Vec::new(),
+        })
+        .collect();
+    for row in registry {
+        if let Some(job) = &row.job
+            && let Some(instance) = instances
+                .iter_mut()
+                .find(|i| i.info.instance_id == row.instance.instance_id)
+            && row.heartbeat_at >= instance.last_heartbeat
+        {
+            instance.jobs.push(job.name.clone());
+        }
+    }
+    instances.sort_by(|a, b| a.info.instance_id.cmp(&b.info.instance_id));
+    instances
+}
+
+fn resolve(mut run: RunRecord, instances: &[InstanceView]) -> RunView {
+    if run.outcome == RunState::Running
+        && !instances
+            .iter()
+            .any(|i| i.info.instance_id == run.instance_id && i.alive)
+    {
+        run.outcome = RunState::Unfinished;
+    }
+    run
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FireKind;
+    use crate::operations::JobRegistration;
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + seconds, 0).unwrap()
+    }
+
+    fn info(id: &str) -> InstanceInfo {
+        InstanceInfo {
+            instance_id: id.into(),
+            host: "h".into(),
+            pid: 1,
+            version: "0".into(),
+            started_at: at(0),
+            clock_offset_ms: 0,
+            heartbeat_ms: 1000,
+        }
+    }
+
+    fn rows(id: &str, beat: i64, next_fire: i64) -> [RegistryRow; 2] {
+        [
+            RegistryRow {
+                instance: info(id),
+                heartbeat_at: at(beat),
+                job: None,
+            },
+            RegistryRow {
+                instance: info(id),
+                heartbeat_at: at(beat),
+                job: Some(JobRegistration {
+                    name: "daily".into(),
+                    lock_name: "daily".into(),
+                    trigger: "cron".into(),
+                    zone: None,
+                    next_fire: Some(at(next_fire)),
+                    following_fire: Some(at(next_fire + 10)),
+                }),
+            },
+        ]
+    }
+
+    fn running(instance: &str) -> RunRecord {
+        RunRecord {
+            id: 1,
+            job: "daily".into(),
+            slot: None,
+            fire_kind: FireKind::Scheduled,
+            instance_id: instance.into(),
+            fence: 1,
+            started_at: at(5),
+            ended_at: None,
+            outcome: RunState::Running,
+            error: None,
+        }
+    }
+
+    #[test]
+    fn instances_gone_and_a_missed_fire() {
+        let registry: Vec<RegistryRow> = rows("a", 10, 20)
+            .into_iter()
+            .chain(rows("b", 10, 20))
+            .collect();
+        let options = ClusterOptions {
+            missed_grace: Duration::from_secs(3),
+        };
+        // Both alive at 12: nothing missed, the run of `a` still running.
+        let view = ClusterView::assemble(
+            at(12),
+            registry.clone(),
+            vec![],
+            vec![running("a")],
+            vec![],
+            vec![],
+            &options,
+        );
+        assert!(view.instances.iter().all(|i| i.alive));
+        assert_eq!(view.jobs[0].live_instances, ["a", "b"]);
+        assert_eq!(view.jobs[0].next_fire, Some(at(20)));
+        assert!(!view.jobs[0].missed);
+        assert_eq!(
+            view.jobs[0].last_run.as_ref().unwrap().outcome,
+            RunState::Running
+        );
+        // At 30 both are gone (silent 20 s > 5 heartbeats), the fire at 20 passed by more than
+        // the grace without a run: missed, and the run of `a` unfinished.
+        let view = ClusterView::assemble(
+            at(30),
+            registry.clone(),
+            vec![],
+            vec![running("a")],
+            vec![],
+            vec![],
+            &options,
+        );
+        assert!(view.instances.iter().all(|i| !i.alive));
+        assert!(view.jobs[0].live_instances.is_empty());
+        assert!(view.jobs[0].missed);
+        assert_eq!(
+            view.jobs[0].last_run.as_ref().unwrap().outcome,
+            RunState::Unfinished
+        );
+        // Paused: never missed.
+        let pause = ControlRequest {
+            id: 1,
+            job: "daily".into(),
+            kind: ControlKind::Pause,
+            requested_at: at(1),
+            requested_by: "op".into(),
+            claimed_by: None,
+            claimed_at: None,
+        };
+        let view = ClusterView::assemble(
+            at(30),
+            registry,
+            vec![pause],
+            vec![],
+            vec![],
+            vec![],
+            &options,
+        );
+        assert!(view.jobs[0].paused && !view.jobs[0].missed);
+    }
+
+    #[test]
+    fn a_next_fire_that_ran_before_every_instance_died_moves_to_the_following_one() {
+        let registry: Vec<RegistryRow> = rows("a", 10, 20).into_iter().collect();
+        let options = ClusterOptions {
+            missed_grace: Duration::from_secs(3),
+        };
+        // The fire at 20 ran (its slot is the lock's last fire); the instance died after it.
+        let lock = LockRecord {
+            name: "daily".into(),
+            lock_until: at(21),
+            locked_at: at(20),
+            locked_by: "a".into(),
+            fence: 3,
+            last_fire: Some(at(20)),
+            held: false,
+        };
+        let view = ClusterView::assemble(
+            at(31),
+            registry.clone(),
+            vec![],
+            vec![],
+            vec![],
+            vec![lock.clone()],
+            &options,
+        );
+        // The following fire (30) is the one to judge: not yet past its grace at 31 ...
+        assert_eq!(view.jobs[0].next_fire, Some(at(30)));
+        assert!(!view.jobs[0].missed);
+        // ... and missed at 34.
+        let view = ClusterView::assemble(
+            at(34),
+            registry,
+            vec![],
+            vec![],
+            vec![],
+            vec![lock],
+            &options,
+        );
+        assert!(view.jobs[0].missed);
+    }
+}

@@ -1,0 +1,271 @@
+//! The operations tables of [`InMemoryLockProvider`]: the same behaviour as the SQL providers'
+//! tables, in this process's memory, on the provider's clock.
+
+use std::sync::{Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use super::{
+    ControlKind, ControlRequest, Expired, Heartbeat, MAX_ERROR_LEN, OperationsStore, RegistryRow,
+    RunRecord, RunStart, RunState, truncate,
+};
+use crate::{InMemoryLockProvider, LockError, LockProvider};
+
+/// The rows, in memory.
+#[derive(Debug, Default)]
+pub(crate) struct MemoryOperations {
+    state: Mutex<Rows>,
+}
+
+#[derive(Debug, Default)]
+struct Rows {
+    registry: Vec<RegistryRow>,
+    runs: Vec<RunRecord>,
+    control: Vec<ControlRequest>,
+    next_id: i64,
+}
+
+impl Rows {
+    fn id(&mut self) -> i64 {
+        self.next_id += 1;
+        self.next_id
+    }
+}
+
+impl MemoryOperations {
+    fn rows(&self) -> MutexGuard<'_, Rows> {
+        // Every change is a push, a retain or a field assignment: a panic cannot leave a row
+        // half-written, so a poisoned lock is still consistent.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl InMemoryLockProvider {
+    async fn now(&self) -> DateTime<Utc> {
+        // The provider's clock never fails.
+        let now = self.database_time().await.unwrap_or_else(|_| Utc::now());
+        crate::FireSlot::new(now).instant()
+    }
+}
+
+#[async_trait]
+impl OperationsStore for InMemoryLockProvider {
+    fn tables(&self) -> String {
+        "in-memory operations tables".to_owned()
+    }
+
+    async fn check(&self) -> Result<(), LockError> {
+        Ok(())
+    }
+
+    async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
+        let now = self.now().await;
+        let mut rows = self.ops.rows();
+        let id = &beat.instance.instance_id;
+        let mut upsert = |job: Option<&crate::operations::JobRegistration>| {
+            let name = job.map(|j| j.name.as_str());
+            let row = RegistryRow {
+                instance: beat.instance.clone(),
+                heartbeat_at: now,
+                job: job.cloned(),
+            };
+            match rows.registry.iter_mut().find(|r| {
+                &r.instance.instance_id == id && r.job.as_ref().map(|j| j.name.as_str()) == name
+            }) {
+                Some(existing) => *existing = row,
+                None => rows.registry.push(row),
+            }
+        };
+        upsert(None);
+        for job in &beat.jobs {
+            upsert(Some(job));
+        }
+        Ok(rows
+            .control
+            .iter()
+            .filter(|c| c.kind == ControlKind::Pause || c.claimed_by.is_none())
+            .cloned()
+            .collect())
+    }
+
+    async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
+        let now = self.now().await;
+        let mut rows = self.ops.rows();
+        match rows
+            .control
+            .iter_mut()
+            .find(|c| c.id == id && c.kind == ControlKind::Trigger && c.claimed_by.is_none())
+        {
+            Some(request) => {
+                request.claimed_by = Some(instance_id.to_owned());
+                request.claimed_at = Some(now);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    async fn run_started(&self, run: &RunStart) -> Result<i64, LockError> {
+        let now = self.now().await;
+        let mut rows = self.ops.rows();
+        let id = rows.id();
+        rows.runs.push(RunRecord {
+            id,
+            job: run.job.clone(),
+            slot: run.slot,
+            fire_kind: run.fire_kind,
+            instance_id: run.instance_id.clone(),
+            fence: run.fence,
+            started_at: now,
+            ended_at: None,
+            outcome: RunState::Running,
+            error: None,
+        });
+        Ok(id)
+    }
+
+    async fn run_ended(
+        &self,
+        id: i64,
+        outcome: RunState,
+        error: Option<&str>,
+    ) -> Result<(), LockError> {
+        let now = self.now().await;
+        let mut rows = self.ops.rows();
+        if let Some(run) = rows.runs.iter_mut().find(|r| r.id == id) {
+            run.ended_at = Some(now);
+            run.outcome = outcome;
+            run.error = error.map(|e| truncate(e, MAX_ERROR_LEN).to_owned());
+        }
+        Ok(())
+    }
+
+    async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError> {
+        let now = self.now().await;
+        let mut rows = self.ops.rows();
+        if rows
+            .control
+            .iter()
+            .any(|c| c.job == job && c.kind == ControlKind::Pause)
+        {
+            return Ok(false);
+        }
+        let id = rows.id();
+        rows.control.push(ControlRequest {
+            id,
+            job: job.to_owned(),
+            kind: ControlKind::Pause,
+            requested_at: now,
+            requested_by: requested_by.to_owned(),
+            claimed_by: None,
+            claimed_at: None,
+        });
+        Ok(true)
+    }
+
+    async fn resume(&self, job: &str) -> Result<bool, LockError> {
+        let mut rows = self.ops.rows();
+        let before = rows.control.len();
+        rows.control
+            .retain(|c| !(c.job == job && c.kind == ControlKind::Pause));
+        Ok(rows.control.len() < before)
+    }
+
+    async fn request_trigger(&self, job: &str, requested_by: &str) -> Result<i64, LockError> {
+        let now = self.now().await;
+        let mut rows = self.ops.rows();
+        let id = rows.id();
+        rows.control.push(ControlRequest {
+            id,
+            job: job.to_owned(),
+            kind: ControlKind::Trigger,
+            requested_at: now,
+            requested_by: requested_by.to_owned(),
+            claimed_by: None,
+            claimed_at: None,
+        });
+        Ok(id)
+    }
+
+    async fn withdraw_trigger(&self, id: i64) -> Result<bool, LockError> {
+        let mut rows = self.ops.rows();
+        let before = rows.control.len();
+        rows.control
+            .retain(|c| !(c.id == id && c.kind == ControlKind::Trigger && c.claimed_by.is_none()));
+        Ok(rows.control.len() < before)
+    }
+
+    async fn control(&self) -> Result<Vec<ControlRequest>, LockError> {
+        Ok(self.ops.rows().control.clone())
+    }
+
+    async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
+        Ok(self.ops.rows().registry.clone())
+    }
+
+    async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError> {
+        Ok(self
+            .ops
+            .rows()
+            .runs
+            .iter()
+            .rev()
+            .filter(|r| r.job == job)
+            .take(limit as usize)
+            .cloned()
+            .collect())
+    }
+
+    async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
+        let rows = self.ops.rows();
+        let mut last: Vec<RunRecord> = Vec::new();
+        for run in rows.runs.iter().rev() {
+            if !last.iter().any(|r| r.job == run.job) {
+                last.push(run.clone());
+            }
+        }
+        last.sort_by(|a, b| a.job.cmp(&b.job));
+        Ok(last)
+    }
+
+    async fn last_successes(&self) -> Result<Vec<(String, DateTime<Utc>)>, LockError> {
+        let rows = self.ops.rows();
+        let mut last: Vec<(String, DateTime<Utc>)> = Vec::new();
+        for run in &rows.runs {
+            if let (RunState::Succeeded, Some(ended)) = (run.outcome, run.ended_at) {
+                match last.iter_mut().find(|(job, _)| *job == run.job) {
+                    Some((_, at)) => *at = (*at).max(ended),
+                    None => last.push((run.job.clone(), ended)),
+                }
+            }
+        }
+        Ok(last)
+    }
+
+    async fn delete_expired(
+        &self,
+        what: Expired,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64, LockError> {
+        let mut rows = self.ops.rows();
+        let mut left = limit as usize;
+        let mut keep = |expired: bool| {
+            if expired && left > 0 {
+                left -= 1;
+                false
+            } else {
+                true
+            }
+        };
+        match what {
+            Expired::Runs => rows.runs.retain(|r| keep(r.started_at < before)),
+            Expired::ClaimedTriggers => rows.control.retain(|c| {
+                keep(c.kind == ControlKind::Trigger && c.claimed_at.is_some_and(|at| at < before))
+            }),
+            Expired::StaleRegistry => rows.registry.retain(|r| keep(r.heartbeat_at < before)),
+        }
+        Ok((limit as usize - left) as u64)
+    }
+}

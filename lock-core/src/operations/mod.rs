@@ -1,0 +1,380 @@
+//! Operating a cluster: the job registry and heartbeats, the run history, pauses and manual
+//! trigger requests, kept by the provider in tables next to the lock table.
+//!
+//! A provider offers them through [`LockProvider::operations`](crate::LockProvider::operations)
+//! (an [`OperationsStore`]); a provider without them (the default) keeps working exactly as
+//! before, and the scheduler logs once what it cannot do. The scheduler writes the registry
+//! and the history ([`SchedulerBuilder::history`](crate::SchedulerBuilder::history)), honours
+//! pauses and claims trigger requests; [`ClusterView`] reads it all back for an operator
+//! (`lockctl status`, `history`, `instances`).
+//!
+//! ```
+//! use lock_core::operations::{ClusterOptions, ClusterView};
+//! use lock_core::{InMemoryLockProvider, LockProvider};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let provider = InMemoryLockProvider::new();
+//! let store = provider.operations().expect("the in-memory provider keeps operations");
+//! store.pause("nightly_report", "operator").await?;
+//! let view = ClusterView::read(&provider, &ClusterOptions::default()).await?;
+//! assert!(view.instances.is_empty());
+//! # Ok::<(), lock_core::LockError>(()) }).unwrap();
+//! ```
+
+mod cluster;
+pub(crate) mod memory;
+
+use std::fmt;
+use std::str::FromStr;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+
+use crate::{FireKind, LockError};
+
+pub use crate::kit::operations_sql::{MAX_ERROR_LEN, MAX_TEXT_LEN};
+pub use cluster::{
+    ClusterOptions, ClusterView, DEFAULT_MISSED_GRACE, GONE_AFTER_HEARTBEATS, InstanceView,
+    JobView, RunView,
+};
+
+/// Who an instance is, as the registry keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstanceInfo {
+    /// The instance id (`locked_by`).
+    pub instance_id: String,
+    /// The host name.
+    pub host: String,
+    /// The process id.
+    pub pid: u32,
+    /// The version of `lock-core` the instance runs.
+    pub version: String,
+    /// When its scheduler started (database time).
+    pub started_at: DateTime<Utc>,
+    /// How far its wall clock is ahead of the database's, in milliseconds.
+    pub clock_offset_ms: i64,
+    /// How often it heartbeats, in milliseconds (it counts as gone after
+    /// [`GONE_AFTER_HEARTBEATS`] of them without one).
+    pub heartbeat_ms: i64,
+}
+
+/// One job as an instance registers it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobRegistration {
+    /// The job's name.
+    pub name: String,
+    /// The lock it runs under.
+    pub lock_name: String,
+    /// The trigger as text (``cron `0 5 1 * * *` in Asia/Shanghai``, `fixed rate 5s`).
+    pub trigger: String,
+    /// The cron trigger's zone, if any.
+    pub zone: Option<String>,
+    /// Its next fire by the database's clock (None when it fires no more).
+    pub next_fire: Option<DateTime<Utc>>,
+    /// The fire after that (cron and fixed rate): what a job whose instances all died right
+    /// after running `next_fire` is judged missed by.
+    pub following_fire: Option<DateTime<Utc>>,
+}
+
+/// What one heartbeat writes: the instance and every job it runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Heartbeat {
+    /// The instance.
+    pub instance: InstanceInfo,
+    /// Its jobs.
+    pub jobs: Vec<JobRegistration>,
+}
+
+/// One registry row as read back: the instance's own row (`job` None) or one of its jobs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistryRow {
+    /// The instance.
+    pub instance: InstanceInfo,
+    /// When this row was last written (database time).
+    pub heartbeat_at: DateTime<Utc>,
+    /// The job, or None for the instance's own row.
+    pub job: Option<JobRegistration>,
+}
+
+/// What an operator asked for in the control table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ControlKind {
+    /// The job is paused cluster-wide while the row exists.
+    Pause,
+    /// Run the job once now, on one live instance.
+    Trigger,
+}
+
+impl ControlKind {
+    /// As stored: `pause`, `trigger`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ControlKind::Pause => "pause",
+            ControlKind::Trigger => "trigger",
+        }
+    }
+}
+
+impl FromStr for ControlKind {
+    type Err = LockError;
+    fn from_str(s: &str) -> Result<Self, LockError> {
+        match s {
+            "pause" => Ok(ControlKind::Pause),
+            "trigger" => Ok(ControlKind::Trigger),
+            other => Err(unknown("request kind", other)),
+        }
+    }
+}
+
+/// One row of the control table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControlRequest {
+    /// The row's id.
+    pub id: i64,
+    /// The job it is about.
+    pub job: String,
+    /// Pause or trigger.
+    pub kind: ControlKind,
+    /// When it was asked for (database time).
+    pub requested_at: DateTime<Utc>,
+    /// Who asked (`lockctl@host`, or the caller's text).
+    pub requested_by: String,
+    /// The instance that claimed a trigger request.
+    pub claimed_by: Option<String>,
+    /// When it was claimed.
+    pub claimed_at: Option<DateTime<Utc>>,
+}
+
+/// The start of a run, written before its body runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunStart {
+    /// The job's name.
+    pub job: String,
+    /// The slot, for a scheduled fire of a cron or fixed-rate job.
+    pub slot: Option<DateTime<Utc>>,
+    /// Scheduled, catch-up or manual.
+    pub fire_kind: FireKind,
+    /// The instance running it.
+    pub instance_id: String,
+    /// The lease's fencing token.
+    pub fence: u64,
+}
+
+/// What a run came to, as the history keeps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RunState {
+    /// Started and not ended yet (stored until the end is written).
+    Running,
+    /// The body returned `()` or `Ok(())`.
+    Succeeded,
+    /// The body returned an error.
+    Failed,
+    /// The body panicked.
+    Panicked,
+    /// The lease was lost while the body ran (its `cancelled()` resolved).
+    LockLost,
+    /// The body returned after the scheduler began shutting down.
+    Cancelled,
+    /// Started, never ended, and its instance is gone: never stored, shown by
+    /// [`ClusterView`] for a `running` row whose instance no longer heartbeats.
+    Unfinished,
+}
+
+impl RunState {
+    /// As stored and printed: `running`, `succeeded`, `failed`, `panicked`, `lock_lost`,
+    /// `cancelled`, `unfinished`.
+    ///
+    /// ```
+    /// use lock_core::operations::RunState;
+    /// assert_eq!(RunState::LockLost.as_str(), "lock_lost");
+    /// assert_eq!("lock_lost".parse::<RunState>()?, RunState::LockLost);
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Running => "running",
+            RunState::Succeeded => "succeeded",
+            RunState::Failed => "failed",
+            RunState::Panicked => "panicked",
+            RunState::LockLost => "lock_lost",
+            RunState::Cancelled => "cancelled",
+            RunState::Unfinished => "unfinished",
+        }
+    }
+}
+
+impl fmt::Display for RunState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for RunState {
+    type Err = LockError;
+    fn from_str(s: &str) -> Result<Self, LockError> {
+        Ok(match s {
+            "running" => RunState::Running,
+            "succeeded" => RunState::Succeeded,
+            "failed" => RunState::Failed,
+            "panicked" => RunState::Panicked,
+            "lock_lost" => RunState::LockLost,
+            "cancelled" => RunState::Cancelled,
+            "unfinished" => RunState::Unfinished,
+            other => return Err(unknown("run outcome", other)),
+        })
+    }
+}
+
+fn unknown(what: &str, value: &str) -> LockError {
+    LockError::InvalidConfiguration(format!("unknown {what} {value:?} in an operations table"))
+}
+
+/// One run as the history keeps it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunRecord {
+    /// The row's id (increasing).
+    pub id: i64,
+    /// The job's name.
+    pub job: String,
+    /// The slot, if the fire had one.
+    pub slot: Option<DateTime<Utc>>,
+    /// Scheduled, catch-up or manual.
+    pub fire_kind: FireKind,
+    /// The instance that ran it.
+    pub instance_id: String,
+    /// The lease's fencing token.
+    pub fence: u64,
+    /// When the body started (database time).
+    pub started_at: DateTime<Utc>,
+    /// When the run ended (None while running, or when its instance died).
+    pub ended_at: Option<DateTime<Utc>>,
+    /// What it came to.
+    pub outcome: RunState,
+    /// The error or panic message, cut to [`MAX_ERROR_LEN`] bytes.
+    pub error: Option<String>,
+}
+
+/// What housekeeping deletes, in bounded batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Expired {
+    /// History rows started before the cut-off.
+    Runs,
+    /// Trigger requests claimed before the cut-off.
+    ClaimedTriggers,
+    /// Registry rows not refreshed since the cut-off (instances long gone, jobs removed).
+    StaleRegistry,
+}
+
+/// The operations tables of a provider: registry, history, control. Object-safe; every time
+/// is the store's own clock.
+///
+/// The in-memory provider implements it in memory; the SQL providers with the statements of
+/// [`kit::operations_sql`](crate::kit::operations_sql).
+#[async_trait]
+pub trait OperationsStore: Send + Sync {
+    /// The tables, for messages (`shedlock_instances, shedlock_runs, shedlock_control`).
+    fn tables(&self) -> String;
+
+    /// Succeeds when every table exists; otherwise [`LockError::TableMissing`] naming them,
+    /// with the DDL that creates them.
+    async fn check(&self) -> Result<(), LockError>;
+
+    /// Upserts the instance's row and one row per job (one statement), and returns every
+    /// pause and every unclaimed trigger request.
+    async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError>;
+
+    /// Claims trigger request `id` for `instance_id`; true for exactly one claimer.
+    async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError>;
+
+    /// Writes the start row of a run (start time: the store's now) and returns its id.
+    async fn run_started(&self, run: &RunStart) -> Result<i64, LockError>;
+
+    /// Writes the end of run `id` (end time: the store's now).
+    async fn run_ended(
+        &self,
+        id: i64,
+        outcome: RunState,
+        error: Option<&str>,
+    ) -> Result<(), LockError>;
+
+    /// Pauses `job` cluster-wide; false when it was paused already.
+    async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError>;
+
+    /// Resumes `job`; false when it was not paused.
+    async fn resume(&self, job: &str) -> Result<bool, LockError>;
+
+    /// Asks for one manual run of `job` by a live instance; returns the request's id.
+    async fn request_trigger(&self, job: &str, requested_by: &str) -> Result<i64, LockError>;
+
+    /// Withdraws trigger request `id` if no instance claimed it yet; true when withdrawn.
+    async fn withdraw_trigger(&self, id: i64) -> Result<bool, LockError>;
+
+    /// Every control row, oldest first.
+    async fn control(&self) -> Result<Vec<ControlRequest>, LockError>;
+
+    /// Every registry row.
+    async fn registry(&self) -> Result<Vec<RegistryRow>, LockError>;
+
+    /// The newest `limit` runs of `job`, newest first.
+    async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError>;
+
+    /// The newest run of every job.
+    async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError>;
+
+    /// The end of the latest successful run of every job.
+    async fn last_successes(&self) -> Result<Vec<(String, DateTime<Utc>)>, LockError>;
+
+    /// Deletes at most `limit` rows of `what` older than `before`; returns how many.
+    async fn delete_expired(
+        &self,
+        what: Expired,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64, LockError>;
+}
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+///
+/// ```
+/// assert_eq!(lock_core::operations::truncate("héllo", 2), "h");
+/// assert_eq!(lock_core::operations::truncate("hello", 10), "hello");
+/// ```
+pub fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+impl FireKind {
+    /// As stored in the history: `scheduled`, `catch_up`, `manual`.
+    ///
+    /// ```
+    /// assert_eq!(lock_core::FireKind::CatchUp.as_str(), "catch_up");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FireKind::Scheduled => "scheduled",
+            FireKind::CatchUp => "catch_up",
+            FireKind::Manual => "manual",
+        }
+    }
+}
+
+impl FromStr for FireKind {
+    type Err = LockError;
+    fn from_str(s: &str) -> Result<Self, LockError> {
+        match s {
+            "scheduled" => Ok(FireKind::Scheduled),
+            "catch_up" => Ok(FireKind::CatchUp),
+            "manual" => Ok(FireKind::Manual),
+            other => Err(unknown("fire kind", other)),
+        }
+    }
+}

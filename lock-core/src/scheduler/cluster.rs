@@ -1,0 +1,464 @@
+//! The scheduler's part in operating a cluster (see [`crate::operations`]): the heartbeat that
+//! registers this instance and its jobs and brings back pauses and trigger requests, the run
+//! history written around each body, and the housekeeping job that deletes old history.
+//!
+//! Decisions, and why:
+//! - **One heartbeat, every `heartbeat_interval` (1 s).** It upserts the instance's row and one
+//!   row per job in one statement, and reads the pauses and unclaimed trigger requests
+//!   (PostgreSQL: in that same statement; MySQL: a second statement; SQLite: one local
+//!   transaction). A fire adds no round trip for pause or trigger: the runner reads the pause
+//!   set the last heartbeat brought back. So a pause takes effect on every instance from its
+//!   next heartbeat (at most one interval after `lockctl pause` returned, plus the
+//!   statement's time): fires in between still run.
+//! - **A manual trigger waits for the lock.** A request claimed while the job runs (here or
+//!   elsewhere) is retried every 250 ms until the lock is free, for at most the job's
+//!   `lock_at_most_for`; it then runs once with `FireKind::Manual`, even if the job is paused
+//!   (an operator's explicit request). Only a live instance that runs the job claims it, and
+//!   exactly one does (an atomic claim).
+//! - **History is written around the body, not in the lock's statements:** a start row after
+//!   the acquire and before the body, its end after the release. A failure to write it is
+//!   logged and never stops the body: history is for operators, the lock is for correctness.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use lock_trigger::TriggerKind;
+
+use super::runner::JobRunner;
+use super::status::RunOutcome;
+use super::{Inner, Job, Trigger};
+use crate::clock::DatabaseClock;
+use crate::operations::{
+    ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration, MAX_ERROR_LEN, MAX_TEXT_LEN,
+    OperationsStore, RunStart, RunState, truncate,
+};
+use crate::{FireKind, JobContext, LockConfiguration, LockError, LockProvider};
+
+/// The default [`SchedulerBuilder::heartbeat_interval`](crate::SchedulerBuilder::heartbeat_interval):
+/// one second, so a trigger request is picked up within about a second and a pause is in
+/// force everywhere about a second after it was asked for.
+pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The name (and lock name) of the housekeeping job that deletes history older than the
+/// retention, added by [`SchedulerBuilder::history`](crate::SchedulerBuilder::history).
+pub const HOUSEKEEPING_JOB: &str = "lock_core_history_housekeeping";
+
+/// Rows one housekeeping statement deletes at most: small enough that a statement never holds
+/// a big table's locks for long.
+pub const HOUSEKEEPING_BATCH: u32 = 500;
+
+/// Statements per kind of row per housekeeping run at most; what is left waits for the next.
+const HOUSEKEEPING_MAX_BATCHES: u32 = 20;
+
+/// Registry rows of instances gone for longer than this (or the retention, if longer) are
+/// deleted by housekeeping, and by each instance's hourly sweep.
+const REGISTRY_RETENTION: Duration = Duration::from_secs(24 * 3600);
+
+/// What the scheduler needs of the operations tables while it runs.
+pub(super) struct Operations {
+    provider: Arc<dyn LockProvider>,
+    instance: InstanceInfo,
+    /// History kept this long; None: no history.
+    retention: Option<Duration>,
+    pub(super) interval: Duration,
+    operation_timeout: Duration,
+    /// The jobs paused cluster-wide, as of the last heartbeat.
+    paused: RwLock<HashSet<String>>,
+    /// The heartbeat is failing (logged once until it works again).
+    failing: Mutex<bool>,
+}
+
+impl Operations {
+    /// The operations of `provider`, when it keeps them and its tables exist; otherwise logs
+    /// once what is missing and returns None (the scheduler then runs as without them).
+    pub(super) async fn set_up(
+        provider: &Arc<dyn LockProvider>,
+        instance_id: &str,
+        retention: Option<Duration>,
+        interval: Duration,
+        operation_timeout: Duration,
+        clock: &DatabaseClock,
+    ) -> Option<Arc<Self>> {
+        let Some(store) = provider.operations() else {
+            if retention.is_some() {
+                tracing::warn!(
+                    provider = %provider.describe(),
+                    "run history was asked for, but this provider keeps no operations tables: \
+                     no history, job registry, pause or trigger requests; the jobs run as usual"
+                );
+            } else {
+                tracing::debug!(provider = %provider.describe(), "provider keeps no operations tables");
+            }
+            return None;
+        };
+        let checked = tokio::time::timeout(operation_timeout, store.check()).await;
+        let error = match checked {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(_) => Some(format!("no answer within {operation_timeout:?}")),
+        };
+        if let Some(error) = error {
+            tracing::warn!(
+                tables = %store.tables(),
+                %error,
+                "the operations tables are missing or unreadable: no job registry, run history, \
+                 pause or trigger requests for this instance (the jobs run as usual); call the \
+                 provider's ensure_schema() to create {}",
+                store.tables()
+            );
+            return None;
+        }
+        let host = gethostname::gethostname().to_string_lossy().into_owned();
+        Some(Arc::new(Operations {
+            provider: provider.clone(),
+            instance: InstanceInfo {
+                instance_id: instance_id.to_owned(),
+                host: truncate(&host, MAX_TEXT_LEN).to_owned(),
+                pid: std::process::id(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                started_at: crate::FireSlot::new(clock.now()).instant(),
+                clock_offset_ms: 0,
+                heartbeat_ms: i64::try_from(interval.as_millis()).unwrap_or(i64::MAX),
+            },
+            retention,
+            interval,
+            operation_timeout,
+            paused: RwLock::default(),
+            failing: Mutex::new(false),
+        }))
+    }
+
+    fn store(&self) -> &dyn OperationsStore {
+        self.provider
+            .operations()
+            .expect("set_up found the provider's operations tables")
+    }
+
+    /// Whether `job` was paused cluster-wide at the last heartbeat.
+    pub(super) fn is_paused(&self, job: &str) -> bool {
+        self.paused
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(job)
+    }
+
+    /// A recorder for one fire of `job`, when history is on.
+    pub(super) fn recorder(self: &Arc<Self>, job: &str, kind: FireKind) -> Option<RunRecorder> {
+        self.retention.map(|_| RunRecorder {
+            ops: self.clone(),
+            job: job.to_owned(),
+            kind,
+            id: Arc::default(),
+        })
+    }
+
+    /// The housekeeping job: deletes history older than the retention in bounded batches,
+    /// every quarter of the retention (between 1 s and 1 h), under its own lock.
+    pub(super) fn housekeeping_job(self: &Arc<Self>) -> Result<Option<Job>, LockError> {
+        let Some(retention) = self.retention else {
+            return Ok(None);
+        };
+        let every = (retention / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
+        let ops = self.clone();
+        let job = Job::new(HOUSEKEEPING_JOB, Trigger::fixed_rate(every)?, move || {
+            let ops = ops.clone();
+            async move { ops.housekeep(retention).await }
+        })
+        .with_lock(LockConfiguration::new(
+            HOUSEKEEPING_JOB,
+            Duration::from_secs(300),
+            Duration::ZERO,
+        )?);
+        Ok(Some(job))
+    }
+
+    async fn housekeep(&self, retention: Duration) -> Result<(), LockError> {
+        let now = self.provider.database_time().await?;
+        let cut = |keep: Duration| {
+            now - chrono::TimeDelta::from_std(keep).unwrap_or(chrono::TimeDelta::MAX / 2)
+        };
+        let store = self.store();
+        let mut deleted = 0;
+        for (what, before) in [
+            (Expired::Runs, cut(retention)),
+            (Expired::ClaimedTriggers, cut(retention)),
+            (
+                Expired::StaleRegistry,
+                cut(retention.max(REGISTRY_RETENTION)),
+            ),
+        ] {
+            for _ in 0..HOUSEKEEPING_MAX_BATCHES {
+                let n = store
+                    .delete_expired(what, before, HOUSEKEEPING_BATCH)
+                    .await?;
+                deleted += n;
+                if n < u64::from(HOUSEKEEPING_BATCH) {
+                    break;
+                }
+            }
+        }
+        tracing::debug!(deleted, ?retention, "history housekeeping");
+        Ok(())
+    }
+
+    /// Deletes registry rows not refreshed for [`REGISTRY_RETENTION`] (instances long gone,
+    /// jobs removed) and trigger requests claimed that long ago, one bounded batch each.
+    async fn sweep_registry(&self, clock: &DatabaseClock) {
+        let before = clock.now()
+            - chrono::TimeDelta::from_std(REGISTRY_RETENTION).unwrap_or(chrono::TimeDelta::MAX / 2);
+        for what in [Expired::StaleRegistry, Expired::ClaimedTriggers] {
+            let delete = self
+                .store()
+                .delete_expired(what, before, HOUSEKEEPING_BATCH);
+            match tokio::time::timeout(self.operation_timeout, delete).await {
+                Ok(Ok(deleted)) => tracing::debug!(?what, deleted, "registry sweep"),
+                Ok(Err(error)) => tracing::debug!(
+                    ?what,
+                    error = &error as &dyn std::error::Error,
+                    "registry sweep failed; tried again in an hour"
+                ),
+                Err(_) => {
+                    tracing::debug!(?what, "registry sweep timed out; tried again in an hour")
+                }
+            }
+        }
+    }
+
+    /// One heartbeat: registers this instance and its jobs, takes in the pauses, and claims
+    /// the trigger requests for jobs it runs.
+    async fn beat(&self, inner: &Inner) {
+        let jobs: Vec<JobRegistration> = inner
+            .jobs
+            .lock()
+            .iter()
+            .filter(|entry| entry.name().len() <= MAX_TEXT_LEN)
+            .map(|entry| {
+                let status = entry.state.status();
+                let trigger = entry.runner.job.trigger();
+                // While a fire runs its status has no next fire; the registry still gets the
+                // trigger's next slot, so a missed fire is judged by it.
+                let next_fire = status
+                    .next_fire
+                    .or_else(|| trigger.next_slot(inner.clock.now()).map(|s| s.instant()));
+                let following_fire = next_fire
+                    .and_then(|next| trigger.next_slot(next))
+                    .map(|s| s.instant());
+                JobRegistration {
+                    name: entry.name().to_owned(),
+                    lock_name: entry.lock_name().to_owned(),
+                    trigger: truncate(&status.trigger, MAX_TEXT_LEN).to_owned(),
+                    zone: zone_of(trigger),
+                    next_fire,
+                    following_fire,
+                }
+            })
+            .collect();
+        let mut instance = self.instance.clone();
+        instance.clock_offset_ms = inner.clock.host_offset().num_milliseconds();
+        let beat = Heartbeat { instance, jobs };
+        let reply = tokio::time::timeout(self.operation_timeout, self.store().heartbeat(&beat))
+            .await
+            .unwrap_or_else(|_| {
+                Err(LockError::Timeout {
+                    operation: "heartbeat",
+                    lock: String::new(),
+                    after: self.operation_timeout,
+                })
+            });
+        let control = match reply {
+            Ok(control) => {
+                let mut failing = self.failing.lock().unwrap_or_else(|p| p.into_inner());
+                if std::mem::take(&mut *failing) {
+                    tracing::info!("heartbeat works again");
+                }
+                control
+            }
+            Err(error) => {
+                let mut failing = self.failing.lock().unwrap_or_else(|p| p.into_inner());
+                if !std::mem::replace(&mut *failing, true) {
+                    tracing::warn!(
+                        error = &error as &dyn std::error::Error,
+                        "heartbeat failed; pauses and trigger requests are not seen until it works again (the jobs keep running)"
+                    );
+                } else {
+                    tracing::debug!(
+                        error = &error as &dyn std::error::Error,
+                        "heartbeat failed again"
+                    );
+                }
+                return;
+            }
+        };
+        let paused: HashSet<String> = control
+            .iter()
+            .filter(|c| c.kind == ControlKind::Pause)
+            .map(|c| c.job.clone())
+            .collect();
+        *self.paused.write().unwrap_or_else(|p| p.into_inner()) = paused;
+        for request in control.iter().filter(|c| c.kind == ControlKind::Trigger) {
+            let Some(runner) = inner.jobs.runner(&request.job) else {
+                continue;
+            };
+            if inner.stop.is_cancelled() {
+                return;
+            }
+            let claim = self
+                .store()
+                .claim_trigger(request.id, &self.instance.instance_id);
+            match tokio::time::timeout(self.operation_timeout, claim).await {
+                Ok(Ok(true)) => {
+                    tracing::info!(job = %request.job, request = request.id, requested_by = %request.requested_by, "manual run requested; claimed by this instance");
+                    inner.loops.spawn(run_requested(runner, request.id));
+                }
+                Ok(Ok(false)) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(job = %request.job, error = &error as &dyn std::error::Error, "could not claim a trigger request")
+                }
+                Err(_) => {
+                    tracing::warn!(job = %request.job, "claiming a trigger request timed out")
+                }
+            }
+        }
+    }
+}
+
+/// How often an instance deletes registry rows and claimed trigger requests older than
+/// [`REGISTRY_RETENTION`], with or without history (pods come and go; their rows must not
+/// pile up): one bounded statement of each kind per instance per hour.
+const REGISTRY_SWEEP: Duration = Duration::from_secs(3600);
+
+/// Heartbeats every interval until the scheduler stops, and sweeps the registry every
+/// [`REGISTRY_SWEEP`].
+pub(super) async fn heartbeat_loop(inner: Arc<Inner>, ops: Arc<Operations>) {
+    let mut ticker = tokio::time::interval(ops.interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut next_sweep = tokio::time::Instant::now() + REGISTRY_SWEEP;
+    loop {
+        tokio::select! {
+            biased;
+            _ = inner.stop.cancelled() => return,
+            _ = ticker.tick() => {}
+        }
+        ops.beat(&inner).await;
+        if tokio::time::Instant::now() >= next_sweep {
+            next_sweep += REGISTRY_SWEEP;
+            ops.sweep_registry(&inner.clock).await;
+        }
+    }
+}
+
+/// A claimed trigger request: one manual run, waiting for the lock while another fire holds
+/// it (at most the job's `lock_at_most_for`).
+async fn run_requested(runner: JobRunner, request: i64) {
+    let deadline = tokio::time::Instant::now() + runner.config.lock_at_most_for();
+    loop {
+        let outcome = runner.fire_as(None, FireKind::Manual).await;
+        if outcome != RunOutcome::Skipped {
+            tracing::info!(
+                job = runner.job.name(),
+                request,
+                ?outcome,
+                "requested manual run done"
+            );
+            return;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            tracing::warn!(
+                job = runner.job.name(),
+                request,
+                "requested manual run gave up: the lock stayed held for the job's lock_at_most_for"
+            );
+            return;
+        }
+        tokio::select! {
+            _ = runner.stop.cancelled() => return,
+            _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+        }
+    }
+}
+
+fn zone_of(trigger: &Trigger) -> Option<String> {
+    match &trigger.spec().kind {
+        TriggerKind::Cron(schedule) => Some(schedule.zone().name().to_owned()),
+        _ => None,
+    }
+}
+
+/// Writes one run's history: its start before the body, its end after the release.
+#[derive(Clone)]
+pub(super) struct RunRecorder {
+    ops: Arc<Operations>,
+    job: String,
+    kind: FireKind,
+    id: Arc<Mutex<Option<i64>>>,
+}
+
+impl RunRecorder {
+    /// The start row, from inside the body's scope (its context says fence and slot).
+    pub(super) async fn started(&self) {
+        let Some(ctx) = JobContext::current() else {
+            return;
+        };
+        let run = RunStart {
+            job: self.job.clone(),
+            slot: ctx.scheduled_at(),
+            fire_kind: self.kind,
+            instance_id: ctx.instance_id().to_owned(),
+            fence: ctx.fence(),
+        };
+        let store = self.ops.store();
+        match tokio::time::timeout(self.ops.operation_timeout, store.run_started(&run)).await {
+            Ok(Ok(id)) => *self.id.lock().unwrap_or_else(|p| p.into_inner()) = Some(id),
+            Ok(Err(error)) => tracing::warn!(
+                error = &error as &dyn std::error::Error,
+                "the start of this run was not written to the history; the job runs anyway"
+            ),
+            Err(_) => tracing::warn!(
+                "writing the start of this run to the history timed out; the job runs anyway"
+            ),
+        }
+    }
+
+    /// [`started`](Self::started) from a blocking body's thread.
+    pub(super) fn started_blocking(&self) {
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.block_on(self.started());
+        }
+    }
+
+    /// The end of the run, from its outcome; nothing when no start row was written (the body
+    /// did not run, or the start failed).
+    pub(super) async fn ended(&self, outcome: &RunOutcome, stopping: bool) {
+        let Some(id) = self.id.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return;
+        };
+        let (state, error) = match outcome {
+            RunOutcome::Succeeded => (RunState::Succeeded, None),
+            RunOutcome::Cancelled if stopping => (RunState::Cancelled, None),
+            RunOutcome::Cancelled => (RunState::LockLost, None),
+            RunOutcome::Failed(error) => (RunState::Failed, Some(error.as_str())),
+            RunOutcome::Panicked(message) => (RunState::Panicked, Some(message.as_str())),
+            // The body did not run: no start row either.
+            _ => return,
+        };
+        let error = error.map(|e| truncate(e, MAX_ERROR_LEN));
+        let store = self.ops.store();
+        match tokio::time::timeout(
+            self.ops.operation_timeout,
+            store.run_ended(id, state, error),
+        )
+        .await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(
+                job = %self.job,
+                error = &error as &dyn std::error::Error,
+                "the end of this run was not written to the history; it shows as running"
+            ),
+            Err(_) => {
+                tracing::warn!(job = %self.job, "writing the end of this run to the history timed out")
+            }
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! The contract of an [`OperationsStore`](crate::operations::OperationsStore): registry,
+//! history, control and housekeeping, checked against a provider's real tables.
+//!
+//! Not part of `conformance_tests!`: a provider without operations tables passes the lock
+//! suite. A provider that keeps them calls [`operations_store`] on a table of its own (the
+//! function expects empty operations tables).
+
+use chrono::TimeDelta;
+
+use crate::operations::{
+    ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration, RunStart, RunState,
+};
+use crate::{FireKind, FireSlot, LockProvider};
+
+/// Every operation of the provider's [`OperationsStore`](crate::operations::OperationsStore),
+/// on empty tables: heartbeat upsert and read-back, pause and resume (idempotent), trigger
+/// requests claimed exactly once and withdrawn only while unclaimed, run start and end with
+/// their times on the store's clock, history order and limit, the last run and success per
+/// job, and housekeeping deletes in bounded batches.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// lock_core::testkit::operations_store(&lock_core::InMemoryLockProvider::new()).await;
+/// # });
+/// ```
+pub async fn operations_store(provider: &dyn LockProvider) {
+    let store = provider
+        .operations()
+        .expect("the provider keeps operations tables");
+    store.check().await.expect("the operations tables exist");
+    let db_now = || async { provider.database_time().await.expect("database time") };
+    let started = FireSlot::new(db_now().await).instant();
+    let slack = TimeDelta::seconds(5);
+
+    // Registry: one row for the instance, one per job; a second beat updates them in place.
+    let instance = InstanceInfo {
+        instance_id: "testkit:1:aa".into(),
+        host: "testkit-host".into(),
+        pid: 4242,
+        version: "9.9.9".into(),
+        started_at: started,
+        clock_offset_ms: -12,
+        heartbeat_ms: 1000,
+    };
+    let job = |next: i64| JobRegistration {
+        name: "report".into(),
+        lock_name: "report_lock".into(),
+        trigger: "cron `0 0 3 * * *` in Europe/Berlin".into(),
+        zone: Some("Europe/Berlin".into()),
+        next_fire: Some(started + TimeDelta::seconds(next)),
+        following_fire: Some(started + TimeDelta::seconds(next + 60)),
+    };
+    let beat = |next| Heartbeat {
+        instance: instance.clone(),
+        jobs: vec![
+            job(next),
+            JobRegistration {
+                name: "poll".into(),
+                lock_name: "poll".into(),
+                trigger: "fixed delay 5s".into(),
+                zone: None,
+                next_fire: None,
+                following_fire: None,
+            },
+        ],
+    };
+    assert!(
+        store
+            .heartbeat(&beat(60))
+            .await
+            .expect("heartbeat")
+            .is_empty()
+    );
+    store.heartbeat(&beat(120)).await.expect("second heartbeat");
+    let registry = store.registry().await.expect("registry");
+    assert_eq!(
+        registry.len(),
+        3,
+        "one instance row and two job rows: {registry:?}"
+    );
+    let own = registry
+        .iter()
+        .find(|r| r.job.is_none())
+        .expect("instance row");
+    assert_eq!(own.instance, instance, "the instance's fields round-trip");
+    assert!(
+        (own.heartbeat_at - started).abs() < slack,
+        "heartbeat on the store's clock"
+    );
+    let report = registry
+        .iter()
+        .find_map(|r| r.job.as_ref().filter(|j| j.name == "report"))
+        .expect("job row");
+    assert_eq!(
+        *report,
+        job(120),
+        "the second heartbeat updated the job row"
+    );
+
+    // Pause: one row however often asked; resume removes it; both say whether they changed.
+    assert!(store.pause("report", "op@host").await.expect("pause"));
+    assert!(!store.pause("report", "op@host").await.expect("pause again"));
+    let control = store.heartbeat(&beat(120)).await.expect("heartbeat");
+    assert_eq!(
+        control.len(),
+        1,
+        "the heartbeat brings back the pause: {control:?}"
+    );
+    assert_eq!(
+        (control[0].kind, control[0].job.as_str()),
+        (ControlKind::Pause, "report")
+    );
+    assert_eq!(control[0].requested_by, "op@host");
+    assert!(store.resume("report").await.expect("resume"));
+    assert!(!store.resume("report").await.expect("resume again"));
+
+    // Trigger requests: claimed once; a claimed one is no longer polled nor withdrawable.
+    let first = store
+        .request_trigger("report", "op")
+        .await
+        .expect("trigger");
+    let second = store
+        .request_trigger("report", "op")
+        .await
+        .expect("trigger");
+    assert!(second > first, "request ids increase");
+    let pending = store.heartbeat(&beat(120)).await.expect("heartbeat");
+    assert_eq!(
+        pending.iter().map(|c| c.id).collect::<Vec<_>>(),
+        [first, second]
+    );
+    assert!(store.claim_trigger(first, "a").await.expect("claim"));
+    assert!(
+        !store.claim_trigger(first, "b").await.expect("claim again"),
+        "claimed twice"
+    );
+    assert!(
+        !store
+            .withdraw_trigger(first)
+            .await
+            .expect("withdraw claimed")
+    );
+    assert!(
+        store
+            .withdraw_trigger(second)
+            .await
+            .expect("withdraw pending")
+    );
+    let control = store.control().await.expect("control");
+    assert_eq!(control.len(), 1);
+    assert_eq!(control[0].claimed_by.as_deref(), Some("a"));
+    assert!(control[0].claimed_at.is_some());
+    assert!(
+        store
+            .heartbeat(&beat(120))
+            .await
+            .expect("heartbeat")
+            .is_empty()
+    );
+
+    // History: start and end on the store's clock, newest first, limited.
+    let slot = FireSlot::new(started).instant();
+    let mut ids = Vec::new();
+    for (fence, kind) in [
+        (1, FireKind::Scheduled),
+        (2, FireKind::Manual),
+        (3, FireKind::CatchUp),
+    ] {
+        let run = RunStart {
+            job: "report".into(),
+            slot: (kind != FireKind::Manual).then_some(slot),
+            fire_kind: kind,
+            instance_id: instance.instance_id.clone(),
+            fence,
+        };
+        ids.push(store.run_started(&run).await.expect("run start"));
+    }
+    assert!(
+        ids.windows(2).all(|w| w[1] > w[0]),
+        "run ids increase: {ids:?}"
+    );
+    let long = "é".repeat(600);
+    let error = crate::operations::truncate(&long, crate::operations::MAX_ERROR_LEN);
+    store
+        .run_ended(ids[0], RunState::Succeeded, None)
+        .await
+        .expect("end");
+    store
+        .run_ended(ids[1], RunState::Failed, Some(error))
+        .await
+        .expect("end");
+    let history = store.history("report", 2).await.expect("history");
+    assert_eq!(history.len(), 2, "the limit holds");
+    assert_eq!(history[0].id, ids[2], "newest first");
+    assert_eq!(
+        (history[0].outcome, history[0].ended_at),
+        (RunState::Running, None)
+    );
+    assert_eq!(history[0].fire_kind, FireKind::CatchUp);
+    assert_eq!((history[1].fence, history[1].slot), (2, None));
+    assert_eq!(history[1].outcome, RunState::Failed);
+    assert_eq!(
+        history[1].error.as_deref(),
+        Some(error),
+        "the error text round-trips"
+    );
+    let all = store.history("report", 10).await.expect("history");
+    assert_eq!(all[2].slot, Some(slot));
+    assert!(all[2].ended_at.is_some_and(|end| end >= all[2].started_at));
+    assert!((all[2].started_at - started).abs() < slack);
+    assert!(
+        store
+            .history("nothing", 10)
+            .await
+            .expect("history")
+            .is_empty()
+    );
+    let last = store.last_runs().await.expect("last runs");
+    assert_eq!(last.iter().map(|r| r.id).collect::<Vec<_>>(), [ids[2]]);
+    let successes = store.last_successes().await.expect("successes");
+    assert_eq!(successes.len(), 1);
+    assert_eq!(successes[0].0, "report");
+
+    // Housekeeping: at most `limit` rows per call, only rows older than the cut-off.
+    let future = db_now().await + TimeDelta::seconds(60);
+    assert_eq!(
+        store
+            .delete_expired(Expired::Runs, started - slack, 10)
+            .await
+            .expect("delete"),
+        0
+    );
+    assert_eq!(
+        store
+            .delete_expired(Expired::Runs, future, 2)
+            .await
+            .expect("delete"),
+        2
+    );
+    assert_eq!(
+        store
+            .delete_expired(Expired::Runs, future, 2)
+            .await
+            .expect("delete"),
+        1
+    );
+    assert!(
+        store
+            .history("report", 10)
+            .await
+            .expect("history")
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .delete_expired(Expired::ClaimedTriggers, future, 10)
+            .await
+            .expect("delete"),
+        1
+    );
+    assert!(store.control().await.expect("control").is_empty());
+    assert_eq!(
+        store
+            .delete_expired(Expired::StaleRegistry, future, 2)
+            .await
+            .expect("delete"),
+        2
+    );
+    assert_eq!(
+        store
+            .delete_expired(Expired::StaleRegistry, future, 2)
+            .await
+            .expect("delete"),
+        1
+    );
+    assert!(store.registry().await.expect("registry").is_empty());
+}

@@ -1,0 +1,393 @@
+//! The operations tables (job registry, run history, control) on MySQL and MariaDB: the kit's
+//! statements ([`lock_core::kit::operations_sql`]) bound and read with mysql_async.
+//!
+//! Times are `DATETIME(3)` holding UTC (`UTC_TIMESTAMP(3)`), so the session time zone plays no
+//! part. The heartbeat is the registry upsert (one statement) followed by a read of the
+//! control table on the same connection: MySQL has no `RETURNING` that could carry both.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use lock_core::LockError;
+use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
+use lock_core::operations::{
+    ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
+    OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
+};
+use mysql_async::prelude::{FromValue, Queryable};
+use mysql_async::{Conn, Pool, Row, Value};
+
+/// ER_NO_SUCH_TABLE.
+const NO_SUCH_TABLE: u16 = 1146;
+
+/// How long taking a connection may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The operations tables next to one lock table.
+pub(crate) struct MySqlOperations {
+    pool: Pool,
+    sql: OperationsSql,
+}
+
+/// `ensure_schema`'s step for the operations tables; a lock table whose name leaves no room
+/// for theirs is logged and skipped (the locks work without them).
+pub(crate) async fn ensure(
+    operations: Option<&MySqlOperations>,
+    config: &crate::LockTableConfig,
+) -> Result<(), LockError> {
+    match operations {
+        Some(operations) => operations.ensure().await,
+        None => {
+            tracing::warn!(table = %config.table, "no operations tables (registry, history, pause, trigger) next to this lock table: its name is too long to derive theirs");
+            Ok(())
+        }
+    }
+}
+
+fn at(value: DateTime<Utc>) -> Value {
+    value.naive_utc().into()
+}
+
+fn get<T: FromValue>(row: &Row, index: usize) -> Result<T, String> {
+    row.get_opt(index)
+        .ok_or_else(|| format!("column {index} missing"))?
+        .map_err(|e| e.to_string())
+}
+
+fn utc(naive: NaiveDateTime) -> DateTime<Utc> {
+    naive.and_utc()
+}
+
+fn control_row(row: &Row) -> Result<ControlRequest, String> {
+    let kind: String = get(row, 2)?;
+    Ok(ControlRequest {
+        id: get(row, 0)?,
+        job: get(row, 1)?,
+        // An unknown kind written by hand reads as a trigger request nobody runs.
+        kind: kind.parse().unwrap_or(ControlKind::Trigger),
+        requested_at: utc(get(row, 3)?),
+        requested_by: get(row, 4)?,
+        claimed_by: get(row, 5)?,
+        claimed_at: get::<Option<NaiveDateTime>>(row, 6)?.map(utc),
+    })
+}
+
+fn run_row(row: &Row) -> Result<RunRecord, String> {
+    let kind: String = get(row, 3)?;
+    let outcome: String = get(row, 8)?;
+    Ok(RunRecord {
+        id: get(row, 0)?,
+        job: get(row, 1)?,
+        slot: get::<Option<NaiveDateTime>>(row, 2)?.map(utc),
+        fire_kind: kind.parse().unwrap_or(lock_core::FireKind::Scheduled),
+        instance_id: get(row, 4)?,
+        fence: lock_core::kit::fence_from_sql(get(row, 5)?),
+        started_at: utc(get(row, 6)?),
+        ended_at: get::<Option<NaiveDateTime>>(row, 7)?.map(utc),
+        outcome: outcome.parse().unwrap_or(RunState::Running),
+        error: get(row, 9)?,
+    })
+}
+
+fn registry_row(row: &Row) -> Result<RegistryRow, String> {
+    let job: String = get(row, 1)?;
+    let pid: i64 = get(row, 7)?;
+    Ok(RegistryRow {
+        instance: InstanceInfo {
+            instance_id: get(row, 0)?,
+            host: get(row, 6)?,
+            pid: u32::try_from(pid).unwrap_or(0),
+            version: get(row, 8)?,
+            started_at: utc(get(row, 9)?),
+            clock_offset_ms: get(row, 11)?,
+            heartbeat_ms: get(row, 12)?,
+        },
+        heartbeat_at: utc(get(row, 10)?),
+        job: if job.is_empty() {
+            None
+        } else {
+            Some(JobRegistration {
+                name: job,
+                lock_name: get(row, 2)?,
+                trigger: get(row, 3)?,
+                zone: get(row, 4)?,
+                next_fire: get::<Option<NaiveDateTime>>(row, 5)?.map(utc),
+                following_fire: get::<Option<NaiveDateTime>>(row, 13)?.map(utc),
+            })
+        },
+    })
+}
+
+impl MySqlOperations {
+    /// The tables next to `table`; None (logged at `ensure_schema`) when a derived name would
+    /// be too long.
+    pub(crate) fn new(pool: Pool, table: &ResolvedTable) -> Option<Self> {
+        let sql = OperationsSql::new(SqlDialect::MySql, table).ok()?;
+        Some(MySqlOperations { pool, sql })
+    }
+
+    /// Creates the tables if missing (`CREATE TABLE IF NOT EXISTS`, indexes inline: MySQL 8
+    /// has no `CREATE INDEX IF NOT EXISTS`).
+    pub(crate) async fn ensure(&self) -> Result<(), LockError> {
+        let mut conn = self.conn("schema").await?;
+        for statement in &self.sql.create {
+            conn.query_drop(statement.as_str())
+                .await
+                .map_err(|e| self.error("schema", "", e))?;
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        format!("mysql tables {}", self.sql.tables.listing())
+    }
+
+    async fn conn(&self, operation: &'static str) -> Result<Conn, LockError> {
+        match tokio::time::timeout(CONNECT_TIMEOUT, self.pool.get_conn()).await {
+            Ok(conn) => conn.map_err(|e| self.error(operation, "", e)),
+            Err(_) => Err(LockError::provider(
+                operation,
+                "",
+                self.describe(),
+                format!("no connection within {CONNECT_TIMEOUT:?}"),
+            )),
+        }
+    }
+
+    fn error(&self, operation: &'static str, job: &str, e: mysql_async::Error) -> LockError {
+        if let mysql_async::Error::Server(server) = &e
+            && server.code == NO_SUCH_TABLE
+        {
+            return LockError::TableMissing {
+                table: self.sql.tables.listing(),
+                ddl: self.sql.create.join(";\n") + ";",
+                source: Some(Box::new(e)),
+            };
+        }
+        LockError::provider(operation, job, self.describe(), e)
+    }
+
+    fn decode<T>(
+        &self,
+        operation: &'static str,
+        parsed: Result<T, String>,
+    ) -> Result<T, LockError> {
+        parsed.map_err(|e| LockError::provider(operation, "", self.describe(), e))
+    }
+
+    async fn rows(
+        &self,
+        operation: &'static str,
+        job: &str,
+        sql: &str,
+        params: Vec<Value>,
+    ) -> Result<Vec<Row>, LockError> {
+        let mut conn = self.conn(operation).await?;
+        conn.exec(sql, params)
+            .await
+            .map_err(|e| self.error(operation, job, e))
+    }
+
+    /// Runs a change; returns (rows changed, last insert id).
+    async fn change(
+        &self,
+        operation: &'static str,
+        job: &str,
+        sql: &str,
+        params: Vec<Value>,
+    ) -> Result<(u64, u64), LockError> {
+        let mut conn = self.conn(operation).await?;
+        conn.exec_drop(sql, params)
+            .await
+            .map_err(|e| self.error(operation, job, e))?;
+        Ok((conn.affected_rows(), conn.last_insert_id().unwrap_or(0)))
+    }
+}
+
+#[async_trait]
+impl OperationsStore for MySqlOperations {
+    fn tables(&self) -> String {
+        self.sql.tables.listing()
+    }
+
+    async fn check(&self) -> Result<(), LockError> {
+        for probe in &self.sql.probe {
+            self.rows("check", "", probe, vec![]).await?;
+        }
+        Ok(())
+    }
+
+    async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
+        let i = &beat.instance;
+        let mut params = Vec::with_capacity((beat.jobs.len() + 1) * 13);
+        let rows = std::iter::once(None).chain(beat.jobs.iter().map(Some));
+        for job in rows {
+            let job: Option<&JobRegistration> = job;
+            params.extend([
+                Value::from(&i.instance_id),
+                Value::from(job.map_or("", |j| j.name.as_str())),
+                Value::from(job.map_or("", |j| j.lock_name.as_str())),
+                Value::from(job.map_or("", |j| j.trigger.as_str())),
+                Value::from(job.and_then(|j| j.zone.clone())),
+                job.and_then(|j| j.next_fire).map_or(Value::NULL, at),
+                Value::from(&i.host),
+                Value::from(i.pid),
+                Value::from(&i.version),
+                at(i.started_at),
+                Value::from(i.clock_offset_ms),
+                Value::from(i.heartbeat_ms),
+                job.and_then(|j| j.following_fire).map_or(Value::NULL, at),
+            ]);
+        }
+        let mut conn = self.conn("heartbeat").await?;
+        conn.exec_drop(self.sql.heartbeat(beat.jobs.len() + 1), params)
+            .await
+            .map_err(|e| self.error("heartbeat", "", e))?;
+        let rows: Vec<Row> = conn
+            .exec(self.sql.poll.as_str(), ())
+            .await
+            .map_err(|e| self.error("heartbeat", "", e))?;
+        self.decode("heartbeat", rows.iter().map(control_row).collect())
+    }
+
+    async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
+        let (n, _) = self
+            .change(
+                "claim",
+                "",
+                &self.sql.claim,
+                vec![instance_id.into(), id.into()],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn run_started(&self, run: &RunStart) -> Result<i64, LockError> {
+        let params = vec![
+            Value::from(&run.job),
+            run.slot.map_or(Value::NULL, at),
+            Value::from(run.fire_kind.as_str()),
+            Value::from(&run.instance_id),
+            Value::from(i64::try_from(run.fence).unwrap_or(-1)),
+        ];
+        let (_, id) = self
+            .change("history", &run.job, &self.sql.run_start, params)
+            .await?;
+        Ok(i64::try_from(id).unwrap_or(0))
+    }
+
+    async fn run_ended(
+        &self,
+        id: i64,
+        outcome: RunState,
+        error: Option<&str>,
+    ) -> Result<(), LockError> {
+        let params = vec![
+            Value::from(outcome.as_str()),
+            Value::from(error),
+            Value::from(id),
+        ];
+        self.change("history", "", &self.sql.run_end, params)
+            .await
+            .map(drop)
+    }
+
+    async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError> {
+        let (n, _) = self
+            .change(
+                "pause",
+                job,
+                &self.sql.pause,
+                vec![job.into(), requested_by.into(), job.into()],
+            )
+            .await?;
+        Ok(n > 0)
+    }
+
+    async fn resume(&self, job: &str) -> Result<bool, LockError> {
+        let (n, _) = self
+            .change("resume", job, &self.sql.resume, vec![job.into()])
+            .await?;
+        Ok(n > 0)
+    }
+
+    async fn request_trigger(&self, job: &str, requested_by: &str) -> Result<i64, LockError> {
+        let (_, id) = self
+            .change(
+                "trigger",
+                job,
+                &self.sql.request_trigger,
+                vec![job.into(), requested_by.into()],
+            )
+            .await?;
+        Ok(i64::try_from(id).unwrap_or(0))
+    }
+
+    async fn withdraw_trigger(&self, id: i64) -> Result<bool, LockError> {
+        let (n, _) = self
+            .change("trigger", "", &self.sql.withdraw_trigger, vec![id.into()])
+            .await?;
+        Ok(n > 0)
+    }
+
+    async fn control(&self) -> Result<Vec<ControlRequest>, LockError> {
+        let rows = self.rows("control", "", &self.sql.control, vec![]).await?;
+        self.decode("control", rows.iter().map(control_row).collect())
+    }
+
+    async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
+        let rows = self
+            .rows("registry", "", &self.sql.registry, vec![])
+            .await?;
+        self.decode("registry", rows.iter().map(registry_row).collect())
+    }
+
+    async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError> {
+        let rows = self
+            .rows(
+                "history",
+                job,
+                &self.sql.history,
+                vec![job.into(), limit.into()],
+            )
+            .await?;
+        self.decode("history", rows.iter().map(run_row).collect())
+    }
+
+    async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
+        let rows = self
+            .rows("history", "", &self.sql.last_runs, vec![])
+            .await?;
+        self.decode("history", rows.iter().map(run_row).collect())
+    }
+
+    async fn last_successes(&self) -> Result<Vec<(String, DateTime<Utc>)>, LockError> {
+        let rows = self
+            .rows("history", "", &self.sql.last_successes, vec![])
+            .await?;
+        self.decode(
+            "history",
+            rows.iter()
+                .map(|row| Ok((get(row, 0)?, utc(get(row, 1)?))))
+                .collect(),
+        )
+    }
+
+    async fn delete_expired(
+        &self,
+        what: Expired,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64, LockError> {
+        let sql = match what {
+            Expired::Runs => &self.sql.delete_runs,
+            Expired::ClaimedTriggers => &self.sql.delete_claimed,
+            _ => &self.sql.delete_stale_registry,
+        };
+        let (n, _) = self
+            .change("housekeeping", "", sql, vec![at(before), limit.into()])
+            .await?;
+        Ok(n)
+    }
+}

@@ -1,0 +1,462 @@
+//! The operations tables (job registry, run history, control) on PostgreSQL: the kit's
+//! statements ([`lock_core::kit::operations_sql`]) bound and read with tokio-postgres.
+//!
+//! Every statement is sent unnamed with its parameter types (one round trip, nothing left on
+//! the server connection, so it works behind PgBouncer in transaction mode too). The
+//! heartbeat is one statement: the registry upsert as a data-modifying CTE whose query reads
+//! the pauses and unclaimed trigger requests.
+
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use deadpool_postgres::Pool;
+use futures_util::TryStreamExt;
+use lock_core::LockError;
+use lock_core::kit::operations_sql::HEARTBEAT_PARAMS;
+use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
+use lock_core::operations::{
+    ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration, OperationsStore,
+    RegistryRow, RunRecord, RunStart, RunState,
+};
+use tokio_postgres::Row;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{ToSql, Type};
+
+/// The operations tables next to one lock table.
+pub(crate) struct PgOperations {
+    pool: Pool,
+    sql: OperationsSql,
+}
+
+type Param<'a> = (&'a (dyn ToSql + Sync), Type);
+
+/// `ensure_schema`'s step for the operations tables; a lock table whose name leaves no room
+/// for theirs is logged and skipped (the locks work without them).
+pub(crate) async fn ensure(
+    operations: Option<&PgOperations>,
+    config: &crate::LockTableConfig,
+) -> Result<(), LockError> {
+    match operations {
+        Some(operations) => operations.ensure().await,
+        None => {
+            tracing::warn!(table = %config.table, "no operations tables (registry, history, pause, trigger) next to this lock table: its name is too long to derive theirs");
+            Ok(())
+        }
+    }
+}
+
+impl PgOperations {
+    /// The tables next to `table`; None (logged at `ensure_schema`) when a derived name would
+    /// be too long.
+    pub(crate) fn new(pool: Pool, table: &ResolvedTable) -> Option<Self> {
+        let sql = OperationsSql::new(SqlDialect::Postgres, table).ok()?;
+        Some(PgOperations { pool, sql })
+    }
+
+    /// Creates the tables and indexes if missing, in one transaction serialized by an
+    /// advisory lock (concurrent `CREATE TABLE IF NOT EXISTS` of one name can fail in
+    /// PostgreSQL).
+    pub(crate) async fn ensure(&self) -> Result<(), LockError> {
+        // Present already (the usual start-up): no DDL at all, so no lock is taken on the
+        // history table (`CREATE INDEX IF NOT EXISTS` locks its table before looking).
+        if self.check().await.is_ok() {
+            return Ok(());
+        }
+        let mut client = self.client("schema").await?;
+        let run = async {
+            let tx = client.transaction().await?;
+            let key = format!("lock-provider-postgres operations {}", self.sql.tables.runs);
+            tx.query_typed(
+                "SELECT pg_advisory_xact_lock(1397247051, hashtext($1))",
+                &[(&key, Type::TEXT)],
+            )
+            .await?;
+            for statement in &self.sql.create {
+                tx.batch_execute(statement).await?;
+            }
+            tx.commit().await
+        };
+        run.await.map_err(|e| self.error("schema", "", e))
+    }
+
+    fn describe(&self) -> String {
+        format!("postgres tables {}", self.sql.tables.listing())
+    }
+
+    async fn client(
+        &self,
+        operation: &'static str,
+    ) -> Result<deadpool_postgres::Object, LockError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| LockError::provider(operation, "", self.describe(), e))
+    }
+
+    fn error(&self, operation: &'static str, job: &str, e: tokio_postgres::Error) -> LockError {
+        if e.code() == Some(&SqlState::UNDEFINED_TABLE) {
+            return LockError::TableMissing {
+                table: self.sql.tables.listing(),
+                ddl: self.sql.create.join(";\n") + ";",
+                source: Some(Box::new(e)),
+            };
+        }
+        LockError::provider(operation, job, self.describe(), e)
+    }
+
+    async fn query(
+        &self,
+        operation: &'static str,
+        job: &str,
+        sql: &str,
+        params: &[Param<'_>],
+    ) -> Result<Vec<Row>, LockError> {
+        let client = self.client(operation).await?;
+        client
+            .query_typed(sql, params)
+            .await
+            .map_err(|e| self.error(operation, job, e))
+    }
+
+    async fn execute(
+        &self,
+        operation: &'static str,
+        job: &str,
+        sql: &str,
+        params: &[Param<'_>],
+    ) -> Result<u64, LockError> {
+        // Unnamed, in one round trip; the count arrives with CommandComplete, once the
+        // (empty) row stream is drained.
+        let client = self.client(operation).await?;
+        let count = async {
+            let rows = client
+                .query_typed_raw(sql, params.iter().map(|(v, t)| (*v, t.clone())))
+                .await?;
+            let mut rows = std::pin::pin!(rows);
+            while rows.try_next().await?.is_some() {}
+            Ok(rows.rows_affected().unwrap_or(0))
+        };
+        count.await.map_err(|e| self.error(operation, job, e))
+    }
+
+    fn decode<T>(
+        &self,
+        operation: &'static str,
+        parse: impl FnOnce() -> Result<T, tokio_postgres::Error>,
+    ) -> Result<T, LockError> {
+        parse().map_err(|e| LockError::provider(operation, "", self.describe(), e))
+    }
+}
+
+fn utc(naive: NaiveDateTime) -> DateTime<Utc> {
+    naive.and_utc()
+}
+
+fn naive(at: DateTime<Utc>) -> NaiveDateTime {
+    at.naive_utc()
+}
+
+fn control_row(row: &Row) -> Result<ControlRequest, tokio_postgres::Error> {
+    let kind: String = row.try_get(2)?;
+    Ok(ControlRequest {
+        id: row.try_get(0)?,
+        job: row.try_get(1)?,
+        // An unknown kind written by hand reads as a trigger request nobody runs.
+        kind: kind
+            .parse()
+            .unwrap_or(lock_core::operations::ControlKind::Trigger),
+        requested_at: utc(row.try_get(3)?),
+        requested_by: row.try_get(4)?,
+        claimed_by: row.try_get(5)?,
+        claimed_at: row.try_get::<_, Option<NaiveDateTime>>(6)?.map(utc),
+    })
+}
+
+fn run_row(row: &Row) -> Result<RunRecord, tokio_postgres::Error> {
+    let kind: String = row.try_get(3)?;
+    let outcome: String = row.try_get(8)?;
+    Ok(RunRecord {
+        id: row.try_get(0)?,
+        job: row.try_get(1)?,
+        slot: row.try_get::<_, Option<NaiveDateTime>>(2)?.map(utc),
+        fire_kind: kind.parse().unwrap_or(lock_core::FireKind::Scheduled),
+        instance_id: row.try_get(4)?,
+        fence: lock_core::kit::fence_from_sql(row.try_get(5)?),
+        started_at: utc(row.try_get(6)?),
+        ended_at: row.try_get::<_, Option<NaiveDateTime>>(7)?.map(utc),
+        outcome: outcome.parse().unwrap_or(RunState::Running),
+        error: row.try_get(9)?,
+    })
+}
+
+fn registry_row(row: &Row) -> Result<RegistryRow, tokio_postgres::Error> {
+    let job: String = row.try_get(1)?;
+    let pid: i64 = row.try_get(7)?;
+    Ok(RegistryRow {
+        instance: InstanceInfo {
+            instance_id: row.try_get(0)?,
+            host: row.try_get(6)?,
+            pid: u32::try_from(pid).unwrap_or(0),
+            version: row.try_get(8)?,
+            started_at: utc(row.try_get(9)?),
+            clock_offset_ms: row.try_get(11)?,
+            heartbeat_ms: row.try_get(12)?,
+        },
+        heartbeat_at: utc(row.try_get(10)?),
+        job: if job.is_empty() {
+            None
+        } else {
+            Some(JobRegistration {
+                name: job,
+                lock_name: row.try_get(2)?,
+                trigger: row.try_get(3)?,
+                zone: row.try_get(4)?,
+                next_fire: row.try_get::<_, Option<NaiveDateTime>>(5)?.map(utc),
+                following_fire: row.try_get::<_, Option<NaiveDateTime>>(13)?.map(utc),
+            })
+        },
+    })
+}
+
+/// One registry row's values, owned, for binding.
+struct BeatValues {
+    instance_id: String,
+    job: String,
+    lock_name: String,
+    trigger: String,
+    zone: Option<String>,
+    next_fire: Option<NaiveDateTime>,
+    host: String,
+    pid: i64,
+    version: String,
+    started_at: NaiveDateTime,
+    clock_offset_ms: i64,
+    heartbeat_ms: i64,
+    following_fire: Option<NaiveDateTime>,
+}
+
+impl BeatValues {
+    fn all(beat: &Heartbeat) -> Vec<BeatValues> {
+        let i = &beat.instance;
+        let row = |job: Option<&JobRegistration>| BeatValues {
+            instance_id: i.instance_id.clone(),
+            job: job.map(|j| j.name.clone()).unwrap_or_default(),
+            lock_name: job.map(|j| j.lock_name.clone()).unwrap_or_default(),
+            trigger: job.map(|j| j.trigger.clone()).unwrap_or_default(),
+            zone: job.and_then(|j| j.zone.clone()),
+            next_fire: job.and_then(|j| j.next_fire).map(naive),
+            host: i.host.clone(),
+            pid: i64::from(i.pid),
+            version: i.version.clone(),
+            started_at: naive(i.started_at),
+            clock_offset_ms: i.clock_offset_ms,
+            heartbeat_ms: i.heartbeat_ms,
+            following_fire: job.and_then(|j| j.following_fire).map(naive),
+        };
+        std::iter::once(row(None))
+            .chain(beat.jobs.iter().map(|j| row(Some(j))))
+            .collect()
+    }
+
+    fn params(&self) -> [Param<'_>; HEARTBEAT_PARAMS] {
+        [
+            (&self.instance_id, Type::TEXT),
+            (&self.job, Type::TEXT),
+            (&self.lock_name, Type::TEXT),
+            (&self.trigger, Type::TEXT),
+            (&self.zone, Type::TEXT),
+            (&self.next_fire, Type::TIMESTAMP),
+            (&self.host, Type::TEXT),
+            (&self.pid, Type::INT8),
+            (&self.version, Type::TEXT),
+            (&self.started_at, Type::TIMESTAMP),
+            (&self.clock_offset_ms, Type::INT8),
+            (&self.heartbeat_ms, Type::INT8),
+            (&self.following_fire, Type::TIMESTAMP),
+        ]
+    }
+}
+
+#[async_trait]
+impl OperationsStore for PgOperations {
+    fn tables(&self) -> String {
+        self.sql.tables.listing()
+    }
+
+    async fn check(&self) -> Result<(), LockError> {
+        for probe in &self.sql.probe {
+            self.query("check", "", probe, &[]).await?;
+        }
+        Ok(())
+    }
+
+    async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
+        let values = BeatValues::all(beat);
+        let params: Vec<Param<'_>> = values.iter().flat_map(|v| v.params()).collect();
+        let rows = self
+            .query("heartbeat", "", &self.sql.heartbeat(values.len()), &params)
+            .await?;
+        self.decode("heartbeat", || rows.iter().map(control_row).collect())
+    }
+
+    async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
+        let n = self
+            .execute(
+                "claim",
+                "",
+                &self.sql.claim,
+                &[(&instance_id, Type::TEXT), (&id, Type::INT8)],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn run_started(&self, run: &RunStart) -> Result<i64, LockError> {
+        let slot = run.slot.map(naive);
+        let fence = i64::try_from(run.fence).unwrap_or(-1);
+        let kind = run.fire_kind.as_str();
+        let rows = self
+            .query(
+                "history",
+                &run.job,
+                &self.sql.run_start,
+                &[
+                    (&run.job, Type::TEXT),
+                    (&slot, Type::TIMESTAMP),
+                    (&kind, Type::TEXT),
+                    (&run.instance_id, Type::TEXT),
+                    (&fence, Type::INT8),
+                ],
+            )
+            .await?;
+        self.decode("history", || {
+            rows.first().map(|row| row.try_get(0)).unwrap_or(Ok(0))
+        })
+    }
+
+    async fn run_ended(
+        &self,
+        id: i64,
+        outcome: RunState,
+        error: Option<&str>,
+    ) -> Result<(), LockError> {
+        let outcome = outcome.as_str();
+        self.execute(
+            "history",
+            "",
+            &self.sql.run_end,
+            &[
+                (&outcome, Type::TEXT),
+                (&error, Type::TEXT),
+                (&id, Type::INT8),
+            ],
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError> {
+        let n = self
+            .execute(
+                "pause",
+                job,
+                &self.sql.pause,
+                &[(&job, Type::TEXT), (&requested_by, Type::TEXT)],
+            )
+            .await?;
+        Ok(n > 0)
+    }
+
+    async fn resume(&self, job: &str) -> Result<bool, LockError> {
+        let n = self
+            .execute("resume", job, &self.sql.resume, &[(&job, Type::TEXT)])
+            .await?;
+        Ok(n > 0)
+    }
+
+    async fn request_trigger(&self, job: &str, requested_by: &str) -> Result<i64, LockError> {
+        let rows = self
+            .query(
+                "trigger",
+                job,
+                &self.sql.request_trigger,
+                &[(&job, Type::TEXT), (&requested_by, Type::TEXT)],
+            )
+            .await?;
+        self.decode("trigger", || {
+            rows.first().map(|row| row.try_get(0)).unwrap_or(Ok(0))
+        })
+    }
+
+    async fn withdraw_trigger(&self, id: i64) -> Result<bool, LockError> {
+        let n = self
+            .execute(
+                "trigger",
+                "",
+                &self.sql.withdraw_trigger,
+                &[(&id, Type::INT8)],
+            )
+            .await?;
+        Ok(n > 0)
+    }
+
+    async fn control(&self) -> Result<Vec<ControlRequest>, LockError> {
+        let rows = self.query("control", "", &self.sql.control, &[]).await?;
+        self.decode("control", || rows.iter().map(control_row).collect())
+    }
+
+    async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
+        let rows = self.query("registry", "", &self.sql.registry, &[]).await?;
+        self.decode("registry", || rows.iter().map(registry_row).collect())
+    }
+
+    async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError> {
+        let limit = i64::from(limit);
+        let rows = self
+            .query(
+                "history",
+                job,
+                &self.sql.history,
+                &[(&job, Type::TEXT), (&limit, Type::INT8)],
+            )
+            .await?;
+        self.decode("history", || rows.iter().map(run_row).collect())
+    }
+
+    async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
+        let rows = self.query("history", "", &self.sql.last_runs, &[]).await?;
+        self.decode("history", || rows.iter().map(run_row).collect())
+    }
+
+    async fn last_successes(&self) -> Result<Vec<(String, DateTime<Utc>)>, LockError> {
+        let rows = self
+            .query("history", "", &self.sql.last_successes, &[])
+            .await?;
+        self.decode("history", || {
+            rows.iter()
+                .map(|row| Ok((row.try_get(0)?, utc(row.try_get(1)?))))
+                .collect()
+        })
+    }
+
+    async fn delete_expired(
+        &self,
+        what: Expired,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64, LockError> {
+        let sql = match what {
+            Expired::Runs => &self.sql.delete_runs,
+            Expired::ClaimedTriggers => &self.sql.delete_claimed,
+            _ => &self.sql.delete_stale_registry,
+        };
+        let before = naive(before);
+        let limit = i64::from(limit);
+        self.execute(
+            "housekeeping",
+            "",
+            sql,
+            &[(&before, Type::TIMESTAMP), (&limit, Type::INT8)],
+        )
+        .await
+    }
+}

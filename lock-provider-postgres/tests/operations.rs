@@ -1,0 +1,54 @@
+//! The operations tables (registry, history, control) on the real PostgreSQL: the store's
+//! contract (`lock_core::testkit::operations_store`) on tables of the test's own, created by
+//! `ensure_schema` next to the lock table.
+
+mod common;
+
+use lock_core::LockError;
+
+#[tokio::test]
+async fn operations_tables_keep_the_store_contract() {
+    let table = common::unique_table("ops");
+    // Drops the operations tables too.
+    let _drop = common::drop_table(&table);
+    let Some(provider) = common::provider(&table).await else {
+        return;
+    };
+    lock_core::testkit::operations_store(&provider).await;
+}
+
+#[tokio::test]
+async fn a_shedlock_table_alone_reports_the_missing_operations_tables() {
+    let table = common::unique_table("ops_missing");
+    let _drop = common::cleanup(format!("DROP TABLE IF EXISTS {table}"));
+    let Some(pool) = common::pool().await else {
+        return;
+    };
+    let client = pool.get().await.expect("connection");
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE {table} (name VARCHAR(64) NOT NULL PRIMARY KEY, \
+             lock_until TIMESTAMP(3) NOT NULL, locked_at TIMESTAMP(3) NOT NULL, \
+             locked_by VARCHAR(255) NOT NULL)"
+        ))
+        .await
+        .expect("ShedLock's DDL");
+    let provider = lock_provider_postgres::PostgresLockProvider::new(pool)
+        .with_table(&table)
+        .expect("table name");
+    let store = lock_core::LockProvider::operations(&provider).expect("postgres keeps them");
+    match store.check().await {
+        Err(LockError::TableMissing {
+            table: missing,
+            ddl,
+            ..
+        }) => {
+            assert_eq!(
+                missing,
+                format!("{table}_instances, {table}_runs, {table}_control")
+            );
+            assert!(ddl.contains(&format!("CREATE TABLE IF NOT EXISTS \"{table}_runs\"")));
+        }
+        other => panic!("expected TableMissing, got {other:?}"),
+    }
+}

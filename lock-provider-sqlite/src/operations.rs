@@ -1,0 +1,407 @@
+//! The operations tables (job registry, run history, control) in the SQLite file: the kit's
+//! statements ([`lock_core::kit::operations_sql`]) on the provider's one connection.
+//!
+//! Times are SQLite's own clock as the lock table stores them (`YYYY-MM-DD HH:MM:SS.SSS`,
+//! UTC). The heartbeat's upsert and its read of the control table run in one immediate
+//! transaction on the local file.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use lock_core::LockError;
+use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
+use lock_core::operations::{
+    ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
+    OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
+};
+use rusqlite::types::Value;
+use rusqlite::{Connection, Row, params_from_iter};
+
+use crate::session::{Session, in_immediate_transaction};
+use crate::statements::Statements;
+
+/// The operations tables next to one lock table.
+#[derive(Clone, Debug)]
+pub(crate) struct SqliteOperations {
+    session: Session,
+    /// The lock table's statements: only what the session's runner takes along.
+    lock_statements: Arc<Statements>,
+    sql: OperationsSql,
+}
+
+fn text(at: DateTime<Utc>) -> Value {
+    Value::Text(at.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
+}
+
+fn opt_text(at: Option<DateTime<Utc>>) -> Value {
+    at.map_or(Value::Null, text)
+}
+
+fn parse_time(value: String) -> rusqlite::Result<DateTime<Utc>> {
+    NaiveDateTime::parse_from_str(&value, "%Y-%m-%d %H:%M:%S%.f")
+        .map(|t| t.and_utc())
+        .map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, Box::new(e))
+        })
+}
+
+fn time(row: &Row<'_>, index: usize) -> rusqlite::Result<DateTime<Utc>> {
+    parse_time(row.get(index)?)
+}
+
+fn opt_time(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<DateTime<Utc>>> {
+    row.get::<_, Option<String>>(index)?
+        .map(parse_time)
+        .transpose()
+}
+
+fn control_row(row: &Row<'_>) -> rusqlite::Result<ControlRequest> {
+    let kind: String = row.get(2)?;
+    Ok(ControlRequest {
+        id: row.get(0)?,
+        job: row.get(1)?,
+        // An unknown kind written by hand reads as a trigger request nobody runs.
+        kind: kind.parse().unwrap_or(ControlKind::Trigger),
+        requested_at: time(row, 3)?,
+        requested_by: row.get(4)?,
+        claimed_by: row.get(5)?,
+        claimed_at: opt_time(row, 6)?,
+    })
+}
+
+fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
+    let kind: String = row.get(3)?;
+    let outcome: String = row.get(8)?;
+    Ok(RunRecord {
+        id: row.get(0)?,
+        job: row.get(1)?,
+        slot: opt_time(row, 2)?,
+        fire_kind: kind.parse().unwrap_or(lock_core::FireKind::Scheduled),
+        instance_id: row.get(4)?,
+        fence: lock_core::kit::fence_from_sql(row.get(5)?),
+        started_at: time(row, 6)?,
+        ended_at: opt_time(row, 7)?,
+        outcome: outcome.parse().unwrap_or(RunState::Running),
+        error: row.get(9)?,
+    })
+}
+
+fn registry_row(row: &Row<'_>) -> rusqlite::Result<RegistryRow> {
+    let job: String = row.get(1)?;
+    let pid: i64 = row.get(7)?;
+    Ok(RegistryRow {
+        instance: InstanceInfo {
+            instance_id: row.get(0)?,
+            host: row.get(6)?,
+            pid: u32::try_from(pid).unwrap_or(0),
+            version: row.get(8)?,
+            started_at: time(row, 9)?,
+            clock_offset_ms: row.get(11)?,
+            heartbeat_ms: row.get(12)?,
+        },
+        heartbeat_at: time(row, 10)?,
+        job: if job.is_empty() {
+            None
+        } else {
+            Some(JobRegistration {
+                name: job,
+                lock_name: row.get(2)?,
+                trigger: row.get(3)?,
+                zone: row.get(4)?,
+                next_fire: opt_time(row, 5)?,
+                following_fire: opt_time(row, 13)?,
+            })
+        },
+    })
+}
+
+fn query<T>(
+    conn: &Connection,
+    sql: &str,
+    params: Vec<Value>,
+    read: fn(&Row<'_>) -> rusqlite::Result<T>,
+) -> rusqlite::Result<Vec<T>> {
+    let mut statement = conn.prepare_cached(sql)?;
+    let rows = statement.query_map(params_from_iter(params), read)?;
+    rows.collect()
+}
+
+/// `ensure_schema`'s step for the operations tables; a lock table whose name leaves no room
+/// for theirs is logged and skipped (the locks work without them).
+pub(crate) async fn ensure(
+    operations: Option<&SqliteOperations>,
+    config: &crate::LockTableConfig,
+) -> Result<(), LockError> {
+    match operations {
+        Some(operations) => operations.ensure().await,
+        None => {
+            tracing::warn!(table = %config.table, "no operations tables (registry, history, pause, trigger) next to this lock table: its name is too long to derive theirs");
+            Ok(())
+        }
+    }
+}
+
+impl SqliteOperations {
+    /// The tables next to `table`; None (logged at `ensure_schema`) when a derived name would
+    /// be too long.
+    pub(crate) fn new(
+        session: Session,
+        lock_statements: Arc<Statements>,
+        table: &ResolvedTable,
+    ) -> Option<Self> {
+        let sql = OperationsSql::new(SqlDialect::Sqlite, table).ok()?;
+        Some(SqliteOperations {
+            session,
+            lock_statements,
+            sql,
+        })
+    }
+
+    /// Creates the tables and indexes if missing, in one transaction holding the write lock.
+    pub(crate) async fn ensure(&self) -> Result<(), LockError> {
+        let sql = self.sql.create.clone();
+        self.run("schema", move |conn| {
+            in_immediate_transaction(conn, |conn| {
+                for statement in &sql {
+                    conn.execute_batch(statement)?;
+                }
+                Ok(())
+            })
+        })
+        .await
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "sqlite tables {} in {}",
+            self.sql.tables.listing(),
+            self.session.path().display()
+        )
+    }
+
+    /// Runs `work` on the connection off the async workers, mapping its errors here (a
+    /// missing table is one of ours, not the lock table).
+    async fn run<T, F>(&self, operation: &'static str, work: F) -> Result<T, LockError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let result = self
+            .session
+            .run(&self.lock_statements, operation, "", move |conn, _| {
+                Ok(work(conn))
+            })
+            .await?;
+        result.map_err(|e| {
+            let missing = matches!(&e, rusqlite::Error::SqliteFailure(_, Some(m)) if m.starts_with("no such table"))
+                || matches!(&e, rusqlite::Error::SqlInputError { msg, .. } if msg.starts_with("no such table"));
+            if missing {
+                LockError::TableMissing {
+                    table: self.sql.tables.listing(),
+                    ddl: self.sql.create.join(";\n") + ";",
+                    source: Some(Box::new(e)),
+                }
+            } else {
+                LockError::provider(operation, "", self.describe(), e)
+            }
+        })
+    }
+
+    async fn rows<T: Send + 'static>(
+        &self,
+        operation: &'static str,
+        sql: &str,
+        params: Vec<Value>,
+        read: fn(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, LockError> {
+        let sql = sql.to_owned();
+        self.run(operation, move |conn| query(conn, &sql, params, read))
+            .await
+    }
+
+    async fn change(
+        &self,
+        operation: &'static str,
+        sql: &str,
+        params: Vec<Value>,
+    ) -> Result<u64, LockError> {
+        let sql = sql.to_owned();
+        self.run(operation, move |conn| {
+            let n = conn
+                .prepare_cached(&sql)?
+                .execute(params_from_iter(params))?;
+            Ok(n as u64)
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl OperationsStore for SqliteOperations {
+    fn tables(&self) -> String {
+        self.sql.tables.listing()
+    }
+
+    async fn check(&self) -> Result<(), LockError> {
+        for probe in &self.sql.probe {
+            self.rows("check", probe, vec![], |_| Ok(())).await?;
+        }
+        Ok(())
+    }
+
+    async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
+        let i = &beat.instance;
+        let mut params = Vec::with_capacity((beat.jobs.len() + 1) * 13);
+        for job in std::iter::once(None).chain(beat.jobs.iter().map(Some)) {
+            let job: Option<&JobRegistration> = job;
+            params.extend([
+                Value::Text(i.instance_id.clone()),
+                Value::Text(job.map_or("", |j| j.name.as_str()).to_owned()),
+                Value::Text(job.map_or("", |j| j.lock_name.as_str()).to_owned()),
+                Value::Text(job.map_or("", |j| j.trigger.as_str()).to_owned()),
+                job.and_then(|j| j.zone.clone())
+                    .map_or(Value::Null, Value::Text),
+                opt_text(job.and_then(|j| j.next_fire)),
+                Value::Text(i.host.clone()),
+                Value::Integer(i64::from(i.pid)),
+                Value::Text(i.version.clone()),
+                text(i.started_at),
+                Value::Integer(i.clock_offset_ms),
+                Value::Integer(i.heartbeat_ms),
+                opt_text(job.and_then(|j| j.following_fire)),
+            ]);
+        }
+        let upsert = self.sql.heartbeat(beat.jobs.len() + 1);
+        let poll = self.sql.poll.clone();
+        self.run("heartbeat", move |conn| {
+            in_immediate_transaction(conn, |conn| {
+                conn.prepare_cached(&upsert)?
+                    .execute(params_from_iter(params))?;
+                query(conn, &poll, vec![], control_row)
+            })
+        })
+        .await
+    }
+
+    async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
+        let n = self
+            .change(
+                "claim",
+                &self.sql.claim,
+                vec![Value::Text(instance_id.to_owned()), Value::Integer(id)],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn run_started(&self, run: &RunStart) -> Result<i64, LockError> {
+        let params = vec![
+            Value::Text(run.job.clone()),
+            opt_text(run.slot),
+            Value::Text(run.fire_kind.as_str().to_owned()),
+            Value::Text(run.instance_id.clone()),
+            Value::Integer(i64::try_from(run.fence).unwrap_or(-1)),
+        ];
+        let ids = self
+            .rows("history", &self.sql.run_start, params, |row| row.get(0))
+            .await?;
+        Ok(ids.first().copied().unwrap_or(0))
+    }
+
+    async fn run_ended(
+        &self,
+        id: i64,
+        outcome: RunState,
+        error: Option<&str>,
+    ) -> Result<(), LockError> {
+        let params = vec![
+            Value::Text(outcome.as_str().to_owned()),
+            error.map_or(Value::Null, |e| Value::Text(e.to_owned())),
+            Value::Integer(id),
+        ];
+        self.change("history", &self.sql.run_end, params)
+            .await
+            .map(drop)
+    }
+
+    async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError> {
+        let params = vec![
+            Value::Text(job.to_owned()),
+            Value::Text(requested_by.to_owned()),
+        ];
+        Ok(self.change("pause", &self.sql.pause, params).await? > 0)
+    }
+
+    async fn resume(&self, job: &str) -> Result<bool, LockError> {
+        let params = vec![Value::Text(job.to_owned())];
+        Ok(self.change("resume", &self.sql.resume, params).await? > 0)
+    }
+
+    async fn request_trigger(&self, job: &str, requested_by: &str) -> Result<i64, LockError> {
+        let params = vec![
+            Value::Text(job.to_owned()),
+            Value::Text(requested_by.to_owned()),
+        ];
+        let ids = self
+            .rows("trigger", &self.sql.request_trigger, params, |row| {
+                row.get(0)
+            })
+            .await?;
+        Ok(ids.first().copied().unwrap_or(0))
+    }
+
+    async fn withdraw_trigger(&self, id: i64) -> Result<bool, LockError> {
+        let params = vec![Value::Integer(id)];
+        Ok(self
+            .change("trigger", &self.sql.withdraw_trigger, params)
+            .await?
+            > 0)
+    }
+
+    async fn control(&self) -> Result<Vec<ControlRequest>, LockError> {
+        self.rows("control", &self.sql.control, vec![], control_row)
+            .await
+    }
+
+    async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
+        self.rows("registry", &self.sql.registry, vec![], registry_row)
+            .await
+    }
+
+    async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError> {
+        let params = vec![
+            Value::Text(job.to_owned()),
+            Value::Integer(i64::from(limit)),
+        ];
+        self.rows("history", &self.sql.history, params, run_row)
+            .await
+    }
+
+    async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
+        self.rows("history", &self.sql.last_runs, vec![], run_row)
+            .await
+    }
+
+    async fn last_successes(&self) -> Result<Vec<(String, DateTime<Utc>)>, LockError> {
+        self.rows("history", &self.sql.last_successes, vec![], |row| {
+            Ok((row.get(0)?, time(row, 1)?))
+        })
+        .await
+    }
+
+    async fn delete_expired(
+        &self,
+        what: Expired,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64, LockError> {
+        let sql = match what {
+            Expired::Runs => &self.sql.delete_runs,
+            Expired::ClaimedTriggers => &self.sql.delete_claimed,
+            _ => &self.sql.delete_stale_registry,
+        };
+        let params = vec![text(before), Value::Integer(i64::from(limit))];
+        self.change("housekeeping", sql, params).await
+    }
+}
