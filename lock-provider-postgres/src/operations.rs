@@ -444,11 +444,7 @@ impl OperationsStore for PgOperations {
         before: DateTime<Utc>,
         limit: u32,
     ) -> Result<u64, LockError> {
-        let sql = match what {
-            Expired::Runs => &self.sql.delete_runs,
-            Expired::ClaimedTriggers => &self.sql.delete_claimed,
-            _ => &self.sql.delete_stale_registry,
-        };
+        let sql = self.sql.delete_expired(what);
         let before = naive(before);
         let limit = i64::from(limit);
         self.execute(

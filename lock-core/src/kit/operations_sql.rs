@@ -22,6 +22,7 @@
 //! ```
 
 use crate::LockError;
+use crate::operations::Expired;
 use crate::kit::{IdentifierStyle, MAX_IDENTIFIER_LEN, ResolvedTable, validate_identifier};
 
 /// The longest error text kept in a history row, in bytes (cut at a character boundary).
@@ -186,6 +187,16 @@ pub struct OperationsSql {
 }
 
 impl OperationsSql {
+    /// The batched delete of [`OperationsStore::delete_expired`](crate::operations::OperationsStore::delete_expired)
+    /// for `what`: `1` before, `2` limit.
+    pub fn delete_expired(&self, what: Expired) -> &str {
+        match what {
+            Expired::Runs => &self.delete_runs,
+            Expired::ClaimedTriggers => &self.delete_claimed,
+            Expired::StaleRegistry => &self.delete_stale_registry,
+        }
+    }
+
     /// The statements for the operations tables next to `lock_table`. Fails when a derived
     /// name would be longer than [`MAX_IDENTIFIER_LEN`].
     pub fn new(dialect: SqlDialect, lock_table: &ResolvedTable) -> Result<Self, LockError> {
