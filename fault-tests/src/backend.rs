@@ -24,10 +24,15 @@ pub enum Backend {
     MySql(String),
     /// A SQLite database file shared by the processes of one host.
     Sqlite(PathBuf),
+    /// A PostgreSQL server, by URL, locked in through the sqlx provider (`sqlx+postgres://`).
+    SqlxPostgres(String),
+    /// A MySQL or MariaDB server, by URL, locked in through the sqlx provider (`sqlx+mysql://`).
+    SqlxMySql(String),
 }
 
 impl Backend {
-    /// `kind` is `postgres`, `mysql` or `sqlite`; `location` a URL, or a file path for SQLite.
+    /// `kind` is `postgres`, `mysql`, `sqlite`, `sqlx-postgres` or `sqlx-mysql`; `location` a
+    /// URL (the server's own, without `sqlx+`), or a file path for SQLite.
     ///
     /// ```
     /// let backend = fault_tests::Backend::parse("sqlite", "/tmp/locks.db")?;
@@ -39,13 +44,17 @@ impl Backend {
             "postgres" => Ok(Backend::Postgres(location.to_owned())),
             "mysql" => Ok(Backend::MySql(location.to_owned())),
             "sqlite" => Ok(Backend::Sqlite(PathBuf::from(location))),
+            "sqlx-postgres" => Ok(Backend::SqlxPostgres(location.to_owned())),
+            "sqlx-mysql" => Ok(Backend::SqlxMySql(location.to_owned())),
             other => Err(format!(
-                "unknown backend {other:?} (expected postgres, mysql or sqlite)"
+                "unknown backend {other:?} (expected postgres, mysql, sqlite, sqlx-postgres or \
+                 sqlx-mysql)"
             )),
         }
     }
 
-    /// `postgres`, `mysql` or `sqlite`.
+    /// `postgres`, `mysql`, `sqlite`, `sqlx-postgres` or `sqlx-mysql`: the registry's
+    /// [`LockDatabase::kind`] of [`url`](Self::url).
     ///
     /// ```
     /// let backend = fault_tests::Backend::MySql("mysql://root@127.0.0.1/test".into());
@@ -56,6 +65,8 @@ impl Backend {
             Backend::Postgres(_) => "postgres",
             Backend::MySql(_) => "mysql",
             Backend::Sqlite(_) => "sqlite",
+            Backend::SqlxPostgres(_) => "sqlx-postgres",
+            Backend::SqlxMySql(_) => "sqlx-mysql",
         }
     }
 
@@ -67,21 +78,28 @@ impl Backend {
     /// ```
     pub fn location(&self) -> String {
         match self {
-            Backend::Postgres(url) | Backend::MySql(url) => url.clone(),
+            Backend::Postgres(url)
+            | Backend::MySql(url)
+            | Backend::SqlxPostgres(url)
+            | Backend::SqlxMySql(url) => url.clone(),
             Backend::Sqlite(path) => path.display().to_string(),
         }
     }
 
-    /// The URL the `lock-providers` registry opens: the URL as given, or `sqlite://<path>`.
+    /// The URL the `lock-providers` registry opens: the URL as given, `sqlite://<path>`, or
+    /// the URL behind `sqlx+` for the sqlx provider.
     ///
     /// ```
     /// let backend = fault_tests::Backend::Sqlite("/tmp/locks.db".into());
     /// assert_eq!(backend.url(), "sqlite:///tmp/locks.db");
+    /// let backend = fault_tests::Backend::SqlxMySql("mysql://root@127.0.0.1/test".into());
+    /// assert_eq!(backend.url(), "sqlx+mysql://root@127.0.0.1/test");
     /// ```
     pub fn url(&self) -> String {
         match self {
             Backend::Postgres(url) | Backend::MySql(url) => url.clone(),
             Backend::Sqlite(path) => format!("sqlite://{}", path.display()),
+            Backend::SqlxPostgres(url) | Backend::SqlxMySql(url) => format!("sqlx+{url}"),
         }
     }
 

@@ -28,9 +28,11 @@ macro_rules! scenario {
     };
 }
 
-scenario!(holder_killed: postgres => Postgres, mysql => MySql, sqlite => Sqlite);
+scenario!(holder_killed: postgres => Postgres, mysql => MySql, sqlite => Sqlite,
+    sqlx_postgres => SqlxPostgres, sqlx_mysql => SqlxMySql);
 scenario!(holder_paused: postgres => Postgres, mysql => MySql, sqlite => Sqlite);
-scenario!(partition: postgres => Postgres, mysql => MySql);
+scenario!(partition: postgres => Postgres, mysql => MySql,
+    sqlx_postgres => SqlxPostgres, sqlx_mysql => SqlxMySql);
 scenario!(partition_dark: postgres => Postgres, mysql => MySql);
 scenario!(rolling_restart: postgres => Postgres, mysql => MySql, sqlite => Sqlite);
 scenario!(graceful_stop: postgres => Postgres, mysql => MySql, sqlite => Sqlite);
@@ -284,7 +286,7 @@ async fn partition_with(provider: Provider, how: Break) {
     };
     let url = fx.backend.location();
     let default_port = match provider {
-        Provider::Postgres => 5432,
+        Provider::Postgres | Provider::SqlxPostgres => 5432,
         _ => 3306,
     };
     let upstream = upstream_of(&url, default_port).await;
@@ -560,7 +562,7 @@ async fn bad_configuration(provider: Provider) {
     let mut cases: Vec<(&str, Vec<String>, Vec<&str>)> = Vec::new();
     let set = |flag: &str, value: &str| vec![flag.to_owned(), value.to_owned()];
     match provider {
-        Provider::Postgres => {
+        Provider::Postgres | Provider::SqlxPostgres => {
             cases.push((
                 "unknown user",
                 set("--lock-url", &with_user(&url, "ft_no_such_user")),
@@ -572,7 +574,7 @@ async fn bad_configuration(provider: Provider) {
                 vec!["database \"ft_no_such_db\" does not exist"],
             ));
         }
-        Provider::MySql => {
+        Provider::MySql | Provider::SqlxMySql => {
             cases.push((
                 "wrong password",
                 set("--lock-url", &with_password(&url, "ft-wrong-password")),

@@ -221,6 +221,20 @@ impl SqlxLockProvider {
         }
     }
 
+    /// Closes the pool the provider runs on (waiting for connections in use to come back), as
+    /// a tool that opened it with [`connect`](Self::connect) does at exit. A service's own
+    /// pool is the service's to close.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), lock_core::LockError> {
+    /// let provider = lock_provider_sqlx::SqlxLockProvider::connect("mysql://app@localhost/app").await?;
+    /// provider.close().await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn close(&self) {
+        on_backend!(self, b => b.pool.close().await)
+    }
+
     /// The same provider, on the same pool, with another table and columns.
     ///
     /// ```no_run

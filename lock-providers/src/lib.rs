@@ -7,6 +7,7 @@ mod open;
 mod postgres;
 mod registry;
 mod sqlite;
+mod sqlx;
 
 pub use open::{OpenError, OpenOptions, OpenedProvider, SchemaAction};
 pub use registry::{LockDatabase, UrlError};

@@ -4,7 +4,7 @@ use std::fmt;
 
 use async_trait::async_trait;
 
-use crate::{OpenError, OpenOptions, OpenedProvider, mysql, postgres, sqlite};
+use crate::{OpenError, OpenOptions, OpenedProvider, mysql, postgres, sqlite, sqlx};
 
 /// Every provider `open` knows: its URL schemes and how to parse the rest of its URLs.
 ///
@@ -22,6 +22,15 @@ const PROVIDERS: &[Registration] = &[
     Registration {
         schemes: &["sqlite"],
         parse: sqlite::parse,
+    },
+    Registration {
+        schemes: &[
+            "sqlx+postgres",
+            "sqlx+postgresql",
+            "sqlx+mysql",
+            "sqlx+mariadb",
+        ],
+        parse: sqlx::parse,
     },
 ];
 
@@ -71,8 +80,9 @@ pub struct LockDatabase {
 
 impl LockDatabase {
     /// Parses a URL whose scheme names a registered provider: `postgres://`, `postgresql://`,
-    /// `mysql://`, `mariadb://` or `sqlite://` (`sqlite:///absolute/path.db` or
-    /// `sqlite://relative.db`). The scheme is case-insensitive.
+    /// `mysql://`, `mariadb://`, `sqlite://` (`sqlite:///absolute/path.db` or
+    /// `sqlite://relative.db`), or one of the first four behind `sqlx+` (`sqlx+postgres://...`:
+    /// the same table through the sqlx provider). The scheme is case-insensitive.
     ///
     /// Nothing connects: a typing mistake is an error here, never a connection attempt to
     /// somewhere unintended. The error never repeats the URL, which may carry a password.

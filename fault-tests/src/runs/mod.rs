@@ -107,8 +107,9 @@ impl RunsTable {
         validate_identifier(table).map_err(|reason| format!("runs table {table:?}: {reason}"))?;
         // The fault tests' one match on the backend: a new one adds its module here.
         let conn = match backend {
-            Backend::Postgres(url) => postgres::connect(url).await?,
-            Backend::MySql(url) => mysql::connect(url).await?,
+            // The sqlx backends lock in the same databases: their runs tables are the same.
+            Backend::Postgres(url) | Backend::SqlxPostgres(url) => postgres::connect(url).await?,
+            Backend::MySql(url) | Backend::SqlxMySql(url) => mysql::connect(url).await?,
             Backend::Sqlite(path) => sqlite::open(path)?,
         };
         Ok(RunsTable {

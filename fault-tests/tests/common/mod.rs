@@ -21,6 +21,10 @@ pub enum Provider {
     Postgres,
     MySql,
     Sqlite,
+    /// PostgreSQL through `lock-provider-sqlx`.
+    SqlxPostgres,
+    /// MariaDB through `lock-provider-sqlx`.
+    SqlxMySql,
 }
 
 impl Provider {
@@ -29,6 +33,8 @@ impl Provider {
             Provider::Postgres => "pg",
             Provider::MySql => "my",
             Provider::Sqlite => "lite",
+            Provider::SqlxPostgres => "sqlxpg",
+            Provider::SqlxMySql => "sqlxmy",
         }
     }
 }
@@ -63,6 +69,8 @@ impl Fixture {
         let (backend, dir) = match provider {
             Provider::Postgres => (Backend::Postgres(postgres_url()), None),
             Provider::MySql => (Backend::MySql(mysql_url()), None),
+            Provider::SqlxPostgres => (Backend::SqlxPostgres(postgres_url()), None),
+            Provider::SqlxMySql => (Backend::SqlxMySql(mysql_url()), None),
             Provider::Sqlite => {
                 let dir = tempfile::tempdir().expect("a temp dir for the SQLite file");
                 (Backend::Sqlite(dir.path().join("locks.db")), Some(dir))
