@@ -28,11 +28,13 @@ pub enum Backend {
     SqlxPostgres(String),
     /// A MySQL or MariaDB server, by URL, locked in through the sqlx provider (`sqlx+mysql://`).
     SqlxMySql(String),
+    /// A SQLite database file, locked in through the sqlx provider (`sqlx+sqlite://`).
+    SqlxSqlite(PathBuf),
 }
 
 impl Backend {
-    /// `kind` is `postgres`, `mysql`, `sqlite`, `sqlx-postgres` or `sqlx-mysql`; `location` a
-    /// URL (the server's own, without `sqlx+`), or a file path for SQLite.
+    /// `kind` is `postgres`, `mysql`, `sqlite`, `sqlx-postgres`, `sqlx-mysql` or `sqlx-sqlite`;
+    /// `location` a URL (the server's own, without `sqlx+`), or a file path for SQLite.
     ///
     /// ```
     /// let backend = fault_tests::Backend::parse("sqlite", "/tmp/locks.db")?;
@@ -46,14 +48,15 @@ impl Backend {
             "sqlite" => Ok(Backend::Sqlite(PathBuf::from(location))),
             "sqlx-postgres" => Ok(Backend::SqlxPostgres(location.to_owned())),
             "sqlx-mysql" => Ok(Backend::SqlxMySql(location.to_owned())),
+            "sqlx-sqlite" => Ok(Backend::SqlxSqlite(PathBuf::from(location))),
             other => Err(format!(
-                "unknown backend {other:?} (expected postgres, mysql, sqlite, sqlx-postgres or \
-                 sqlx-mysql)"
+                "unknown backend {other:?} (expected postgres, mysql, sqlite, sqlx-postgres, \
+                 sqlx-mysql or sqlx-sqlite)"
             )),
         }
     }
 
-    /// `postgres`, `mysql`, `sqlite`, `sqlx-postgres` or `sqlx-mysql`: the registry's
+    /// `postgres`, `mysql`, `sqlite`, `sqlx-postgres`, `sqlx-mysql` or `sqlx-sqlite`: the registry's
     /// [`LockDatabase::kind`] of [`url`](Self::url).
     ///
     /// ```
@@ -67,6 +70,7 @@ impl Backend {
             Backend::Sqlite(_) => "sqlite",
             Backend::SqlxPostgres(_) => "sqlx-postgres",
             Backend::SqlxMySql(_) => "sqlx-mysql",
+            Backend::SqlxSqlite(_) => "sqlx-sqlite",
         }
     }
 
@@ -82,7 +86,7 @@ impl Backend {
             | Backend::MySql(url)
             | Backend::SqlxPostgres(url)
             | Backend::SqlxMySql(url) => url.clone(),
-            Backend::Sqlite(path) => path.display().to_string(),
+            Backend::Sqlite(path) | Backend::SqlxSqlite(path) => path.display().to_string(),
         }
     }
 
@@ -100,6 +104,7 @@ impl Backend {
             Backend::Postgres(url) | Backend::MySql(url) => url.clone(),
             Backend::Sqlite(path) => format!("sqlite://{}", path.display()),
             Backend::SqlxPostgres(url) | Backend::SqlxMySql(url) => format!("sqlx+{url}"),
+            Backend::SqlxSqlite(path) => format!("sqlx+sqlite://{}", path.display()),
         }
     }
 

@@ -29,7 +29,7 @@ macro_rules! scenario {
 }
 
 scenario!(holder_killed: postgres => Postgres, mysql => MySql, sqlite => Sqlite,
-    sqlx_postgres => SqlxPostgres, sqlx_mysql => SqlxMySql);
+    sqlx_postgres => SqlxPostgres, sqlx_mysql => SqlxMySql, sqlx_sqlite => SqlxSqlite);
 scenario!(holder_paused: postgres => Postgres, mysql => MySql, sqlite => Sqlite);
 scenario!(partition: postgres => Postgres, mysql => MySql,
     sqlx_postgres => SqlxPostgres, sqlx_mysql => SqlxMySql);
@@ -586,7 +586,7 @@ async fn bad_configuration(provider: Provider) {
                 vec!["Unknown database", "ft_no_such_db"],
             ));
         }
-        Provider::Sqlite => {
+        Provider::Sqlite | Provider::SqlxSqlite => {
             cases.push((
                 "unknown database (missing directory)",
                 set("--lock-url", "/nonexistent-ft-dir/locks.db"),

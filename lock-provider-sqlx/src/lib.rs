@@ -2,14 +2,18 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
-#[cfg(not(any(feature = "postgres", feature = "mysql")))]
-compile_error!("lock-provider-sqlx needs a backend: enable the `postgres` or the `mysql` feature");
+#[cfg(not(any(feature = "postgres", feature = "mysql", feature = "sqlite")))]
+compile_error!(
+    "lock-provider-sqlx needs a backend: enable the `postgres`, `mysql` or `sqlite` feature"
+);
 
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod provider;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 
 pub use provider::SqlxLockProvider;
 

@@ -17,6 +17,8 @@ use lock_core::{
 use crate::mysql::MySqlBackend;
 #[cfg(feature = "postgres")]
 use crate::postgres::PgBackend;
+#[cfg(feature = "sqlite")]
+use crate::sqlite::SqliteBackend;
 
 /// Locks in the ShedLock-compatible table, on a sqlx pool the service already has: the same
 /// table, statements and guarantees as `lock-provider-postgres` and `lock-provider-mysql`
@@ -62,6 +64,8 @@ const SCHEMES: &[&str] = &[
     "mysql://",
     #[cfg(feature = "mysql")]
     "mariadb://",
+    #[cfg(feature = "sqlite")]
+    "sqlite://",
 ];
 
 #[derive(Clone)]
@@ -70,6 +74,8 @@ enum Backend {
     Postgres(PgBackend),
     #[cfg(feature = "mysql")]
     MySql(MySqlBackend),
+    #[cfg(feature = "sqlite")]
+    Sqlite(SqliteBackend),
 }
 
 /// Runs `$body` with `$b` bound to the backend, whichever it is.
@@ -80,6 +86,8 @@ macro_rules! on_backend {
             Backend::Postgres($b) => $body,
             #[cfg(feature = "mysql")]
             Backend::MySql($b) => $body,
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite($b) => $body,
         }
     };
 }
@@ -171,7 +179,8 @@ impl SqlxLockProvider {
 
     /// Builds a pool of its own for `url` and checks that the server answers: `postgres://`
     /// (or `postgresql://`) for PostgreSQL, `mysql://` (or `mariadb://`) for MySQL and MariaDB,
-    /// with sqlx's URL parameters (`sslmode`, `ssl-mode`, ... with the `tls` feature). For
+    /// `sqlite://path` for an existing SQLite file (opened in WAL mode), with sqlx's URL
+    /// parameters (`sslmode`, `ssl-mode`, ... with the `tls` feature). For
     /// tools such as `lockctl`; a service passes its own pool to [`postgres`](Self::postgres)
     /// or [`mysql`](Self::mysql) instead.
     ///
@@ -213,6 +222,22 @@ impl SqlxLockProvider {
                     .map_err(unreachable)?;
                 Ok(Self::mysql(pool))
             }
+            #[cfg(feature = "sqlite")]
+            Some("sqlite") => {
+                // An existing file only (a tool must not leave an empty database behind a
+                // mistyped path), in WAL mode like lock-provider-sqlite's connection.
+                let options = std::str::FromStr::from_str(url)
+                    .map(|o: sqlx::sqlite::SqliteConnectOptions| {
+                        o.journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
+                    })
+                    .map_err(|e| LockError::InvalidConfiguration(format!("SQLite URL: {e}")))?;
+                let pool = sqlx::sqlite::SqlitePoolOptions::new()
+                    .acquire_timeout(CONNECT_TIMEOUT)
+                    .connect_with(options)
+                    .await
+                    .map_err(unreachable)?;
+                Ok(Self::sqlite(pool))
+            }
             _ => Err(LockError::InvalidConfiguration(format!(
                 "sqlx lock provider: unsupported URL scheme in {:?}; expected {}",
                 url.split_once("://").map_or(url, |(scheme, _)| scheme),
@@ -235,6 +260,52 @@ impl SqlxLockProvider {
         on_backend!(self, b => b.pool.close().await)
     }
 
+    /// A provider on a SQLite pool, using the table `shedlock` with ShedLock's column names.
+    /// Build the pool with `journal_mode` WAL, so that the readers and the writer of the
+    /// processes sharing the file never wait for each other.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use lock_provider_sqlx::SqlxLockProvider;
+    /// use lock_provider_sqlx::sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool};
+    ///
+    /// let options = SqliteConnectOptions::new()
+    ///     .filename("/var/lib/app/app.db")
+    ///     .create_if_missing(true)
+    ///     .journal_mode(SqliteJournalMode::Wal);
+    /// let provider = SqlxLockProvider::sqlite(SqlitePool::connect_with(options).await?);
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite(pool: sqlx::SqlitePool) -> Self {
+        Self::sqlite_with_config(pool, LockTableConfig::default())
+            .expect("the default lock table configuration is valid")
+    }
+
+    /// A provider on a SQLite pool with the given table (`table` or `main.table`) and columns,
+    /// refused if a name is not a plain identifier.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// use lock_provider_sqlx::{LockTableConfig, SqlxLockProvider, sqlx::SqlitePool};
+    ///
+    /// let pool = SqlitePool::connect("sqlite:///var/lib/app/app.db").await?;
+    /// let config = LockTableConfig::default().with_table("job_locks");
+    /// let provider = SqlxLockProvider::sqlite_with_config(pool, config)?;
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite_with_config(
+        pool: sqlx::SqlitePool,
+        config: LockTableConfig,
+    ) -> Result<Self, LockError> {
+        let table = lock_core::kit::sql::sqlite::Table::new(&config)?;
+        Ok(SqlxLockProvider {
+            backend: Backend::Sqlite(SqliteBackend::new(pool, table)),
+            config,
+        })
+    }
+
     /// The same provider, on the same pool, with another table and columns.
     ///
     /// ```no_run
@@ -250,6 +321,8 @@ impl SqlxLockProvider {
             Backend::Postgres(b) => Self::postgres_with_config(b.pool, config)?,
             #[cfg(feature = "mysql")]
             Backend::MySql(b) => Self::mysql_with_config(b.pool, config)?,
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(b) => Self::sqlite_with_config(b.pool, config)?,
         };
         Ok(provider.with_statement_cache(persistent))
     }
@@ -298,6 +371,8 @@ impl SqlxLockProvider {
             Backend::Postgres(b) => b.persistent = cache,
             #[cfg(feature = "mysql")]
             Backend::MySql(b) => b.persistent = cache,
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(b) => b.persistent = cache,
         }
         self
     }
@@ -362,6 +437,13 @@ impl SqlxLockProvider {
             } else {
                 TableShape::ShedLockOnly
             }),
+            // As `lock-provider-sqlite`: the statements need every column, so a table either
+            // works in full (the listing reads every column) or fails with what to run.
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(_) => {
+                self.list_locks().await?;
+                Ok(TableShape::Full)
+            }
         }
     }
 }
@@ -400,6 +482,8 @@ impl LockProvider for SqlxLockProvider {
             Backend::Postgres(b) => b.change_row("unlock", name, |s| &s.force_unlock).await,
             #[cfg(feature = "mysql")]
             Backend::MySql(b) => b.change_row("unlock", name, |s| s.unlock()).await,
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(b) => b.change_row("unlock", name, |s| &s.force_unlock).await,
         }
     }
 
@@ -409,6 +493,8 @@ impl LockProvider for SqlxLockProvider {
             Backend::Postgres(b) => b.change_row("reset slot", name, |s| &s.reset_slot).await,
             #[cfg(feature = "mysql")]
             Backend::MySql(b) => b.change_row("reset slot", name, |s| s.reset_slot()).await,
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(b) => b.change_row("reset slot", name, |s| &s.reset_slot).await,
         }
     }
 

@@ -1,4 +1,5 @@
-//! A sqlx provider and the driver-specific provider of the same database on ONE table: each
+//! A sqlx provider and the driver-specific provider of the same database (deadpool-postgres,
+//! mysql_async, rusqlite) on ONE table: each
 //! reads the other's rows, they exclude each other, fences continue across them and a slot run
 //! by one is not run again by the other. Both run the provider kit's statements, so this is what
 //! a service migrating from deadpool-postgres or mysql_async to sqlx goes through, instance by
@@ -13,6 +14,7 @@ use lock_core::testkit::{request, unique_name};
 use lock_core::{AcquireOutcome, FireSlot, Lease, LockProvider, RefusalReason};
 use lock_provider_mysql::MySqlLockProvider;
 use lock_provider_postgres::PostgresLockProvider;
+use lock_provider_sqlite::SqliteLockProvider;
 
 const LEASE: Duration = Duration::from_secs(60);
 
@@ -151,4 +153,25 @@ async fn mysql_sqlx_and_mysql_async_share_one_table() {
     assert_eq!(mysql_async.create_table_sql(), sqlx.create_table_sql());
     exclude_each_other(&sqlx, &mysql_async).await;
     exclude_each_other(&mysql_async, &sqlx).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_sqlx_and_rusqlite_share_one_file() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("locks.db");
+    // rusqlite creates the table this time; sqlx finds it complete.
+    let rusqlite = SqliteLockProvider::open(&file)
+        .expect("open")
+        .with_table("shared_locks")
+        .expect("valid table");
+    rusqlite.ensure_schema().await.expect("ensure_schema");
+    let sqlx = lock_provider_sqlx::SqlxLockProvider::sqlite(common::sqlite_pool(&file).await)
+        .with_table("shared_locks")
+        .expect("valid table");
+    sqlx.ensure_schema()
+        .await
+        .expect("ensure_schema on the rusqlite-made table");
+    assert_eq!(rusqlite.create_table_sql(), sqlx.create_table_sql());
+    exclude_each_other(&sqlx, &rusqlite).await;
+    exclude_each_other(&rusqlite, &sqlx).await;
 }

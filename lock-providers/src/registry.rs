@@ -81,7 +81,7 @@ pub struct LockDatabase {
 impl LockDatabase {
     /// Parses a URL whose scheme names a registered provider: `postgres://`, `postgresql://`,
     /// `mysql://`, `mariadb://`, `sqlite://` (`sqlite:///absolute/path.db` or
-    /// `sqlite://relative.db`), or one of the first four behind `sqlx+` (`sqlx+postgres://...`:
+    /// `sqlite://relative.db`), or any of them behind `sqlx+` (`sqlx+postgres://...`:
     /// the same table through the sqlx provider). The scheme is case-insensitive.
     ///
     /// Nothing connects: a typing mistake is an error here, never a connection attempt to
@@ -152,7 +152,8 @@ impl fmt::Display for LockDatabase {
     }
 }
 
-/// `expected postgres://, postgresql://, mysql://, mariadb:// or sqlite://`, from [`PROVIDERS`].
+/// `expected postgres://, postgresql://, mysql://, mariadb://, sqlite://, sqlx+postgres://, ...
+/// or sqlx+sqlite://`, from [`PROVIDERS`].
 fn expected() -> String {
     let schemes: Vec<String> = PROVIDERS
         .iter()
@@ -174,7 +175,8 @@ fn expected() -> String {
 /// let error = lock_providers::LockDatabase::parse("db.internal:5432").unwrap_err();
 /// assert_eq!(
 ///     format!("--url {error}"),
-///     "--url is not a URL (expected postgres://, postgresql://, mysql://, mariadb:// or sqlite://)"
+///     "--url is not a URL (expected postgres://, postgresql://, mysql://, mariadb://, sqlite://, \
+///      sqlx+postgres://, sqlx+postgresql://, sqlx+mysql://, sqlx+mariadb:// or sqlx+sqlite://)"
 /// );
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -245,12 +247,14 @@ mod tests {
     fn the_accepted_schemes_are_listed_from_the_registry() {
         assert_eq!(
             expected(),
-            "expected postgres://, postgresql://, mysql://, mariadb:// or sqlite://"
+            "expected postgres://, postgresql://, mysql://, mariadb://, sqlite://, \
+             sqlx+postgres://, sqlx+postgresql://, sqlx+mysql://, sqlx+mariadb:// or sqlx+sqlite://"
         );
         assert_eq!(
             error("ftp://host"),
             "has the unsupported scheme `ftp://` (expected postgres://, postgresql://, \
-             mysql://, mariadb:// or sqlite://)"
+             mysql://, mariadb://, sqlite://, sqlx+postgres://, sqlx+postgresql://, \
+             sqlx+mysql://, sqlx+mariadb:// or sqlx+sqlite://)"
         );
     }
 

@@ -1,14 +1,19 @@
-//! `sqlx+postgres://`, `sqlx+postgresql://`, `sqlx+mysql://` and `sqlx+mariadb://`:
-//! [`SqlxLockProvider`], the same table and statements as the driver-specific providers, on a
-//! sqlx pool. The URL after `sqlx+` is the one sqlx reads.
+//! `sqlx+postgres://`, `sqlx+postgresql://`, `sqlx+mysql://`, `sqlx+mariadb://` and
+//! `sqlx+sqlite://`: [`SqlxLockProvider`], the same table and statements as the
+//! driver-specific providers, on a sqlx pool. The URL after `sqlx+` is the one sqlx reads
+//! (for SQLite, the one `sqlite://` reads: a file path).
 
 use std::fmt;
+use std::path::PathBuf;
 use std::str::FromStr;
 
 use async_trait::async_trait;
 use lock_provider_sqlx::SqlxLockProvider;
 use lock_provider_sqlx::sqlx::mysql::MySqlConnectOptions;
 use lock_provider_sqlx::sqlx::postgres::PgConnectOptions;
+use lock_provider_sqlx::sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions,
+};
 
 use crate::registry::Database;
 use crate::{OpenError, OpenOptions, OpenedProvider, UrlError};
@@ -17,14 +22,32 @@ use crate::{OpenError, OpenOptions, OpenedProvider, UrlError};
 pub(crate) struct Sqlx {
     /// The URL as sqlx reads it (`sqlx+` removed).
     url: String,
-    /// `sqlx-postgres` or `sqlx-mysql`.
+    /// `sqlx-postgres`, `sqlx-mysql` or `sqlx-sqlite`.
     kind: &'static str,
+    /// The SQLite file, for `sqlx+sqlite://`.
+    file: Option<PathBuf>,
     /// Where it points, for `Display`: server, host, port, database.
     place: String,
 }
 
 pub(crate) fn parse(scheme: &str, rest: &str) -> Result<Box<dyn Database>, UrlError> {
     let inner = scheme.strip_prefix("sqlx+").unwrap_or(scheme);
+    if inner == "sqlite" {
+        if rest.is_empty() {
+            return Err(UrlError::new(
+                "sqlx+sqlite:// names no file (sqlx+sqlite:///absolute/path.db or \
+                 sqlx+sqlite://relative.db)"
+                    .to_owned(),
+            ));
+        }
+        let file = PathBuf::from(rest);
+        return Ok(Box::new(Sqlx {
+            url: format!("sqlite://{rest}"),
+            kind: "sqlx-sqlite",
+            place: format!("the SQLite database {} through sqlx", file.display()),
+            file: Some(file),
+        }));
+    }
     let kind = if matches!(inner, "postgres" | "postgresql") {
         "sqlx-postgres"
     } else {
@@ -60,6 +83,7 @@ pub(crate) fn parse(scheme: &str, rest: &str) -> Result<Box<dyn Database>, UrlEr
         url: format!("{inner}://{rest}"),
         kind,
         place,
+        file: None,
     }))
 }
 
@@ -79,14 +103,46 @@ impl Database for Sqlx {
     }
 
     async fn open(&self, options: &OpenOptions) -> Result<OpenedProvider, OpenError> {
-        let provider = SqlxLockProvider::connect(&self.url)
-            .await
-            .map_err(|e| OpenError::unreachable(format!("cannot connect to {self}"), e))?
+        let provider = match &self.file {
+            Some(file) => self.open_file(file, options).await?,
+            None => SqlxLockProvider::connect(&self.url)
+                .await
+                .map_err(|e| OpenError::unreachable(format!("cannot connect to {self}"), e))?,
+        };
+        let provider = provider
             .with_table(options.table_name())
             .map_err(OpenError::Table)?;
         options.ensure_schema(provider.ensure_schema()).await?;
         let closing = provider.clone();
         Ok(OpenedProvider::new(provider).closing_with(async move { closing.close().await }))
+    }
+}
+
+impl Sqlx {
+    /// A pool on the SQLite file, created only if `options` allow it, in WAL mode as
+    /// `lock-provider-sqlite` opens it.
+    async fn open_file(
+        &self,
+        file: &PathBuf,
+        options: &OpenOptions,
+    ) -> Result<SqlxLockProvider, OpenError> {
+        if !options.creates_missing() && !file.is_file() {
+            return Err(OpenError::Missing {
+                database: self.to_string(),
+            });
+        }
+        let connect = SqliteConnectOptions::new()
+            .filename(file)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal);
+        let pool = SqlitePoolOptions::new()
+            .connect_with(connect)
+            .await
+            .map_err(|e| {
+                let source = lock_core::LockError::provider("open", "", self.to_string(), e);
+                OpenError::unreachable(format!("cannot open {self}"), source)
+            })?;
+        Ok(SqlxLockProvider::sqlite(pool))
     }
 }
 

@@ -110,7 +110,7 @@ impl RunsTable {
             // The sqlx backends lock in the same databases: their runs tables are the same.
             Backend::Postgres(url) | Backend::SqlxPostgres(url) => postgres::connect(url).await?,
             Backend::MySql(url) | Backend::SqlxMySql(url) => mysql::connect(url).await?,
-            Backend::Sqlite(path) => sqlite::open(path)?,
+            Backend::Sqlite(path) | Backend::SqlxSqlite(path) => sqlite::open(path)?,
         };
         Ok(RunsTable {
             table: table.to_owned(),

@@ -25,6 +25,8 @@ pub enum Provider {
     SqlxPostgres,
     /// MariaDB through `lock-provider-sqlx`.
     SqlxMySql,
+    /// A shared SQLite file through `lock-provider-sqlx`.
+    SqlxSqlite,
 }
 
 impl Provider {
@@ -35,7 +37,13 @@ impl Provider {
             Provider::Sqlite => "lite",
             Provider::SqlxPostgres => "sqlxpg",
             Provider::SqlxMySql => "sqlxmy",
+            Provider::SqlxSqlite => "sqlxlite",
         }
+    }
+
+    /// A SQLite file of the test's own (never unreachable).
+    pub fn is_sqlite(self) -> bool {
+        matches!(self, Provider::Sqlite | Provider::SqlxSqlite)
     }
 }
 
@@ -75,6 +83,10 @@ impl Fixture {
                 let dir = tempfile::tempdir().expect("a temp dir for the SQLite file");
                 (Backend::Sqlite(dir.path().join("locks.db")), Some(dir))
             }
+            Provider::SqlxSqlite => {
+                let dir = tempfile::tempdir().expect("a temp dir for the SQLite file");
+                (Backend::SqlxSqlite(dir.path().join("locks.db")), Some(dir))
+            }
         };
         let lock_table = format!("{base}_l");
         let locks = match backend
@@ -82,7 +94,7 @@ impl Fixture {
             .await
         {
             Ok(locks) => locks,
-            Err(e) if provider != Provider::Sqlite => {
+            Err(e) if !provider.is_sqlite() => {
                 unreachable(backend.kind(), &backend.location(), &chain(&e));
                 return None;
             }

@@ -56,3 +56,27 @@ pub async fn mysql_provider(table: &str) -> Option<SqlxLockProvider> {
     provider.ensure_schema().await.expect("ensure_schema");
     Some(provider)
 }
+
+/// A SQLite pool as a service would have it (WAL, the file created if missing), on `file`.
+pub async fn sqlite_pool(file: &std::path::Path) -> lock_provider_sqlx::sqlx::SqlitePool {
+    use lock_provider_sqlx::sqlx::sqlite::{
+        SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions,
+    };
+    let options = SqliteConnectOptions::new()
+        .filename(file)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal);
+    SqlitePoolOptions::new()
+        .max_connections(4)
+        .connect_with(options)
+        .await
+        .expect("open the SQLite file")
+}
+
+/// A provider on a SQLite file of its own (the directory lives as long as the pair).
+pub async fn sqlite_provider() -> Option<(tempfile::TempDir, SqlxLockProvider)> {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let provider = SqlxLockProvider::sqlite(sqlite_pool(&dir.path().join("locks.db")).await);
+    provider.ensure_schema().await.expect("ensure_schema");
+    Some((dir, provider))
+}

@@ -3,7 +3,8 @@
 //!
 //! `lock-provider-postgres` (tokio-postgres) and `lock-provider-sqlx`'s PostgreSQL backend build
 //! their statements from [`postgres`]; `lock-provider-mysql` (mysql_async) and
-//! `lock-provider-sqlx`'s MySQL backend from [`mysql`]. A driver only binds the parameters,
+//! `lock-provider-sqlx`'s MySQL backend from [`mysql`]; `lock-provider-sqlite` (rusqlite) and
+//! `lock-provider-sqlx`'s SQLite backend from [`sqlite`]. A driver only binds the parameters,
 //! decodes the rows and handles its connections, so two providers on one table run the very same
 //! statements and exclude each other.
 //!
@@ -12,6 +13,7 @@
 
 pub mod mysql;
 pub mod postgres;
+pub mod sqlite;
 
 use chrono::NaiveDateTime;
 
