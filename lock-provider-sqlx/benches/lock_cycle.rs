@@ -14,6 +14,10 @@
 //! - `losing acquire` through the provider while another owner holds the lock, and the same
 //!   statement by hand;
 //! - `SELECT 1` on the same pool: the cost of a round trip that does nothing, for context.
+//!
+//! On SQLite (a file in a temporary directory, WAL) the by-hand cycle is what the provider
+//! sends: the refusal read, then `BEGIN IMMEDIATE`, the acquire, `COMMIT`, and the release; a
+//! losing acquire is the refusal read alone.
 
 use std::time::{Duration, Instant};
 
@@ -21,12 +25,16 @@ use chrono::Utc;
 use lock_core::kit::sql::SqlValue;
 use lock_core::kit::sql::mysql::{Shape, Statements, Table};
 use lock_core::kit::sql::postgres::{LockStatements, TableShape};
+use lock_core::kit::sql::sqlite;
 use lock_core::kit::{IdentifierStyle, LockTableConfig};
 use lock_core::{AcquireOutcome, Lease, LockProvider, LockRequest};
 use lock_provider_sqlx::SqlxLockProvider;
 use lock_provider_sqlx::sqlx::mysql::{MySqlArguments, MySqlPoolOptions};
 use lock_provider_sqlx::sqlx::postgres::PgPoolOptions;
 use lock_provider_sqlx::sqlx::query::Query;
+use lock_provider_sqlx::sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+};
 use lock_provider_sqlx::sqlx::{self, AssertSqlSafe, MySql, MySqlPool, PgPool, Row};
 use test_support::{Mode, Samples, Unit, stats};
 
@@ -47,6 +55,7 @@ async fn run(mode: Mode) {
     };
     postgres(mode, rounds * per_round).await;
     mysql(mode, rounds * per_round).await;
+    sqlite(mode, rounds * per_round).await;
 }
 
 fn request(name: &str, owner: &str, at_most: Duration) -> LockRequest {
@@ -366,6 +375,108 @@ async fn mysql(mode: Mode, samples: usize) {
         .release(&held_lease, Duration::ZERO)
         .await
         .expect("release");
+}
+
+struct LiteBench {
+    pool: SqlitePool,
+    provider: SqlxLockProvider,
+    sql: sqlite::Statements,
+    cycle: LockRequest,
+    loser: LockRequest,
+}
+
+impl LiteBench {
+    /// The refusal read (`?1` name, `?2` slot): the reason code, 0 when the lease is free.
+    async fn refusal(&self, conn: &mut sqlx::SqliteConnection, name: &str) -> Option<i64> {
+        sqlx::query(AssertSqlSafe(self.sql.refusal.clone()))
+            .bind(name.to_owned())
+            .bind(None::<String>)
+            .fetch_optional(&mut *conn)
+            .await
+            .unwrap()
+            .map(|row| row.get::<i64, _>(3))
+    }
+}
+
+impl Bench for LiteBench {
+    async fn provider_cycle(&self) {
+        let AcquireOutcome::Acquired(lease) = self.provider.acquire(&self.cycle).await.unwrap()
+        else {
+            panic!("cycle lock refused");
+        };
+        assert!(self.provider.release(&lease, Duration::ZERO).await.unwrap());
+    }
+
+    async fn hand_cycle(&self) {
+        let mut conn = self.pool.acquire().await.unwrap();
+        assert_ne!(self.refusal(&mut conn, "bench-hand").await, Some(1));
+        let mut tx = sqlx::Connection::begin_with(&mut *conn, "BEGIN IMMEDIATE")
+            .await
+            .unwrap();
+        let fence: i64 = sqlx::query(AssertSqlSafe(self.sql.acquire.clone()))
+            .bind("bench-hand".to_owned())
+            .bind("bench-instance".to_owned())
+            .bind(60_000_i64)
+            .bind(None::<String>)
+            .bind(5_000_i64)
+            .fetch_one(&mut *tx)
+            .await
+            .unwrap()
+            .get(0);
+        tx.commit().await.unwrap();
+        drop(conn);
+        let done = sqlx::query(AssertSqlSafe(self.sql.release.clone()))
+            .bind("bench-hand".to_owned())
+            .bind("bench-instance".to_owned())
+            .bind(fence)
+            .bind(0_i64)
+            .execute(&self.pool)
+            .await
+            .unwrap();
+        assert_eq!(done.rows_affected(), 1);
+    }
+
+    async fn losing(&self) {
+        let outcome = self.provider.acquire(&self.loser).await.unwrap();
+        assert!(matches!(outcome, AcquireOutcome::Refused(_)));
+    }
+
+    async fn hand_losing(&self) {
+        let mut conn = self.pool.acquire().await.unwrap();
+        assert_eq!(self.refusal(&mut conn, "bench-held").await, Some(1));
+    }
+
+    async fn select_1(&self) {
+        sqlx::query("SELECT 1").fetch_one(&self.pool).await.unwrap();
+    }
+}
+
+async fn sqlite(mode: Mode, samples: usize) {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let options = SqliteConnectOptions::new()
+        .filename(dir.path().join("locks.db"))
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal);
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await
+        .expect("open the SQLite file");
+    let provider = SqlxLockProvider::sqlite(pool.clone());
+    provider.ensure_schema().await.expect("ensure_schema");
+    let table = sqlite::Table::new(&LockTableConfig::default()).expect("table name");
+    let held = request("bench-held", "holder", Duration::from_secs(3600));
+    let AcquireOutcome::Acquired(_) = provider.acquire(&held).await.unwrap() else {
+        panic!("could not take the held lock");
+    };
+    let bench = LiteBench {
+        pool,
+        sql: sqlite::Statements::new(table),
+        cycle: request("bench-cycle", "bench-instance", Duration::from_secs(60)),
+        loser: request("bench-held", "loser", Duration::from_secs(60)),
+        provider,
+    };
+    measure(mode, "SQLite", samples, &bench).await;
 }
 
 /// Fisher-Yates with xorshift64: a fixed-seed, dependency-free shuffle.

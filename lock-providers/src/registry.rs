@@ -29,6 +29,7 @@ const PROVIDERS: &[Registration] = &[
             "sqlx+postgresql",
             "sqlx+mysql",
             "sqlx+mariadb",
+            "sqlx+sqlite",
         ],
         parse: sqlx::parse,
     },
