@@ -204,8 +204,14 @@ impl PgBackend {
         if let Some(statements) = self.cache.get() {
             return Ok(statements);
         }
-        let columns = self
-            .columns(&self.pool)
+        // In a transaction for PgBouncer (see `run`); a read-only one costs nothing to end.
+        let inspect = async {
+            let mut tx = self.pool.begin().await?;
+            let columns = self.columns(&mut *tx).await?;
+            tx.commit().await?;
+            Ok(columns)
+        };
+        let columns = inspect
             .await
             .map_err(|e| self.error("schema", "", e))?
             .ok_or_else(|| self.table_missing(None))?;
@@ -250,11 +256,25 @@ impl PgBackend {
                         SqlValue::Timestamp(at) => query.bind(*at),
                     };
                 }
-                Ok::<_, Failure>(if execute {
-                    Reply::Changed(query.execute(&self.pool).await?.rows_affected())
+                if persistent {
+                    return Ok::<_, Failure>(if execute {
+                        Reply::Changed(query.execute(&self.pool).await?.rows_affected())
+                    } else {
+                        Reply::Rows(query.fetch_all(&self.pool).await?)
+                    });
+                }
+                // sqlx sends an unprepared statement in two exchanges (Parse and Describe, then
+                // Bind and Execute), and PgBouncer in transaction mode may move a client
+                // between server connections at any exchange outside a transaction: the
+                // transaction keeps both on one server connection.
+                let mut tx = self.pool.begin().await?;
+                let reply = if execute {
+                    Reply::Changed(query.execute(&mut *tx).await?.rows_affected())
                 } else {
-                    Reply::Rows(query.fetch_all(&self.pool).await?)
-                })
+                    Reply::Rows(query.fetch_all(&mut *tx).await?)
+                };
+                tx.commit().await?;
+                Ok(reply)
             }
             .await;
             match attempt {

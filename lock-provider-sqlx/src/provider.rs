@@ -205,12 +205,19 @@ impl SqlxLockProvider {
         match scheme.as_deref() {
             #[cfg(feature = "postgres")]
             Some("postgres" | "postgresql") => {
+                let (url, cache) = take_statement_cache(url)?;
+                let options: sqlx::postgres::PgConnectOptions = url
+                    .parse()
+                    .map_err(|e| LockError::InvalidConfiguration(format!("PostgreSQL URL: {e}")))?;
+                // The provider reads no floats, and PgBouncer refuses this startup parameter
+                // unless told to ignore it.
+                let options = options.extra_float_digits(None);
                 let pool = sqlx::postgres::PgPoolOptions::new()
                     .acquire_timeout(CONNECT_TIMEOUT)
-                    .connect(url)
+                    .connect_with(options)
                     .await
                     .map_err(unreachable)?;
-                Ok(Self::postgres(pool))
+                Ok(Self::postgres(pool).with_statement_cache(cache))
             }
             #[cfg(feature = "mysql")]
             Some("mysql" | "mariadb") => {
@@ -356,9 +363,15 @@ impl SqlxLockProvider {
     }
 
     /// The same provider with its statements kept prepared on each connection (`true`, the
-    /// default: sqlx's statement cache) or prepared and closed every time (`false`: sqlx's
-    /// `persistent(false)`, for PgBouncer in transaction mode, where a connection's prepared
-    /// statements may belong to another client).
+    /// default: sqlx's statement cache) or not (`false`: sqlx's `persistent(false)`), for
+    /// PostgreSQL behind PgBouncer in transaction mode, where a connection's prepared statements
+    /// may belong to another client. sqlx sends an unprepared statement in two exchanges, which
+    /// PgBouncer may route to two server connections, so each PostgreSQL statement then runs in
+    /// a transaction of its own: two more round trips per operation. With PgBouncer 1.21 or
+    /// later and `max_prepared_statements` set, keep the cache instead. A pool for PgBouncer
+    /// must not send `extra_float_digits` (`PgConnectOptions::extra_float_digits(None)`) unless
+    /// PgBouncer's `ignore_startup_parameters` names it. `tests/pgbouncer.rs` runs the whole
+    /// conformance suite through PgBouncer this way.
     ///
     /// ```no_run
     /// # fn run(provider: lock_provider_sqlx::SqlxLockProvider) {
@@ -504,5 +517,57 @@ impl LockProvider for SqlxLockProvider {
 
     fn describe(&self) -> String {
         on_backend!(self, b => b.describe())
+    }
+}
+
+/// `url` without its `statement_cache` parameter, and the parameter's value (`true` without
+/// it): the PostgreSQL provider's name for it, which sqlx itself does not know.
+#[cfg(feature = "postgres")]
+fn take_statement_cache(url: &str) -> Result<(String, bool), LockError> {
+    let Some((base, query)) = url.split_once('?') else {
+        return Ok((url.to_owned(), true));
+    };
+    let mut cache = true;
+    let mut kept = Vec::new();
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some(("statement_cache", value)) => {
+                cache = value.parse().map_err(|_| {
+                    LockError::InvalidConfiguration(format!(
+                        "statement_cache={value:?} in the URL: expected true or false"
+                    ))
+                })?;
+            }
+            _ => kept.push(pair),
+        }
+    }
+    Ok(if kept.is_empty() {
+        (base.to_owned(), cache)
+    } else {
+        (format!("{base}?{}", kept.join("&")), cache)
+    })
+}
+
+#[cfg(all(test, feature = "postgres"))]
+mod tests {
+    use super::take_statement_cache;
+
+    #[test]
+    fn statement_cache_is_read_and_taken_out_of_the_url() {
+        let plain = "postgres://app@db/app";
+        assert_eq!(
+            take_statement_cache(plain).unwrap(),
+            (plain.to_owned(), true)
+        );
+        assert_eq!(
+            take_statement_cache("postgres://app@db:6432/app?statement_cache=false").unwrap(),
+            ("postgres://app@db:6432/app".to_owned(), false)
+        );
+        assert_eq!(
+            take_statement_cache("postgres://db/app?sslmode=require&statement_cache=false")
+                .unwrap(),
+            ("postgres://db/app?sslmode=require".to_owned(), false)
+        );
+        assert!(take_statement_cache("postgres://db/app?statement_cache=maybe").is_err());
     }
 }
