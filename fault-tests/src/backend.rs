@@ -27,10 +27,18 @@ pub enum Backend {
     /// A Redis server, by URL; the lock table's name is the key prefix. Its runs table is in
     /// the PostgreSQL test database (see [`RunsTable::open`](crate::RunsTable::open)).
     Redis(String),
+    /// A PostgreSQL server, by URL, locked in through the sqlx provider (`sqlx+postgres://`).
+    SqlxPostgres(String),
+    /// A MySQL or MariaDB server, by URL, locked in through the sqlx provider (`sqlx+mysql://`).
+    SqlxMySql(String),
+    /// A SQLite database file, locked in through the sqlx provider (`sqlx+sqlite://`).
+    SqlxSqlite(PathBuf),
 }
 
 impl Backend {
-    /// `kind` is `postgres`, `mysql`, `sqlite` or `redis`; `location` a URL, or a file path for SQLite.
+    /// `kind` is `postgres`, `mysql`, `sqlite`, `redis`, `sqlx-postgres`, `sqlx-mysql` or
+    /// `sqlx-sqlite`; `location` a URL (the server's own, without `sqlx+`), or a file path for
+    /// SQLite.
     ///
     /// ```
     /// let backend = fault_tests::Backend::parse("sqlite", "/tmp/locks.db")?;
@@ -43,13 +51,18 @@ impl Backend {
             "mysql" => Ok(Backend::MySql(location.to_owned())),
             "sqlite" => Ok(Backend::Sqlite(PathBuf::from(location))),
             "redis" => Ok(Backend::Redis(location.to_owned())),
+            "sqlx-postgres" => Ok(Backend::SqlxPostgres(location.to_owned())),
+            "sqlx-mysql" => Ok(Backend::SqlxMySql(location.to_owned())),
+            "sqlx-sqlite" => Ok(Backend::SqlxSqlite(PathBuf::from(location))),
             other => Err(format!(
-                "unknown backend {other:?} (expected postgres, mysql, sqlite or redis)"
+                "unknown backend {other:?} (expected postgres, mysql, sqlite, redis, \
+                 sqlx-postgres, sqlx-mysql or sqlx-sqlite)"
             )),
         }
     }
 
-    /// `postgres`, `mysql`, `sqlite` or `redis`.
+    /// `postgres`, `mysql`, `sqlite`, `redis`, `sqlx-postgres`, `sqlx-mysql` or `sqlx-sqlite`:
+    /// the registry's [`LockDatabase::kind`] of [`url`](Self::url).
     ///
     /// ```
     /// let backend = fault_tests::Backend::MySql("mysql://root@127.0.0.1/test".into());
@@ -61,6 +74,9 @@ impl Backend {
             Backend::MySql(_) => "mysql",
             Backend::Sqlite(_) => "sqlite",
             Backend::Redis(_) => "redis",
+            Backend::SqlxPostgres(_) => "sqlx-postgres",
+            Backend::SqlxMySql(_) => "sqlx-mysql",
+            Backend::SqlxSqlite(_) => "sqlx-sqlite",
         }
     }
 
@@ -72,21 +88,30 @@ impl Backend {
     /// ```
     pub fn location(&self) -> String {
         match self {
-            Backend::Postgres(url) | Backend::MySql(url) | Backend::Redis(url) => url.clone(),
-            Backend::Sqlite(path) => path.display().to_string(),
+            Backend::Postgres(url)
+            | Backend::MySql(url)
+            | Backend::Redis(url)
+            | Backend::SqlxPostgres(url)
+            | Backend::SqlxMySql(url) => url.clone(),
+            Backend::Sqlite(path) | Backend::SqlxSqlite(path) => path.display().to_string(),
         }
     }
 
-    /// The URL the `lock-providers` registry opens: the URL as given, or `sqlite://<path>`.
+    /// The URL the `lock-providers` registry opens: the URL as given, `sqlite://<path>`, or
+    /// the URL behind `sqlx+` for the sqlx provider.
     ///
     /// ```
     /// let backend = fault_tests::Backend::Sqlite("/tmp/locks.db".into());
     /// assert_eq!(backend.url(), "sqlite:///tmp/locks.db");
+    /// let backend = fault_tests::Backend::SqlxMySql("mysql://root@127.0.0.1/test".into());
+    /// assert_eq!(backend.url(), "sqlx+mysql://root@127.0.0.1/test");
     /// ```
     pub fn url(&self) -> String {
         match self {
             Backend::Postgres(url) | Backend::MySql(url) | Backend::Redis(url) => url.clone(),
             Backend::Sqlite(path) => format!("sqlite://{}", path.display()),
+            Backend::SqlxPostgres(url) | Backend::SqlxMySql(url) => format!("sqlx+{url}"),
+            Backend::SqlxSqlite(path) => format!("sqlx+sqlite://{}", path.display()),
         }
     }
 

@@ -29,9 +29,11 @@ macro_rules! scenario {
     };
 }
 
-scenario!(holder_killed: postgres => Postgres, mysql => MySql, sqlite => Sqlite, redis => Redis);
+scenario!(holder_killed: postgres => Postgres, mysql => MySql, sqlite => Sqlite, redis => Redis,
+    sqlx_postgres => SqlxPostgres, sqlx_mysql => SqlxMySql, sqlx_sqlite => SqlxSqlite);
 scenario!(holder_paused: postgres => Postgres, mysql => MySql, sqlite => Sqlite, redis => Redis);
-scenario!(partition: postgres => Postgres, mysql => MySql, redis => Redis);
+scenario!(partition: postgres => Postgres, mysql => MySql, redis => Redis,
+    sqlx_postgres => SqlxPostgres, sqlx_mysql => SqlxMySql);
 scenario!(partition_dark: postgres => Postgres, mysql => MySql, redis => Redis);
 scenario!(rolling_restart: postgres => Postgres, mysql => MySql, sqlite => Sqlite);
 scenario!(graceful_stop: postgres => Postgres, mysql => MySql, sqlite => Sqlite);
@@ -285,7 +287,7 @@ async fn partition_with(provider: Provider, how: Break) {
     };
     let url = fx.backend.location();
     let default_port = match provider {
-        Provider::Postgres => 5432,
+        Provider::Postgres | Provider::SqlxPostgres => 5432,
         Provider::Redis => 6379,
         _ => 3306,
     };
@@ -562,7 +564,7 @@ async fn bad_configuration(provider: Provider) {
     let mut cases: Vec<(&str, Vec<String>, Vec<&str>)> = Vec::new();
     let set = |flag: &str, value: &str| vec![flag.to_owned(), value.to_owned()];
     match provider {
-        Provider::Postgres => {
+        Provider::Postgres | Provider::SqlxPostgres => {
             cases.push((
                 "unknown user",
                 set("--lock-url", &with_user(&url, "ft_no_such_user")),
@@ -574,7 +576,7 @@ async fn bad_configuration(provider: Provider) {
                 vec!["database \"ft_no_such_db\" does not exist"],
             ));
         }
-        Provider::MySql => {
+        Provider::MySql | Provider::SqlxMySql => {
             cases.push((
                 "wrong password",
                 set("--lock-url", &with_password(&url, "ft-wrong-password")),
@@ -586,7 +588,7 @@ async fn bad_configuration(provider: Provider) {
                 vec!["Unknown database", "ft_no_such_db"],
             ));
         }
-        Provider::Sqlite => {
+        Provider::Sqlite | Provider::SqlxSqlite => {
             cases.push((
                 "unknown database (missing directory)",
                 set("--lock-url", "/nonexistent-ft-dir/locks.db"),

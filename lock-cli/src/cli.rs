@@ -11,7 +11,8 @@ use clap::{Parser, Subcommand};
     about = "List and release scheduler locks (ShedLock-compatible tables); show, pause, resume and trigger the cluster's jobs",
     after_help = "URLs: postgres://user:password@host:port/db (or postgresql://), \
                   mysql://user:password@host:port/db (or mariadb://), sqlite:///abs/path.db or \
-                  sqlite://relative.db\n\
+                  sqlite://relative.db; any of them behind sqlx+ (sqlx+postgres://...) for the \
+                  sqlx provider on the same table\n\
                   Exit codes: 0 done, 1 failed at run time (server unreachable, table or lock \
                   missing), 2 usage error (bad arguments or URL, unlock without --force)."
 )]

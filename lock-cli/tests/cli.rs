@@ -402,6 +402,66 @@ fn mysql_list_and_unlock() {
     );
 }
 
+/// `sqlx+postgres://` and `sqlx+mysql://`: lockctl through the sqlx provider, on a lock taken
+/// by the driver-specific provider (the two share the table and its statements).
+#[test]
+fn sqlx_list_and_unlock() {
+    let runtime = runtime();
+    let pg_url = postgres_url();
+    let Some(postgres) = reachable(
+        "PostgreSQL",
+        &pg_url,
+        runtime.block_on(PostgresLockProvider::connect(&pg_url)),
+    ) else {
+        return;
+    };
+    let my_url = mysql_url();
+    let Some(mysql) = reachable(
+        "MariaDB",
+        &my_url,
+        runtime.block_on(MySqlLockProvider::connect(&my_url)),
+    ) else {
+        return;
+    };
+    let pg_table = unique_table("sqlxpg");
+    let my_table = unique_table("sqlxmy");
+    let pool = mysql.pool().clone();
+    let postgres = postgres.with_table(&pg_table).expect("a valid table name");
+    let mysql = mysql.with_table(&my_table).expect("a valid table name");
+    runtime.block_on(async {
+        postgres.ensure_schema().await.expect("create the table");
+        mysql.ensure_schema().await.expect("create the table");
+        for provider in [&postgres as &dyn lock_core::LockProvider, &mysql] {
+            hold_lock(provider).await;
+            poison(provider).await;
+        }
+    });
+    run_then(
+        || {
+            for (url, table) in [(&pg_url, &pg_table), (&my_url, &my_table)] {
+                let url = format!("sqlx+{url}");
+                held_lock_scenario(&url, table);
+                reset_slot_scenario(&url, table);
+            }
+        },
+        || {
+            runtime.block_on(async {
+                let client = postgres.pool().get().await.expect("a connection");
+                client
+                    .batch_execute(&format!("DROP TABLE IF EXISTS {pg_table}"))
+                    .await
+                    .expect("drop the test table");
+                let mut conn = pool.get_conn().await.expect("a connection");
+                conn.query_drop(format!("DROP TABLE IF EXISTS `{my_table}`"))
+                    .await
+                    .expect("drop the test table");
+                drop(conn);
+                pool.disconnect().await.expect("close the pool");
+            })
+        },
+    );
+}
+
 #[test]
 fn redis_list_and_unlock() {
     let runtime = runtime();

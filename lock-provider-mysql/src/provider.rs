@@ -15,7 +15,7 @@ use mysql_async::{Opts, OptsBuilder, Pool, TxOpts};
 use crate::config::LockTableConfig;
 use crate::operations::MySqlOperations;
 use crate::session::{DEFAULT_CONNECT_TIMEOUT, Session, connect_timed_out, pool_options};
-use crate::statements::{RecordRow, Statements};
+use crate::statements::{self as sql, RecordRow, Statements};
 use crate::table::Table;
 
 /// A [`LockProvider`] that keeps leases in a MySQL (8.0+) or MariaDB (10.6+) table, with every
@@ -344,8 +344,8 @@ impl LockProvider for MySqlLockProvider {
             .session
             .run("acquire", &request.name, |mut conn, statements| {
                 Box::pin(async move {
-                    let (sql, params) = statements.acquire(request);
-                    conn.exec_drop(sql, params).await?;
+                    let (text, params) = statements.acquire(request);
+                    conn.exec_drop(text, sql::params(params)).await?;
                     let id = conn.last_insert_id().unwrap_or(0);
                     let affected = conn.affected_rows();
                     Ok((
@@ -373,8 +373,8 @@ impl LockProvider for MySqlLockProvider {
         self.session
             .run("extend", lease.name(), |mut conn, statements| {
                 Box::pin(async move {
-                    let (sql, params) = statements.extend(lease, lock_at_most_for);
-                    conn.exec_drop(sql, params).await?;
+                    let (text, params) = statements.extend(lease, lock_at_most_for);
+                    conn.exec_drop(text, sql::params(params)).await?;
                     Ok(conn.last_insert_id() == Some(1))
                 })
             })
@@ -385,8 +385,8 @@ impl LockProvider for MySqlLockProvider {
         self.session
             .run("release", lease.name(), |mut conn, statements| {
                 Box::pin(async move {
-                    let (sql, params) = statements.release(lease, lock_at_least_for);
-                    conn.exec_drop(sql, params).await?;
+                    let (text, params) = statements.release(lease, lock_at_least_for);
+                    conn.exec_drop(text, sql::params(params)).await?;
                     Ok(conn.last_insert_id() == Some(1))
                 })
             })

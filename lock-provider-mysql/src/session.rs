@@ -22,7 +22,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Pool};
 
 use crate::statements::Statements;
-use crate::table::{COLUMNS_QUERY, ColumnInfo, ColumnRow, Shape, Table};
+use crate::table::{COLUMNS_QUERY, ColumnInfo, ColumnRow, Shape, Table, column_info};
 
 /// The statement that pins the session time zone to UTC.
 pub(crate) const UTC_SESSION: &str = "SET time_zone = '+00:00'";
@@ -309,7 +309,7 @@ impl Session {
             .exec(COLUMNS_QUERY, (self.table.schema(), self.table.name()))
             .await
             .map_err(|e| self.error("schema", "", e))?;
-        Ok(rows.into_iter().map(ColumnInfo::from).collect())
+        Ok(rows.into_iter().map(column_info).collect())
     }
 
     /// What the table holds, or `None` when it does not exist.

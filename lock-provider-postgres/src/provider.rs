@@ -335,7 +335,7 @@ impl PostgresLockProvider {
     /// # Ok(()) }
     /// ```
     pub async fn statements(&self) -> Result<LockStatements, LockError> {
-        Ok(self.session.statements().await?.public())
+        Ok(LockStatements::clone(&*self.session.statements().await?))
     }
 
     fn record(&self, operation: &'static str, row: &Row) -> Result<LockRecord, LockError> {

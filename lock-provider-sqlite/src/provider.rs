@@ -206,7 +206,9 @@ impl SqliteLockProvider {
     pub async fn ensure_schema(&self) -> Result<(), LockError> {
         let outcome = self
             .run("schema", "", |connection, sql| {
-                in_immediate_transaction(connection, |connection| sql.table.ensure(connection))
+                in_immediate_transaction(connection, |connection| {
+                    crate::table::ensure(&sql.table, connection)
+                })
             })
             .await?;
         outcome.map_err(|missing| {

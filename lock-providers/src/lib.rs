@@ -8,6 +8,7 @@ mod postgres;
 mod redis;
 mod registry;
 mod sqlite;
+mod sqlx;
 
 pub use open::{OpenError, OpenOptions, OpenedProvider, SchemaAction};
 pub use registry::{LockDatabase, UrlError};

@@ -4,7 +4,7 @@ use std::fmt;
 
 use async_trait::async_trait;
 
-use crate::{OpenError, OpenOptions, OpenedProvider, mysql, postgres, redis, sqlite};
+use crate::{OpenError, OpenOptions, OpenedProvider, mysql, postgres, redis, sqlite, sqlx};
 
 /// Every provider `open` knows: its URL schemes and how to parse the rest of its URLs.
 ///
@@ -26,6 +26,16 @@ const PROVIDERS: &[Registration] = &[
     Registration {
         schemes: &["redis", "rediss"],
         parse: redis::parse,
+    },
+    Registration {
+        schemes: &[
+            "sqlx+postgres",
+            "sqlx+postgresql",
+            "sqlx+mysql",
+            "sqlx+mariadb",
+            "sqlx+sqlite",
+        ],
+        parse: sqlx::parse,
     },
 ];
 
@@ -76,7 +86,9 @@ pub struct LockDatabase {
 impl LockDatabase {
     /// Parses a URL whose scheme names a registered provider: `postgres://`, `postgresql://`,
     /// `mysql://`, `mariadb://`, `sqlite://` (`sqlite:///absolute/path.db` or
-    /// `sqlite://relative.db`), `redis://` or `rediss://`. The scheme is case-insensitive.
+    /// `sqlite://relative.db`), `redis://` or `rediss://`, or an SQL one behind `sqlx+`
+    /// (`sqlx+postgres://...`: the same table through the sqlx provider). The scheme is
+    /// case-insensitive.
     ///
     /// Nothing connects: a typing mistake is an error here, never a connection attempt to
     /// somewhere unintended. The error never repeats the URL, which may carry a password.
@@ -147,7 +159,8 @@ impl fmt::Display for LockDatabase {
     }
 }
 
-/// `expected postgres://, postgresql://, mysql://, mariadb://, sqlite://, redis:// or rediss://`, from [`PROVIDERS`].
+/// `expected postgres://, postgresql://, mysql://, mariadb://, sqlite://, redis://, ...
+/// or sqlx+sqlite://`, from [`PROVIDERS`].
 fn expected() -> String {
     let schemes: Vec<String> = PROVIDERS
         .iter()
@@ -169,7 +182,9 @@ fn expected() -> String {
 /// let error = lock_providers::LockDatabase::parse("db.internal:5432").unwrap_err();
 /// assert_eq!(
 ///     format!("--url {error}"),
-///     "--url is not a URL (expected postgres://, postgresql://, mysql://, mariadb://, sqlite://, redis:// or rediss://)"
+///     "--url is not a URL (expected postgres://, postgresql://, mysql://, mariadb://, sqlite://, \
+///      redis://, rediss://, sqlx+postgres://, sqlx+postgresql://, sqlx+mysql://, sqlx+mariadb:// \
+///      or sqlx+sqlite://)"
 /// );
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -240,12 +255,15 @@ mod tests {
     fn the_accepted_schemes_are_listed_from_the_registry() {
         assert_eq!(
             expected(),
-            "expected postgres://, postgresql://, mysql://, mariadb://, sqlite://, redis:// or rediss://"
+            "expected postgres://, postgresql://, mysql://, mariadb://, sqlite://, redis://, \
+             rediss://, sqlx+postgres://, sqlx+postgresql://, sqlx+mysql://, sqlx+mariadb:// or \
+             sqlx+sqlite://"
         );
         assert_eq!(
             error("ftp://host"),
             "has the unsupported scheme `ftp://` (expected postgres://, postgresql://, \
-             mysql://, mariadb://, sqlite://, redis:// or rediss://)"
+             mysql://, mariadb://, sqlite://, redis://, rediss://, sqlx+postgres://, \
+             sqlx+postgresql://, sqlx+mysql://, sqlx+mariadb:// or sqlx+sqlite://)"
         );
     }
 

@@ -109,9 +109,10 @@ impl RunsTable {
         validate_identifier(table).map_err(|reason| format!("runs table {table:?}: {reason}"))?;
         // The fault tests' one match on the backend: a new one adds its module here.
         let conn = match backend {
-            Backend::Postgres(url) => postgres::connect(url).await?,
-            Backend::MySql(url) => mysql::connect(url).await?,
-            Backend::Sqlite(path) => sqlite::open(path)?,
+            // The sqlx backends lock in the same databases: their runs tables are the same.
+            Backend::Postgres(url) | Backend::SqlxPostgres(url) => postgres::connect(url).await?,
+            Backend::MySql(url) | Backend::SqlxMySql(url) => mysql::connect(url).await?,
+            Backend::Sqlite(path) | Backend::SqlxSqlite(path) => sqlite::open(path)?,
             // Redis's runs go to the PostgreSQL test database: the runs are the evidence of
             // what ran, and must survive what the Redis scenarios do to Redis (a restart
             // without persistence forgets everything); and the runs' SQL stays one.

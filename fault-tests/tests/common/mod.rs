@@ -22,6 +22,12 @@ pub enum Provider {
     MySql,
     Sqlite,
     Redis,
+    /// PostgreSQL through `lock-provider-sqlx`.
+    SqlxPostgres,
+    /// MariaDB through `lock-provider-sqlx`.
+    SqlxMySql,
+    /// A shared SQLite file through `lock-provider-sqlx`.
+    SqlxSqlite,
 }
 
 impl Provider {
@@ -31,7 +37,15 @@ impl Provider {
             Provider::MySql => "my",
             Provider::Sqlite => "lite",
             Provider::Redis => "rd",
+            Provider::SqlxPostgres => "sqlxpg",
+            Provider::SqlxMySql => "sqlxmy",
+            Provider::SqlxSqlite => "sqlxlite",
         }
+    }
+
+    /// A SQLite file of the test's own (never unreachable).
+    pub fn is_sqlite(self) -> bool {
+        matches!(self, Provider::Sqlite | Provider::SqlxSqlite)
     }
 }
 
@@ -63,11 +77,17 @@ impl Fixture {
         let (backend, dir) = match provider {
             Provider::Postgres => (Backend::Postgres(postgres_url()), None),
             Provider::MySql => (Backend::MySql(mysql_url()), None),
+            Provider::SqlxPostgres => (Backend::SqlxPostgres(postgres_url()), None),
+            Provider::SqlxMySql => (Backend::SqlxMySql(mysql_url()), None),
             Provider::Sqlite => {
                 let dir = tempfile::tempdir().expect("a temp dir for the SQLite file");
                 (Backend::Sqlite(dir.path().join("locks.db")), Some(dir))
             }
             Provider::Redis => (Backend::Redis(redis_url()), None),
+            Provider::SqlxSqlite => {
+                let dir = tempfile::tempdir().expect("a temp dir for the SQLite file");
+                (Backend::SqlxSqlite(dir.path().join("locks.db")), Some(dir))
+            }
         };
         Fixture::on(provider, scenario, backend, dir).await
     }
@@ -87,7 +107,7 @@ impl Fixture {
             .await
         {
             Ok(locks) => locks,
-            Err(e) if provider != Provider::Sqlite => {
+            Err(e) if !provider.is_sqlite() => {
                 unreachable(backend.kind(), &backend.location(), &chain(&e));
                 return None;
             }

@@ -18,6 +18,9 @@
 //!   [`MAX_INSTANCE_ID_LEN`] (`locked_by`, `VARCHAR(255)`), [`MAX_IDENTIFIER_LEN`],
 //!   [`MAX_INTERVAL`].
 //!
+//! - **SQL text**: [`sql`], the statements, DDL and table-shape checks of each database, shared
+//!   by the providers of every driver for it (no second copy of a statement).
+//!
 //! Every provider crate has the same layout: `config.rs` (the config type, re-exported),
 //! `table.rs` (the DDL and the checks of an existing table's shape), `statements.rs` (the SQL),
 //! `session.rs` (connections and statement handling), `provider.rs` (the
@@ -43,6 +46,7 @@ pub mod duration;
 mod fence;
 mod ident;
 pub mod operations_sql;
+pub mod sql;
 mod table;
 
 pub use crate::config::MAX_LOCK_NAME_LEN;

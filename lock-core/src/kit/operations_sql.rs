@@ -22,8 +22,8 @@
 //! ```
 
 use crate::LockError;
-use crate::operations::Expired;
 use crate::kit::{IdentifierStyle, MAX_IDENTIFIER_LEN, ResolvedTable, validate_identifier};
+use crate::operations::Expired;
 
 /// The longest error text kept in a history row, in bytes (cut at a character boundary).
 pub const MAX_ERROR_LEN: usize = 1000;

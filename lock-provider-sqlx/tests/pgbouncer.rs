@@ -1,0 +1,56 @@
+//! Behind a real PgBouncer in transaction mode (`scripts/test-servers`: port 6432, in front of
+//! the test database), where every transaction may run on another server connection: with
+//! `with_statement_cache(false)` (sqlx's `persistent(false)`) the sqlx provider passes the
+//! whole conformance suite there, on a sqlx pool and on one `connect` builds from a URL with
+//! `statement_cache=false`.
+
+mod common;
+
+use lock_core::testkit;
+use lock_provider_sqlx::SqlxLockProvider;
+use lock_provider_sqlx::sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use test_support::servers::{pgbouncer_url, with_params};
+
+/// The table the PgBouncer tests share (the suite uses random lock names).
+const TABLE: &str = "locksqlx_pgbouncer";
+
+async fn uncached() -> Option<SqlxLockProvider> {
+    let url = pgbouncer_url();
+    // PgBouncer refuses sqlx's `extra_float_digits` startup parameter unless its
+    // `ignore_startup_parameters` names it: a pool for PgBouncer does not send it.
+    let options: PgConnectOptions = url.parse().expect("LOCK_TEST_PGBOUNCER_URL");
+    let connected = PgPoolOptions::new()
+        .max_connections(8)
+        .connect_with(options.extra_float_digits(None))
+        .await;
+    let pool =
+        test_support::skip::or_unreachable("pgbouncer (scripts/test-servers)", &url, connected)?;
+    let provider = SqlxLockProvider::postgres(pool)
+        .with_statement_cache(false)
+        .with_table(TABLE)
+        .expect("valid table");
+    provider
+        .ensure_schema()
+        .await
+        .expect("ensure_schema through pgbouncer");
+    Some(provider)
+}
+
+lock_core::conformance_tests!(uncached());
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_cycle_through_pgbouncer_from_a_url() {
+    let url = with_params(&pgbouncer_url(), "statement_cache=false");
+    let connected = SqlxLockProvider::connect(&url).await;
+    let Some(provider) = test_support::skip::or_unreachable(
+        "pgbouncer (scripts/test-servers)",
+        &url,
+        connected.map_err(|e| test_support::skip::chain(&e)),
+    ) else {
+        return;
+    };
+    let provider = provider.with_table(TABLE).expect("valid table");
+    provider.ensure_schema().await.expect("ensure_schema");
+    testkit::lock_cycle(&provider).await;
+    provider.close().await;
+}
