@@ -219,7 +219,9 @@ pub async fn concurrent_call_is_not_adopted(fixture: Arc<dyn Fixture>) {
     };
     let first = executor.execute_with_lock(&config, body());
     let second = async {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // The first's grant is committed (its answer is now held for 400 ms): a fixed sleep
+        // here raced a slow first acquire on a loaded machine and asked before it.
+        faulty.acquires_answered(1).await;
         // Answered at once: refused while the first's answer is still delayed.
         faulty.set(Faults::default());
         executor.execute_with_lock(&config, body()).await

@@ -39,6 +39,8 @@ pub struct Faults {
 pub struct FaultyProvider {
     inner: Arc<dyn Fixture>,
     faults: Mutex<Faults>,
+    /// How many acquires the store has answered (before any injected delay).
+    answered: tokio::sync::watch::Sender<u32>,
 }
 
 impl FaultyProvider {
@@ -47,6 +49,7 @@ impl FaultyProvider {
         FaultyProvider {
             inner,
             faults: Mutex::new(Faults::default()),
+            answered: tokio::sync::watch::Sender::new(0),
         }
     }
 
@@ -58,6 +61,15 @@ impl FaultyProvider {
     /// The faults injected now.
     pub fn faults(&self) -> Faults {
         *self.lock()
+    }
+
+    /// Waits until the store has answered `count` acquires in all, counted when its answer
+    /// arrives, before any [`Faults::acquire_reply_delay`]: a test that needs "the first
+    /// grant is committed" waits for that instead of guessing a time.
+    pub async fn acquires_answered(&self, count: u32) {
+        let mut answered = self.answered.subscribe();
+        // The sender lives in `self`, so the channel cannot close while we wait.
+        let _ = answered.wait_for(|n| *n >= count).await;
     }
 
     fn lock(&self) -> MutexGuard<'_, Faults> {
@@ -78,6 +90,7 @@ impl LockProvider for FaultyProvider {
             let _ = self.inner().acquire(request).await;
         }
         let outcome = self.inner().acquire(request).await;
+        self.answered.send_modify(|n| *n += 1);
         tokio::time::sleep(faults.acquire_reply_delay).await;
         outcome
     }
