@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand};
     about = "List and release scheduler locks (ShedLock-compatible tables); show, pause, resume and trigger the cluster's jobs",
     after_help = "URLs: postgres://user:password@host:port/db (or postgresql://), \
                   mysql://user:password@host:port/db (or mariadb://), sqlite:///abs/path.db or \
-                  sqlite://relative.db\n\
+                  sqlite://relative.db, redis://[user:password@]host:port/db (or rediss://)\n\
                   Exit codes: 0 done, 1 failed at run time (server unreachable, table or lock \
                   missing), 2 usage error (bad arguments or URL, unlock without --force)."
 )]
@@ -27,7 +27,7 @@ pub(crate) struct Cli {
     )]
     pub(crate) url: Option<String>,
 
-    /// The lock table, `table` or `schema.table`.
+    /// The lock table, `table` or `schema.table`; for Redis, the key prefix (`billing:locks`).
     #[arg(
         long,
         global = true,
