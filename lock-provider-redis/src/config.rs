@@ -107,9 +107,9 @@ impl RedisLockConfig {
 
     /// Checks the configuration: the prefix is 1 to [`MAX_KEY_PREFIX_LEN`] printable ASCII
     /// characters without spaces and without the glob characters `* ? [ ] \` (the prefix is
-    /// the pattern `list_locks` scans for), not starting with `}` (the operations keys'
-    /// hash tag `{<prefix>:ops}` would be empty); a replica wait asks for at least one replica and a
-    /// timeout of at least 1 ms, shorter than the response timeout.
+    /// the pattern `list_locks` scans for), not starting with `}` (the operations keys' hash
+    /// tag `{<prefix>:ops}` would be empty); a replica wait asks for at least one replica and
+    /// a timeout of at least 1 ms, shorter than the response timeout.
     ///
     /// ```
     /// use lock_provider_redis::RedisLockConfig;
