@@ -35,7 +35,7 @@ fn opt_millis(at: Option<DateTime<Utc>>) -> String {
 /// stored (whole) millisecond is below it exactly when it is before `before`.
 fn cut_off(before: DateTime<Utc>) -> String {
     let ms = before.timestamp_millis();
-    let sub_ms = before.timestamp_subsec_nanos() % 1_000_000 != 0;
+    let sub_ms = !before.timestamp_subsec_nanos().is_multiple_of(1_000_000);
     (ms + i64::from(sub_ms)).to_string()
 }
 

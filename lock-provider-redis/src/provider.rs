@@ -70,7 +70,7 @@ impl fmt::Debug for RedisLockProvider {
 }
 
 impl RedisLockProvider {
-    /// How long a connection may take to open: see [`DEFAULT_CONNECT_TIMEOUT`].
+    /// How long a connection may take to open: see [`DEFAULT_CONNECT_TIMEOUT`](crate::DEFAULT_CONNECT_TIMEOUT).
     ///
     /// ```
     /// assert_eq!(lock_provider_redis::RedisLockProvider::DEFAULT_CONNECT_TIMEOUT.as_secs(), 10);

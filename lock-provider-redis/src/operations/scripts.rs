@@ -121,7 +121,7 @@ return tonumber(id)
 );
 
 /// End of a run. KEYS: runs, runs:succeeded. ARGV: run id, outcome, `1` with an error text
-/// in ARGV[4] or `0` without. 1 when the run exists (0: deleted by housekeeping meanwhile).
+/// in `ARGV[4]` or `0` without. 1 when the run exists (0: deleted by housekeeping meanwhile).
 pub const RUN_ENDED: &str = ops_lua!(
     r#"
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
