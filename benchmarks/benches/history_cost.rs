@@ -12,8 +12,9 @@
 //!
 //! No target: the figure is what an operator pays for the history, printed as the median
 //! difference per run and the ratio of the means. SQLite runs on a file in a temporary
-//! directory; PostgreSQL and MariaDB at `LOCK_TEST_POSTGRES_URL` / `LOCK_TEST_MYSQL_URL` (skipped
-//! unless `CI` when unreachable).
+//! directory; PostgreSQL, MariaDB and Redis at `LOCK_TEST_POSTGRES_URL` / `LOCK_TEST_MYSQL_URL` /
+//! `LOCK_TEST_REDIS_URL` (skipped unless `CI` when unreachable; on Redis the "table" is a key
+//! prefix of the bench's own, its keys deleted at the end).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,6 +40,7 @@ fn main() {
             ("postgres", test_support::db::postgres_url()),
             ("mysql", test_support::db::mysql_url()),
             ("sqlite", sqlite),
+            ("redis", test_support::db::redis_url()),
         ] {
             measure(backend, &url, mode).await;
         }
@@ -113,7 +115,33 @@ async fn measure(backend: &str, url: &str, mode: Mode) {
         &cycle,
         Unit::Millis,
     );
+    if let Some(redis) = opened.downcast_ref::<lock_provider_redis::RedisLockProvider>() {
+        delete_redis_keys(redis).await;
+    }
     opened.close().await;
+}
+
+/// The bench's lock and every operations key of its prefix.
+async fn delete_redis_keys(provider: &lock_provider_redis::RedisLockProvider) {
+    use lock_provider_redis::redis;
+    let mut conn = provider.connection().clone();
+    let prefix = &provider.config().key_prefix;
+    let mut keys = vec![provider.key("history_cost")];
+    for what in [
+        "ids",
+        "runs",
+        "runs:started",
+        "runs:by_job",
+        "runs:last",
+        "runs:succeeded",
+    ] {
+        keys.push(format!("{{{prefix}:ops}}:{what}"));
+    }
+    let deleted: redis::RedisResult<i64> =
+        redis::cmd("DEL").arg(&keys).query_async(&mut conn).await;
+    if let Err(e) = deleted {
+        eprintln!("could not delete the bench's Redis keys {keys:?}: {e}");
+    }
 }
 
 fn cleanup(backend: &str, table: &str) -> Option<test_support::table::Cleanup> {

@@ -11,8 +11,9 @@ use clap::{Parser, Subcommand};
     about = "List and release scheduler locks (ShedLock-compatible tables); show, pause, resume and trigger the cluster's jobs",
     after_help = "URLs: postgres://user:password@host:port/db (or postgresql://), \
                   mysql://user:password@host:port/db (or mariadb://), sqlite:///abs/path.db or \
-                  sqlite://relative.db; any of them behind sqlx+ (sqlx+postgres://...) for the \
-                  sqlx provider on the same table\n\
+                  sqlite://relative.db, redis://[user:password@]host:port/db (or rediss://); \
+                  the SQL ones behind sqlx+ (sqlx+postgres://...) for the sqlx provider on the \
+                  same table\n\
                   Exit codes: 0 done, 1 failed at run time (server unreachable, table or lock \
                   missing), 2 usage error (bad arguments or URL, unlock without --force)."
 )]
@@ -28,7 +29,7 @@ pub(crate) struct Cli {
     )]
     pub(crate) url: Option<String>,
 
-    /// The lock table, `table` or `schema.table`.
+    /// The lock table, `table` or `schema.table`; for Redis, the key prefix (`billing:locks`).
     #[arg(
         long,
         global = true,

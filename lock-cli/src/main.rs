@@ -12,7 +12,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, error::ErrorKind};
-use lock_core::{LockError, LockRecord, validate_lock_name, validate_table_name};
+use lock_core::{LockError, LockRecord, validate_lock_name};
 
 use cli::{Cli, Command};
 use lock_providers::OpenedProvider;
@@ -146,7 +146,10 @@ fn main() -> ExitCode {
 async fn run(url: &str, table: &str, command: &Command) -> Result<(), Failure> {
     // Everything that can be checked without a server is, so a typing mistake never connects.
     let database = target::parse(url)?;
-    validate_table_name(table).map_err(|e| Failure::usage(format!("--table: {e}")))?;
+    // By the provider's rule: an SQL table name, or a Redis key prefix (`billing:locks`).
+    database
+        .check_table(table)
+        .map_err(|e| Failure::usage(format!("--table: {e}")))?;
     if let Command::Unlock { name, .. } | Command::ResetSlot { name, .. } = command {
         validate_lock_name(name).map_err(|e| Failure::usage(e.to_string()))?;
     }

@@ -20,8 +20,8 @@ pub(crate) async fn open(database: &LockDatabase, table: &str) -> Result<OpenedP
         OpenError::Missing { database } => Failure::runtime_message(format!(
             "{database} does not exist (lockctl never creates one; check the path in --url)"
         )),
-        // Only fails on a name `validate_table_name` let through but the backend refuses
-        // (e.g. a schema other than `main` in SQLite): still a usage error.
+        // Only fails on a name `check_table` let through but the backend refuses (e.g. a
+        // schema other than `main` in SQLite): still a usage error.
         OpenError::Table(e) => Failure::usage(format!("--table: {e}")),
         other => Failure::runtime_message(other.to_string()),
     })

@@ -499,6 +499,59 @@ fn redis_list_and_unlock() {
     );
 }
 
+/// `--table` is checked by the provider's rule: a Redis key prefix with `:` (the usual
+/// namespace separator) reaches the server, while an SQL table name cannot hold one.
+#[test]
+fn a_redis_key_prefix_with_colons_is_accepted_where_a_table_name_is_not() {
+    let runtime = runtime();
+    let url = redis_url();
+    let prefix = format!("{}:billing:locks", unique_table("redis"));
+    let Some(provider) = reachable(
+        "Redis",
+        &url,
+        runtime.block_on(RedisLockProvider::connect(&url)),
+    ) else {
+        return;
+    };
+    let provider = provider.with_key_prefix(&prefix).expect("a valid prefix");
+    runtime.block_on(hold_lock(&provider));
+    run_then(
+        || {
+            let row = listed(&url, &prefix);
+            assert_eq!(row["locked_by"], HOLDER, "{row}");
+            let output = lockctl(&["status", "--url", &url, "--table", &prefix]);
+            assert_exit(&output, 0, "status on a Redis prefix with colons");
+            // A prefix Redis refuses is still refused before connecting, by its own rule.
+            let output = lockctl(&["list", "--url", &url, "--table", "billing locks"]);
+            assert_exit(&output, 2, "a prefix with a space");
+            assert!(
+                stderr(&output).contains("--table: invalid configuration: Redis key prefix"),
+                "{}",
+                stderr(&output)
+            );
+        },
+        || {
+            runtime.block_on(async {
+                let mut conn = provider.connection().clone();
+                let _: i64 = redis::cmd("DEL")
+                    .arg(provider.key(LOCK))
+                    .query_async(&mut conn)
+                    .await
+                    .expect("delete the test key");
+            })
+        },
+    );
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let sqlite = format!("sqlite://{}", dir.path().join("locks.db").display());
+    let output = lockctl(&["list", "--url", &sqlite, "--table", "billing:locks"]);
+    assert_exit(&output, 2, "an SQL table name with a colon");
+    assert!(
+        stderr(&output).contains("--table: invalid configuration: table name"),
+        "{}",
+        stderr(&output)
+    );
+}
+
 #[test]
 fn sqlite_list_and_unlock() {
     let runtime = runtime();

@@ -1,5 +1,5 @@
-//! Operating a cluster from a shell, across real processes, on PostgreSQL, MariaDB and a
-//! SQLite file: two service instances run a scheduler with history; `lockctl pause` stops the
+//! Operating a cluster from a shell, across real processes, on PostgreSQL, MariaDB, Redis and
+//! a SQLite file: two service instances run a scheduler with history; `lockctl pause` stops the
 //! runs from the next heartbeat, `resume` restarts them, `trigger` gives exactly one manual
 //! run, `history --json` lists the runs the instances made (matching fences), a killed
 //! instance's run shows as `unfinished` and the instance as gone, and `status --json` shows
@@ -41,6 +41,7 @@ fn main() -> ExitCode {
         ("sqlite", sqlite),
         ("postgres", common::postgres_url()),
         ("mysql", common::mysql_url()),
+        ("redis", common::redis_url()),
     ];
     let threads: Vec<_> = backends
         .into_iter()
@@ -148,14 +149,54 @@ fn time(value: &Value) -> DateTime<Utc> {
         .with_timezone(&Utc)
 }
 
-/// Drops the lock table and the operations tables at the end (also on a panic).
+/// Drops the lock table and the operations tables at the end (also on a panic); on Redis,
+/// deletes the keys of the prefix.
 fn cleanup(backend: &str, table: &str) -> Option<test_support::table::Cleanup> {
     // The lock table and the operations tables next to it.
     match backend {
         "postgres" => Some(test_support::table::drop_postgres_table(table)),
         "mysql" => Some(test_support::table::drop_mysql_table(table)),
+        "redis" => Some(delete_redis_keys(table)),
         _ => None,
     }
+}
+
+/// Deletes the locks `<prefix>:*` and the operations keys `{<prefix>:ops}:*`.
+fn delete_redis_keys(prefix: &str) -> test_support::table::Cleanup {
+    use lock_provider_redis::redis;
+    let patterns = [format!("{prefix}:*"), format!("{{{prefix}:ops}}:*")];
+    test_support::table::Cleanup::new(move || async move {
+        let Ok(client) = redis::Client::open(common::redis_url()) else {
+            return;
+        };
+        let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
+            return;
+        };
+        for pattern in patterns {
+            let mut cursor: u64 = 0;
+            loop {
+                let Ok((next, keys)): redis::RedisResult<(u64, Vec<String>)> = redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(1000)
+                    .query_async(&mut conn)
+                    .await
+                else {
+                    break;
+                };
+                if !keys.is_empty() {
+                    let _: redis::RedisResult<i64> =
+                        redis::cmd("DEL").arg(&keys).query_async(&mut conn).await;
+                }
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+    })
 }
 
 async fn scenario(backend: &str, url: &str) {

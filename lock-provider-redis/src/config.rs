@@ -107,15 +107,16 @@ impl RedisLockConfig {
 
     /// Checks the configuration: the prefix is 1 to [`MAX_KEY_PREFIX_LEN`] printable ASCII
     /// characters without spaces and without the glob characters `* ? [ ] \` (the prefix is
-    /// the pattern `list_locks` scans for); a replica wait asks for at least one replica and a
-    /// timeout of at least 1 ms, shorter than the response timeout.
+    /// the pattern `list_locks` scans for), not starting with `}` (the operations keys' hash
+    /// tag `{<prefix>:ops}` would be empty); a replica wait asks for at least one replica and
+    /// a timeout of at least 1 ms, shorter than the response timeout.
     ///
     /// ```
     /// use lock_provider_redis::RedisLockConfig;
     /// assert!(RedisLockConfig::default().validate().is_ok());
     /// // A hash tag is allowed: it keeps every lock in one Redis Cluster slot.
     /// assert!(RedisLockConfig::default().with_key_prefix("{locks}").validate().is_ok());
-    /// for bad in ["", "a b", "locks?", "loc[k]s", "é"] {
+    /// for bad in ["", "a b", "locks?", "loc[k]s", "é", "}locks"] {
     ///     assert!(RedisLockConfig::default().with_key_prefix(bad).validate().is_err(), "{bad}");
     /// }
     /// ```
@@ -140,6 +141,14 @@ impl RedisLockConfig {
                 "contains {c:?}: only printable ASCII without spaces and without the glob \
                  characters * ? [ ] \\ is accepted"
             ));
+        }
+        if prefix.starts_with('}') {
+            // `{<prefix>:ops}` would be an empty hash tag: Redis Cluster would hash each
+            // operations key whole, scattering them over slots.
+            return invalid(
+                "starts with `}`: the operations keys `{<prefix>:ops}:..` need a non-empty \
+                 Redis Cluster hash tag",
+            );
         }
         if self.response_timeout.is_zero() {
             return Err(LockError::InvalidConfiguration(

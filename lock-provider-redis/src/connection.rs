@@ -149,6 +149,16 @@ impl RedisLockProvider {
                 .await
                 .map_err(|e| self.error("connect", "", e))?;
         }
+        // The operations scripts too, in one round trip, so that the first heartbeat is one
+        // round trip like every later one (not EVALSHA, NOSCRIPT, EVAL).
+        let mut load = redis::pipe();
+        for source in crate::operations::scripts::ALL {
+            load.cmd("SCRIPT").arg("LOAD").arg(source);
+        }
+        let _: Vec<String> = load
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.error("connect", "", e))?;
         let persistence = server::persistence(&mut conn).await;
         match &persistence {
             Persistence::None | Persistence::Snapshots { .. } => tracing::warn!(

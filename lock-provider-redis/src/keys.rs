@@ -1,9 +1,16 @@
-//! The key layout: one hash per lock, `<prefix>:<name>`.
+//! The key layout: one hash per lock, `<prefix>:<name>`, and the operations keys (registry,
+//! run history, control) under `{<prefix>:ops}:`.
 //!
-//! One key per lock is what makes every script a single-key script, so the provider works
+//! One key per lock is what makes every lock script a single-key script, so the locks work
 //! unchanged on Redis Cluster (each lock lives in the slot of its own key). A prefix with a
 //! hash tag (`{shedlock}`) puts every lock in one slot instead, so that `list_locks` finds them
 //! all on one node.
+//!
+//! The operations keys all start with `{<prefix>:ops}`, a hash tag of their own: they share
+//! one cluster slot, so each operations script, which touches several of them, runs on one
+//! node and declares every key it touches. (A prefix starting with `}` would make that tag
+//! empty, and Redis would hash each whole key: [`RedisLockConfig::validate`] refuses it.) They start with `{`, so they are never under
+//! `<prefix>:` (the lock keys' `SCAN` pattern) and no lock name can collide with them.
 
 use crate::config::RedisLockConfig;
 
@@ -12,6 +19,90 @@ use crate::config::RedisLockConfig;
 pub(crate) struct KeyLayout {
     /// `<prefix>:`
     head: String,
+    /// The operations keys.
+    pub(crate) ops: OpsKeys,
+}
+
+/// The operations keys of one prefix, `{<prefix>:ops}:<what>` (see the crate's README, "The
+/// operations keys").
+#[derive(Clone, Debug)]
+pub(crate) struct OpsKeys {
+    /// `{<prefix>:ops}`: the common head and hash tag.
+    pub(crate) base: String,
+    /// Hash: the id counters, fields `run` and `control`.
+    pub(crate) ids: String,
+    /// Hash: the registry, field `["<instance>","<job>"]` (job `""` for the instance's own
+    /// row), value the row as JSON.
+    pub(crate) instances: String,
+    /// Sorted set: each registry field scored by its last heartbeat (ms), for housekeeping.
+    pub(crate) heartbeats: String,
+    /// Hash: run id to the run as JSON.
+    pub(crate) runs: String,
+    /// Sorted set: run ids (20 digits, so that runs started in one millisecond go in id
+    /// order) scored by start (ms), for housekeeping.
+    pub(crate) runs_started: String,
+    /// Sorted set, all scores 0: `<len>:<job>:<id, 20 digits>`, a job's runs in id order (a
+    /// lexicographic range per job).
+    pub(crate) runs_by_job: String,
+    /// Hash: job to its newest run id.
+    pub(crate) runs_last: String,
+    /// Hash: job to the end (ms) of its latest successful run.
+    pub(crate) runs_succeeded: String,
+    /// Hash: control id to the pause or trigger request as JSON.
+    pub(crate) control: String,
+    /// Sorted set: pauses and unclaimed trigger requests (what a heartbeat returns), scored
+    /// by id.
+    pub(crate) control_open: String,
+    /// Hash: paused job to its pause's control id.
+    pub(crate) control_paused: String,
+    /// Sorted set: claimed trigger requests scored by claim time (ms), for housekeeping.
+    pub(crate) control_claimed: String,
+}
+
+impl OpsKeys {
+    fn new(prefix: &str) -> Self {
+        let base = format!("{{{prefix}:ops}}");
+        let key = |what: &str| format!("{base}:{what}");
+        OpsKeys {
+            ids: key("ids"),
+            instances: key("instances"),
+            heartbeats: key("heartbeats"),
+            runs: key("runs"),
+            runs_started: key("runs:started"),
+            runs_by_job: key("runs:by_job"),
+            runs_last: key("runs:last"),
+            runs_succeeded: key("runs:succeeded"),
+            control: key("control"),
+            control_open: key("control:open"),
+            control_paused: key("control:paused"),
+            control_claimed: key("control:claimed"),
+            base,
+        }
+    }
+
+    /// Every key with the Redis type it must have, for `check`.
+    pub(crate) fn typed(&self) -> [(&str, &'static str); 12] {
+        [
+            (&self.ids, "hash"),
+            (&self.instances, "hash"),
+            (&self.heartbeats, "zset"),
+            (&self.runs, "hash"),
+            (&self.runs_started, "zset"),
+            (&self.runs_by_job, "zset"),
+            (&self.runs_last, "hash"),
+            (&self.runs_succeeded, "hash"),
+            (&self.control, "hash"),
+            (&self.control_open, "zset"),
+            (&self.control_paused, "hash"),
+            (&self.control_claimed, "zset"),
+        ]
+    }
+
+    /// The `SCAN MATCH` pattern of every operations key (the prefix holds no glob character,
+    /// and `{`, `}` are not glob characters).
+    pub(crate) fn pattern(&self) -> String {
+        format!("{}:*", self.base)
+    }
 }
 
 impl KeyLayout {
@@ -19,6 +110,7 @@ impl KeyLayout {
     pub(crate) fn new(config: &RedisLockConfig) -> Self {
         KeyLayout {
             head: format!("{}:", config.key_prefix),
+            ops: OpsKeys::new(&config.key_prefix),
         }
     }
 
@@ -51,5 +143,43 @@ mod tests {
         assert_eq!(layout.name_of("{ops}:report:daily"), Some("report:daily"));
         assert_eq!(layout.name_of("{ops}:"), None);
         assert_eq!(layout.name_of("other:report"), None);
+    }
+
+    /// The hash tag Redis Cluster hashes a key by: what lies between the first `{` and the
+    /// first `}` after it, if not empty; else the whole key.
+    fn hash_tag(key: &str) -> &str {
+        if let Some(open) = key.find('{')
+            && let Some(len) = key[open + 1..].find('}')
+            && len > 0
+        {
+            return &key[open + 1..open + 1 + len];
+        }
+        key
+    }
+
+    #[test]
+    fn the_operations_keys_share_one_slot_and_stay_out_of_the_lock_pattern() {
+        for prefix in [
+            "shedlock",
+            "{locks}",
+            "a}b",
+            "billing:locks",
+            "{",
+            "{}",
+            "x}",
+        ] {
+            let layout = KeyLayout::new(&RedisLockConfig::default().with_key_prefix(prefix));
+            let keys = layout.ops.typed();
+            let tag = hash_tag(keys[0].0);
+            for (key, _) in keys {
+                assert_eq!(hash_tag(key), tag, "{prefix}: {key}");
+                assert!(key.starts_with(&layout.ops.base), "{key}");
+                // `<prefix>:*` would list it as a lock.
+                assert!(layout.name_of(key).is_none(), "{prefix}: {key}");
+            }
+        }
+        let layout = KeyLayout::new(&RedisLockConfig::default());
+        assert_eq!(layout.ops.runs, "{shedlock:ops}:runs");
+        assert_eq!(layout.ops.pattern(), "{shedlock:ops}:*");
     }
 }

@@ -5,6 +5,7 @@
 mod config;
 mod connection;
 mod keys;
+mod operations;
 mod provider;
 mod scripts;
 mod server;
@@ -25,6 +26,22 @@ pub use server::{MIN_REDIS_VERSION, Persistence};
 /// ```
 pub mod lua {
     pub use crate::scripts::{ACQUIRE, EXTEND, FORCE_UNLOCK, READ, RELEASE, RESET_SLOT};
+
+    /// The scripts of the operations keys (registry, history, control), each declaring every
+    /// key it touches, all under the hash tag `{<prefix>:ops}`; the keys, arguments and
+    /// replies are described on each.
+    ///
+    /// ```
+    /// let heartbeat = lock_provider_redis::lua::operations::HEARTBEAT;
+    /// assert!(heartbeat.starts_with("local t = redis.call('TIME')"));
+    /// ```
+    pub mod operations {
+        pub use crate::operations::scripts::{
+            CLAIM_TRIGGER, DELETE_RUNS, DELETE_SCORED, HEARTBEAT, PAUSE, READ_CONTROL,
+            READ_HISTORY, READ_LAST_RUNS, READ_REGISTRY, REQUEST_TRIGGER, RESUME, RUN_ENDED,
+            RUN_STARTED, WITHDRAW_TRIGGER,
+        };
+    }
 }
 
 /// The Redis driver the provider runs on, re-exported so that one dependency line is enough to

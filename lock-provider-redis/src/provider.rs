@@ -16,6 +16,7 @@ use redis::{Script, Value};
 
 use crate::config::{RedisLockConfig, ReplicaAcks};
 use crate::keys::KeyLayout;
+use crate::operations::scripts::OpsScripts;
 use crate::scripts::{Scripts, int, opt_time, parse_row, text, time};
 use crate::server::Persistence;
 
@@ -52,6 +53,7 @@ pub struct RedisLockProvider {
     pub(crate) config: RedisLockConfig,
     pub(crate) keys: KeyLayout,
     pub(crate) scripts: Arc<Scripts>,
+    pub(crate) ops_scripts: Arc<OpsScripts>,
     /// `host:port` (and database) when known, for messages; never the password.
     pub(crate) server: Option<String>,
     pub(crate) persistence: Option<Persistence>,
@@ -68,7 +70,7 @@ impl fmt::Debug for RedisLockProvider {
 }
 
 impl RedisLockProvider {
-    /// How long a connection may take to open: see [`DEFAULT_CONNECT_TIMEOUT`].
+    /// How long a connection may take to open: see [`DEFAULT_CONNECT_TIMEOUT`](crate::DEFAULT_CONNECT_TIMEOUT).
     ///
     /// ```
     /// assert_eq!(lock_provider_redis::RedisLockProvider::DEFAULT_CONNECT_TIMEOUT.as_secs(), 10);
@@ -116,6 +118,7 @@ impl RedisLockProvider {
             keys: KeyLayout::new(&config),
             config,
             scripts: Arc::new(Scripts::new()),
+            ops_scripts: Arc::new(OpsScripts::new()),
             server: None,
             persistence: None,
         })
@@ -207,8 +210,11 @@ impl RedisLockProvider {
         self.persistence.as_ref()
     }
 
-    /// Nothing to create on Redis (a lock's hash is written by its first acquire): succeeds at
-    /// once. It exists so that a service moving from an SQL provider keeps its start-up code.
+    /// Nothing to create on Redis (a lock's hash is written by its first acquire, the
+    /// operations keys by the first heartbeat, run or pause): succeeds at once. It exists so
+    /// that a service moving from an SQL provider keeps its start-up code. (The SQL providers'
+    /// case of "a service with ShedLock's table alone" has no counterpart here: the registry,
+    /// history and control keys are there as soon as they are written.)
     ///
     /// ```no_run
     /// # async fn run(provider: lock_provider_redis::RedisLockProvider) -> Result<(), lock_core::LockError> {
@@ -430,6 +436,12 @@ impl LockProvider for RedisLockProvider {
             Some(server) => format!("redis keys {} on {server}", self.keys.pattern()),
             None => format!("redis keys {}", self.keys.pattern()),
         }
+    }
+
+    /// The registry, run history, pauses and trigger requests, in the keys under
+    /// `{<prefix>:ops}:` (see the crate's README, "The operations keys").
+    fn operations(&self) -> Option<&dyn lock_core::operations::OperationsStore> {
+        Some(self)
     }
 }
 

@@ -31,6 +31,8 @@ macro_rules! lua {
     };
 }
 
+pub(crate) use lua;
+
 /// Acquire. `KEYS[1]` the lock; ARGV: locked_by, lease ms, slot ms (`""` for none), max slot
 /// lead ms. Reply `{status, now, fence}` on a grant (status 0), else `{status, now,
 /// locked_by, lock_until, last_fire}` with status 1 held, 2 slot already run, 3 slot in the

@@ -1,9 +1,11 @@
 //! `redis://` and `rediss://`: [`RedisLockProvider`]. The registry's "table" is the key prefix
-//! (default `shedlock`: a lock `report` is the hash `shedlock:report`).
+//! (default `shedlock`: a lock `report` is the hash `shedlock:report`, the operations keys are
+//! under `{shedlock:ops}:`), checked by the prefix's rule, not as an SQL identifier.
 
 use std::fmt;
 
 use async_trait::async_trait;
+use lock_core::LockError;
 use lock_provider_redis::{RedisLockConfig, RedisLockProvider};
 
 use crate::registry::Database;
@@ -32,9 +34,16 @@ impl Database for Redis {
         "redis"
     }
 
+    /// The key prefix's rule ([`RedisLockConfig::validate`]), not the SQL identifier rule:
+    /// `billing:locks` and `{locks}` are prefixes.
+    fn check_table(&self, table: &str) -> Result<(), LockError> {
+        RedisLockConfig::default().with_key_prefix(table).validate()
+    }
+
     async fn open(&self, options: &OpenOptions) -> Result<OpenedProvider, OpenError> {
+        self.check_table(options.table_name())
+            .map_err(OpenError::Table)?;
         let config = RedisLockConfig::default().with_key_prefix(options.table_name());
-        config.validate().map_err(OpenError::Table)?;
         let provider = RedisLockProvider::connect_with_config(&self.url, config)
             .await
             .map_err(|e| OpenError::unreachable(format!("cannot connect to {self}"), e))?;
@@ -74,5 +83,21 @@ mod tests {
             .to_string();
         assert!(error.contains("not a valid Redis URL"), "{error}");
         assert!(!error.contains("secret"), "{error}");
+    }
+
+    #[test]
+    fn the_table_of_a_redis_url_is_checked_as_a_key_prefix() {
+        let redis = LockDatabase::parse("redis://127.0.0.1:6379/0").unwrap();
+        for prefix in ["shedlock", "billing:locks", "{locks}", "app.v2:locks"] {
+            assert!(redis.check_table(prefix).is_ok(), "{prefix}");
+        }
+        for prefix in ["", "billing locks", "locks*", "}locks"] {
+            let error = redis.check_table(prefix).unwrap_err().to_string();
+            assert!(error.contains("Redis key prefix"), "{prefix}: {error}");
+        }
+        // The SQL providers keep the identifier rule.
+        let sqlite = LockDatabase::parse("sqlite:///tmp/locks.db").unwrap();
+        assert!(sqlite.check_table("billing:locks").is_err());
+        assert!(sqlite.check_table("main.shedlock").is_ok());
     }
 }

@@ -3,6 +3,7 @@
 use std::fmt;
 
 use async_trait::async_trait;
+use lock_core::LockError;
 
 use crate::{OpenError, OpenOptions, OpenedProvider, mysql, postgres, redis, sqlite, sqlx};
 
@@ -56,6 +57,13 @@ type Parse = fn(scheme: &str, rest: &str) -> Result<Box<dyn Database>, UrlError>
 pub(crate) trait Database: fmt::Display + fmt::Debug + Send + Sync {
     /// A short name for the provider: `postgres`, `mysql`, `sqlite`, `redis`.
     fn kind(&self) -> &'static str;
+
+    /// Checks, without connecting, a name `open` would point the provider at: by default
+    /// the SQL rule, `table` or `schema.table` of plain identifiers; a provider whose "table"
+    /// is something else (Redis: a key prefix) has its own rule.
+    fn check_table(&self, table: &str) -> Result<(), LockError> {
+        lock_core::validate_table_name(table).map(drop)
+    }
 
     /// Connects (or opens the file), points the provider at `options.table_name()` and, for
     /// `SchemaAction::Create`, calls `ensure_schema()`; the registry does the `Check`.
@@ -130,6 +138,26 @@ impl LockDatabase {
     /// ```
     pub fn kind(&self) -> &'static str {
         self.database.kind()
+    }
+
+    /// Checks the name of the lock table (for Redis: the key prefix) as this provider
+    /// accepts it, without connecting: the check [`open`](Self::open) makes once connected,
+    /// moved ahead so that a typing mistake never connects.
+    ///
+    /// ```
+    /// use lock_providers::LockDatabase;
+    ///
+    /// let postgres = LockDatabase::parse("postgres://app@db.internal/app")?;
+    /// assert!(postgres.check_table("ops.shedlock").is_ok());
+    /// assert!(postgres.check_table("billing:locks").is_err());
+    /// // On Redis the "table" is the key prefix: `:` is welcome, a space is not.
+    /// let redis = LockDatabase::parse("redis://cache.internal:6379/0")?;
+    /// assert!(redis.check_table("billing:locks").is_ok());
+    /// assert!(redis.check_table("billing locks").is_err());
+    /// # Ok::<(), lock_providers::UrlError>(())
+    /// ```
+    pub fn check_table(&self, table: &str) -> Result<(), LockError> {
+        self.database.check_table(table)
     }
 
     /// Connects and opens the provider as `options` say.

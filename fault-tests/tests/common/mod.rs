@@ -245,8 +245,9 @@ impl Drop for Fixture {
     }
 }
 
-/// Deletes the lock keys under `prefix` (a Redis fixture's "lock table"): `KEYS` is fine for
-/// a test server's handful of keys.
+/// Deletes the lock keys under `prefix` (a Redis fixture's "lock table") and the operations
+/// keys under `{prefix:ops}` (the schedulers' registry): `KEYS` is fine for a test server's
+/// handful of keys.
 pub async fn remove_redis_keys(url: &str, prefix: &str) {
     use lock_provider_redis::redis;
     let Ok(client) = redis::Client::open(url) else {
@@ -255,13 +256,15 @@ pub async fn remove_redis_keys(url: &str, prefix: &str) {
     let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
         return;
     };
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}:*"))
-        .query_async(&mut conn)
-        .await
-        .unwrap_or_default();
-    if !keys.is_empty() {
-        let _: Result<i64, _> = redis::cmd("DEL").arg(&keys).query_async(&mut conn).await;
+    for pattern in [format!("{prefix}:*"), format!("{{{prefix}:ops}}:*")] {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(pattern)
+            .query_async(&mut conn)
+            .await
+            .unwrap_or_default();
+        if !keys.is_empty() {
+            let _: Result<i64, _> = redis::cmd("DEL").arg(&keys).query_async(&mut conn).await;
+        }
     }
 }
 

@@ -271,7 +271,8 @@ pub enum Expired {
 /// is the store's own clock.
 ///
 /// The in-memory provider implements it in memory; the SQL providers with the statements of
-/// [`kit::operations_sql`](crate::kit::operations_sql).
+/// [`kit::operations_sql`](crate::kit::operations_sql); the Redis provider with one Lua script
+/// per operation on keys of its own.
 #[async_trait]
 pub trait OperationsStore: Send + Sync {
     /// The tables, for messages (`shedlock_instances, shedlock_runs, shedlock_control`).

@@ -35,3 +35,54 @@ pub async fn provider() -> Option<RedisLockProvider> {
 pub fn unique_prefix(what: &str) -> String {
     test_support::table::unique_table(what)
 }
+
+/// Deletes every key of `prefix` when dropped (also when the test panics): the locks
+/// `<prefix>:*` and the operations keys `{<prefix>:ops}:*`.
+pub fn delete_keys(prefix: &str) -> test_support::table::Cleanup {
+    let patterns = [format!("{prefix}:*"), format!("{{{prefix}:ops}}:*")];
+    test_support::table::Cleanup::new(move || async move {
+        let Ok(client) = lock_provider_redis::redis::Client::open(url()) else {
+            return;
+        };
+        let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
+            return;
+        };
+        for pattern in patterns {
+            let keys = scan(&mut conn, &pattern).await;
+            if !keys.is_empty() {
+                let _: Result<i64, _> = lock_provider_redis::redis::cmd("DEL")
+                    .arg(&keys)
+                    .query_async(&mut conn)
+                    .await;
+            }
+        }
+    })
+}
+
+/// Every key matching `pattern` (`SCAN`, deduplicated, sorted).
+pub async fn scan(
+    conn: &mut lock_provider_redis::redis::aio::MultiplexedConnection,
+    pattern: &str,
+) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, batch): (u64, Vec<String>) = lock_provider_redis::redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(conn)
+            .await
+            .expect("SCAN");
+        keys.extend(batch);
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    keys.sort();
+    keys.dedup();
+    keys
+}

@@ -1,0 +1,375 @@
+//! The Lua scripts of the operations keys: one per operation, each declaring every key it
+//! touches (all under the hash tag `{<prefix>:ops}`, so in one cluster slot), each starting
+//! with the server's `TIME` like the lock scripts.
+//!
+//! Rows are stored as JSON objects (Redis's built-in `cjson`) whose values are all strings:
+//! times are milliseconds since the epoch as decimal text, so no number goes through Lua's
+//! doubles in `cjson` (which prints 14 significant digits). A read returns each row as an
+//! array, its absent fields as nil, parsed in `operations.rs`:
+//!
+//! - a run: `{id, job, slot, fire_kind, instance_id, fence, started_at, ended_at, outcome,
+//!   error}`;
+//! - a control row: `{id, job, kind, requested_at, requested_by, claimed_by, claimed_at}`;
+//! - a registry row: `{instance_id, job, lock_name, trigger, zone, next_fire,
+//!   following_fire, host, pid, version, started_at, clock_offset_ms, heartbeat_ms,
+//!   heartbeat_at}` (job `""` for the instance's own row).
+
+use redis::Script;
+
+use crate::scripts::lua;
+
+/// [`lua!`] with the helpers every operations script shares: the row readers and the
+/// members of the per-job run index (`<len>:<job>:<id as 20 digits>`, so that one job's runs
+/// are one lexicographic range whatever the job's name holds).
+macro_rules! ops_lua {
+    ($body:expr) => {
+        lua!(
+            r#"
+local function run_row(id, raw)
+  local r = cjson.decode(raw)
+  return {id, r.job, r.slot or false, r.kind, r.instance, r.fence, r.started,
+    r.ended or false, r.outcome, r.error or false}
+end
+local function control_row(id, raw)
+  local c = cjson.decode(raw)
+  return {id, c.job, c.kind, c.at, c.by, c.claimed_by or false, c.claimed_at or false}
+end
+local function job_member(job, id)
+  return #job .. ':' .. job .. ':' .. string.format('%020.0f', tonumber(id))
+end
+local function job_range(job)
+  local head = #job .. ':' .. job .. ':'
+  return '[' .. head .. string.rep('0', 20), '[' .. head .. string.rep('9', 20)
+end
+local function member_id(member)
+  return ms(tonumber(string.sub(member, -20)))
+end
+"#,
+            $body
+        )
+    };
+}
+
+/// Heartbeat. KEYS: instances, heartbeats, control, control:open. ARGV: instance id, host,
+/// pid, version, started_at, clock_offset_ms, heartbeat_ms, then six per job: name,
+/// lock_name, trigger, zone, next_fire, following_fire (`""` for none). Upserts the
+/// instance's row and one per job with `heartbeat_at = now`, and returns every pause and
+/// unclaimed trigger request (control rows, oldest first).
+pub const HEARTBEAT: &str = ops_lua!(
+    r#"
+local beat = ms(now)
+local function row(job)
+  return {instance = ARGV[1], host = ARGV[2], pid = ARGV[3], version = ARGV[4],
+    started = ARGV[5], offset = ARGV[6], every = ARGV[7], beat = beat, job = job}
+end
+local function put(r)
+  local field = cjson.encode({r.instance, r.job})
+  redis.call('HSET', KEYS[1], field, cjson.encode(r))
+  redis.call('ZADD', KEYS[2], beat, field)
+end
+put(row(''))
+for i = 8, #ARGV - 5, 6 do
+  local r = row(ARGV[i])
+  r.lock = ARGV[i + 1]
+  r.trigger = ARGV[i + 2]
+  if ARGV[i + 3] ~= '' then r.zone = ARGV[i + 3] end
+  if ARGV[i + 4] ~= '' then r.next = ARGV[i + 4] end
+  if ARGV[i + 5] ~= '' then r.following = ARGV[i + 5] end
+  put(r)
+end
+local out = {}
+for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+  local raw = redis.call('HGET', KEYS[3], id)
+  if raw then out[#out + 1] = control_row(id, raw) end
+end
+return out
+"#
+);
+
+/// Claim a trigger request. KEYS: control, control:open, control:claimed. ARGV: request id,
+/// instance id. 1 when this call claimed it (it was an unclaimed trigger request), else 0 and
+/// nothing written: one script, so exactly one claimer wins.
+pub const CLAIM_TRIGGER: &str = ops_lua!(
+    r#"
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local c = cjson.decode(raw)
+if c.kind ~= 'trigger' or c.claimed_by then return 0 end
+c.claimed_by = ARGV[2]
+c.claimed_at = ms(now)
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(c))
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], c.claimed_at, ARGV[1])
+return 1
+"#
+);
+
+/// Start of a run. KEYS: ids, runs, runs:started, runs:by_job, runs:last. ARGV: job, slot
+/// (`""` for none), fire kind, instance id, fence. Returns the new run id.
+pub const RUN_STARTED: &str = ops_lua!(
+    r#"
+local id = ms(redis.call('HINCRBY', KEYS[1], 'run', 1))
+local run = {job = ARGV[1], kind = ARGV[3], instance = ARGV[4], fence = ARGV[5],
+  started = ms(now), outcome = 'running'}
+if ARGV[2] ~= '' then run.slot = ARGV[2] end
+redis.call('HSET', KEYS[2], id, cjson.encode(run))
+redis.call('ZADD', KEYS[3], run.started, string.format('%020.0f', tonumber(id)))
+redis.call('ZADD', KEYS[4], 0, job_member(ARGV[1], id))
+redis.call('HSET', KEYS[5], ARGV[1], id)
+return tonumber(id)
+"#
+);
+
+/// End of a run. KEYS: runs, runs:succeeded. ARGV: run id, outcome, `1` with an error text
+/// in `ARGV[4]` or `0` without. 1 when the run exists (0: deleted by housekeeping meanwhile).
+pub const RUN_ENDED: &str = ops_lua!(
+    r#"
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local run = cjson.decode(raw)
+run.ended = ms(now)
+run.outcome = ARGV[2]
+if ARGV[3] == '1' then run.error = ARGV[4] else run.error = nil end
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(run))
+if ARGV[2] == 'succeeded' then
+  local best = tonumber(redis.call('HGET', KEYS[2], run.job))
+  if not best or best < now then redis.call('HSET', KEYS[2], run.job, run.ended) end
+end
+return 1
+"#
+);
+
+/// Pause. KEYS: ids, control, control:open, control:paused. ARGV: job, requested by. 1 when
+/// paused now, 0 when it was paused already (one pause row per job).
+pub const PAUSE: &str = ops_lua!(
+    r#"
+if redis.call('HEXISTS', KEYS[4], ARGV[1]) == 1 then return 0 end
+local id = ms(redis.call('HINCRBY', KEYS[1], 'control', 1))
+redis.call('HSET', KEYS[2], id, cjson.encode({job = ARGV[1], kind = 'pause', at = ms(now), by = ARGV[2]}))
+redis.call('ZADD', KEYS[3], id, id)
+redis.call('HSET', KEYS[4], ARGV[1], id)
+return 1
+"#
+);
+
+/// Resume. KEYS: control, control:open, control:paused. ARGV: job. 1 when a pause was
+/// removed, 0 when the job was not paused.
+pub const RESUME: &str = ops_lua!(
+    r#"
+local id = redis.call('HGET', KEYS[3], ARGV[1])
+if not id then return 0 end
+redis.call('HDEL', KEYS[1], id)
+redis.call('ZREM', KEYS[2], id)
+redis.call('HDEL', KEYS[3], ARGV[1])
+return 1
+"#
+);
+
+/// Trigger request. KEYS: ids, control, control:open. ARGV: job, requested by. Returns the
+/// request's id.
+pub const REQUEST_TRIGGER: &str = ops_lua!(
+    r#"
+local id = ms(redis.call('HINCRBY', KEYS[1], 'control', 1))
+redis.call('HSET', KEYS[2], id, cjson.encode({job = ARGV[1], kind = 'trigger', at = ms(now), by = ARGV[2]}))
+redis.call('ZADD', KEYS[3], id, id)
+return tonumber(id)
+"#
+);
+
+/// Withdraw a trigger request. KEYS: control, control:open. ARGV: request id. 1 when it was
+/// an unclaimed trigger request and is gone, else 0 and nothing written.
+pub const WITHDRAW_TRIGGER: &str = ops_lua!(
+    r#"
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local c = cjson.decode(raw)
+if c.kind ~= 'trigger' or c.claimed_by then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+"#
+);
+
+/// Every control row. KEYS: control. Nothing written.
+pub const READ_CONTROL: &str = ops_lua!(
+    r#"
+local all = redis.call('HGETALL', KEYS[1])
+local out = {}
+for i = 1, #all, 2 do out[#out + 1] = control_row(all[i], all[i + 1]) end
+return out
+"#
+);
+
+/// Every registry row. KEYS: instances. Nothing written.
+pub const READ_REGISTRY: &str = ops_lua!(
+    r#"
+local out = {}
+for _, raw in ipairs(redis.call('HVALS', KEYS[1])) do
+  local r = cjson.decode(raw)
+  out[#out + 1] = {r.instance, r.job, r.lock or '', r.trigger or '', r.zone or false,
+    r.next or false, r.following or false, r.host, r.pid, r.version, r.started, r.offset,
+    r.every, r.beat}
+end
+return out
+"#
+);
+
+/// A job's newest runs first. KEYS: runs, runs:by_job. ARGV: job, limit. Nothing written.
+pub const READ_HISTORY: &str = ops_lua!(
+    r#"
+local lo, hi = job_range(ARGV[1])
+local out = {}
+for _, m in ipairs(redis.call('ZREVRANGEBYLEX', KEYS[2], hi, lo, 'LIMIT', 0, tonumber(ARGV[2]))) do
+  local id = member_id(m)
+  local raw = redis.call('HGET', KEYS[1], id)
+  if raw then out[#out + 1] = run_row(id, raw) end
+end
+return out
+"#
+);
+
+/// The newest run of every job. KEYS: runs, runs:last. Nothing written.
+pub const READ_LAST_RUNS: &str = ops_lua!(
+    r#"
+local last = redis.call('HGETALL', KEYS[2])
+local out = {}
+for i = 1, #last, 2 do
+  local raw = redis.call('HGET', KEYS[1], last[i + 1])
+  if raw then out[#out + 1] = run_row(last[i + 1], raw) end
+end
+return out
+"#
+);
+
+/// Housekeeping of the history. KEYS: runs, runs:started, runs:by_job, runs:last,
+/// runs:succeeded. ARGV: before (ms, exclusive), limit. Deletes at most `limit` runs started
+/// before the cut-off, oldest first, with their index entries; a job whose newest run or
+/// latest success went with them gets the next one from what is left (or none). Returns how
+/// many runs were deleted.
+pub const DELETE_RUNS: &str = ops_lua!(
+    r#"
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+local newest, success = {}, {}
+for _, started in ipairs(gone) do
+  local id = member_id(started)
+  local raw = redis.call('HGET', KEYS[1], id)
+  redis.call('HDEL', KEYS[1], id)
+  redis.call('ZREM', KEYS[2], started)
+  if raw then
+    local r = cjson.decode(raw)
+    redis.call('ZREM', KEYS[3], job_member(r.job, id))
+    if redis.call('HGET', KEYS[4], r.job) == id then newest[r.job] = true end
+    if r.outcome == 'succeeded' and r.ended and redis.call('HGET', KEYS[5], r.job) == r.ended then
+      success[r.job] = true
+    end
+  end
+end
+for job in pairs(newest) do
+  local lo, hi = job_range(job)
+  local m = redis.call('ZREVRANGEBYLEX', KEYS[3], hi, lo, 'LIMIT', 0, 1)[1]
+  if m then redis.call('HSET', KEYS[4], job, member_id(m)) else redis.call('HDEL', KEYS[4], job) end
+end
+for job in pairs(success) do
+  local lo, hi = job_range(job)
+  local best = nil
+  for _, m in ipairs(redis.call('ZRANGEBYLEX', KEYS[3], lo, hi)) do
+    local raw = redis.call('HGET', KEYS[1], member_id(m))
+    if raw then
+      local r = cjson.decode(raw)
+      local ended = tonumber(r.ended)
+      if r.outcome == 'succeeded' and ended and (not best or ended > best) then best = ended end
+    end
+  end
+  if best then redis.call('HSET', KEYS[5], job, ms(best)) else redis.call('HDEL', KEYS[5], job) end
+end
+return #gone
+"#
+);
+
+/// Housekeeping of a hash whose fields a sorted set scores by time (claimed trigger requests:
+/// control and control:claimed; stale registry rows: instances and heartbeats). KEYS: the
+/// hash, the sorted set. ARGV: before (ms, exclusive), limit. Deletes at most `limit` fields
+/// scored before the cut-off, oldest first; returns how many.
+pub const DELETE_SCORED: &str = ops_lua!(
+    r#"
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
+for _, field in ipairs(gone) do
+  redis.call('HDEL', KEYS[1], field)
+  redis.call('ZREM', KEYS[2], field)
+end
+return #gone
+"#
+);
+
+/// Every operations script, built once per provider (each keeps its SHA1).
+#[derive(Clone, Debug)]
+pub(crate) struct OpsScripts {
+    pub(crate) heartbeat: Script,
+    pub(crate) claim_trigger: Script,
+    pub(crate) run_started: Script,
+    pub(crate) run_ended: Script,
+    pub(crate) pause: Script,
+    pub(crate) resume: Script,
+    pub(crate) request_trigger: Script,
+    pub(crate) withdraw_trigger: Script,
+    pub(crate) read_control: Script,
+    pub(crate) read_registry: Script,
+    pub(crate) read_history: Script,
+    pub(crate) read_last_runs: Script,
+    pub(crate) delete_runs: Script,
+    pub(crate) delete_scored: Script,
+}
+
+/// Every operations script's source, in the order of [`OpsScripts`].
+pub(crate) const ALL: [&str; 14] = [
+    HEARTBEAT,
+    CLAIM_TRIGGER,
+    RUN_STARTED,
+    RUN_ENDED,
+    PAUSE,
+    RESUME,
+    REQUEST_TRIGGER,
+    WITHDRAW_TRIGGER,
+    READ_CONTROL,
+    READ_REGISTRY,
+    READ_HISTORY,
+    READ_LAST_RUNS,
+    DELETE_RUNS,
+    DELETE_SCORED,
+];
+
+impl OpsScripts {
+    pub(crate) fn new() -> Self {
+        OpsScripts {
+            heartbeat: Script::new(HEARTBEAT),
+            claim_trigger: Script::new(CLAIM_TRIGGER),
+            run_started: Script::new(RUN_STARTED),
+            run_ended: Script::new(RUN_ENDED),
+            pause: Script::new(PAUSE),
+            resume: Script::new(RESUME),
+            request_trigger: Script::new(REQUEST_TRIGGER),
+            withdraw_trigger: Script::new(WITHDRAW_TRIGGER),
+            read_control: Script::new(READ_CONTROL),
+            read_registry: Script::new(READ_REGISTRY),
+            read_history: Script::new(READ_HISTORY),
+            read_last_runs: Script::new(READ_LAST_RUNS),
+            delete_runs: Script::new(DELETE_RUNS),
+            delete_scored: Script::new(DELETE_SCORED),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operations_script_reads_the_servers_clock_first() {
+        for script in ALL {
+            assert!(
+                script.starts_with("local t = redis.call('TIME')"),
+                "{script}"
+            );
+        }
+    }
+}

@@ -1,0 +1,346 @@
+//! The operations keys (registry, history, control) on the real Redis: the store's contract
+//! (`lock_core::testkit::operations_store`) under a prefix of the test's own, and what is
+//! particular to Redis: the key layout (one hash tag, outside the lock listing), a heartbeat
+//! that is one script call, exactly one winner among concurrent claims, housekeeping that
+//! keeps each job's last run and last success right, and a key of another type refused.
+
+mod common;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::TimeDelta;
+use lock_core::operations::{
+    Expired, Heartbeat, InstanceInfo, JobRegistration, OperationsStore, RunStart, RunState,
+};
+use lock_core::{FireKind, FireSlot, LockError, LockProvider, testkit};
+use lock_provider_redis::{RedisLockProvider, redis};
+use test_support::redis_server::{Durability, PrivateRedis};
+
+fn store(provider: &RedisLockProvider) -> &dyn OperationsStore {
+    provider.operations().expect("Redis keeps operations")
+}
+
+async fn own_connection(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url)
+        .expect("a valid URL")
+        .get_multiplexed_async_connection()
+        .await
+        .expect("connect")
+}
+
+fn beat(instance: &str, jobs: &[&str], now: chrono::DateTime<chrono::Utc>) -> Heartbeat {
+    Heartbeat {
+        instance: InstanceInfo {
+            instance_id: instance.to_owned(),
+            host: "test-host".to_owned(),
+            pid: 7,
+            version: "0.1.0".to_owned(),
+            started_at: FireSlot::new(now).instant(),
+            clock_offset_ms: 0,
+            heartbeat_ms: 1000,
+        },
+        jobs: jobs
+            .iter()
+            .map(|name| JobRegistration {
+                name: (*name).to_owned(),
+                lock_name: (*name).to_owned(),
+                trigger: "fixed rate 1s".to_owned(),
+                zone: None,
+                next_fire: Some(FireSlot::new(now).instant()),
+                following_fire: None,
+            })
+            .collect(),
+    }
+}
+
+fn start(job: &str, fence: u64) -> RunStart {
+    RunStart {
+        job: job.to_owned(),
+        slot: None,
+        fire_kind: FireKind::Manual,
+        instance_id: "test:1:a".to_owned(),
+        fence,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn operations_keys_keep_the_store_contract() {
+    let prefix = common::unique_prefix("ops");
+    let _cleanup = common::delete_keys(&prefix);
+    let Some(provider) = common::provider_with_prefix(&prefix).await else {
+        return;
+    };
+    testkit::operations_store(&provider).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operations_keys_share_one_hash_tag_outside_the_lock_listing() {
+    let prefix = common::unique_prefix("ops_layout");
+    let _cleanup = common::delete_keys(&prefix);
+    let Some(provider) = common::provider_with_prefix(&prefix).await else {
+        return;
+    };
+    let now = provider.database_time().await.expect("TIME");
+    let ops = store(&provider);
+    ops.heartbeat(&beat("test:1:a", &["report"], now))
+        .await
+        .expect("heartbeat");
+    let run = ops.run_started(&start("report", 1)).await.expect("start");
+    ops.run_ended(run, RunState::Succeeded, None)
+        .await
+        .expect("end");
+    ops.pause("report", "op").await.expect("pause");
+    let request = ops.request_trigger("report", "op").await.expect("trigger");
+    assert!(ops.claim_trigger(request, "test:1:a").await.expect("claim"));
+    let name = testkit::unique_name("layout");
+    let request = testkit::request(&name, "test:1:a", std::time::Duration::from_secs(30), None);
+    match provider.acquire(&request).await.expect("acquire") {
+        lock_core::AcquireOutcome::Acquired(_) => {}
+        refused => panic!("a fresh lock was refused: {refused:?}"),
+    }
+
+    let mut conn = own_connection(&common::url()).await;
+    let ops_keys = common::scan(&mut conn, &format!("{{{prefix}:ops}}:*")).await;
+    // Every kind of row was written, so every key of the layout exists.
+    assert_eq!(ops_keys.len(), 12, "{ops_keys:?}");
+    let tag = format!("{{{prefix}:ops}}");
+    assert!(ops_keys.iter().all(|k| k.starts_with(&tag)), "{ops_keys:?}");
+    // The lock listing (`SCAN <prefix>:*`) sees the lock alone.
+    let locks = provider.list_locks().await.expect("list");
+    assert_eq!(
+        locks.iter().map(|l| l.name.as_str()).collect::<Vec<_>>(),
+        [&*name]
+    );
+    assert_eq!(ops.tables(), format!("redis keys {tag}:*"));
+}
+
+/// `INFO commandstats` of a server: command name to calls.
+async fn command_calls(conn: &mut redis::aio::MultiplexedConnection) -> HashMap<String, u64> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(conn)
+        .await
+        .expect("INFO commandstats");
+    info.lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let calls = stats
+                .strip_prefix("calls=")?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((name.to_owned(), calls))
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_is_one_script_call_that_brings_back_pauses_and_triggers() {
+    // A server of the test's own: its command statistics are this test's alone.
+    let Some(server) = PrivateRedis::start(Durability::Nothing) else {
+        return;
+    };
+    let provider = RedisLockProvider::connect(&server.url())
+        .await
+        .expect("connect");
+    let ops = store(&provider);
+    ops.pause("report", "op").await.expect("pause");
+    let request = ops.request_trigger("poll", "op").await.expect("trigger");
+    let now = provider.database_time().await.expect("TIME");
+    let mut conn = own_connection(&server.url()).await;
+    let () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut conn)
+        .await
+        .expect("CONFIG RESETSTAT");
+
+    let control = ops
+        .heartbeat(&beat("test:1:a", &["report", "poll", "cleanup"], now))
+        .await
+        .expect("heartbeat");
+
+    let calls = command_calls(&mut conn).await;
+    // Scripts loaded at connect: the heartbeat is one EVALSHA, never EVAL or SCRIPT LOAD
+    // (commands the script runs are counted too, under their own names).
+    assert_eq!(calls.get("evalsha"), Some(&1), "{calls:?}");
+    for other in ["eval", "script|load", "script", "multi", "exec"] {
+        assert!(!calls.contains_key(other), "{other}: {calls:?}");
+    }
+    assert_eq!(
+        control
+            .iter()
+            .map(|c| (c.job.as_str(), c.kind.as_str()))
+            .collect::<Vec<_>>(),
+        [("report", "pause"), ("poll", "trigger")]
+    );
+    assert_eq!(control[1].id, request);
+    assert_eq!(ops.registry().await.expect("registry").len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_one_of_concurrent_claims_wins() {
+    let prefix = common::unique_prefix("ops_claim");
+    let _cleanup = common::delete_keys(&prefix);
+    let Some(provider) = common::provider_with_prefix(&prefix).await else {
+        return;
+    };
+    let provider = Arc::new(provider);
+    for round in 0..5 {
+        let request = store(&provider)
+            .request_trigger("report", "op")
+            .await
+            .expect("trigger");
+        let claims: Vec<_> = (0..8)
+            .map(|i| {
+                let provider = provider.clone();
+                tokio::spawn(async move {
+                    store(&provider)
+                        .claim_trigger(request, &format!("instance-{i}"))
+                        .await
+                        .expect("claim")
+                })
+            })
+            .collect();
+        let mut won = 0;
+        for claim in claims {
+            won += usize::from(claim.await.expect("claim task"));
+        }
+        assert_eq!(
+            won, 1,
+            "round {round}: {won} instances claimed request {request}"
+        );
+    }
+    let control = store(&provider).control().await.expect("control");
+    assert_eq!(control.len(), 5);
+    assert!(
+        control
+            .iter()
+            .all(|c| c.claimed_by.is_some() && c.claimed_at.is_some())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn housekeeping_keeps_each_jobs_last_run_and_last_success() {
+    let prefix = common::unique_prefix("ops_housekeeping");
+    let _cleanup = common::delete_keys(&prefix);
+    let Some(provider) = common::provider_with_prefix(&prefix).await else {
+        return;
+    };
+    let ops = store(&provider);
+    // Names built to confuse a per-job index: a prefix of another, one with the separator
+    // and digits in it.
+    let jobs = ["report", "report:1", "6:report", "r"];
+    let mut ids: HashMap<&str, Vec<i64>> = HashMap::new();
+    for (fence, job) in jobs.iter().enumerate() {
+        for outcome in [RunState::Succeeded, RunState::Failed] {
+            let id = ops
+                .run_started(&start(job, fence as u64 + 1))
+                .await
+                .expect("start");
+            ops.run_ended(
+                id,
+                outcome,
+                Some("boom").filter(|_| outcome == RunState::Failed),
+            )
+            .await
+            .expect("end");
+            ids.entry(job).or_default().push(id);
+        }
+    }
+    for job in jobs {
+        let history = ops.history(job, 10).await.expect("history");
+        let listed: Vec<i64> = history.iter().map(|r| r.id).collect();
+        let mut expected = ids[job].clone();
+        expected.reverse();
+        assert_eq!(listed, expected, "{job}: its own runs, newest first");
+        assert!(history.iter().all(|r| r.job == job));
+    }
+    assert_eq!(ops.history("report", 0).await.expect("history"), []);
+
+    // The first five runs (all of `report`, `report:1`'s success and failure, and the
+    // success of `6:report`) go: a later cut-off, five at most.
+    let future = provider.database_time().await.expect("TIME") + TimeDelta::seconds(60);
+    assert_eq!(
+        ops.delete_expired(Expired::Runs, future, 5)
+            .await
+            .expect("delete"),
+        5
+    );
+    let last: HashMap<String, i64> = ops
+        .last_runs()
+        .await
+        .expect("last runs")
+        .into_iter()
+        .map(|r| (r.job, r.id))
+        .collect();
+    assert_eq!(
+        last,
+        HashMap::from([
+            ("6:report".to_owned(), ids["6:report"][1]),
+            ("r".to_owned(), ids["r"][1]),
+        ]),
+        "a job whose runs are all gone has no last run"
+    );
+    let successes: Vec<String> = ops
+        .last_successes()
+        .await
+        .expect("successes")
+        .into_iter()
+        .map(|(job, _)| job)
+        .collect();
+    assert_eq!(
+        successes,
+        ["r"],
+        "a job whose successful runs are gone has no last success"
+    );
+    assert_eq!(ops.history("6:report", 10).await.expect("history").len(), 1);
+    assert_eq!(
+        ops.delete_expired(Expired::Runs, future, 100)
+            .await
+            .expect("delete"),
+        3
+    );
+    assert!(ops.last_runs().await.expect("last runs").is_empty());
+    assert!(ops.last_successes().await.expect("successes").is_empty());
+    // Nothing of the history is left behind: the ids counter alone stays.
+    let mut conn = own_connection(&common::url()).await;
+    let left = common::scan(&mut conn, &format!("{{{prefix}:ops}}:*")).await;
+    assert_eq!(left, [format!("{{{prefix}:ops}}:ids")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_of_another_type_where_an_operations_key_goes_is_refused() {
+    let prefix = common::unique_prefix("ops_clash");
+    let _cleanup = common::delete_keys(&prefix);
+    let Some(provider) = common::provider_with_prefix(&prefix).await else {
+        return;
+    };
+    let ops = store(&provider);
+    ops.check().await.expect("no keys yet: nothing to create");
+    let key = format!("{{{prefix}:ops}}:runs");
+    let mut conn = own_connection(&common::url()).await;
+    let () = redis::cmd("SET")
+        .arg(&key)
+        .arg("someone else's")
+        .query_async(&mut conn)
+        .await
+        .expect("SET");
+    match ops.check().await {
+        Err(LockError::InvalidConfiguration(message)) => {
+            assert!(
+                message.contains(&key) && message.contains("string") && message.contains("hash"),
+                "{message}"
+            );
+        }
+        other => panic!("expected InvalidConfiguration, got {other:?}"),
+    }
+    // An operation on it fails with the provider's context, not silently.
+    let error = ops
+        .run_started(&start("report", 1))
+        .await
+        .expect_err("WRONGTYPE");
+    let tag = format!("{{{prefix}:ops}}");
+    assert!(error.to_string().contains(&tag), "{error}");
+}
