@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 #[cfg(feature = "postgres")]
 use lock_core::kit::IdentifierStyle;
 use lock_core::kit::{ColumnNames, LockTableConfig};
+use lock_core::operations::OperationsStore;
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, validate_lock_name,
 };
@@ -171,8 +172,9 @@ impl SqlxLockProvider {
         config: LockTableConfig,
     ) -> Result<Self, LockError> {
         let table = lock_core::kit::sql::mysql::Table::new(&config)?;
+        let resolved = config.resolve(lock_core::kit::IdentifierStyle::MYSQL)?;
         Ok(SqlxLockProvider {
-            backend: Backend::MySql(MySqlBackend::new(pool, table)),
+            backend: Backend::MySql(MySqlBackend::new(pool, table, &resolved)),
             config,
         })
     }
@@ -381,11 +383,11 @@ impl SqlxLockProvider {
     pub fn with_statement_cache(mut self, cache: bool) -> Self {
         match &mut self.backend {
             #[cfg(feature = "postgres")]
-            Backend::Postgres(b) => b.persistent = cache,
+            Backend::Postgres(b) => b.set_statement_cache(cache),
             #[cfg(feature = "mysql")]
-            Backend::MySql(b) => b.persistent = cache,
+            Backend::MySql(b) => b.set_statement_cache(cache),
             #[cfg(feature = "sqlite")]
-            Backend::Sqlite(b) => b.persistent = cache,
+            Backend::Sqlite(b) => b.set_statement_cache(cache),
         }
         self
     }
@@ -427,7 +429,8 @@ impl SqlxLockProvider {
     /// # Ok(()) }
     /// ```
     pub async fn ensure_schema(&self) -> Result<(), LockError> {
-        on_backend!(self, b => b.ensure_schema().await)
+        on_backend!(self, b => b.ensure_schema().await)?;
+        on_backend!(self, b => crate::operations::ensure(b.operations.as_deref(), &self.config).await)
     }
 
     /// Looks at the lock table and says what it supports: [`TableShape::Full`], or
@@ -517,6 +520,10 @@ impl LockProvider for SqlxLockProvider {
 
     fn describe(&self) -> String {
         on_backend!(self, b => b.describe())
+    }
+
+    fn operations(&self) -> Option<&dyn OperationsStore> {
+        on_backend!(self, b => b.operations.as_deref().map(|o| o as &dyn OperationsStore))
     }
 }
 
