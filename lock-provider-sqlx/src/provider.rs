@@ -32,9 +32,13 @@ use crate::sqlite::SqliteBackend;
 ///   PgBouncer). A losing acquire writes nothing.
 /// - **Fencing and once-per-slot** through the `fence` and `last_fire` columns, which
 ///   [`ensure_schema`](Self::ensure_schema) adds to a ShedLock table.
+/// - **Operations tables** (job registry, run history, pause, trigger requests) next to the
+///   lock table, made by [`ensure_schema`](Self::ensure_schema) and returned by
+///   [`LockProvider::operations`]: the same tables and statements as the driver-specific
+///   providers'.
 ///
-/// A provider of this crate and one of `lock-provider-postgres` (or `-mysql`) on the same
-/// table exclude each other: they run the same statements.
+/// A provider of this crate and one of `lock-provider-postgres` (or `-mysql`, `-sqlite`) on
+/// the same table exclude each other and share one cluster view: they run the same statements.
 ///
 /// ```no_run
 /// # #[cfg(feature = "postgres")]
@@ -420,12 +424,16 @@ impl SqlxLockProvider {
     }
 
     /// Creates the lock table if it is missing, or adds `fence` and `last_fire` to a table
-    /// made by ShedLock's DDL; safe from many instances at once, and against instances of the
-    /// driver-specific providers starting at the same time.
+    /// made by ShedLock's DDL, then the operations tables next to it (`<table>_instances`,
+    /// `<table>_runs`, `<table>_control`: registry, history, pause and trigger requests) if
+    /// missing; safe from many instances at once, and against instances of the driver-specific
+    /// providers starting at the same time.
     ///
     /// ```no_run
     /// # async fn run(provider: lock_provider_sqlx::SqlxLockProvider) -> Result<(), lock_core::LockError> {
+    /// use lock_core::LockProvider;
     /// provider.ensure_schema().await?;
+    /// provider.operations().expect("the sqlx provider keeps operations tables").check().await?;
     /// # Ok(()) }
     /// ```
     pub async fn ensure_schema(&self) -> Result<(), LockError> {
