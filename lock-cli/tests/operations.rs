@@ -1,9 +1,10 @@
 //! Operating a cluster from a shell, across real processes, on PostgreSQL, MariaDB, Redis and
-//! a SQLite file: two service instances run a scheduler with history; `lockctl pause` stops the
-//! runs from the next heartbeat, `resume` restarts them, `trigger` gives exactly one manual
-//! run, `history --json` lists the runs the instances made (matching fences), a killed
-//! instance's run shows as `unfinished` and the instance as gone, and `status --json` shows
-//! the next fire and flags a job whose instances were all stopped across a fire as missed.
+//! a SQLite file, the SQL ones also through lock-provider-sqlx (`sqlx+` URLs): two service
+//! instances run a scheduler with history; `lockctl pause` stops the runs from the next
+//! heartbeat, `resume` restarts them, `trigger` gives exactly one manual run, `history --json`
+//! lists the runs the instances made (matching fences), a killed instance's run shows as
+//! `unfinished` and the instance as gone, and `status --json` shows the next fire and flags a
+//! job whose instances were all stopped across a fire as missed.
 //!
 //! `harness = false`: this binary is also the service. Run as
 //! `operations --service URL TABLE INSTANCE` it starts the scheduler and prints one line per
@@ -37,11 +38,16 @@ fn main() -> ExitCode {
     }
     let dir = tempfile::tempdir().expect("temp dir");
     let sqlite = format!("sqlite://{}", dir.path().join("ops.db").display());
+    let sqlite_sqlx = format!("sqlite://{}", dir.path().join("ops-sqlx.db").display());
     let backends: Vec<(&str, String)> = vec![
         ("sqlite", sqlite),
         ("postgres", common::postgres_url()),
         ("mysql", common::mysql_url()),
         ("redis", common::redis_url()),
+        // The same tables through lock-provider-sqlx, for the instances and lockctl alike.
+        ("sqlx_postgres", format!("sqlx+{}", common::postgres_url())),
+        ("sqlx_mysql", format!("sqlx+{}", common::mysql_url())),
+        ("sqlx_sqlite", format!("sqlx+{sqlite_sqlx}")),
     ];
     let threads: Vec<_> = backends
         .into_iter()
@@ -154,8 +160,8 @@ fn time(value: &Value) -> DateTime<Utc> {
 fn cleanup(backend: &str, table: &str) -> Option<test_support::table::Cleanup> {
     // The lock table and the operations tables next to it.
     match backend {
-        "postgres" => Some(test_support::table::drop_postgres_table(table)),
-        "mysql" => Some(test_support::table::drop_mysql_table(table)),
+        "postgres" | "sqlx_postgres" => Some(test_support::table::drop_postgres_table(table)),
+        "mysql" | "sqlx_mysql" => Some(test_support::table::drop_mysql_table(table)),
         "redis" => Some(delete_redis_keys(table)),
         _ => None,
     }
@@ -201,7 +207,7 @@ fn delete_redis_keys(prefix: &str) -> test_support::table::Cleanup {
 
 async fn scenario(backend: &str, url: &str) {
     // The servers' reachability, by the skip-unless-CI rule (SQLite is always there).
-    if backend != "sqlite" {
+    if !backend.ends_with("sqlite") {
         let reached = lock_providers::open(url)
             .await
             .map(|p| p.provider().describe());

@@ -12,6 +12,7 @@ use deadpool_postgres::Pool;
 use futures_util::TryStreamExt;
 use lock_core::LockError;
 use lock_core::kit::operations_sql::HEARTBEAT_PARAMS;
+use lock_core::kit::sql::postgres::ENSURE_SCHEMA_LOCK;
 use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
 use lock_core::operations::{
     ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration, OperationsStore,
@@ -64,12 +65,9 @@ impl PgOperations {
         let mut client = self.client("schema").await?;
         let run = async {
             let tx = client.transaction().await?;
-            let key = format!("lock-provider-postgres operations {}", self.sql.tables.runs);
-            tx.query_typed(
-                "SELECT pg_advisory_xact_lock(1397247051, hashtext($1))",
-                &[(&key, Type::TEXT)],
-            )
-            .await?;
+            let key = self.sql.schema_lock_key();
+            tx.query_typed(ENSURE_SCHEMA_LOCK, &[(&key, Type::TEXT)])
+                .await?;
             for statement in &self.sql.create {
                 tx.batch_execute(statement).await?;
             }

@@ -9,6 +9,7 @@ compile_error!(
 
 #[cfg(feature = "mysql")]
 mod mysql;
+mod operations;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod provider;

@@ -10,15 +10,17 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use lock_core::kit::fence_from_sql;
 use lock_core::kit::sql::SqlValue;
 use lock_core::kit::sql::mysql::{
     COLUMNS_QUERY, ColumnInfo, NOW_PRECISE, Shape, Statements, Table,
 };
+use lock_core::kit::{ResolvedTable, fence_from_sql};
 use lock_core::{AcquireOutcome, Lease, LockError, LockRecord, LockRequest};
 use sqlx::mysql::{MySqlArguments, MySqlPool, MySqlRow};
 use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, MySql, Row};
+
+use crate::operations::{self, MySqlTables, SqlxOperations};
 
 /// How many times an operation is tried again on a fresh connection after its connection
 /// turned out dead; safe for every statement (see `lock-provider-mysql`'s session module).
@@ -41,6 +43,8 @@ pub(crate) struct MySqlBackend {
     cache: Arc<Cache>,
     /// Keep each statement prepared on its connection (sqlx's statement cache) or not.
     pub(crate) persistent: bool,
+    /// The operations tables next to the lock table (`crate::operations`).
+    pub(crate) operations: Option<Arc<SqlxOperations<MySqlTables>>>,
 }
 
 #[derive(Default)]
@@ -137,13 +141,21 @@ fn record(row: &MySqlRow) -> Result<LockRecord, sqlx::Error> {
 }
 
 impl MySqlBackend {
-    pub(crate) fn new(pool: MySqlPool, table: Table) -> Self {
+    /// `resolved`: the lock table's names, which the operations tables' derive from.
+    pub(crate) fn new(pool: MySqlPool, table: Table, resolved: &ResolvedTable) -> Self {
         MySqlBackend {
+            operations: operations::next_to(MySqlTables::new(pool.clone()), resolved),
             pool,
             table: Arc::new(table),
             cache: Arc::default(),
             persistent: true,
         }
+    }
+
+    /// Turns the statement cache on or off, for the lock and the operations statements.
+    pub(crate) fn set_statement_cache(&mut self, cache: bool) {
+        self.persistent = cache;
+        self.operations = operations::with_statement_cache(self.operations.take(), cache);
     }
 
     pub(crate) fn describe(&self) -> String {

@@ -15,6 +15,8 @@ use lock_core::{
 use sqlx::postgres::{PgPool, PgRow};
 use sqlx::{AssertSqlSafe, Postgres as Pg, Row};
 
+use crate::operations::{self, PgTables, SqlxOperations};
+
 /// How many times an operation is tried again after its connection turned out dead, its
 /// prepared statement stale, or the table's columns changed. Safe for every statement, as in
 /// `lock-provider-postgres`: release and extend are idempotent for one lease, and an acquire
@@ -30,6 +32,8 @@ pub(crate) struct PgBackend {
     /// Prepare each statement once per connection and keep it (sqlx's statement cache), or
     /// prepare and close it each time (`persistent(false)`, for PgBouncer in transaction mode).
     pub(crate) persistent: bool,
+    /// The operations tables next to the lock table (`crate::operations`).
+    pub(crate) operations: Option<Arc<SqlxOperations<PgTables>>>,
 }
 
 #[derive(Default)]
@@ -104,11 +108,18 @@ fn utc(naive: NaiveDateTime) -> DateTime<Utc> {
 impl PgBackend {
     pub(crate) fn new(pool: PgPool, table: ResolvedTable) -> Self {
         PgBackend {
+            operations: operations::next_to(PgTables::new(pool.clone()), &table),
             pool,
             table: Arc::new(table),
             cache: Arc::default(),
             persistent: true,
         }
+    }
+
+    /// Turns the statement cache on or off, for the lock and the operations statements.
+    pub(crate) fn set_statement_cache(&mut self, cache: bool) {
+        self.persistent = cache;
+        self.operations = operations::with_statement_cache(self.operations.take(), cache);
     }
 
     pub(crate) fn describe(&self) -> String {

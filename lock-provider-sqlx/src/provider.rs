@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 #[cfg(feature = "postgres")]
 use lock_core::kit::IdentifierStyle;
 use lock_core::kit::{ColumnNames, LockTableConfig};
+use lock_core::operations::OperationsStore;
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, validate_lock_name,
 };
@@ -31,9 +32,13 @@ use crate::sqlite::SqliteBackend;
 ///   PgBouncer). A losing acquire writes nothing.
 /// - **Fencing and once-per-slot** through the `fence` and `last_fire` columns, which
 ///   [`ensure_schema`](Self::ensure_schema) adds to a ShedLock table.
+/// - **Operations tables** (job registry, run history, pause, trigger requests) next to the
+///   lock table, made by [`ensure_schema`](Self::ensure_schema) and returned by
+///   [`LockProvider::operations`]: the same tables and statements as the driver-specific
+///   providers'.
 ///
-/// A provider of this crate and one of `lock-provider-postgres` (or `-mysql`) on the same
-/// table exclude each other: they run the same statements.
+/// A provider of this crate and one of `lock-provider-postgres` (or `-mysql`, `-sqlite`) on
+/// the same table exclude each other and share one cluster view: they run the same statements.
 ///
 /// ```no_run
 /// # #[cfg(feature = "postgres")]
@@ -171,8 +176,9 @@ impl SqlxLockProvider {
         config: LockTableConfig,
     ) -> Result<Self, LockError> {
         let table = lock_core::kit::sql::mysql::Table::new(&config)?;
+        let resolved = config.resolve(lock_core::kit::IdentifierStyle::MYSQL)?;
         Ok(SqlxLockProvider {
-            backend: Backend::MySql(MySqlBackend::new(pool, table)),
+            backend: Backend::MySql(MySqlBackend::new(pool, table, &resolved)),
             config,
         })
     }
@@ -381,11 +387,11 @@ impl SqlxLockProvider {
     pub fn with_statement_cache(mut self, cache: bool) -> Self {
         match &mut self.backend {
             #[cfg(feature = "postgres")]
-            Backend::Postgres(b) => b.persistent = cache,
+            Backend::Postgres(b) => b.set_statement_cache(cache),
             #[cfg(feature = "mysql")]
-            Backend::MySql(b) => b.persistent = cache,
+            Backend::MySql(b) => b.set_statement_cache(cache),
             #[cfg(feature = "sqlite")]
-            Backend::Sqlite(b) => b.persistent = cache,
+            Backend::Sqlite(b) => b.set_statement_cache(cache),
         }
         self
     }
@@ -418,16 +424,21 @@ impl SqlxLockProvider {
     }
 
     /// Creates the lock table if it is missing, or adds `fence` and `last_fire` to a table
-    /// made by ShedLock's DDL; safe from many instances at once, and against instances of the
-    /// driver-specific providers starting at the same time.
+    /// made by ShedLock's DDL, then the operations tables next to it (`<table>_instances`,
+    /// `<table>_runs`, `<table>_control`: registry, history, pause and trigger requests) if
+    /// missing; safe from many instances at once, and against instances of the driver-specific
+    /// providers starting at the same time.
     ///
     /// ```no_run
     /// # async fn run(provider: lock_provider_sqlx::SqlxLockProvider) -> Result<(), lock_core::LockError> {
+    /// use lock_core::LockProvider;
     /// provider.ensure_schema().await?;
+    /// provider.operations().expect("the sqlx provider keeps operations tables").check().await?;
     /// # Ok(()) }
     /// ```
     pub async fn ensure_schema(&self) -> Result<(), LockError> {
-        on_backend!(self, b => b.ensure_schema().await)
+        on_backend!(self, b => b.ensure_schema().await)?;
+        on_backend!(self, b => crate::operations::ensure(b.operations.as_deref(), &self.config).await)
     }
 
     /// Looks at the lock table and says what it supports: [`TableShape::Full`], or
@@ -517,6 +528,10 @@ impl LockProvider for SqlxLockProvider {
 
     fn describe(&self) -> String {
         on_backend!(self, b => b.describe())
+    }
+
+    fn operations(&self) -> Option<&dyn OperationsStore> {
+        on_backend!(self, b => b.operations.as_deref().map(|o| o as &dyn OperationsStore))
     }
 }
 

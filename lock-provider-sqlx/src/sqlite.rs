@@ -21,6 +21,8 @@ use lock_core::{
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 
+use crate::operations::{self, SqliteTables, SqlxOperations};
+
 /// A SQLite table on a sqlx pool.
 #[derive(Clone)]
 pub(crate) struct SqliteBackend {
@@ -28,6 +30,8 @@ pub(crate) struct SqliteBackend {
     statements: Arc<Statements>,
     /// Keep each statement prepared on its connection (sqlx's statement cache) or not.
     pub(crate) persistent: bool,
+    /// The operations tables next to the lock table (`crate::operations`).
+    pub(crate) operations: Option<Arc<SqlxOperations<SqliteTables>>>,
 }
 
 /// One row of `list` or `select_one`.
@@ -46,10 +50,17 @@ fn record(row: &SqliteRow) -> Result<LockRecord, sqlx::Error> {
 impl SqliteBackend {
     pub(crate) fn new(pool: SqlitePool, table: Table) -> Self {
         SqliteBackend {
+            operations: operations::next_to(SqliteTables::new(pool.clone()), &table.resolved),
             pool,
             statements: Arc::new(Statements::new(table)),
             persistent: true,
         }
+    }
+
+    /// Turns the statement cache on or off, for the lock and the operations statements.
+    pub(crate) fn set_statement_cache(&mut self, cache: bool) {
+        self.persistent = cache;
+        self.operations = operations::with_statement_cache(self.operations.take(), cache);
     }
 
     pub(crate) fn describe(&self) -> String {

@@ -2,7 +2,7 @@
 //! the test database), where every transaction may run on another server connection: with
 //! `with_statement_cache(false)` (sqlx's `persistent(false)`) the sqlx provider passes the
 //! whole conformance suite there, on a sqlx pool and on one `connect` builds from a URL with
-//! `statement_cache=false`.
+//! `statement_cache=false`, and the operations tables' contract too.
 
 mod common;
 
@@ -15,6 +15,12 @@ use test_support::servers::{pgbouncer_url, with_params};
 const TABLE: &str = "locksqlx_pgbouncer";
 
 async fn uncached() -> Option<SqlxLockProvider> {
+    uncached_on(TABLE).await
+}
+
+/// A provider through PgBouncer without the statement cache, on `table` (made by
+/// `ensure_schema`, with its operations tables).
+async fn uncached_on(table: &str) -> Option<SqlxLockProvider> {
     let url = pgbouncer_url();
     // PgBouncer refuses sqlx's `extra_float_digits` startup parameter unless its
     // `ignore_startup_parameters` names it: a pool for PgBouncer does not send it.
@@ -27,7 +33,7 @@ async fn uncached() -> Option<SqlxLockProvider> {
         test_support::skip::or_unreachable("pgbouncer (scripts/test-servers)", &url, connected)?;
     let provider = SqlxLockProvider::postgres(pool)
         .with_statement_cache(false)
-        .with_table(TABLE)
+        .with_table(table)
         .expect("valid table");
     provider
         .ensure_schema()
@@ -53,4 +59,16 @@ async fn a_lock_cycle_through_pgbouncer_from_a_url() {
     provider.ensure_schema().await.expect("ensure_schema");
     testkit::lock_cycle(&provider).await;
     provider.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operations_tables_through_pgbouncer() {
+    let table = common::unique_table("locksqlx_bouncer_ops");
+    // Dropped on the server directly, operations tables included.
+    let _drop = common::drop_postgres_table(&table);
+    let Some(provider) = uncached_on(&table).await else {
+        return;
+    };
+    testkit::operations_store(&provider).await;
+    provider.ensure_schema().await.expect("ensure_schema twice");
 }

@@ -197,6 +197,23 @@ impl OperationsSql {
         }
     }
 
+    /// PostgreSQL: the key under which `ensure_schema()` creates these tables, as `$1` of
+    /// [`sql::postgres::ENSURE_SCHEMA_LOCK`](crate::kit::sql::postgres::ENSURE_SCHEMA_LOCK) in
+    /// the creating transaction (a concurrent `CREATE TABLE IF NOT EXISTS` of one name can fail
+    /// there). The same for every driver, so that instances of the tokio-postgres and the sqlx
+    /// providers starting at once are serialized too.
+    ///
+    /// ```
+    /// # use lock_core::kit::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
+    /// let table = LockTableConfig::default().resolve(IdentifierStyle::POSTGRES)?;
+    /// let sql = OperationsSql::new(SqlDialect::Postgres, &table)?;
+    /// assert_eq!(sql.schema_lock_key(), "lock-provider-postgres operations shedlock_runs");
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn schema_lock_key(&self) -> String {
+        format!("lock-provider-postgres operations {}", self.tables.runs)
+    }
+
     /// The statements for the operations tables next to `lock_table`. Fails when a derived
     /// name would be longer than [`MAX_IDENTIFIER_LEN`].
     pub fn new(dialect: SqlDialect, lock_table: &ResolvedTable) -> Result<Self, LockError> {

@@ -1,0 +1,117 @@
+//! The operations tables on MySQL and MariaDB through sqlx. Times are `DATETIME(3)` holding
+//! UTC (`UTC_TIMESTAMP(3)`), so the session time zone plays no part. The heartbeat is the
+//! registry upsert followed by a read of the control table on the same connection: MySQL has
+//! no `RETURNING` that could carry both.
+
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use lock_core::kit::{OperationsSql, SqlDialect};
+use sqlx::mysql::{MySqlArguments, MySqlPool, MySqlRow};
+use sqlx::query::Query;
+use sqlx::{AssertSqlSafe, MySql, Row};
+
+use super::{Changed, Columns, Param, Tables};
+
+/// `ER_NO_SUCH_TABLE`.
+const NO_SUCH_TABLE: u16 = 1146;
+
+/// The operations statements on a MySQL or MariaDB pool.
+#[derive(Clone)]
+pub(crate) struct MySqlTables {
+    pool: MySqlPool,
+    persistent: bool,
+}
+
+impl MySqlTables {
+    pub(crate) fn new(pool: MySqlPool) -> Self {
+        MySqlTables {
+            pool,
+            persistent: true,
+        }
+    }
+
+    fn query(&self, sql: &str, params: Vec<Param>) -> Query<'static, MySql, MySqlArguments> {
+        let mut query = sqlx::query(AssertSqlSafe(sql.to_owned())).persistent(self.persistent);
+        for param in params {
+            query = match param {
+                Param::Text(text) => query.bind(text),
+                Param::Int(int) => query.bind(int),
+                Param::Time(at) => query.bind(at.map(|at| at.naive_utc())),
+            };
+        }
+        query
+    }
+}
+
+/// Unchecked, as the lock rows are (`crate::mysql`): the columns are ours, and the types
+/// MySQL and MariaDB report for them (and for `MAX(..)`) vary between versions.
+impl Columns for MySqlRow {
+    fn text(&self, index: usize) -> Result<String, sqlx::Error> {
+        self.try_get_unchecked(index)
+    }
+
+    fn opt_text(&self, index: usize) -> Result<Option<String>, sqlx::Error> {
+        self.try_get_unchecked(index)
+    }
+
+    fn int(&self, index: usize) -> Result<i64, sqlx::Error> {
+        self.try_get_unchecked(index)
+    }
+
+    fn opt_time(&self, index: usize) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+        Ok(self
+            .try_get_unchecked::<Option<NaiveDateTime>, _>(index)?
+            .map(|at| at.and_utc()))
+    }
+}
+
+#[async_trait]
+impl Tables for MySqlTables {
+    type Row = MySqlRow;
+    const DIALECT: SqlDialect = SqlDialect::MySql;
+
+    fn set_statement_cache(&mut self, cache: bool) {
+        self.persistent = cache;
+    }
+
+    fn table_missing(e: &sqlx::Error) -> bool {
+        matches!(e, sqlx::Error::Database(db)
+            if db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+                .is_some_and(|db| db.number() == NO_SUCH_TABLE))
+    }
+
+    async fn rows(&self, sql: &str, params: Vec<Param>) -> Result<Vec<MySqlRow>, sqlx::Error> {
+        self.query(sql, params).fetch_all(&self.pool).await
+    }
+
+    async fn change(&self, sql: &str, params: Vec<Param>) -> Result<Changed, sqlx::Error> {
+        let done = self.query(sql, params).execute(&self.pool).await?;
+        Ok(Changed {
+            rows: done.rows_affected(),
+            insert_id: done.last_insert_id(),
+        })
+    }
+
+    async fn heartbeat(
+        &self,
+        upsert: &str,
+        params: Vec<Param>,
+        poll: &str,
+    ) -> Result<Vec<MySqlRow>, sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        self.query(upsert, params).execute(&mut *conn).await?;
+        self.query(poll, vec![]).fetch_all(&mut *conn).await
+    }
+
+    /// `CREATE TABLE IF NOT EXISTS`, indexes inline (MySQL 8 has no `CREATE INDEX IF NOT
+    /// EXISTS`), on one connection, as `lock-provider-mysql` does.
+    async fn create(&self, sql: &OperationsSql) -> Result<(), sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        for statement in &sql.create {
+            sqlx::raw_sql(AssertSqlSafe(statement.clone()))
+                .execute(&mut *conn)
+                .await?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,147 @@
+//! The operations tables on PostgreSQL through sqlx. The heartbeat is one statement (the
+//! registry upsert as a data-modifying CTE whose query reads the pauses and pending trigger
+//! requests). Without the statement cache (PgBouncer in transaction mode) each statement runs
+//! in a transaction of its own, as the lock statements do (`crate::postgres`).
+
+use async_trait::async_trait;
+use chrono::{DateTime, NaiveDateTime, Utc};
+use lock_core::kit::sql::postgres::ENSURE_SCHEMA_LOCK;
+use lock_core::kit::{OperationsSql, SqlDialect};
+use sqlx::postgres::{PgArguments, PgPool, PgRow};
+use sqlx::query::Query;
+use sqlx::{AssertSqlSafe, Postgres, Row};
+
+use super::{Changed, Columns, Param, Tables};
+
+/// `undefined_table`.
+const UNDEFINED_TABLE: &str = "42P01";
+
+/// The operations statements on a PostgreSQL pool.
+#[derive(Clone)]
+pub(crate) struct PgTables {
+    pool: PgPool,
+    persistent: bool,
+}
+
+impl PgTables {
+    pub(crate) fn new(pool: PgPool) -> Self {
+        PgTables {
+            pool,
+            persistent: true,
+        }
+    }
+
+    fn query(&self, sql: &str, params: Vec<Param>) -> Query<'static, Postgres, PgArguments> {
+        let mut query = sqlx::query(AssertSqlSafe(sql.to_owned())).persistent(self.persistent);
+        for param in params {
+            query = match param {
+                Param::Text(text) => query.bind(text),
+                Param::Int(int) => query.bind(int),
+                Param::Time(at) => query.bind(at.map(|at| at.naive_utc())),
+            };
+        }
+        query
+    }
+}
+
+impl Columns for PgRow {
+    fn text(&self, index: usize) -> Result<String, sqlx::Error> {
+        self.try_get(index)
+    }
+
+    fn opt_text(&self, index: usize) -> Result<Option<String>, sqlx::Error> {
+        self.try_get(index)
+    }
+
+    fn int(&self, index: usize) -> Result<i64, sqlx::Error> {
+        self.try_get(index)
+    }
+
+    fn opt_time(&self, index: usize) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+        Ok(self
+            .try_get::<Option<NaiveDateTime>, _>(index)?
+            .map(|at| at.and_utc()))
+    }
+}
+
+#[async_trait]
+impl Tables for PgTables {
+    type Row = PgRow;
+    const DIALECT: SqlDialect = SqlDialect::Postgres;
+
+    fn set_statement_cache(&mut self, cache: bool) {
+        self.persistent = cache;
+    }
+
+    fn table_missing(e: &sqlx::Error) -> bool {
+        matches!(e, sqlx::Error::Database(db) if db.code().as_deref() == Some(UNDEFINED_TABLE))
+    }
+
+    async fn rows(&self, sql: &str, params: Vec<Param>) -> Result<Vec<PgRow>, sqlx::Error> {
+        let query = self.query(sql, params);
+        if self.persistent {
+            return query.fetch_all(&self.pool).await;
+        }
+        // sqlx sends an unprepared statement in two exchanges, which PgBouncer may route to
+        // two server connections outside a transaction.
+        let mut tx = self.pool.begin().await?;
+        let rows = query.fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(rows)
+    }
+
+    async fn change(&self, sql: &str, params: Vec<Param>) -> Result<Changed, sqlx::Error> {
+        let query = self.query(sql, params);
+        let done = if self.persistent {
+            query.execute(&self.pool).await?
+        } else {
+            let mut tx = self.pool.begin().await?;
+            let done = query.execute(&mut *tx).await?;
+            tx.commit().await?;
+            done
+        };
+        Ok(Changed {
+            rows: done.rows_affected(),
+            insert_id: 0,
+        })
+    }
+
+    async fn heartbeat(
+        &self,
+        upsert: &str,
+        params: Vec<Param>,
+        _poll: &str,
+    ) -> Result<Vec<PgRow>, sqlx::Error> {
+        // The kit's PostgreSQL heartbeat reads the control table in the same statement.
+        self.rows(upsert, params).await
+    }
+
+    /// As `lock-provider-postgres`: nothing when the tables are there (the usual start-up:
+    /// `CREATE INDEX IF NOT EXISTS` locks its table before looking), else the DDL in one
+    /// transaction under the same advisory lock, since a concurrent `CREATE TABLE IF NOT
+    /// EXISTS` of one name can fail in PostgreSQL.
+    async fn create(&self, sql: &OperationsSql) -> Result<(), sqlx::Error> {
+        let mut present = true;
+        for probe in &sql.probe {
+            if self.rows(probe, vec![]).await.is_err() {
+                present = false;
+                break;
+            }
+        }
+        if present {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(ENSURE_SCHEMA_LOCK)
+            .bind(sql.schema_lock_key())
+            .persistent(false)
+            .execute(&mut *tx)
+            .await?;
+        for statement in &sql.create {
+            sqlx::raw_sql(AssertSqlSafe(statement.clone()))
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await
+    }
+}

@@ -1,0 +1,330 @@
+//! The operations tables (registry, history, control) through sqlx on the real servers and a
+//! SQLite file: the store's contract (`lock_core::testkit::operations_store`) on tables of the
+//! test's own, created by `ensure_schema` next to the lock table; a sqlx provider and the
+//! driver-specific provider reading and writing ONE set of operations tables; and a ShedLock
+//! table alone, without them, where the scheduler runs the jobs and warns once.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use lock_core::operations::{
+    ControlKind, Heartbeat, InstanceInfo, JobRegistration, OperationsStore, RunStart, RunState,
+};
+use lock_core::{FireKind, FireSlot, Job, LockError, LockProvider, Scheduler, Trigger};
+use lock_provider_mysql::MySqlLockProvider;
+use lock_provider_postgres::PostgresLockProvider;
+use lock_provider_sqlite::SqliteLockProvider;
+use lock_provider_sqlx::SqlxLockProvider;
+use lock_provider_sqlx::sqlx::{self, AssertSqlSafe};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_operations_tables_keep_the_store_contract() {
+    let table = common::unique_table("locksqlx_ops_pg");
+    // Drops the operations tables too.
+    let _drop = common::drop_postgres_table(&table);
+    let Some(provider) = common::pg_provider(&table).await else {
+        return;
+    };
+    lock_core::testkit::operations_store(&provider).await;
+    // ensure_schema again: the tables exist, nothing fails.
+    provider.ensure_schema().await.expect("ensure_schema twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_operations_tables_keep_the_store_contract() {
+    let table = common::unique_table("locksqlx_ops_my");
+    let _drop = common::drop_mysql_table(&table);
+    let Some(provider) = common::mysql_provider(&table).await else {
+        return;
+    };
+    lock_core::testkit::operations_store(&provider).await;
+    provider.ensure_schema().await.expect("ensure_schema twice");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_operations_tables_keep_the_store_contract() {
+    let Some((_dir, provider)) = common::sqlite_provider().await else {
+        return;
+    };
+    lock_core::testkit::operations_store(&provider).await;
+    provider.ensure_schema().await.expect("ensure_schema twice");
+}
+
+/// `instance`'s heartbeat with one job, `report`.
+fn beat(instance: &str, started_at: chrono::DateTime<chrono::Utc>) -> Heartbeat {
+    Heartbeat {
+        instance: InstanceInfo {
+            instance_id: instance.to_owned(),
+            host: format!("{instance}-host"),
+            pid: 77,
+            version: "1.2.3".into(),
+            started_at,
+            clock_offset_ms: 3,
+            heartbeat_ms: 1000,
+        },
+        jobs: vec![JobRegistration {
+            name: "report".into(),
+            lock_name: "report".into(),
+            trigger: "fixed rate 5s".into(),
+            zone: None,
+            next_fire: Some(started_at + chrono::TimeDelta::seconds(5)),
+            following_fire: Some(started_at + chrono::TimeDelta::seconds(10)),
+        }],
+    }
+}
+
+/// Two providers on one set of operations tables: each sees the other's registry rows and
+/// runs, ends the other's runs, honours the other's pause, and a trigger request one makes is
+/// claimed once across both. Whatever one reads, the other reads the same.
+async fn share_operations(sqlx: &dyn LockProvider, driver: &dyn LockProvider) {
+    let a: &dyn OperationsStore = sqlx.operations().expect("sqlx keeps operations");
+    let b: &dyn OperationsStore = driver.operations().expect("the driver keeps operations");
+    assert_eq!(a.tables(), b.tables());
+    let now = FireSlot::new(sqlx.database_time().await.expect("now")).instant();
+
+    assert!(
+        a.heartbeat(&beat("via-sqlx", now))
+            .await
+            .expect("beat")
+            .is_empty()
+    );
+    assert!(
+        b.heartbeat(&beat("via-driver", now))
+            .await
+            .expect("beat")
+            .is_empty()
+    );
+    let registry = a.registry().await.expect("registry");
+    assert_eq!(registry, b.registry().await.expect("registry"));
+    let instances: Vec<&str> = registry
+        .iter()
+        .filter(|r| r.job.is_none())
+        .map(|r| r.instance.instance_id.as_str())
+        .collect();
+    assert_eq!(instances, ["via-driver", "via-sqlx"], "{registry:?}");
+    assert_eq!(registry.len(), 4, "an instance row and a job row each");
+
+    // A run started by one and ended by the other, and the other way round.
+    let run = |fence, instance: &str| RunStart {
+        job: "report".into(),
+        slot: Some(now),
+        fire_kind: FireKind::Scheduled,
+        instance_id: instance.to_owned(),
+        fence,
+    };
+    let first = a.run_started(&run(7, "via-sqlx")).await.expect("start");
+    b.run_ended(first, RunState::Failed, Some("boom"))
+        .await
+        .expect("end");
+    let second = b.run_started(&run(8, "via-driver")).await.expect("start");
+    assert!(second > first, "one id sequence: {first} then {second}");
+    a.run_ended(second, RunState::Succeeded, None)
+        .await
+        .expect("end");
+    let history = a.history("report", 10).await.expect("history");
+    assert_eq!(history, b.history("report", 10).await.expect("history"));
+    assert_eq!(
+        history
+            .iter()
+            .map(|r| (r.id, r.fence, r.outcome, r.error.as_deref()))
+            .collect::<Vec<_>>(),
+        [
+            (second, 8, RunState::Succeeded, None),
+            (first, 7, RunState::Failed, Some("boom"))
+        ]
+    );
+    assert!(history.iter().all(|r| r.slot == Some(now)));
+    assert_eq!(a.last_runs().await.unwrap(), b.last_runs().await.unwrap());
+    assert_eq!(
+        a.last_successes().await.unwrap(),
+        b.last_successes().await.unwrap()
+    );
+
+    // A pause by one is a pause for the other; the other resumes it.
+    assert!(b.pause("report", "op@driver").await.expect("pause"));
+    assert!(!a.pause("report", "op@sqlx").await.expect("pause again"));
+    let control = a.heartbeat(&beat("via-sqlx", now)).await.expect("beat");
+    assert_eq!(
+        control
+            .iter()
+            .map(|c| (c.kind, c.job.as_str(), c.requested_by.as_str()))
+            .collect::<Vec<_>>(),
+        [(ControlKind::Pause, "report", "op@driver")]
+    );
+    assert!(a.resume("report").await.expect("resume"));
+    assert!(!b.resume("report").await.expect("resume again"));
+
+    // A trigger request by one is claimed once across both.
+    let request = a.request_trigger("report", "op").await.expect("trigger");
+    assert!(b.claim_trigger(request, "via-driver").await.expect("claim"));
+    assert!(!a.claim_trigger(request, "via-sqlx").await.expect("claim"));
+    assert!(!a.withdraw_trigger(request).await.expect("withdraw"));
+    let control = a.control().await.expect("control");
+    assert_eq!(control, b.control().await.expect("control"));
+    assert_eq!(control.len(), 1);
+    assert_eq!(control[0].claimed_by.as_deref(), Some("via-driver"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_sqlx_and_deadpool_share_the_operations_tables() {
+    let table = common::unique_table("locksqlx_ops_pg_shared");
+    let _drop = common::drop_postgres_table(&table);
+    // sqlx creates the tables; the deadpool provider finds them.
+    let Some(sqlx) = common::pg_provider(&table).await else {
+        return;
+    };
+    let deadpool = PostgresLockProvider::connect(&common::postgres_url())
+        .await
+        .expect("connect")
+        .with_table(&table)
+        .expect("valid table");
+    deadpool.ensure_schema().await.expect("ensure_schema");
+    share_operations(&sqlx, &deadpool).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_sqlx_and_mysql_async_share_the_operations_tables() {
+    let table = common::unique_table("locksqlx_ops_my_shared");
+    let _drop = common::drop_mysql_table(&table);
+    let Some(sqlx) = common::mysql_provider(&table).await else {
+        return;
+    };
+    let mysql_async = MySqlLockProvider::connect(&common::mysql_url())
+        .await
+        .expect("connect")
+        .with_table(&table)
+        .expect("valid table");
+    mysql_async.ensure_schema().await.expect("ensure_schema");
+    share_operations(&sqlx, &mysql_async).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_sqlx_and_rusqlite_share_the_operations_tables() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let file = dir.path().join("locks.db");
+    // rusqlite creates the tables this time; sqlx finds them.
+    let rusqlite = SqliteLockProvider::open(&file).expect("open");
+    rusqlite.ensure_schema().await.expect("ensure_schema");
+    let sqlx = SqlxLockProvider::sqlite(common::sqlite_pool(&file).await);
+    sqlx.ensure_schema().await.expect("ensure_schema");
+    share_operations(&sqlx, &rusqlite).await;
+}
+
+/// What the store of a provider on a ShedLock table alone says.
+async fn missing(provider: &SqlxLockProvider, table: &str, quoted_runs: &str) {
+    let store = provider.operations().expect("sqlx keeps them");
+    match store.check().await {
+        Err(LockError::TableMissing {
+            table: missing,
+            ddl,
+            ..
+        }) => {
+            assert_eq!(
+                missing,
+                format!("{table}_instances, {table}_runs, {table}_control")
+            );
+            assert!(
+                ddl.contains(&format!("CREATE TABLE IF NOT EXISTS {quoted_runs}")),
+                "{ddl}"
+            );
+        }
+        other => panic!("expected TableMissing, got {other:?}"),
+    }
+}
+
+/// On a ShedLock table alone (no `ensure_schema`), the locks work and the scheduler runs the
+/// jobs, with one warning naming the missing operations tables.
+#[tokio::test]
+async fn postgres_a_shedlock_table_alone_runs_the_jobs_and_warns_once() {
+    let table = common::unique_table("locksqlx_ops_pg_alone");
+    let _drop = common::drop_postgres_table(&table);
+    let Some(pool) = common::pg_pool().await else {
+        return;
+    };
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "CREATE TABLE {table} (name VARCHAR(64) NOT NULL PRIMARY KEY, \
+         lock_until TIMESTAMP(3) NOT NULL, locked_at TIMESTAMP(3) NOT NULL, \
+         locked_by VARCHAR(255) NOT NULL)"
+    )))
+    .execute(&pool)
+    .await
+    .expect("ShedLock's DDL");
+    let provider = SqlxLockProvider::postgres(pool)
+        .with_table(&table)
+        .expect("table name");
+    missing(&provider, &table, &format!("\"{table}_runs\"")).await;
+
+    let (logs, _guard) = test_support::logs::capture();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let tick = Job::new(
+        "tick",
+        Trigger::fixed_rate(Duration::from_millis(200)).expect("a valid rate"),
+        move || {
+            let counted = counted.clone();
+            async move {
+                counted.fetch_add(1, Ordering::SeqCst);
+            }
+        },
+    );
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider)
+        .history(Duration::from_secs(60))
+        .jobs([tick])
+        .start()
+        .await
+        .expect("start");
+    // Bounded wait for a state; 3 runs of a 200 ms rate, with room for a loaded machine.
+    test_support::process::eventually(Duration::from_secs(30), "three runs", || async {
+        (runs.load(Ordering::SeqCst) >= 3).then_some(())
+    })
+    .await;
+    scheduler.shutdown().await.expect("shutdown");
+    let text = logs.text();
+    assert_eq!(
+        text.matches("the operations tables are missing or unreadable")
+            .count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains(&format!("{table}_runs")), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_shedlock_table_alone_reports_the_missing_operations_tables() {
+    let table = common::unique_table("locksqlx_ops_my_alone");
+    let _drop = common::drop_mysql_table(&table);
+    let Some(pool) = common::mysql_pool().await else {
+        return;
+    };
+    sqlx::raw_sql(AssertSqlSafe(format!(
+        "CREATE TABLE `{table}` (name VARCHAR(64) NOT NULL PRIMARY KEY, \
+         lock_until TIMESTAMP(3) NOT NULL, locked_at TIMESTAMP(3) NOT NULL, \
+         locked_by VARCHAR(255) NOT NULL)"
+    )))
+    .execute(&pool)
+    .await
+    .expect("ShedLock's DDL");
+    let provider = SqlxLockProvider::mysql(pool)
+        .with_table(&table)
+        .expect("table name");
+    missing(&provider, &table, &format!("`{table}_runs`")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_shedlock_table_alone_reports_the_missing_operations_tables() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let pool = common::sqlite_pool(&dir.path().join("locks.db")).await;
+    sqlx::raw_sql(
+        "CREATE TABLE shedlock (name VARCHAR(64) NOT NULL PRIMARY KEY, \
+         lock_until TEXT NOT NULL, locked_at TEXT NOT NULL, locked_by VARCHAR(255) NOT NULL)",
+    )
+    .execute(&pool)
+    .await
+    .expect("ShedLock's DDL");
+    let provider = SqlxLockProvider::sqlite(pool);
+    missing(&provider, "shedlock", "\"shedlock_runs\"").await;
+}
