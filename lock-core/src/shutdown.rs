@@ -1,6 +1,24 @@
 //! The signal a service shuts down on: SIGTERM (Kubernetes, systemd, `docker stop`) and SIGINT
 //! (Ctrl-C) on Unix; Ctrl-C, Ctrl-Break, console close and system shutdown on Windows.
 
+use std::time::Duration;
+
+/// The default [`SchedulerBuilder::shutdown_timeout`](crate::SchedulerBuilder::shutdown_timeout):
+/// 15 s, half of Kubernetes' default `terminationGracePeriodSeconds` (30 s).
+///
+/// The grace period must cover everything between SIGTERM and the process's exit, or SIGKILL
+/// ends it with leases still held: `terminationGracePeriodSeconds` > preStop hook + shutdown
+/// timeout + release time (one release round trip of a body that ends at the last moment,
+/// bounded by the operation timeout, 10 s by default). 15 s leaves that room under the default
+/// 30 s; a longer shutdown timeout needs a longer grace period (README, "Running on
+/// Kubernetes").
+///
+/// ```
+/// assert!(lock_core::DEFAULT_SHUTDOWN_TIMEOUT + lock_core::DEFAULT_OPERATION_TIMEOUT
+///     < std::time::Duration::from_secs(30));
+/// ```
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(15);
+
 /// Resolves when the process is asked to stop: SIGTERM or SIGINT on Unix; Ctrl-C, Ctrl-Break,
 /// console close or system shutdown on Windows. Logs which signal came.
 ///

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+mod database;
 mod mysql;
 mod open;
 mod postgres;
@@ -10,8 +11,9 @@ mod registry;
 mod sqlite;
 mod sqlx;
 
+pub use database::UrlError;
 pub use open::{OpenError, OpenOptions, OpenedProvider, SchemaAction};
-pub use registry::{LockDatabase, UrlError};
+pub use registry::LockDatabase;
 
 /// Opens the provider `url`'s scheme names, on the default table (`shedlock`), left as it is.
 /// For another table, a schema action, or a check of the URL before connecting, use

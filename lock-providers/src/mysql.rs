@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use lock_provider_mysql::MySqlLockProvider;
 use mysql_async::Opts;
 
-use crate::registry::Database;
+use crate::database::Database;
 use crate::{OpenError, OpenOptions, OpenedProvider, UrlError};
 
 /// A MySQL or MariaDB server, by URL.

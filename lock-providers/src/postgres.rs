@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use lock_provider_postgres::{ConnectionConfig, PostgresLockProvider};
 use tokio_postgres::config::Host;
 
-use crate::registry::Database;
+use crate::database::Database;
 use crate::{OpenError, OpenOptions, OpenedProvider, UrlError};
 
 /// A PostgreSQL server, by URL.

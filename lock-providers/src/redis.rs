@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use lock_core::LockError;
 use lock_provider_redis::{RedisLockConfig, RedisLockProvider};
 
-use crate::registry::Database;
+use crate::database::Database;
 use crate::{OpenError, OpenOptions, OpenedProvider, UrlError};
 
 /// A Redis server, by URL.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use lock_provider_sqlite::SqliteLockProvider;
 
-use crate::registry::Database;
+use crate::database::Database;
 use crate::{OpenError, OpenOptions, OpenedProvider, UrlError};
 
 /// A SQLite database file: `sqlite:///absolute/path.db` or `sqlite://relative.db`.

@@ -15,7 +15,7 @@ use lock_provider_sqlx::sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions,
 };
 
-use crate::registry::Database;
+use crate::database::Database;
 use crate::{OpenError, OpenOptions, OpenedProvider, UrlError};
 
 /// A PostgreSQL or MySQL/MariaDB server reached through sqlx, by URL.

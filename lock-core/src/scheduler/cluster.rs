@@ -25,7 +25,6 @@ use std::time::Duration;
 
 use lock_trigger::TriggerKind;
 
-use super::runner::JobRunner;
 use super::status::RunOutcome;
 use super::{Inner, Job, Trigger};
 use crate::clock::DatabaseClock;
@@ -309,7 +308,7 @@ impl Operations {
             match tokio::time::timeout(self.operation_timeout, claim).await {
                 Ok(Ok(true)) => {
                     tracing::info!(job = %request.job, request = request.id, requested_by = %request.requested_by, "manual run requested; claimed by this instance");
-                    inner.loops.spawn(run_requested(runner, request.id));
+                    inner.loops.spawn(runner.run_requested(request.id));
                 }
                 Ok(Ok(false)) => {}
                 Ok(Err(error)) => {
@@ -344,36 +343,6 @@ pub(super) async fn heartbeat_loop(inner: Arc<Inner>, ops: Arc<Operations>) {
         if tokio::time::Instant::now() >= next_sweep {
             next_sweep += REGISTRY_SWEEP;
             ops.sweep_registry(&inner.clock).await;
-        }
-    }
-}
-
-/// A claimed trigger request: one manual run, waiting for the lock while another fire holds
-/// it (at most the job's `lock_at_most_for`).
-async fn run_requested(runner: JobRunner, request: i64) {
-    let deadline = tokio::time::Instant::now() + runner.config.lock_at_most_for();
-    loop {
-        let outcome = runner.fire_as(None, FireKind::Manual).await;
-        if outcome != RunOutcome::Skipped {
-            tracing::info!(
-                job = runner.job.name(),
-                request,
-                ?outcome,
-                "requested manual run done"
-            );
-            return;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            tracing::warn!(
-                job = runner.job.name(),
-                request,
-                "requested manual run gave up: the lock stayed held for the job's lock_at_most_for"
-            );
-            return;
-        }
-        tokio::select! {
-            _ = runner.stop.cancelled() => return,
-            _ = tokio::time::sleep(Duration::from_millis(250)) => {}
         }
     }
 }

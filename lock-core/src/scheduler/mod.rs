@@ -24,6 +24,8 @@ pub use overrides::{JobOverride, OVERRIDE_ENV_PREFIX, override_env_key, parse_du
 pub use status::{JobStatus, RunOutcome};
 pub use trigger::Trigger;
 
+pub use crate::shutdown::DEFAULT_SHUTDOWN_TIMEOUT;
+
 use crate::clock::{DEFAULT_CLOCK_REFRESH, DatabaseClock};
 use crate::executor::install_scheduler_executor;
 use crate::{
@@ -32,22 +34,6 @@ use crate::{
 use runner::JobRunner;
 use status::JobState;
 use table::{JobEntry, JobTable};
-
-/// The default [`SchedulerBuilder::shutdown_timeout`]: 15 s, half of Kubernetes' default
-/// `terminationGracePeriodSeconds` (30 s).
-///
-/// The grace period must cover everything between SIGTERM and the process's exit, or SIGKILL
-/// ends it with leases still held: `terminationGracePeriodSeconds` > preStop hook + shutdown
-/// timeout + release time (one release round trip of a body that ends at the last moment,
-/// bounded by the operation timeout, 10 s by default). 15 s leaves that room under the default
-/// 30 s; a longer shutdown timeout needs a longer grace period (README, "Running on
-/// Kubernetes").
-///
-/// ```
-/// assert!(lock_core::DEFAULT_SHUTDOWN_TIMEOUT + lock_core::DEFAULT_OPERATION_TIMEOUT
-///     < std::time::Duration::from_secs(30));
-/// ```
-pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Runs jobs at their fire instants, each fire under its lock, until shut down.
 ///

@@ -40,6 +40,36 @@ pub(super) struct JobRunner {
 }
 
 impl JobRunner {
+    /// A claimed trigger request: one manual run, waiting for the lock while another fire holds
+    /// it (at most the job's `lock_at_most_for`).
+    pub(super) async fn run_requested(self, request: i64) {
+        let deadline = tokio::time::Instant::now() + self.config.lock_at_most_for();
+        loop {
+            let outcome = self.fire_as(None, FireKind::Manual).await;
+            if outcome != RunOutcome::Skipped {
+                tracing::info!(
+                    job = self.job.name(),
+                    request,
+                    ?outcome,
+                    "requested manual run done"
+                );
+                return;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(
+                    job = self.job.name(),
+                    request,
+                    "requested manual run gave up: the lock stayed held for the job's lock_at_most_for"
+                );
+                return;
+            }
+            tokio::select! {
+                _ = self.stop.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+            }
+        }
+    }
+
     pub(super) async fn run(self, started: tokio::time::Instant) {
         let initial = started + self.job.trigger().initial_delay();
         match self.job.trigger().spec().kind.firing() {
