@@ -10,7 +10,6 @@ use common::{
     reachable, redis_url, stderr, stdout, unique_table,
 };
 use lock_provider_mysql::MySqlLockProvider;
-use lock_provider_mysql::mysql_async::prelude::Queryable;
 use lock_provider_postgres::PostgresLockProvider;
 use lock_provider_redis::{RedisLockProvider, redis};
 use lock_provider_sqlite::SqliteLockProvider;
@@ -315,27 +314,16 @@ fn postgres_list_and_unlock() {
         return;
     };
     let table = unique_table("pg");
+    // The lock table and the operations tables ensure_schema made next to it.
+    let _drop = test_support::table::drop_postgres_table(&table);
     let provider = provider.with_table(&table).expect("a valid table name");
     runtime.block_on(async {
         provider.ensure_schema().await.expect("create the table");
         hold_lock(&provider).await;
         poison(&provider).await;
     });
-    run_then(
-        || {
-            held_lock_scenario(&url, &table);
-            reset_slot_scenario(&url, &table);
-        },
-        || {
-            runtime.block_on(async {
-                let client = provider.pool().get().await.expect("a connection");
-                client
-                    .batch_execute(&format!("DROP TABLE IF EXISTS {table}"))
-                    .await
-                    .expect("drop the test table");
-            })
-        },
-    );
+    held_lock_scenario(&url, &table);
+    reset_slot_scenario(&url, &table);
 }
 
 #[test]
@@ -374,6 +362,7 @@ fn mysql_list_and_unlock() {
         return;
     };
     let table = unique_table("my");
+    let _drop = test_support::table::drop_mysql_table(&table);
     let pool = provider.pool().clone();
     let provider = provider.with_table(&table).expect("a valid table name");
     runtime.block_on(async {
@@ -389,16 +378,7 @@ fn mysql_list_and_unlock() {
             // mariadb:// is the same driver.
             assert_eq!(listed(&mariadb_url, &table)["state"], "free");
         },
-        || {
-            runtime.block_on(async {
-                let mut conn = pool.get_conn().await.expect("a connection");
-                conn.query_drop(format!("DROP TABLE IF EXISTS `{table}`"))
-                    .await
-                    .expect("drop the test table");
-                drop(conn);
-                pool.disconnect().await.expect("close the pool");
-            })
-        },
+        || runtime.block_on(async { pool.disconnect().await.expect("close the pool") }),
     );
 }
 
@@ -425,6 +405,10 @@ fn sqlx_list_and_unlock() {
     };
     let pg_table = unique_table("sqlxpg");
     let my_table = unique_table("sqlxmy");
+    let _drop = (
+        test_support::table::drop_postgres_table(&pg_table),
+        test_support::table::drop_mysql_table(&my_table),
+    );
     let pool = mysql.pool().clone();
     let postgres = postgres.with_table(&pg_table).expect("a valid table name");
     let mysql = mysql.with_table(&my_table).expect("a valid table name");
@@ -444,21 +428,7 @@ fn sqlx_list_and_unlock() {
                 reset_slot_scenario(&url, table);
             }
         },
-        || {
-            runtime.block_on(async {
-                let client = postgres.pool().get().await.expect("a connection");
-                client
-                    .batch_execute(&format!("DROP TABLE IF EXISTS {pg_table}"))
-                    .await
-                    .expect("drop the test table");
-                let mut conn = pool.get_conn().await.expect("a connection");
-                conn.query_drop(format!("DROP TABLE IF EXISTS `{my_table}`"))
-                    .await
-                    .expect("drop the test table");
-                drop(conn);
-                pool.disconnect().await.expect("close the pool");
-            })
-        },
+        || runtime.block_on(async { pool.disconnect().await.expect("close the pool") }),
     );
 }
 
