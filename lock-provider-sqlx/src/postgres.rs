@@ -372,26 +372,11 @@ impl PgBackend {
             let last_fire: Option<NaiveDateTime> = row.try_get(3)?;
             let held: bool = row.try_get(4)?;
             let db_now = utc(row.try_get::<NaiveDateTime, _>(5)?);
-            if request.slot_too_far_ahead(db_now) {
-                return Ok(AcquireOutcome::Refused(Refusal::slot_in_future(db_now)));
-            }
-            let slot_run = matches!((last_fire, slot), (Some(last), Some(slot)) if last >= slot);
-            let known = |reason| Refusal {
-                reason,
-                locked_by,
-                lock_until: lock_until.map(utc),
-                last_fire: last_fire.map(utc),
-                database_now: Some(db_now),
-            };
-            Ok(AcquireOutcome::Refused(if held {
-                known(RefusalReason::Held)
-            } else if slot_run {
-                known(RefusalReason::SlotAlreadyRun)
-            } else {
-                // Free in our snapshot, yet not granted: another instance took it after our
-                // snapshot was taken. What we read is stale, so report only the reason.
-                Refusal::new(RefusalReason::Held)
-            }))
+            Ok(AcquireOutcome::Refused(
+                lock_core::kit::sql::postgres::refusal(
+                    request, locked_by, lock_until, last_fire, held, db_now,
+                ),
+            ))
         };
         parse().map_err(|e| self.error("acquire", name, e))
     }

@@ -443,6 +443,41 @@ fn timestamp_precision(ty: &str) -> u32 {
         .unwrap_or(6)
 }
 
+/// What a losing acquire's row says (the acquire statement's columns `locked_by`, `lock_until`,
+/// `last_fire`, `held`, and the server's now), for any driver: refused as held, as a slot that
+/// already ran, or as a slot too far ahead of the server's now. A row free in the statement's
+/// snapshot yet not granted was taken by another instance after the snapshot: what it shows is
+/// stale, so only the reason is reported.
+pub fn refusal(
+    request: &crate::LockRequest,
+    locked_by: Option<String>,
+    lock_until: Option<chrono::NaiveDateTime>,
+    last_fire: Option<chrono::NaiveDateTime>,
+    held: bool,
+    database_now: chrono::DateTime<chrono::Utc>,
+) -> crate::Refusal {
+    use crate::{Refusal, RefusalReason};
+    if request.slot_too_far_ahead(database_now) {
+        return Refusal::slot_in_future(database_now);
+    }
+    let slot = request.slot.map(|s| s.instant().naive_utc());
+    let slot_run = matches!((last_fire, slot), (Some(last), Some(slot)) if last >= slot);
+    let known = |reason| Refusal {
+        reason,
+        locked_by,
+        lock_until: lock_until.map(|at| at.and_utc()),
+        last_fire: last_fire.map(|at| at.and_utc()),
+        database_now: Some(database_now),
+    };
+    if held {
+        known(RefusalReason::Held)
+    } else if slot_run {
+        known(RefusalReason::SlotAlreadyRun)
+    } else {
+        Refusal::new(RefusalReason::Held)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::timestamp_precision;
