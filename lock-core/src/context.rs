@@ -2,6 +2,7 @@
 
 use std::cell::RefCell;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
@@ -50,6 +51,8 @@ struct ContextInner {
     lease: Lease,
     cancel: CancellationToken,
     fire_kind: FireKind,
+    /// Which attempt of the run this is (1 unless the job retries).
+    attempt: AtomicU32,
 }
 
 /// Why a body runs: a scheduled fire, a catch-up run of a missed slot, or a manual run.
@@ -97,6 +100,7 @@ impl JobContext {
                 lease,
                 cancel,
                 fire_kind,
+                attempt: AtomicU32::new(1),
             }),
         }
     }
@@ -139,6 +143,22 @@ impl JobContext {
     /// ([`Scheduler::trigger`](crate::Scheduler::trigger), a direct call).
     pub fn fire_kind(&self) -> FireKind {
         self.inner.fire_kind
+    }
+
+    /// Which attempt of this run the body is: 1 for the first, 2 for the first retry, and so
+    /// on (a job with `#[scheduler_lock(retries = N)]` or [`Job::with_retries`](crate::Job::with_retries)
+    /// is run again under the same lease and slot when it fails). Always 1 outside retries.
+    ///
+    /// ```
+    /// let ctx = lock_core::testing::TestFire::new().context();
+    /// assert_eq!(ctx.attempt(), 1);
+    /// ```
+    pub fn attempt(&self) -> u32 {
+        self.inner.attempt.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_attempt(&self, attempt: u32) {
+        self.inner.attempt.store(attempt, Ordering::Relaxed);
     }
 
     /// The id of the instance holding the lock (`locked_by`).

@@ -40,6 +40,7 @@ pub use extract::{BlockingJobHandler, ExtractError, FromJob, JobHandler, State, 
 pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};
 pub use kit::{ColumnNames, DEFAULT_TABLE, validate_identifier, validate_table_name};
 pub use lock_macros::{scheduled, scheduler_lock};
+pub use lock_trigger::MisfirePolicy;
 pub use memory::InMemoryLockProvider;
 pub use provider::{
     AcquireOutcome, DEFAULT_MAX_SLOT_LEAD, FireSlot, Lease, LockProvider, LockRecord, LockRequest,

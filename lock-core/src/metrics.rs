@@ -137,7 +137,7 @@ macro_rules! lock_metrics {
         /// Every metric name above, in the order of this page.
         ///
         /// ```
-        /// assert_eq!(lock_core::metrics::ALL.len(), 13);
+        /// assert_eq!(lock_core::metrics::ALL.len(), 16);
         /// ```
         pub const ALL: &[&str] = &[$($constant),*];
 
@@ -222,6 +222,12 @@ lock_metrics! {
     JOB_NEXT_FIRE_TIMESTAMP_SECONDS = "scheduled_job_next_fire_timestamp_seconds", timestamp next_fire => next_fire_at;
     /// Fires not run because the job is paused cluster-wide (`lockctl pause`).
     JOB_PAUSED_TOTAL = "scheduled_job_paused_total", counter paused => paused;
+    /// Attempts after the first of a run whose body failed (`retries`): one per retry.
+    JOB_RETRIES_TOTAL = "scheduled_job_retries_total", counter retries => retry;
+    /// Runs that passed their `timeout` (told to stop, dropped after a grace if still running).
+    JOB_TIMED_OUT_TOTAL = "scheduled_job_timed_out_total", counter timed_out => timed_out;
+    /// Runs of missed slots (`misfire = "fire_once"` or `"catch_up"`) started on this instance.
+    JOB_CATCH_UP_TOTAL = "scheduled_job_catch_up_total", counter catch_ups => catch_up;
 }
 
 #[cfg(not(feature = "metrics"))]
@@ -260,6 +266,9 @@ mod tests {
                 "scheduled_job_fire_lag_seconds",
                 "scheduled_job_next_fire_timestamp_seconds",
                 "scheduled_job_paused_total",
+                "scheduled_job_retries_total",
+                "scheduled_job_timed_out_total",
+                "scheduled_job_catch_up_total",
             ]
         );
         assert_eq!(JOB_LABEL, "scheduled_job");

@@ -63,6 +63,9 @@ pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> Token
                 trigger = args.and_then(|args| valid::trigger(&args, &mut errors));
             }
             Macro::SchedulerLock => {
+                if let (Some(args), false) = (&args, is_scheduled) {
+                    valid::direct_call_keys(args, &mut errors);
+                }
                 lock = args.and_then(|args| valid::lock(&args, &mut errors));
             }
         }

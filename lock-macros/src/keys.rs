@@ -60,12 +60,28 @@ pub(crate) enum ValueKind {
     Duration { zero: Option<&'static str> },
     /// `true` or `false`.
     Bool,
+    /// An integer literal in `min..=max`.
+    Integer { min: u64, max: u64 },
+    /// A string that must be one of these values.
+    Choice(&'static [&'static str]),
+}
+
+/// How a value is written: which literal the parser expects.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Literal {
+    Str,
+    Bool,
+    Int,
 }
 
 impl ValueKind {
-    /// Whether the value is written as a string literal (else as a bool).
-    pub(crate) fn is_string(&self) -> bool {
-        !matches!(self, ValueKind::Bool)
+    /// The literal the value is written as.
+    pub(crate) fn literal(&self) -> Literal {
+        match self {
+            ValueKind::Bool => Literal::Bool,
+            ValueKind::Integer { .. } => Literal::Int,
+            _ => Literal::Str,
+        }
     }
 }
 
@@ -103,7 +119,7 @@ pub(crate) struct Key {
 
 /// Every accepted key. The order is the order of the lists in error messages, and the order in
 /// which values are checked (so errors come out in it).
-pub(crate) const KEYS: [Key; 10] = [
+pub(crate) const KEYS: [Key; 16] = [
     Key {
         name: "cron",
         attr: Macro::Scheduled,
@@ -186,6 +202,57 @@ pub(crate) const KEYS: [Key; 10] = [
             }),
         },
     },
+    Key {
+        name: "misfire",
+        attr: Macro::Scheduled,
+        value: ValueKind::Choice(lock_trigger::MISFIRE_POLICIES),
+        example: "misfire = \"fire_once\"",
+        role: Role::TriggerOption {
+            with: &["cron", "fixed_rate"],
+            misuse: MISFIRE_MISUSE,
+            field: Some(|values| {
+                let policy = match values.string("misfire")?.value().as_str() {
+                    "fire_once" => quote!(FireOnce),
+                    "catch_up" => quote!(CatchUp),
+                    _ => quote!(Skip),
+                };
+                Some(quote!(misfire: ::lock_core::__private::lock_trigger::MisfirePolicy::#policy))
+            }),
+        },
+    },
+    Key {
+        name: "misfire_grace",
+        attr: Macro::Scheduled,
+        value: ValueKind::Duration {
+            zero: Some("no missed slot could ever run"),
+        },
+        example: "misfire_grace = \"1h\"",
+        role: Role::TriggerOption {
+            with: &["cron", "fixed_rate"],
+            misuse: MISFIRE_MISUSE,
+            field: Some(|values| {
+                let grace = duration(values.duration("misfire_grace")?);
+                Some(quote!(misfire_grace: ::core::option::Option::Some(#grace)))
+            }),
+        },
+    },
+    Key {
+        name: "misfire_max",
+        attr: Macro::Scheduled,
+        value: ValueKind::Integer {
+            min: 1,
+            max: lock_trigger::MAX_MISFIRE_MAX as u64,
+        },
+        example: "misfire_max = 10",
+        role: Role::TriggerOption {
+            with: &["cron", "fixed_rate"],
+            misuse: MISFIRE_MISUSE,
+            field: Some(|values| {
+                let max = u32::try_from(values.integer("misfire_max")?).ok()?;
+                Some(quote!(misfire_max: #max))
+            }),
+        },
+    },
     // `#[scheduled]` alone names its lock here (`expand` takes the name from whichever of the
     // two attributes has it, and refuses it in both or in neither).
     Key {
@@ -234,7 +301,53 @@ pub(crate) const KEYS: [Key; 10] = [
             Some(quote!(keep_alive: ::core::option::Option::Some(#on)))
         })),
     },
+    Key {
+        name: "retries",
+        attr: Macro::SchedulerLock,
+        value: ValueKind::Integer {
+            min: 0,
+            max: lock_trigger::MAX_RETRIES as u64,
+        },
+        example: "retries = 3",
+        role: Role::Lock(Some(|values| {
+            let retries = u32::try_from(values.integer("retries")?).ok()?;
+            Some(quote!(retries: #retries))
+        })),
+    },
+    Key {
+        name: "retry_backoff",
+        attr: Macro::SchedulerLock,
+        value: ValueKind::Duration {
+            zero: Some("the retries would hammer whatever made the run fail"),
+        },
+        example: "retry_backoff = \"10s\"",
+        role: Role::Lock(Some(|values| {
+            let backoff = duration(values.duration("retry_backoff")?);
+            Some(quote!(retry_backoff: #backoff))
+        })),
+    },
+    Key {
+        name: "timeout",
+        attr: Macro::SchedulerLock,
+        value: ValueKind::Duration {
+            zero: Some("every run would time out as it starts"),
+        },
+        example: "timeout = \"5m\"",
+        role: Role::Lock(Some(|values| {
+            let timeout = duration(values.duration("timeout")?);
+            Some(quote!(timeout: ::core::option::Option::Some(#timeout)))
+        })),
+    },
 ];
+
+/// Why the misfire keys are refused on a fixed-delay job.
+const MISFIRE_MISUSE: &str = "a misfire policy applies to `cron` and `fixed_rate` only: a \
+     `fixed_delay` job has no slots that could be missed, it runs again `fixed_delay` after \
+     its last run ended; remove the misfire keys";
+
+/// The keys of `#[scheduler_lock]` that only a scheduled run applies (a direct call runs its
+/// body once, as written).
+pub(crate) const SCHEDULED_RUN_KEYS: [&str; 3] = ["retries", "retry_backoff", "timeout"];
 
 /// The row of `name` in `attr`, if it is one of its keys.
 pub(crate) fn find(attr: Macro, name: &str) -> Option<&'static Key> {

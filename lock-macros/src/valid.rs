@@ -39,6 +39,7 @@ enum Checked {
     Str(LitStr),
     Duration(Duration),
     Bool(bool),
+    Integer(u64),
 }
 
 impl Values {
@@ -66,6 +67,14 @@ impl Values {
     pub(crate) fn duration(&self, key: &str) -> Option<Duration> {
         match self.get(key)? {
             Checked::Duration(duration) => Some(*duration),
+            _ => None,
+        }
+    }
+
+    /// An integer key's value, if it passed its check.
+    pub(crate) fn integer(&self, key: &str) -> Option<u64> {
+        match self.get(key)? {
+            Checked::Integer(n) => Some(*n),
             _ => None,
         }
     }
@@ -294,8 +303,15 @@ fn check_values(attr: Macro, args: &Args, errors: &mut Errors) -> Values {
         values.given.push(key.name);
         let checked = match (&key.value, &given.value) {
             (ValueKind::Bool, Some(Value::Bool(on))) => Some(Checked::Bool(on.value)),
+            (ValueKind::Integer { min, max }, Some(Value::Int(n))) => {
+                integer(given, n, *min, *max, errors).map(Checked::Integer)
+            }
+            (ValueKind::Choice(choices), Some(Value::Str(text))) => {
+                choice(given, text, choices, errors).then(|| Checked::Str(text.clone()))
+            }
             // Missing, or not of the key's kind: reported by the parser.
-            (_, None | Some(Value::Bool(_))) | (ValueKind::Bool, Some(Value::Str(_))) => None,
+            (_, None | Some(Value::Bool(_)) | Some(Value::Int(_)))
+            | (ValueKind::Bool | ValueKind::Integer { .. }, Some(Value::Str(_))) => None,
             (ValueKind::Cron, Some(Value::Str(expr))) => {
                 match lock_trigger::parse_cron(&expr.value()) {
                     Ok(_) => Some(Checked::Str(expr.clone())),
@@ -328,9 +344,80 @@ fn check_values(attr: Macro, args: &Args, errors: &mut Errors) -> Values {
     values
 }
 
-/// Checks `#[scheduler_lock(...)]`: the name's length, each duration, and `at_least <= at_most`.
+/// An integer literal in `min..=max`.
+fn integer(
+    given: &Given,
+    lit: &syn::LitInt,
+    min: u64,
+    max: u64,
+    errors: &mut Errors,
+) -> Option<u64> {
+    let key = &given.ident;
+    match lit.base10_parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Some(n),
+        _ if !lit.suffix().is_empty() => {
+            errors.at(
+                lit.span(),
+                format!(
+                    "`{key}` takes a plain integer, without a type suffix: write `{key} = {}`",
+                    lit.base10_digits()
+                ),
+            );
+            None
+        }
+        _ => {
+            errors.at(
+                lit.span(),
+                format!("`{key}` must be between {min} and {max}, found `{lit}`"),
+            );
+            None
+        }
+    }
+}
+
+/// A string that must be one of `choices`; a near miss is named.
+fn choice(given: &Given, lit: &LitStr, choices: &[&'static str], errors: &mut Errors) -> bool {
+    let value = lit.value();
+    if choices.contains(&value.as_str()) {
+        return true;
+    }
+    let key = &given.ident;
+    let valid = crate::args::list(choices);
+    let message = match crate::args::closest(&value, choices) {
+        Some(near) => format!(
+            "unknown `{key}` value `{value}`; did you mean `{near}`? The values are {valid}"
+        ),
+        None => format!("unknown `{key}` value `{value}`; the values are {valid}"),
+    };
+    errors.at(lit.span(), message);
+    false
+}
+
+/// Checks `#[scheduler_lock(...)]`: the name's length, each duration, `at_least <= at_most`,
+/// and that a retry plan fits in the lease without keep-alive.
 pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
     let values = check_values(Macro::SchedulerLock, args, errors);
+    // Only when both are written: a default `lock_at_most_for` is the builder's to set, and
+    // `start()` checks the plan against it.
+    if let (Some(most), Some(retries), false) = (
+        values.duration("lock_at_most_for"),
+        values.integer("retries"),
+        values.bool("keep_alive") == Some(true),
+    ) {
+        let backoff = values
+            .duration("retry_backoff")
+            .unwrap_or(lock_trigger::DEFAULT_RETRY_BACKOFF);
+        if let Some(conflict) =
+            lock_trigger::retry_plan_conflict(u32::try_from(retries).ok()?, backoff, most)
+        {
+            let span = match &args.get("retries")?.value {
+                Some(Value::Int(lit)) => lit.span(),
+                _ => args.get("retries")?.ident.span(),
+            };
+            errors.at(span, conflict);
+            return None;
+        }
+    }
     if let (Some(most), Some(least)) = (
         values.duration("lock_at_most_for"),
         values.duration("lock_at_least_for"),
@@ -358,6 +445,23 @@ pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
         false => None,
     };
     Some(Lock { name, fields })
+}
+
+/// `#[scheduler_lock]` without `#[scheduled]`: the keys only a scheduled run applies are
+/// refused (a direct call's body is a future the caller made, run once).
+pub(crate) fn direct_call_keys(args: &Args, errors: &mut Errors) {
+    for key in crate::keys::SCHEDULED_RUN_KEYS {
+        if let Some(given) = args.get(key) {
+            errors.at(
+                given.ident.span(),
+                format!(
+                    "`{key}` applies to the runs of a #[scheduled] job only: a direct call of a \
+                     #[scheduler_lock] function runs its body once, as the caller wrote it; add \
+                     #[scheduled(..)] or remove `{key}`"
+                ),
+            );
+        }
+    }
 }
 
 /// Where the lock's name was written: which attributes of the function carry `name`.

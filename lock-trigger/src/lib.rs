@@ -9,15 +9,20 @@ use chrono::{DateTime, Utc};
 
 mod check;
 mod cron;
+mod policy;
 mod spec;
 mod wall_clock;
 
 pub use check::{ZERO_LEASE, check_cron, check_duration, explain_cron, lease_conflict};
 pub use chrono_tz::Tz;
 pub use cron::Cron;
+pub use policy::{
+    DEFAULT_MISFIRE_MAX, MAX_MISFIRE_MAX, MAX_RETRIES, MAX_RETRY_DELAY, MISFIRE_POLICIES,
+    MisfirePolicy, jittered, retry_delay, retry_plan_conflict, retry_plan_total, timeout_grace,
+};
 pub use spec::{
-    CronSchedule, CronSpec, Firing, LeaseError, LockSpec, MAX_DURATION, MAX_LOCK_NAME_LEN,
-    NameError, TriggerKind, TriggerSpec, check_lease, check_lock_name,
+    CronSchedule, CronSpec, DEFAULT_RETRY_BACKOFF, Firing, LeaseError, LockSpec, MAX_DURATION,
+    MAX_LOCK_NAME_LEN, NameError, TriggerKind, TriggerSpec, check_lease, check_lock_name,
 };
 
 /// A trigger value that could not be understood; the message says what and how to fix it.

@@ -12,7 +12,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use crate::wall_clock::previous_fire;
-use crate::{Cron, TriggerError, Tz, next_fire, parse_cron, parse_zone};
+use crate::{
+    Cron, DEFAULT_MISFIRE_MAX, MisfirePolicy, TriggerError, Tz, next_fire, parse_cron, parse_zone,
+};
 
 /// The longest lock name, in bytes: the lock table's `name` column is `VARCHAR(64)`.
 pub const MAX_LOCK_NAME_LEN: usize = 64;
@@ -118,14 +120,24 @@ pub struct TriggerSpec<C = CronSpec> {
     pub kind: TriggerKind<C>,
     /// No fire earlier than this after the scheduler starts.
     pub initial_delay: Duration,
+    /// What a slot no instance ran becomes (slotted triggers only).
+    pub misfire: MisfirePolicy,
+    /// How old a missed slot may be and still run; `None`: one period of the trigger (the gap
+    /// between its next two slots).
+    pub misfire_grace: Option<Duration>,
+    /// How many missed slots `catch_up` runs at most (the most recent ones).
+    pub misfire_max: u32,
 }
 
 impl<C> TriggerSpec<C> {
-    /// `kind`, with no initial delay.
+    /// `kind`, with no initial delay and the misfire policy `skip`.
     pub const fn new(kind: TriggerKind<C>) -> Self {
         TriggerSpec {
             kind,
             initial_delay: Duration::ZERO,
+            misfire: MisfirePolicy::Skip,
+            misfire_grace: None,
+            misfire_max: DEFAULT_MISFIRE_MAX,
         }
     }
 }
@@ -148,6 +160,9 @@ impl TriggerSpec<CronSpec> {
         Ok(TriggerSpec {
             kind,
             initial_delay: self.initial_delay,
+            misfire: self.misfire,
+            misfire_grace: self.misfire_grace,
+            misfire_max: self.misfire_max,
         })
     }
 }
@@ -277,6 +292,15 @@ pub struct LockSpec {
     pub lock_at_least_for: Duration,
     /// Extend the lease while the body runs.
     pub keep_alive: Option<bool>,
+    /// How many times a scheduled run whose body fails (returns `Err` or panics) is tried
+    /// again, under the same lease and slot.
+    pub retries: u32,
+    /// The pause before the first retry; each further one doubles it (see
+    /// [`retry_delay`](crate::retry_delay)).
+    pub retry_backoff: Duration,
+    /// How long one attempt of a scheduled run may take before its `cancelled()` resolves
+    /// (and, a grace later, it is dropped); `None`: no limit.
+    pub timeout: Option<Duration>,
 }
 
 impl LockSpec {
@@ -286,7 +310,24 @@ impl LockSpec {
         lock_at_most_for: None,
         lock_at_least_for: Duration::ZERO,
         keep_alive: None,
+        retries: 0,
+        retry_backoff: DEFAULT_RETRY_BACKOFF,
+        timeout: None,
     };
+}
+
+/// The pause before the first retry when `retry_backoff` is not given: 1 s.
+pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_secs(1);
+
+impl LockSpec {
+    /// Whether a run can end in anything but its first attempt's outcome: retries or a timeout.
+    ///
+    /// ```
+    /// assert!(!lock_trigger::LockSpec::DEFAULT.has_run_policy());
+    /// ```
+    pub const fn has_run_policy(&self) -> bool {
+        self.retries > 0 || self.timeout.is_some()
+    }
 }
 
 /// Why a lock name was refused.
@@ -438,6 +479,9 @@ mod tests {
                 zone: Some("Asia/Shanghai"),
             }),
             initial_delay: Duration::from_secs(1),
+            ..TriggerSpec::new(TriggerKind::FixedRate {
+                period: Duration::from_secs(1),
+            })
         };
         assert_eq!(
             spec.parse().unwrap().to_string(),

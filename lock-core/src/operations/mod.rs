@@ -176,6 +176,8 @@ pub enum RunState {
     LockLost,
     /// The body returned after the scheduler began shutting down.
     Cancelled,
+    /// The run's `timeout` passed (the body was told to stop, and dropped after a grace).
+    TimedOut,
     /// Started, never ended, and its instance is gone: never stored, shown by
     /// [`ClusterView`] for a `running` row whose instance no longer heartbeats.
     Unfinished,
@@ -183,7 +185,7 @@ pub enum RunState {
 
 impl RunState {
     /// As stored and printed: `running`, `succeeded`, `failed`, `panicked`, `lock_lost`,
-    /// `cancelled`, `unfinished`.
+    /// `cancelled`, `timed_out`, `unfinished`.
     ///
     /// ```
     /// use lock_core::operations::RunState;
@@ -199,6 +201,7 @@ impl RunState {
             RunState::Panicked => "panicked",
             RunState::LockLost => "lock_lost",
             RunState::Cancelled => "cancelled",
+            RunState::TimedOut => "timed_out",
             RunState::Unfinished => "unfinished",
         }
     }
@@ -220,6 +223,7 @@ impl FromStr for RunState {
             "panicked" => RunState::Panicked,
             "lock_lost" => RunState::LockLost,
             "cancelled" => RunState::Cancelled,
+            "timed_out" => RunState::TimedOut,
             "unfinished" => RunState::Unfinished,
             other => return Err(unknown("run outcome", other)),
         })

@@ -408,6 +408,7 @@ impl RunRecorder {
             RunOutcome::Cancelled => (RunState::LockLost, None),
             RunOutcome::Failed(error) => (RunState::Failed, Some(error.as_str())),
             RunOutcome::Panicked(message) => (RunState::Panicked, Some(message.as_str())),
+            RunOutcome::TimedOut => (RunState::TimedOut, None),
             // The body did not run: no start row either.
             _ => return,
         };

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::attempts::RunPolicy;
 use crate::__private::{self, BoxFuture, JobBody, JobResult, LockSpec, ScheduledJob};
 use crate::{
     BlockingJobHandler, ExtractError, JobContext, JobHandler, LockConfiguration, LockError,
@@ -36,6 +37,8 @@ pub struct Job {
     body: Body,
     /// Checks the body's extractors against the registered state (at start).
     check: fn(&StateMap) -> Vec<ExtractError>,
+    /// Retries and timeout of each run.
+    run: RunPolicy,
 }
 
 #[derive(Clone)]
@@ -102,6 +105,7 @@ impl Job {
             lock: JobLock::Default,
             body: Body::Async(Arc::new(move |state| body.clone().call(state))),
             check: H::check,
+            run: RunPolicy::default(),
         }
     }
 
@@ -126,6 +130,7 @@ impl Job {
             lock: JobLock::Default,
             body: Body::Blocking(Arc::new(move |state| body.call(state))),
             check: H::check,
+            run: RunPolicy::default(),
         }
     }
 
@@ -135,6 +140,59 @@ impl Job {
     pub fn with_lock(mut self, config: LockConfiguration) -> Self {
         self.lock = JobLock::Config(config);
         self
+    }
+
+    /// Runs the body again, up to `retries` times, when it returns `Err` or panics
+    /// (`#[scheduler_lock(retries = N, retry_backoff = "..")]`): under the same lease and
+    /// slot, after a pause of `backoff`, doubled at each further retry (capped at
+    /// `max(backoff, 10 min)`, less a random jitter of up to a quarter). Without keep-alive the
+    /// lease is extended to a whole `lock_at_most_for` before each retry, and the pauses must
+    /// fit in `lock_at_most_for` ([`start`](crate::SchedulerBuilder::start) refuses a plan
+    /// that does not). [`JobContext::attempt`] tells the body which attempt it is.
+    ///
+    /// ```
+    /// use lock_core::{Job, JobContext, Trigger};
+    /// use std::time::Duration;
+    ///
+    /// let job = Job::new("sync", Trigger::cron("0 */5 * * * *")?, |ctx: JobContext| async move {
+    ///     if ctx.attempt() < 3 { Err("upstream busy") } else { Ok(()) }
+    /// })
+    /// .with_retries(2, Duration::from_secs(10));
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    #[must_use]
+    pub fn with_retries(mut self, retries: u32, backoff: Duration) -> Self {
+        self.run.retries = retries;
+        self.run.backoff = backoff;
+        self
+    }
+
+    /// Bounds each attempt of a run (`#[scheduler_lock(timeout = "..")]`): at `timeout` the
+    /// body's [`JobContext::cancelled`] resolves; a body still running a grace later (a tenth
+    /// of the timeout, between 1 s and 30 s: [`lock_trigger::timeout_grace`](crate::__private::lock_trigger::timeout_grace))
+    /// is **dropped**: its future is never polled again, so no code after the `.await` it is
+    /// suspended at runs, while the destructors of everything it holds do run (guards,
+    /// connections returned to their pools, transactions rolled back by their drop). The run
+    /// is recorded as [`RunOutcome::TimedOut`](crate::RunOutcome::TimedOut), is not retried,
+    /// and the lease is released. A blocking body (`Job::blocking`, a sync `fn`) cannot be
+    /// dropped: it is told to stop, and keeps the lease until it returns.
+    ///
+    /// ```
+    /// use lock_core::{Job, Trigger};
+    /// use std::time::Duration;
+    ///
+    /// let job = Job::new("report", Trigger::cron("0 0 * * * *")?, || async {})
+    ///     .with_timeout(Duration::from_secs(300));
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.run.timeout = Some(timeout);
+        self
+    }
+
+    pub(crate) fn run_policy(&self) -> RunPolicy {
+        self.run
     }
 
     /// The job's name (for `#[scheduled]` functions, their lock's name).
@@ -215,6 +273,7 @@ impl Job {
             lock: JobLock::Spec(job.lock),
             body: Body::Registered(job.body),
             check: job.check,
+            run: RunPolicy::of_spec(&job.lock.spec),
         })
     }
 }

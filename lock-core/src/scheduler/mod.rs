@@ -1,9 +1,11 @@
 //! The scheduler: sleeps to each job's next fire on tokio timers and runs it under its lock.
 
+mod attempts;
 mod cluster;
 mod dynamic;
 mod job;
 mod manual;
+mod misfire;
 mod overrides;
 mod runner;
 mod startup;

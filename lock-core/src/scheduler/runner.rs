@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Job;
+use super::attempts::{self, Attempted, Attempts};
 use super::cluster::{Operations, RunRecorder};
 use super::job::Body;
 use super::status::{JobState, RunOutcome};
@@ -84,7 +85,8 @@ impl JobRunner {
         if !self.sleep_until(not_before).await {
             return;
         }
-        let mut last: Option<FireSlot> = None;
+        // Slots missed while no instance ran the job (`misfire`), before any regular slot.
+        let mut last: Option<FireSlot> = self.catch_up_at_start().await;
         loop {
             let now = self.clock.now();
             let after = match last {
@@ -117,8 +119,12 @@ impl JobRunner {
                     .metrics()
                     .next_fire_at(following.unix_millis() as f64 / 1e3);
             }
-            self.fire(Some(slot)).await;
+            let outcome = self.fire_as(Some(slot), FireKind::Scheduled).await;
             last = Some(slot);
+            if let RunOutcome::LockFailed(_) = outcome {
+                // The database did not answer: the slot is missed (`misfire`).
+                last = self.recover(slot).await.or(last);
+            }
         }
     }
 
@@ -201,7 +207,13 @@ impl JobRunner {
             .await;
         let elapsed = started.elapsed();
         let outcome = match outcome {
-            Ok(Ok(LockOutcome::Executed((Ok(()), true)))) => {
+            Ok(Ok(LockOutcome::Executed((Attempted::TimedOut, _)))) => {
+                span.in_scope(|| {
+                    tracing::error!(?elapsed, timeout = ?self.job.run_policy().timeout, "job timed out")
+                });
+                RunOutcome::TimedOut
+            }
+            Ok(Ok(LockOutcome::Executed((Attempted::Returned(Ok(())), true)))) => {
                 span.in_scope(|| {
                     tracing::info!(
                         ?elapsed,
@@ -211,7 +223,7 @@ impl JobRunner {
                 self.config.metrics().cancelled();
                 RunOutcome::Cancelled
             }
-            Ok(Ok(LockOutcome::Executed((Ok(()), false)))) => {
+            Ok(Ok(LockOutcome::Executed((Attempted::Returned(Ok(())), false)))) => {
                 span.in_scope(|| tracing::debug!(?elapsed, "job succeeded"));
                 // Unix time by the database's clock, like every time here: a host whose clock
                 // is off would otherwise shift the alert comparing it with Prometheus' `time()`.
@@ -220,7 +232,7 @@ impl JobRunner {
                 RunOutcome::Succeeded
             }
             // An error stays a failure even when cancelled: the body said what went wrong.
-            Ok(Ok(LockOutcome::Executed((Err(error), _)))) => {
+            Ok(Ok(LockOutcome::Executed((Attempted::Returned(Err(error)), _)))) => {
                 span.in_scope(|| tracing::error!(?elapsed, %error, "job failed"));
                 self.config.metrics().failure();
                 RunOutcome::Failed(error)
@@ -252,40 +264,62 @@ impl JobRunner {
         slot: Option<FireSlot>,
         kind: FireKind,
         recorder: Option<RunRecorder>,
-    ) -> Result<LockOutcome<(Result<(), String>, bool)>, LockError> {
+    ) -> Result<LockOutcome<(Attempted, bool)>, LockError> {
         let executor = &self.executor;
         let values = &self.values;
         let state = &self.state;
+        let attempts = Attempts {
+            policy: self.job.run_policy(),
+            config: &self.config,
+            executor,
+            recorder,
+        };
         match self.job.body() {
             Body::Registered(JobBody::Async(body)) => {
-                let fut = recorded(recorder, noting_end(state.clone(), body(values)));
+                let fut = noting_end(state.clone(), attempts.run(|| body(values)));
                 executor.execute_fire(&self.config, slot, kind, fut).await
             }
             Body::Async(body) => {
-                let fut = recorded(recorder, noting_end(state.clone(), body(values.clone())));
+                let fut = noting_end(state.clone(), attempts.run(|| body(values.clone())));
                 executor.execute_fire(&self.config, slot, kind, fut).await
             }
             Body::Registered(JobBody::Blocking(body)) => {
                 let (body, values, ended) = (*body, values.clone(), BodyEnd(state.clone()));
+                let (policy, config, executor2) =
+                    (attempts.policy, self.config.clone(), executor.clone());
+                let recorder = attempts.recorder;
+                let handle = tokio::runtime::Handle::current();
                 executor
                     .execute_blocking_fire(&self.config, slot, kind, move || {
                         let _ended = ended;
-                        if let Some(recorder) = recorder {
-                            recorder.started_blocking();
-                        }
-                        (body(&values), cancelled_now())
+                        let attempts = Attempts {
+                            policy,
+                            config: &config,
+                            executor: &executor2,
+                            recorder,
+                        };
+                        let out = attempts::run_blocking(attempts, &handle, || body(&values));
+                        (out, cancelled_now())
                     })
                     .await
             }
             Body::Blocking(body) => {
                 let (body, values, ended) = (body.clone(), values.clone(), BodyEnd(state.clone()));
+                let (policy, config, executor2) =
+                    (attempts.policy, self.config.clone(), executor.clone());
+                let recorder = attempts.recorder;
+                let handle = tokio::runtime::Handle::current();
                 executor
                     .execute_blocking_fire(&self.config, slot, kind, move || {
                         let _ended = ended;
-                        if let Some(recorder) = recorder {
-                            recorder.started_blocking();
-                        }
-                        (body(&values), cancelled_now())
+                        let attempts = Attempts {
+                            policy,
+                            config: &config,
+                            executor: &executor2,
+                            recorder,
+                        };
+                        let out = attempts::run_blocking(attempts, &handle, || body(&values));
+                        (out, cancelled_now())
                     })
                     .await
             }
@@ -310,21 +344,13 @@ async fn noting_end<T>(state: Arc<JobState>, body: impl Future<Output = T>) -> (
     (out, cancelled_now())
 }
 
-/// Writes the run's start row (inside the lock, before the body), then runs the body.
-async fn recorded<F: Future>(recorder: Option<RunRecorder>, body: F) -> F::Output {
-    if let Some(recorder) = &recorder {
-        recorder.started().await;
-    }
-    body.await
-}
-
 /// Whether the running body's [`JobContext::cancelled`](crate::JobContext::cancelled) has
 /// resolved; read inside the body's scope, where its context is current.
 fn cancelled_now() -> bool {
     crate::JobContext::current().is_some_and(|ctx| ctx.is_cancelled())
 }
 
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = panic.downcast_ref::<String>() {

@@ -24,6 +24,10 @@ pub enum RunOutcome {
     Failed(String),
     /// The body panicked.
     Panicked(String),
+    /// An attempt ran past the job's `timeout`: its `cancelled()` resolved, and the body was
+    /// dropped if it had not ended a grace later (see
+    /// [`Job::with_timeout`](crate::Job::with_timeout)).
+    TimedOut,
     /// Another instance held the lock, or the slot had already run.
     Skipped,
     /// The lock could not be asked for (provider error); the body did not run.

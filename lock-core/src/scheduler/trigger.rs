@@ -4,7 +4,7 @@ use std::fmt;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use lock_trigger::{CronSchedule, TriggerError, TriggerKind, TriggerSpec};
+use lock_trigger::{CronSchedule, MisfirePolicy, TriggerError, TriggerKind, TriggerSpec};
 
 use crate::{FireSlot, LockError, MAX_DURATION};
 
@@ -131,7 +131,8 @@ impl Trigger {
             TriggerKind::FixedRate { period } => at_most("fixed_rate", period)?,
             TriggerKind::Cron(_) => {}
         }
-        at_most("initial_delay", self.spec.initial_delay)
+        at_most("initial_delay", self.spec.initial_delay)?;
+        self.check_misfire()
     }
 
     fn of(kind: TriggerKind<CronSchedule>) -> Self {
@@ -154,6 +155,78 @@ impl Trigger {
     /// The delay before the first fire.
     pub fn initial_delay(&self) -> Duration {
         self.spec.initial_delay
+    }
+
+    /// What a slot no instance ran becomes (`#[scheduled(misfire = "..")]`): skipped (the
+    /// default), run once ([`MisfirePolicy::FireOnce`], the latest missed slot), or each run
+    /// ([`MisfirePolicy::CatchUp`], oldest first). See the README's "Missed, failed and
+    /// runaway runs" for how missed slots are found. A fixed-delay trigger has no slots and
+    /// refuses any policy but `Skip`.
+    ///
+    /// ```
+    /// use lock_core::{MisfirePolicy, Trigger};
+    /// use std::time::Duration;
+    ///
+    /// let nightly = Trigger::cron("0 0 3 * * *")?
+    ///     .with_misfire(MisfirePolicy::FireOnce)?
+    ///     .with_misfire_grace(Duration::from_secs(6 * 3600));
+    /// assert_eq!(nightly.misfire(), MisfirePolicy::FireOnce);
+    /// assert!(Trigger::fixed_delay(Duration::from_secs(5))?.with_misfire(MisfirePolicy::CatchUp).is_err());
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn with_misfire(mut self, policy: MisfirePolicy) -> Result<Self, LockError> {
+        self.spec.misfire = policy;
+        self.check_misfire()?;
+        Ok(self)
+    }
+
+    /// How old a missed slot may be and still run (`misfire_grace`); by default one period of
+    /// the trigger (the gap between its next two slots). Zero or over 1000 years is refused at
+    /// start.
+    #[must_use]
+    pub fn with_misfire_grace(mut self, grace: Duration) -> Self {
+        self.spec.misfire_grace = Some(grace);
+        self
+    }
+
+    /// How many missed slots [`MisfirePolicy::CatchUp`] runs at most (`misfire_max`, default
+    /// 10): with more, the most recent ones run and the number dropped is logged. Zero or
+    /// over 1000 is refused at start.
+    #[must_use]
+    pub fn with_misfire_max(mut self, max: u32) -> Self {
+        self.spec.misfire_max = max;
+        self
+    }
+
+    /// The misfire policy.
+    pub fn misfire(&self) -> MisfirePolicy {
+        self.spec.misfire
+    }
+
+    fn check_misfire(&self) -> Result<(), LockError> {
+        let spec = &self.spec;
+        let invalid = |message: String| Err(LockError::InvalidConfiguration(message));
+        if matches!(spec.kind, TriggerKind::FixedDelay { .. })
+            && spec.misfire != MisfirePolicy::Skip
+        {
+            return invalid(format!(
+                "misfire = {:?}: a fixed-delay trigger has no slots that could be missed",
+                spec.misfire.as_str()
+            ));
+        }
+        if !(1..=lock_trigger::MAX_MISFIRE_MAX).contains(&spec.misfire_max) {
+            return invalid(format!(
+                "misfire_max: {} is not between 1 and {}",
+                spec.misfire_max,
+                lock_trigger::MAX_MISFIRE_MAX
+            ));
+        }
+        match spec.misfire_grace {
+            Some(grace) if grace.is_zero() || grace > MAX_DURATION => invalid(format!(
+                "misfire_grace: {grace:?} must be more than zero and at most 1000 years"
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// The description: what the trigger is (slotted or after-run) and its options.
@@ -225,6 +298,9 @@ mod tests {
                 delay: Duration::from_secs(5),
             },
             initial_delay: Duration::from_secs(1),
+            ..TriggerSpec::new(TriggerKind::FixedDelay {
+                delay: Duration::from_secs(5),
+            })
         };
         let built = Trigger::fixed_delay(Duration::from_secs(5))
             .unwrap()
