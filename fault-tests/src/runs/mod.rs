@@ -76,6 +76,9 @@ struct NewRun<'a> {
     instance: &'a str,
     slot: Option<i64>,
     fence: i64,
+    /// The fire kind and attempt, for jobs that record them.
+    kind: Option<&'a str>,
+    attempt: Option<i64>,
 }
 
 /// A run as it ends: what `finish` sets on row `id`.
@@ -153,7 +156,8 @@ impl RunsTable {
                  instance VARCHAR(255) NOT NULL, slot BIGINT NULL, fence BIGINT NOT NULL, \
                  started BIGINT NOT NULL, ended BIGINT NULL, \
                  cancelled {flag} NOT NULL DEFAULT FALSE, \
-                 first_write BIGINT NULL, late_write BIGINT NULL)"
+                 first_write BIGINT NULL, late_write BIGINT NULL, \
+                 kind VARCHAR(16) NULL, attempt BIGINT NULL)"
             ),
             format!(
                 "CREATE TABLE {g} (id INT PRIMARY KEY, fence BIGINT NOT NULL, \
@@ -217,6 +221,35 @@ impl RunsTable {
             instance,
             slot,
             fence: i64::try_from(fence)?,
+            kind: None,
+            attempt: None,
+        };
+        self.conn.start(&self.table, &run).await
+    }
+
+    /// [`start`](Self::start) with the fire's kind and attempt recorded too.
+    ///
+    /// ```no_run
+    /// # async fn run(runs: fault_tests::RunsTable) -> Result<(), lock_core::BoxError> {
+    /// let id = runs.start_fire("tick", "instance-a", None, 7, "CatchUp", 1).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn start_fire(
+        &self,
+        job: &str,
+        instance: &str,
+        slot: Option<i64>,
+        fence: u64,
+        kind: &str,
+        attempt: u32,
+    ) -> Result<i64, BoxError> {
+        let run = NewRun {
+            job,
+            instance,
+            slot,
+            fence: i64::try_from(fence)?,
+            kind: Some(kind),
+            attempt: Some(i64::from(attempt)),
         };
         self.conn.start(&self.table, &run).await
     }
@@ -265,6 +298,35 @@ impl RunsTable {
             instance,
             slot,
             fence: i64::try_from(fence)?,
+            kind: None,
+            attempt: None,
+        };
+        self.conn.record(&self.table, &run).await
+    }
+
+    /// [`record`](Self::record) with the fire's kind and attempt recorded too.
+    ///
+    /// ```no_run
+    /// # async fn run(runs: fault_tests::RunsTable) -> Result<(), lock_core::BoxError> {
+    /// runs.record_fire("misfire_once", "instance-a", Some(1_700_000_000_000), 3, "CatchUp", 1).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn record_fire(
+        &self,
+        job: &str,
+        instance: &str,
+        slot: Option<i64>,
+        fence: u64,
+        kind: &str,
+        attempt: u32,
+    ) -> Result<(), BoxError> {
+        let run = NewRun {
+            job,
+            instance,
+            slot,
+            fence: i64::try_from(fence)?,
+            kind: Some(kind),
+            attempt: Some(i64::from(attempt)),
         };
         self.conn.record(&self.table, &run).await
     }

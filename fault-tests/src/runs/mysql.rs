@@ -55,10 +55,17 @@ impl RunsConnection for MySql {
         let mut conn = self.pool.get_conn().await?;
         conn.exec_drop(
             format!(
-                "INSERT INTO {t} (job, instance, slot, fence, started) \
-                 VALUES (?, ?, ?, ?, {NOW})"
+                "INSERT INTO {t} (job, instance, slot, fence, kind, attempt, started) \
+                 VALUES (?, ?, ?, ?, ?, ?, {NOW})"
             ),
-            (run.job, run.instance, run.slot, run.fence),
+            (
+                run.job,
+                run.instance,
+                run.slot,
+                run.fence,
+                run.kind,
+                run.attempt,
+            ),
         )
         .await?;
         let id = conn.last_insert_id().ok_or("no insert id")?;
@@ -86,10 +93,17 @@ impl RunsConnection for MySql {
             .await?
             .exec_drop(
                 format!(
-                    "INSERT INTO {t} (job, instance, slot, fence, started, ended) \
-                     SELECT ?, ?, ?, ?, n, n FROM (SELECT {NOW} AS n) t"
+                    "INSERT INTO {t} (job, instance, slot, fence, kind, attempt, started, ended) \
+                     SELECT ?, ?, ?, ?, ?, ?, n, n FROM (SELECT {NOW} AS n) t"
                 ),
-                (run.job, run.instance, run.slot, run.fence),
+                (
+                    run.job,
+                    run.instance,
+                    run.slot,
+                    run.fence,
+                    run.kind,
+                    run.attempt,
+                ),
             )
             .await?;
         Ok(())

@@ -54,13 +54,18 @@ impl RunsConnection for Postgres {
 
     async fn start(&self, t: &str, run: &NewRun<'_>) -> Result<i64, BoxError> {
         let sql = format!(
-            "INSERT INTO {t} (job, instance, slot, fence, started) \
-             VALUES ($1, $2, $3, $4, {NOW}) RETURNING id"
+            "INSERT INTO {t} (job, instance, slot, fence, kind, attempt, started) \
+             VALUES ($1, $2, $3, $4, $5, $6, {NOW}) RETURNING id"
         );
-        let row = self
-            .client
-            .query_one(&sql, &[&run.job, &run.instance, &run.slot, &run.fence])
-            .await?;
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
+            &run.job,
+            &run.instance,
+            &run.slot,
+            &run.fence,
+            &run.kind,
+            &run.attempt,
+        ];
+        let row = self.client.query_one(&sql, &params).await?;
         Ok(row.try_get(0)?)
     }
 
@@ -77,13 +82,19 @@ impl RunsConnection for Postgres {
 
     async fn record(&self, t: &str, run: &NewRun<'_>) -> Result<(), BoxError> {
         let sql = format!(
-            "INSERT INTO {t} (job, instance, slot, fence, started, ended) \
-             SELECT $1::text, $2::text, $3::int8, $4::int8, n, n \
+            "INSERT INTO {t} (job, instance, slot, fence, kind, attempt, started, ended) \
+             SELECT $1::text, $2::text, $3::int8, $4::int8, $5::text, $6::int8, n, n \
              FROM (SELECT {NOW} AS n) t"
         );
-        self.client
-            .execute(&sql, &[&run.job, &run.instance, &run.slot, &run.fence])
-            .await?;
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 6] = [
+            &run.job,
+            &run.instance,
+            &run.slot,
+            &run.fence,
+            &run.kind,
+            &run.attempt,
+        ];
+        self.client.execute(&sql, &params).await?;
         Ok(())
     }
 

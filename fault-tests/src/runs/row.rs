@@ -1,8 +1,8 @@
 //! One row of the runs table, [`Run`], and its decoding: written once for every driver.
 
 /// The runs table's columns, in the order [`Run::decode`] reads them.
-pub(super) const COLUMNS: &str =
-    "id, job, instance, slot, fence, started, ended, cancelled, first_write, late_write";
+pub(super) const COLUMNS: &str = "id, job, instance, slot, fence, started, ended, cancelled, first_write, late_write, kind, \
+     attempt";
 
 /// One row of the runs table.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,6 +27,10 @@ pub struct Run {
     pub first_write: Option<i64>,
     /// Rows changed by the body's fenced write at its end, if it made one.
     pub late_write: Option<i64>,
+    /// The fire kind (`Scheduled`, `CatchUp`, `Manual`), when the job records it.
+    pub kind: Option<String>,
+    /// Which attempt of the run (`JobContext::attempt`), when the job records it.
+    pub attempt: Option<i64>,
 }
 
 /// A value every driver can read from a column: `i64`, `String`, `bool` and their options.
@@ -67,6 +71,8 @@ impl Run {
             cancelled: row.column(7)?,
             first_write: row.column(8)?,
             late_write: row.column(9)?,
+            kind: row.column(10)?,
+            attempt: row.column(11)?,
         })
     }
 }

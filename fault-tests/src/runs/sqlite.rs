@@ -72,15 +72,22 @@ impl RunsConnection for Sqlite {
 
     async fn start(&self, t: &str, run: &NewRun<'_>) -> Result<i64, BoxError> {
         let sql = format!(
-            "INSERT INTO {t} (job, instance, slot, fence, started) \
-             VALUES (?1, ?2, ?3, ?4, {NOW}) RETURNING id"
+            "INSERT INTO {t} (job, instance, slot, fence, kind, attempt, started) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, {NOW}) RETURNING id"
         );
         let (job, instance) = (run.job.to_owned(), run.instance.to_owned());
-        let (slot, fence) = (run.slot, run.fence);
+        let (slot, fence, kind, attempt) = (
+            run.slot,
+            run.fence,
+            run.kind.map(str::to_owned),
+            run.attempt,
+        );
         self.with(move |c| {
-            c.query_row(&sql, rusqlite::params![job, instance, slot, fence], |row| {
-                row.get(0)
-            })
+            c.query_row(
+                &sql,
+                rusqlite::params![job, instance, slot, fence, kind, attempt],
+                |row| row.get(0),
+            )
         })
         .await
     }
@@ -103,13 +110,23 @@ impl RunsConnection for Sqlite {
 
     async fn record(&self, t: &str, run: &NewRun<'_>) -> Result<(), BoxError> {
         let sql = format!(
-            "INSERT INTO {t} (job, instance, slot, fence, started, ended) \
-             SELECT ?1, ?2, ?3, ?4, n, n FROM (SELECT {NOW} AS n)"
+            "INSERT INTO {t} (job, instance, slot, fence, kind, attempt, started, ended) \
+             SELECT ?1, ?2, ?3, ?4, ?5, ?6, n, n FROM (SELECT {NOW} AS n)"
         );
         let (job, instance) = (run.job.to_owned(), run.instance.to_owned());
-        let (slot, fence) = (run.slot, run.fence);
-        self.with(move |c| c.execute(&sql, rusqlite::params![job, instance, slot, fence]))
-            .await?;
+        let (slot, fence, kind, attempt) = (
+            run.slot,
+            run.fence,
+            run.kind.map(str::to_owned),
+            run.attempt,
+        );
+        self.with(move |c| {
+            c.execute(
+                &sql,
+                rusqlite::params![job, instance, slot, fence, kind, attempt],
+            )
+        })
+        .await?;
         Ok(())
     }
 
