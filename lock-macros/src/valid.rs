@@ -353,18 +353,18 @@ fn integer(
     errors: &mut Errors,
 ) -> Option<u64> {
     let key = &given.ident;
+    if !lit.suffix().is_empty() {
+        errors.at(
+            lit.span(),
+            format!(
+                "`{key}` takes a plain integer, without a type suffix: write `{key} = {}`",
+                lit.base10_digits()
+            ),
+        );
+        return None;
+    }
     match lit.base10_parse::<u64>() {
         Ok(n) if (min..=max).contains(&n) => Some(n),
-        _ if !lit.suffix().is_empty() => {
-            errors.at(
-                lit.span(),
-                format!(
-                    "`{key}` takes a plain integer, without a type suffix: write `{key} = {}`",
-                    lit.base10_digits()
-                ),
-            );
-            None
-        }
         _ => {
             errors.at(
                 lit.span(),

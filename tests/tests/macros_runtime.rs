@@ -303,10 +303,10 @@ fn scheduled_functions_are_registered_with_trigger_and_lock() {
     assert_eq!(
         cleanup.trigger,
         TriggerSpec {
-            kind: TriggerKind::FixedDelay {
+            initial_delay: Duration::from_millis(1_000),
+            ..TriggerSpec::new(TriggerKind::FixedDelay {
                 delay: Duration::from_millis(5_000)
-            },
-            initial_delay: Duration::from_millis(1_000)
+            })
         }
     );
     assert_eq!(cleanup.lock.spec.name, "rt-cleanup");
@@ -315,12 +315,9 @@ fn scheduled_functions_are_registered_with_trigger_and_lock() {
     let rate = registered("rt-hourly-and-a-half");
     assert_eq!(
         rate.trigger,
-        TriggerSpec {
-            kind: TriggerKind::FixedRate {
-                period: Duration::from_millis(5_400_000)
-            },
-            initial_delay: Duration::ZERO
-        }
+        TriggerSpec::new(TriggerKind::FixedRate {
+            period: Duration::from_millis(5_400_000)
+        })
     );
     // `#[scheduled]` alone: its own `name`, the executor's at_most, no at_least.
     assert_eq!(rate.lock.spec.name, "rt-hourly-and-a-half");

@@ -42,12 +42,12 @@ fn main() {
     assert_eq!(reports.lock.spec.keep_alive, Some(true));
     assert_eq!(
         reports.trigger,
-        TriggerSpec { kind: TriggerKind::FixedDelay { delay: ms(60_000) }, initial_delay: ms(0) }
+        TriggerSpec { initial_delay: ms(0), ..TriggerSpec::new(TriggerKind::FixedDelay { delay: ms(60_000) }) }
     );
 
     assert_eq!(
         job("full_paths").trigger,
-        TriggerSpec { kind: TriggerKind::FixedRate { period: ms(10_000) }, initial_delay: ms(0) }
+        TriggerSpec { initial_delay: ms(0), ..TriggerSpec::new(TriggerKind::FixedRate { period: ms(10_000) }) }
     );
     assert_eq!(inventory::iter::<ScheduledJob>.into_iter().count(), 3);
 }

@@ -56,15 +56,15 @@ fn main() {
     assert!(matches!(trigger("cron_second_friday").kind, TriggerKind::Cron(_)));
     assert_eq!(
         trigger("rate"),
-        TriggerSpec { kind: TriggerKind::FixedRate { period: ms(5_400_500) }, initial_delay: ms(0) }
+        TriggerSpec { initial_delay: ms(0), ..TriggerSpec::new(TriggerKind::FixedRate { period: ms(5_400_500) }) }
     );
     assert_eq!(
         trigger("rate_zero_initial_delay"),
-        TriggerSpec { kind: TriggerKind::FixedRate { period: ms(5_000) }, initial_delay: ms(0) }
+        TriggerSpec { initial_delay: ms(0), ..TriggerSpec::new(TriggerKind::FixedRate { period: ms(5_000) }) }
     );
     assert_eq!(
         trigger("delay"),
-        TriggerSpec { kind: TriggerKind::FixedDelay { delay: ms(250) }, initial_delay: ms(60_000) }
+        TriggerSpec { initial_delay: ms(60_000), ..TriggerSpec::new(TriggerKind::FixedDelay { delay: ms(250) }) }
     );
     assert_eq!(inventory::iter::<ScheduledJob>.into_iter().count(), 8);
 }
