@@ -11,6 +11,12 @@ use crate::args::{Args, Given, Value};
 use crate::errors::Errors;
 use crate::keys::{Macro, Role, ValueKind};
 
+mod kinds;
+mod runs;
+
+use kinds::{choice, integer};
+pub(crate) use runs::direct_call_keys;
+
 /// When a `#[scheduled]` function fires, checked: the `TriggerKind` expression and the other
 /// `TriggerSpec` fields given.
 pub(crate) struct Trigger {
@@ -344,80 +350,11 @@ fn check_values(attr: Macro, args: &Args, errors: &mut Errors) -> Values {
     values
 }
 
-/// An integer literal in `min..=max`.
-fn integer(
-    given: &Given,
-    lit: &syn::LitInt,
-    min: u64,
-    max: u64,
-    errors: &mut Errors,
-) -> Option<u64> {
-    let key = &given.ident;
-    if !lit.suffix().is_empty() {
-        errors.at(
-            lit.span(),
-            format!(
-                "`{key}` takes a plain integer, without a type suffix: write `{key} = {}`",
-                lit.base10_digits()
-            ),
-        );
-        return None;
-    }
-    match lit.base10_parse::<u64>() {
-        Ok(n) if (min..=max).contains(&n) => Some(n),
-        _ => {
-            errors.at(
-                lit.span(),
-                format!("`{key}` must be between {min} and {max}, found `{lit}`"),
-            );
-            None
-        }
-    }
-}
-
-/// A string that must be one of `choices`; a near miss is named.
-fn choice(given: &Given, lit: &LitStr, choices: &[&'static str], errors: &mut Errors) -> bool {
-    let value = lit.value();
-    if choices.contains(&value.as_str()) {
-        return true;
-    }
-    let key = &given.ident;
-    let valid = crate::args::list(choices);
-    let message = match crate::args::closest(&value, choices) {
-        Some(near) => format!(
-            "unknown `{key}` value `{value}`; did you mean `{near}`? The values are {valid}"
-        ),
-        None => format!("unknown `{key}` value `{value}`; the values are {valid}"),
-    };
-    errors.at(lit.span(), message);
-    false
-}
-
 /// Checks `#[scheduler_lock(...)]`: the name's length, each duration, `at_least <= at_most`,
 /// and that a retry plan fits in the lease without keep-alive.
 pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
     let values = check_values(Macro::SchedulerLock, args, errors);
-    // Only when both are written: a default `lock_at_most_for` is the builder's to set, and
-    // `start()` checks the plan against it.
-    if let (Some(most), Some(retries), false) = (
-        values.duration("lock_at_most_for"),
-        values.integer("retries"),
-        values.bool("keep_alive") == Some(true),
-    ) {
-        let backoff = values
-            .duration("retry_backoff")
-            .unwrap_or(lock_trigger::DEFAULT_RETRY_BACKOFF);
-        if let Some(conflict) =
-            lock_trigger::retry_plan_conflict(u32::try_from(retries).ok()?, backoff, most)
-        {
-            let span = match &args.get("retries")?.value {
-                Some(Value::Int(lit)) => lit.span(),
-                _ => args.get("retries")?.ident.span(),
-            };
-            errors.at(span, conflict);
-            return None;
-        }
-    }
+    let plan_fits = runs::retry_plan(args, &values, errors);
     if let (Some(most), Some(least)) = (
         values.duration("lock_at_most_for"),
         values.duration("lock_at_least_for"),
@@ -434,6 +371,9 @@ pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
         );
         return None;
     }
+    if !plan_fits {
+        return None;
+    }
     let mut fields = Vec::new();
     for key in Macro::SchedulerLock.keys() {
         if let (Role::Lock(Some(field)), true) = (&key.role, values.given(key.name)) {
@@ -445,23 +385,6 @@ pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
         false => None,
     };
     Some(Lock { name, fields })
-}
-
-/// `#[scheduler_lock]` without `#[scheduled]`: the keys only a scheduled run applies are
-/// refused (a direct call's body is a future the caller made, run once).
-pub(crate) fn direct_call_keys(args: &Args, errors: &mut Errors) {
-    for key in crate::keys::SCHEDULED_RUN_KEYS {
-        if let Some(given) = args.get(key) {
-            errors.at(
-                given.ident.span(),
-                format!(
-                    "`{key}` applies to the runs of a #[scheduled] job only: a direct call of a \
-                     #[scheduler_lock] function runs its body once, as the caller wrote it; add \
-                     #[scheduled(..)] or remove `{key}`"
-                ),
-            );
-        }
-    }
 }
 
 /// Where the lock's name was written: which attributes of the function carry `name`.

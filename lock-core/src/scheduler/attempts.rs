@@ -22,6 +22,8 @@
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures_util::FutureExt;
@@ -294,60 +296,99 @@ async fn extend(
     }
 }
 
-/// [`Attempts::run`] for a synchronous body, on its blocking thread (inside the lease's
-/// context). The timeout resolves `cancelled()`; the thread cannot be stopped, so the body
-/// keeps the lease until it returns (a warning says so at timeout + grace).
-pub(super) fn run_blocking(
-    attempts: Attempts<'_>,
-    handle: &tokio::runtime::Handle,
-    mut body: impl FnMut() -> JobResult,
-) -> Attempted {
-    if let Some(recorder) = &attempts.recorder {
-        recorder.started_blocking();
+/// [`Attempts`] owned, to move onto a blocking thread.
+pub(super) struct BlockingAttempts {
+    policy: RunPolicy,
+    config: LockConfiguration,
+    executor: LockingTaskExecutor,
+    recorder: Option<RunRecorder>,
+    handle: tokio::runtime::Handle,
+}
+
+impl Attempts<'_> {
+    /// The same attempts for a synchronous body (clones of two handles: no allocation).
+    pub(super) fn for_blocking(self) -> BlockingAttempts {
+        BlockingAttempts {
+            policy: self.policy,
+            config: self.config.clone(),
+            executor: self.executor.clone(),
+            recorder: self.recorder,
+            handle: tokio::runtime::Handle::current(),
+        }
     }
-    let ctx = match (attempts.policy.is_plain(), JobContext::current()) {
-        (false, Some(ctx)) => ctx,
-        _ => return Attempted::Returned(body()),
-    };
-    let mut attempt = 1;
-    loop {
-        ctx.set_attempt(attempt);
-        let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let watch = attempts.policy.timeout.map(|timeout| {
-            let (ctx, fired) = (ctx.clone(), fired.clone());
-            handle.spawn(async move {
-                tokio::time::sleep(timeout).await;
-                fired.store(true, std::sync::atomic::Ordering::SeqCst);
-                tracing::warn!(attempt = ctx.attempt(), ?timeout, "blocking run timed out: cancelled() resolves now");
-                ctx.cancel_token().cancel();
-                tokio::time::sleep(lock_trigger::timeout_grace(timeout)).await;
-                tracing::warn!(
-                    lock = ctx.lock_name(),
-                    "a blocking body cannot be dropped: it keeps running, and holds the lease, until it returns"
-                );
-            })
-        });
-        let result = std::panic::catch_unwind(AssertUnwindSafe(&mut body));
-        if let Some(watch) = watch {
-            watch.abort();
-        }
-        let timed_out = fired.load(std::sync::atomic::Ordering::SeqCst);
-        let tried = match result {
-            _ if timed_out => Tried::TimedOut,
-            Ok(result) => Tried::Done(result),
-            Err(panic) => Tried::Panicked(panic),
+}
+
+impl BlockingAttempts {
+    /// [`Attempts::run`] for a synchronous body, on its blocking thread (inside the lease's
+    /// context). The timeout resolves `cancelled()`; the thread cannot be stopped, so the body
+    /// keeps the lease until it returns (a warning says so at timeout + grace).
+    pub(super) fn run(self, mut body: impl FnMut() -> JobResult) -> Attempted {
+        let BlockingAttempts {
+            policy,
+            config,
+            executor,
+            recorder,
+            handle,
+        } = self;
+        let attempts = Attempts {
+            policy,
+            config: &config,
+            executor: &executor,
+            recorder,
         };
-        match handle.block_on(attempts.after(&ctx, attempt, tried)) {
-            Ok(done) => return done,
-            Err(pause) => {
-                if !handle.block_on(attempts.pause_and_extend(&ctx, pause)) {
-                    return Attempted::Returned(Err(attempts.stopped_retrying(attempt)));
-                }
-            }
-        }
-        attempt += 1;
         if let Some(recorder) = &attempts.recorder {
             recorder.started_blocking();
         }
+        let ctx = match (policy.is_plain(), JobContext::current()) {
+            (false, Some(ctx)) => ctx,
+            _ => return Attempted::Returned(body()),
+        };
+        let mut attempt = 1;
+        loop {
+            ctx.set_attempt(attempt);
+            let fired = Arc::new(AtomicBool::new(false));
+            let watch = policy
+                .timeout
+                .map(|timeout| handle.spawn(watch_blocking(ctx.clone(), timeout, fired.clone())));
+            let result = std::panic::catch_unwind(AssertUnwindSafe(&mut body));
+            if let Some(watch) = watch {
+                watch.abort();
+            }
+            let tried = match result {
+                _ if fired.load(Ordering::SeqCst) => Tried::TimedOut,
+                Ok(result) => Tried::Done(result),
+                Err(panic) => Tried::Panicked(panic),
+            };
+            match handle.block_on(attempts.after(&ctx, attempt, tried)) {
+                Ok(done) => return done,
+                Err(pause) => {
+                    if !handle.block_on(attempts.pause_and_extend(&ctx, pause)) {
+                        return Attempted::Returned(Err(attempts.stopped_retrying(attempt)));
+                    }
+                }
+            }
+            attempt += 1;
+            if let Some(recorder) = &attempts.recorder {
+                recorder.started_blocking();
+            }
+        }
     }
+}
+
+/// A blocking attempt's timeout: resolves `cancelled()` at `timeout` (setting `fired`), and
+/// warns at timeout + grace that the body cannot be dropped.
+async fn watch_blocking(ctx: JobContext, timeout: Duration, fired: Arc<AtomicBool>) {
+    tokio::time::sleep(timeout).await;
+    fired.store(true, Ordering::SeqCst);
+    tracing::warn!(
+        attempt = ctx.attempt(),
+        ?timeout,
+        "blocking run timed out: cancelled() resolves now"
+    );
+    ctx.cancel_token().cancel();
+    tokio::time::sleep(lock_trigger::timeout_grace(timeout)).await;
+    tracing::warn!(
+        lock = ctx.lock_name(),
+        "a blocking body cannot be dropped: it keeps running, and holds the lease, until it returns"
+    );
 }

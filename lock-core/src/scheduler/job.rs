@@ -169,8 +169,7 @@ impl Job {
 
     /// Bounds each attempt of a run (`#[scheduler_lock(timeout = "..")]`): at `timeout` the
     /// body's [`JobContext::cancelled`] resolves; a body still running a grace later (a tenth
-    /// of the timeout, between 1 s and 30 s: [`lock_trigger::timeout_grace`](crate::__private::lock_trigger::timeout_grace))
-    /// is **dropped**: its future is never polled again, so no code after the `.await` it is
+    /// of the timeout, between 1 s and 30 s) is **dropped**: its future is never polled again, so no code after the `.await` it is
     /// suspended at runs, while the destructors of everything it holds do run (guards,
     /// connections returned to their pools, transactions rolled back by their drop). The run
     /// is recorded as [`RunOutcome::TimedOut`](crate::RunOutcome::TimedOut), is not retried,

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Job;
-use super::attempts::{self, Attempted, Attempts};
+use super::attempts::{Attempted, Attempts};
 use super::cluster::{Operations, RunRecorder};
 use super::job::Body;
 use super::status::{JobState, RunOutcome};
@@ -192,7 +192,8 @@ impl JobRunner {
             status.running = true;
             status.next_fire = None;
         }
-        if let Some(slot) = slot {
+        // A catch-up's slot is missed by definition: its lateness is not the timer's.
+        if let (Some(slot), FireKind::Scheduled) = (slot, kind) {
             // By the database's clock. A fire a hair early (inside the estimate's error)
             // counts as no lag.
             let lag = (self.clock.now() - slot.instant())
@@ -285,41 +286,21 @@ impl JobRunner {
             }
             Body::Registered(JobBody::Blocking(body)) => {
                 let (body, values, ended) = (*body, values.clone(), BodyEnd(state.clone()));
-                let (policy, config, executor2) =
-                    (attempts.policy, self.config.clone(), executor.clone());
-                let recorder = attempts.recorder;
-                let handle = tokio::runtime::Handle::current();
+                let attempts = attempts.for_blocking();
                 executor
                     .execute_blocking_fire(&self.config, slot, kind, move || {
                         let _ended = ended;
-                        let attempts = Attempts {
-                            policy,
-                            config: &config,
-                            executor: &executor2,
-                            recorder,
-                        };
-                        let out = attempts::run_blocking(attempts, &handle, || body(&values));
-                        (out, cancelled_now())
+                        (attempts.run(|| body(&values)), cancelled_now())
                     })
                     .await
             }
             Body::Blocking(body) => {
                 let (body, values, ended) = (body.clone(), values.clone(), BodyEnd(state.clone()));
-                let (policy, config, executor2) =
-                    (attempts.policy, self.config.clone(), executor.clone());
-                let recorder = attempts.recorder;
-                let handle = tokio::runtime::Handle::current();
+                let attempts = attempts.for_blocking();
                 executor
                     .execute_blocking_fire(&self.config, slot, kind, move || {
                         let _ended = ended;
-                        let attempts = Attempts {
-                            policy,
-                            config: &config,
-                            executor: &executor2,
-                            recorder,
-                        };
-                        let out = attempts::run_blocking(attempts, &handle, || body(&values));
-                        (out, cancelled_now())
+                        (attempts.run(|| body(&values)), cancelled_now())
                     })
                     .await
             }

@@ -1,0 +1,115 @@
+//! The checks of the keys that shape a scheduled run: retries and the timeout.
+
+use crate::args::{Args, Value};
+use crate::errors::Errors;
+
+use super::Values;
+
+/// `#[scheduler_lock]` without `#[scheduled]`: the keys only a scheduled run applies are
+/// refused (a direct call's body is a future the caller made, run once).
+pub(crate) fn direct_call_keys(args: &Args, errors: &mut Errors) {
+    for key in crate::keys::SCHEDULED_RUN_KEYS {
+        if let Some(given) = args.get(key) {
+            errors.at(
+                given.ident.span(),
+                format!(
+                    "`{key}` applies to the runs of a #[scheduled] job only: a direct call of a \
+                     #[scheduler_lock] function runs its body once, as the caller wrote it; add \
+                     #[scheduled(..)] or remove `{key}`"
+                ),
+            );
+        }
+    }
+}
+
+/// Without keep-alive, the pauses of a retry plan must end before the lease does (when
+/// `lock_at_most_for` is written: a default one is the builder's to set, and `start()` checks
+/// the plan against it). False when it does not (reported on `retries`).
+pub(super) fn retry_plan(args: &Args, values: &Values, errors: &mut Errors) -> bool {
+    let (Some(most), Some(retries), false) = (
+        values.duration("lock_at_most_for"),
+        values.integer("retries"),
+        values.bool("keep_alive") == Some(true),
+    ) else {
+        return true;
+    };
+    let backoff = values
+        .duration("retry_backoff")
+        .unwrap_or(lock_trigger::DEFAULT_RETRY_BACKOFF);
+    let retries = u32::try_from(retries).unwrap_or(u32::MAX);
+    let Some(conflict) = lock_trigger::retry_plan_conflict(retries, backoff, most) else {
+        return true;
+    };
+    let Some(given) = args.get("retries") else {
+        return true;
+    };
+    let span = match &given.value {
+        Some(Value::Int(lit)) => lit.span(),
+        _ => given.ident.span(),
+    };
+    errors.at(span, conflict);
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use quote::quote;
+
+    use crate::errors::Errors;
+    use crate::keys::Macro;
+
+    fn lock_errors(tokens: proc_macro2::TokenStream) -> Vec<String> {
+        let mut errors = Errors::default();
+        let args = crate::args::parse(Macro::SchedulerLock, tokens, quote!(#), &mut errors)
+            .expect("valid syntax");
+        let lock = super::super::lock(&args, &mut errors);
+        match errors.finish() {
+            Ok(()) => {
+                assert!(lock.is_some());
+                Vec::new()
+            }
+            Err(all) => all.into_iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_plan_longer_than_the_lease_is_reported_with_the_other_lease_mistakes() {
+        let messages = lock_errors(quote!(
+            name = "sync",
+            lock_at_most_for = "1m",
+            lock_at_least_for = "2m",
+            retries = 3,
+            retry_backoff = "10s"
+        ));
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(
+            messages[0].contains("pause up to 1m 10s in all"),
+            "{messages:?}"
+        );
+        assert!(messages[1].contains("is longer than"), "{messages:?}");
+    }
+
+    #[test]
+    fn keep_alive_or_an_unwritten_lease_lets_any_plan_through() {
+        assert!(
+            lock_errors(quote!(
+                name = "a",
+                lock_at_most_for = "1m",
+                keep_alive = true,
+                retries = 3,
+                retry_backoff = "10s"
+            ))
+            .is_empty()
+        );
+        assert!(lock_errors(quote!(name = "b", retries = 100, retry_backoff = "1h")).is_empty());
+        assert!(
+            lock_errors(quote!(
+                name = "c",
+                lock_at_most_for = "1m",
+                retries = 2,
+                retry_backoff = "10s"
+            ))
+            .is_empty()
+        );
+    }
+}
