@@ -409,7 +409,8 @@ fn apply_one(
         };
         let trigger = Trigger::cron(&cron)
             .and_then(|trigger| trigger.in_zone(&zone))
-            .map_err(|e| context(e.to_string()))?;
+            .map_err(|e| context(e.to_string()))?
+            .with_misfire_of(job.trigger());
         job = job.with_trigger(trigger);
     }
     let (Some(at_most), Some(at_least)) = (at_most, at_least) else {
@@ -418,5 +419,7 @@ fn apply_one(
     let config = LockConfiguration::new(config.shared_name().clone(), at_most, at_least)
         .map(|c| c.with_keep_alive(config.keep_alive()))
         .map_err(|e| context(e.to_string()))?;
+    // A shorter lease may no longer hold the job's retry plan.
+    job.run_policy().check(&config).map_err(context)?;
     Ok((job, config))
 }

@@ -203,6 +203,15 @@ impl Trigger {
         self.spec.misfire
     }
 
+    /// This trigger with `other`'s misfire settings (a configuration override replaces the
+    /// schedule, not what a missed slot becomes).
+    pub(crate) fn with_misfire_of(mut self, other: &Trigger) -> Self {
+        self.spec.misfire = other.spec.misfire;
+        self.spec.misfire_grace = other.spec.misfire_grace;
+        self.spec.misfire_max = other.spec.misfire_max;
+        self
+    }
+
     fn check_misfire(&self) -> Result<(), LockError> {
         let spec = &self.spec;
         let invalid = |message: String| Err(LockError::InvalidConfiguration(message));
