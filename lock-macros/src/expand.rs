@@ -337,6 +337,17 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///     run_locked(&__LOCK_SPEC, __lock_body(__lock_arg0, ctx)).await
 /// }
 ///
+/// // Input: #[scheduled(fixed_rate = "2s", misfire = "catch_up", misfire_max = 5, name = "tick")]
+/// //        #[scheduler_lock(retries = 2, retry_backoff = "500ms", timeout = "1m")]
+/// // Output: the same, with
+///             trigger: TriggerSpec {
+///                 misfire: lock_trigger::MisfirePolicy::CatchUp,
+///                 misfire_max: 5u32,
+///                 ..TriggerSpec::new(TriggerKind::FixedRate { period: Duration::from_millis(2000u64) })
+///             },
+/// // and in the LockSpec: `retries: 2u32, retry_backoff: Duration::from_millis(500u64),
+/// // timeout: Some(Duration::from_millis(60000u64))`.
+///
 /// // Input: #[scheduled(fixed_delay = "5s", initial_delay = "1s", name = "poll")]
 /// // Output: the same, with
 ///             trigger: TriggerSpec {
