@@ -8,10 +8,10 @@
 use proc_macro2::TokenStream;
 use syn::ext::IdentExt;
 use syn::parse::{ParseStream, Parser};
-use syn::{Expr, ExprLit, Ident, Lit, LitBool, LitStr, Token};
+use syn::{Expr, ExprLit, Ident, Lit, LitBool, LitInt, LitStr, Token};
 
 use crate::errors::Errors;
-use crate::keys::{self, Key, Macro, example};
+use crate::keys::{self, Key, Macro, ValueKind, example};
 
 /// One argument as written: a key and, unless it is bare, a value of any expression kind (so
 /// `keep_alive = "yes"` or `cron = 5` reach the type check instead of failing as syntax).
@@ -67,6 +67,7 @@ fn parse_raw(tokens: TokenStream, attr: Macro) -> syn::Result<Vec<RawArg>> {
 pub(crate) enum Value {
     Str(LitStr),
     Bool(LitBool),
+    Int(LitInt),
 }
 
 /// A key that was given, with its value. `value` is `None` when the value was missing or of
@@ -125,10 +126,10 @@ pub(crate) fn parse(
             args.had_unknown_key = true;
             continue;
         };
-        let value = if key.value.is_string() {
-            string_value(&arg, errors).map(Value::Str)
-        } else {
-            bool_value(&arg, errors).map(Value::Bool)
+        let value = match key.value {
+            ValueKind::Bool => bool_value(&arg, errors).map(Value::Bool),
+            ValueKind::Integer { .. } => int_value(&arg, errors).map(Value::Int),
+            _ => string_value(&arg, errors).map(Value::Str),
         };
         if args.get(key.name).is_some() {
             errors.at(
@@ -255,6 +256,35 @@ fn bool_value(arg: &RawArg, errors: &mut Errors) -> Option<LitBool> {
             errors.at(
                 key.span(),
                 format!("`{key}` needs a value: write `{key} = true` or `{key} = false`"),
+            );
+            None
+        }
+    }
+}
+
+fn int_value(arg: &RawArg, errors: &mut Errors) -> Option<LitInt> {
+    let key = &arg.key;
+    match &arg.value {
+        Some(Expr::Lit(ExprLit {
+            lit: Lit::Int(n), ..
+        })) => Some(n.clone()),
+        Some(other) => {
+            errors.on(
+                other,
+                format!(
+                    "`{key}` expects an integer literal (without quotes), e.g. `{}`",
+                    example(&key.to_string())
+                ),
+            );
+            None
+        }
+        None => {
+            errors.at(
+                key.span(),
+                format!(
+                    "`{key}` needs a value, e.g. `{}`",
+                    example(&key.to_string())
+                ),
             );
             None
         }

@@ -60,13 +60,8 @@ pub(crate) enum ValueKind {
     Duration { zero: Option<&'static str> },
     /// `true` or `false`.
     Bool,
-}
-
-impl ValueKind {
-    /// Whether the value is written as a string literal (else as a bool).
-    pub(crate) fn is_string(&self) -> bool {
-        !matches!(self, ValueKind::Bool)
-    }
+    /// An integer literal from `min` to `max`.
+    Integer { min: u64, max: u64 },
 }
 
 /// Emits a piece of the expansion from the checked values; `None` when a value it needs was
@@ -103,7 +98,7 @@ pub(crate) struct Key {
 
 /// Every accepted key. The order is the order of the lists in error messages, and the order in
 /// which values are checked (so errors come out in it).
-pub(crate) const KEYS: [Key; 10] = [
+pub(crate) const KEYS: [Key; 12] = [
     Key {
         name: "cron",
         attr: Macro::Scheduled,
@@ -184,6 +179,37 @@ pub(crate) const KEYS: [Key; 10] = [
                 let delay = duration(values.duration("initial_delay")?);
                 Some(quote!(initial_delay: #delay))
             }),
+        },
+    },
+    // How a slot's work is spread (`crate::distribution` checks the two together and emits
+    // `ScheduledJob::distribution`).
+    Key {
+        name: "shards",
+        attr: Macro::Scheduled,
+        value: ValueKind::Integer {
+            min: 1,
+            max: lock_trigger::MAX_SHARDS as u64,
+        },
+        example: "shards = 4",
+        role: Role::TriggerOption {
+            with: &["cron", "fixed_rate"],
+            misuse: "`shards` applies to `cron` and `fixed_rate` only: each shard runs once per \
+                     slot, and a `fixed_delay` job has no slots; use `fixed_rate`, or remove \
+                     `shards`",
+            field: None,
+        },
+    },
+    Key {
+        name: "broadcast",
+        attr: Macro::Scheduled,
+        value: ValueKind::Bool,
+        example: "broadcast = true",
+        role: Role::TriggerOption {
+            with: &["cron", "fixed_rate"],
+            misuse: "`broadcast` applies to `cron` and `fixed_rate` only: each instance's rank \
+                     runs once per slot, and a `fixed_delay` job has no slots; use \
+                     `fixed_rate`, or remove `broadcast`",
+            field: None,
         },
     },
     // `#[scheduled]` alone names its lock here (`expand` takes the name from whichever of the

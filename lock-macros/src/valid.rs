@@ -18,6 +18,8 @@ pub(crate) struct Trigger {
     pub(crate) fields: Vec<TokenStream>,
     /// The lock name, when `#[scheduled]` carries it.
     pub(crate) name: Option<LitStr>,
+    /// How each slot's work is spread (`shards`, `broadcast`).
+    pub(crate) distribution: crate::distribution::Spread,
 }
 
 /// How calls are locked, checked: the `LockSpec` fields given; the rest take their defaults.
@@ -39,6 +41,7 @@ enum Checked {
     Str(LitStr),
     Duration(Duration),
     Bool(bool),
+    Integer(u64),
 }
 
 impl Values {
@@ -74,6 +77,14 @@ impl Values {
     pub(crate) fn bool(&self, key: &str) -> Option<bool> {
         match self.get(key)? {
             Checked::Bool(on) => Some(*on),
+            _ => None,
+        }
+    }
+
+    /// An integer key's value, if it passed its check.
+    pub(crate) fn integer(&self, key: &str) -> Option<u64> {
+        match self.get(key)? {
+            Checked::Integer(n) => Some(*n),
             _ => None,
         }
     }
@@ -268,10 +279,12 @@ pub(crate) fn trigger(args: &Args, errors: &mut Errors) -> Option<Trigger> {
             fields.push(field(&values)?);
         }
     }
+    let distribution = crate::distribution::check(args, &values, errors)?;
     Some(Trigger {
         kind: kind(&values)?,
         fields,
         name: values.string("name").cloned(),
+        distribution,
     })
 }
 
@@ -294,8 +307,12 @@ fn check_values(attr: Macro, args: &Args, errors: &mut Errors) -> Values {
         values.given.push(key.name);
         let checked = match (&key.value, &given.value) {
             (ValueKind::Bool, Some(Value::Bool(on))) => Some(Checked::Bool(on.value)),
+            (ValueKind::Integer { min, max }, Some(Value::Int(lit))) => {
+                integer(given, lit, *min, *max, errors).map(Checked::Integer)
+            }
             // Missing, or not of the key's kind: reported by the parser.
-            (_, None | Some(Value::Bool(_))) | (ValueKind::Bool, Some(Value::Str(_))) => None,
+            (_, None | Some(Value::Bool(_) | Value::Int(_)))
+            | (ValueKind::Bool | ValueKind::Integer { .. }, Some(Value::Str(_))) => None,
             (ValueKind::Cron, Some(Value::Str(expr))) => {
                 match lock_trigger::parse_cron(&expr.value()) {
                     Ok(_) => Some(Checked::Str(expr.clone())),
@@ -411,6 +428,30 @@ pub(crate) fn name_sites(sites: &NameSites, func: &syn::Ident, errors: &mut Erro
                 second.other().name()
             ),
         ),
+    }
+}
+
+/// An integer from `min` to `max`, refused on the literal otherwise.
+fn integer(
+    given: &Given,
+    lit: &syn::LitInt,
+    min: u64,
+    max: u64,
+    errors: &mut Errors,
+) -> Option<u64> {
+    match lit.base10_parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Some(n),
+        _ => {
+            errors.at(
+                lit.span(),
+                format!(
+                    "`{}` must be from {min} to {max}, not {}",
+                    given.ident,
+                    lit.base10_digits()
+                ),
+            );
+            None
+        }
     }
 }
 

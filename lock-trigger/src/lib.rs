@@ -9,12 +9,14 @@ use chrono::{DateTime, Utc};
 
 mod check;
 mod cron;
+mod distribution;
 mod spec;
 mod wall_clock;
 
 pub use check::{ZERO_LEASE, check_cron, check_duration, explain_cron, lease_conflict};
 pub use chrono_tz::Tz;
 pub use cron::Cron;
+pub use distribution::{Distribution, DistributionError, MAX_SHARDS, check_shard_count};
 pub use spec::{
     CronSchedule, CronSpec, Firing, LeaseError, LockSpec, MAX_DURATION, MAX_LOCK_NAME_LEN,
     NameError, TriggerKind, TriggerSpec, check_lease, check_lock_name,

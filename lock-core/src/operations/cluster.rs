@@ -206,9 +206,11 @@ impl ClusterView {
                         c.job == name && c.kind == ControlKind::Trigger && c.claimed_by.is_none()
                     })
                     .count();
+                // A sharded job's runs are kept per shard, under `<job>#<index>`.
                 let last_run = last_runs
                     .iter()
-                    .find(|run| run.job == name)
+                    .filter(|run| is_or_shard_of(&run.job, &name))
+                    .max_by_key(|run| run.id)
                     .cloned()
                     .map(|run| resolve(run, &instances));
                 let last_success = successes
@@ -216,9 +218,13 @@ impl ClusterView {
                     .find(|(job, _)| *job == name)
                     .map(|(_, at)| *at);
                 let lock_name = latest.map(|job| job.lock_name.clone());
-                let lock = lock_name
-                    .as_deref()
-                    .and_then(|lock| locks.iter().find(|l| l.name == lock));
+                // A sharded job's slots are in its shards' lock rows: the latest one's.
+                let lock = lock_name.as_deref().and_then(|lock| {
+                    locks
+                        .iter()
+                        .filter(|l| is_or_shard_of(&l.name, lock))
+                        .max_by_key(|l| (l.last_fire, l.locked_at))
+                });
                 // A slot that ran is in `last_fire` (and a run's slot); a fire without a slot
                 // (fixed delay, or a ShedLock table without `last_fire`) is judged by when the
                 // lock was taken, with a quarter second for the estimate of its planned time.
@@ -272,6 +278,16 @@ impl ClusterView {
             jobs,
         }
     }
+}
+
+/// Whether `name` is `base` or one of its shards' names (`<base>#<index>`).
+fn is_or_shard_of(name: &str, base: &str) -> bool {
+    name.strip_prefix(base).is_some_and(|rest| {
+        rest.is_empty()
+            || rest
+                .strip_prefix('#')
+                .is_some_and(|i| i.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// The instances of the registry (their own rows), with the jobs of their latest heartbeat.

@@ -6,6 +6,7 @@ mod job;
 mod manual;
 mod overrides;
 mod runner;
+mod shards;
 mod startup;
 mod status;
 mod table;
@@ -21,6 +22,7 @@ use tokio_util::task::TaskTracker;
 pub use cluster::{DEFAULT_HEARTBEAT_INTERVAL, HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB};
 pub use job::{Job, registered_jobs};
 pub use overrides::{JobOverride, OVERRIDE_ENV_PREFIX, override_env_key, parse_duration};
+pub use shards::SHARD_TAKEOVER_DELAY;
 pub use status::{JobStatus, RunOutcome};
 pub use trigger::Trigger;
 
@@ -88,6 +90,7 @@ impl Inner {
         started: tokio::time::Instant,
     ) -> JobEntry {
         let state = Arc::new(JobState::new(&job));
+        let spread = shards::spread_of(&job, &config, self.ops.as_deref());
         // A job of its own so that `remove_job` can stop this loop alone.
         let stop = self.stop.child_token();
         let runner = JobRunner {
@@ -99,6 +102,7 @@ impl Inner {
             values: self.values.clone(),
             clock: self.clock.clone(),
             ops: self.ops.clone(),
+            spread,
         };
         let task = self.loops.spawn(runner.clone().run(started));
         JobEntry {
@@ -555,6 +559,7 @@ impl SchedulerBuilder {
             )?);
         }
 
+        shards::require_registry(prepared.iter().map(|(job, _)| job), ops.is_some())?;
         install_scheduler_executor(&executor);
         let inner = Arc::new(Inner {
             executor,
@@ -578,7 +583,10 @@ impl SchedulerBuilder {
             inner.jobs.push(entry);
         }
         if let Some(ops) = inner.ops.clone() {
-            tokio::spawn(cluster::heartbeat_loop(inner.clone(), ops));
+            // Tracked: at shutdown it may leave the registry (sharded and broadcast jobs).
+            inner
+                .loops
+                .spawn(cluster::heartbeat_loop(inner.clone(), ops));
         }
         tracing::info!(
             instance = inner.executor.instance_id(),

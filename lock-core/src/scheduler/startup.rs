@@ -34,6 +34,7 @@ pub(super) fn prepare(
             .check_limits()
             .map_err(|e| LockError::InvalidConfiguration(format!("job `{}`: {e}", job.name())))?;
         let config = job.lock_configuration(executor)?;
+        super::shards::check_job(&job, &config)?;
         // Two jobs under one lock share its `last_fire`: each would refuse the other's slots
         // as already run.
         if let Some(other) = lock_holders.insert(config.name().to_owned(), job.name().to_owned()) {
