@@ -166,7 +166,13 @@ async fn a_manual_run_of_a_sharded_job_runs_every_shard_here() {
         )
         .with_shards(2)
     };
-    let scheduler = start(&provider, "a", job).await;
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .history(Duration::from_secs(3600))
+        .jobs([job])
+        .start()
+        .await
+        .unwrap();
     assert_eq!(
         scheduler.trigger("report").await.unwrap(),
         RunOutcome::Succeeded
@@ -174,6 +180,14 @@ async fn a_manual_run_of_a_sharded_job_runs_every_shard_here() {
     let mut seen = seen.lock().unwrap().clone();
     seen.sort();
     assert_eq!(seen, [Some((0, 2)), Some((1, 2))]);
+    // Each shard's run is in the history under the shard's name, none under the job's.
+    let store = provider.operations().unwrap();
+    for shard in ["report#0", "report#1"] {
+        let runs = store.history(shard, 10).await.unwrap();
+        assert_eq!(runs.len(), 1, "{shard}: {runs:?}");
+        assert_eq!(runs[0].fire_kind, lock_core::FireKind::Manual);
+    }
+    assert!(store.history("report", 10).await.unwrap().is_empty());
     scheduler.shutdown().await.unwrap();
 }
 

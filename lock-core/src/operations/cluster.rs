@@ -387,6 +387,42 @@ mod tests {
     }
 
     #[test]
+    fn a_sharded_jobs_runs_and_locks_are_its_shards() {
+        assert!(is_or_shard_of("daily", "daily"));
+        assert!(is_or_shard_of("daily#3", "daily"));
+        assert!(!is_or_shard_of("daily#x", "daily"));
+        assert!(!is_or_shard_of("daily_2", "daily"));
+        assert!(!is_or_shard_of("dail", "daily"));
+        // The newest shard run is the job's last run; a shard's lock row says the slot ran.
+        let registry: Vec<RegistryRow> = rows("a", 10, 20).into_iter().collect();
+        let mut run = running("a");
+        run.job = "daily#1".into();
+        let lock = LockRecord {
+            name: "daily#2".into(),
+            lock_until: at(21),
+            locked_at: at(20),
+            locked_by: "a".into(),
+            fence: 3,
+            last_fire: Some(at(20)),
+            held: false,
+        };
+        let options = ClusterOptions {
+            missed_grace: Duration::from_secs(3),
+        };
+        let view = ClusterView::assemble(
+            at(24),
+            registry,
+            vec![],
+            vec![run],
+            vec![],
+            vec![lock],
+            &options,
+        );
+        assert_eq!(view.jobs[0].last_run.as_ref().unwrap().job, "daily#1");
+        assert!(!view.jobs[0].missed);
+    }
+
+    #[test]
     fn instances_gone_and_a_missed_fire() {
         let registry: Vec<RegistryRow> = rows("a", 10, 20)
             .into_iter()
