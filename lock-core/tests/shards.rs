@@ -16,6 +16,9 @@ use lock_core::{
 /// (slot, lock name, shard, instance) of every run.
 type Runs = Arc<Mutex<Vec<(DateTime<Utc>, String, (u32, u32), String)>>>;
 
+/// Per slot: (lock name, shard, instance) of each run.
+type Slots = BTreeMap<DateTime<Utc>, Vec<(String, (u32, u32), String)>>;
+
 fn recording(name: &str, runs: &Runs) -> Job {
     let runs = runs.clone();
     Job::new(
@@ -51,7 +54,7 @@ fn by_slot(
     runs: &Runs,
     from: DateTime<Utc>,
     to: DateTime<Utc>,
-) -> BTreeMap<DateTime<Utc>, Vec<(String, (u32, u32), String)>> {
+) -> Slots {
     let mut slots: BTreeMap<_, Vec<_>> = BTreeMap::new();
     for (slot, lock, shard, instance) in runs.lock().unwrap().iter() {
         if *slot >= from && *slot < to {
@@ -126,7 +129,7 @@ async fn broadcast_runs_once_per_instance_with_its_rank() {
     for scheduler in &schedulers {
         scheduler.shutdown().await.unwrap();
     }
-    let ranks = |slots: BTreeMap<DateTime<Utc>, Vec<(String, (u32, u32), String)>>| {
+    let ranks = |slots: Slots| {
         assert!(slots.len() >= 2, "{slots:?}");
         slots
             .into_values()
@@ -247,7 +250,7 @@ async fn start_refuses_what_cannot_be_spread() {
     );
     let error = refused(vec![delayed.with_shards(2)], memory()).await;
     assert!(
-        error.contains("job `poll`: 2 shards need a cron or fixed-rate"),
+        error.contains("job `poll`: a job with 2 shards needs a cron or fixed-rate"),
         "{error}"
     );
     let long = Job::new(

@@ -69,8 +69,8 @@ pub(super) fn check_job(job: &Job, config: &LockConfiguration) -> Result<(), Loc
         |why: String| LockError::InvalidConfiguration(format!("job `{}`: {why}", job.name()));
     if let Firing::AfterRun { .. } = job.trigger().spec().kind.firing() {
         return Err(refuse(format!(
-            "{distribution} need a cron or fixed-rate trigger: each shard runs once per slot, \
-             and a fixed-delay job has no slots"
+            "a job with {distribution} needs a cron or fixed-rate trigger: each shard runs once \
+             per slot, and a fixed-delay job has no slots"
         )));
     }
     distribution
