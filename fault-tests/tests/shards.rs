@@ -96,6 +96,15 @@ fn wrong_slots(slots: &BTreeMap<i64, SlotRuns>, expected: &[(u32, u32)]) -> Vec<
         .collect()
 }
 
+/// How many runs each instance made, for the log (`-- --nocapture`).
+fn runs_per_instance(slots: &BTreeMap<i64, SlotRuns>) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for (_, _, instance) in slots.values().flatten() {
+        *counts.entry(instance.clone()).or_default() += 1;
+    }
+    counts
+}
+
 fn instances_in(slots: &BTreeMap<i64, SlotRuns>) -> BTreeSet<String> {
     slots
         .values()
@@ -152,6 +161,14 @@ async fn sharded_instance_killed(provider: Provider) {
     assert_eq!(instances_in(&before), names, "every instance runs shards");
 
     let later = by_slot(&runs, "sharded", after, end);
+    println!(
+        "{provider:?}: shard runs per instance: before the kill {:?} over {} slots, after {:?} \
+         over {} slots",
+        runs_per_instance(&before),
+        before.len(),
+        runs_per_instance(&later),
+        later.len()
+    );
     assert!(later.len() >= 6, "{later:?}");
     assert_eq!(wrong_slots(&later, &all_four), Vec::<String>::new());
     let survivors: BTreeSet<String> = instances.iter().map(|i| i.name.clone()).collect();

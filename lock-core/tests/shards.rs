@@ -50,11 +50,7 @@ async fn start(provider: &Arc<InMemoryLockProvider>, id: &str, job: Job) -> Sche
 }
 
 /// The runs by slot, for the slots after `from` whose runs are all in.
-fn by_slot(
-    runs: &Runs,
-    from: DateTime<Utc>,
-    to: DateTime<Utc>,
-) -> Slots {
+fn by_slot(runs: &Runs, from: DateTime<Utc>, to: DateTime<Utc>) -> Slots {
     let mut slots: BTreeMap<_, Vec<_>> = BTreeMap::new();
     for (slot, lock, shard, instance) in runs.lock().unwrap().iter() {
         if *slot >= from && *slot < to {
