@@ -267,3 +267,32 @@ async fn start_refuses_what_cannot_be_spread() {
     assert_eq!(job().with_shards(4).distribution(), Distribution::Shards(4));
     scheduler.shutdown().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_names_a_sharded_job_while_one_shard_still_runs() {
+    // Shard 0 returns at once; shard 1 ignores cancellation and runs 5 s.
+    let job = Job::new(
+        "slow",
+        Trigger::fixed_rate(Duration::from_millis(200)).unwrap(),
+        |ctx: JobContext| async move {
+            if ctx.shard() == Some((1, 2)) {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            }
+        },
+    )
+    .with_shards(2);
+    let scheduler = Scheduler::builder()
+        .lock_provider(InMemoryLockProvider::new())
+        .shutdown_timeout(Duration::from_millis(300))
+        .jobs([job])
+        .start()
+        .await
+        .unwrap();
+    // The first slot is at most 200 ms away; then shard 0 has ended and shard 1 runs.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(scheduler.jobs()[0].running);
+    match scheduler.shutdown().await {
+        Err(LockError::ShutdownTimedOut { running, .. }) => assert_eq!(running, ["slow"]),
+        other => panic!("expected the sharded job named at the timeout, got {other:?}"),
+    }
+}

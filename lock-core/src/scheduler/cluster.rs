@@ -145,6 +145,11 @@ impl Operations {
             .contains(job)
     }
 
+    /// Whether runs are written to the history.
+    pub(super) fn keeps_history(&self) -> bool {
+        self.retention.is_some()
+    }
+
     /// A recorder for one fire of `job`, when history is on.
     pub(super) fn recorder(self: &Arc<Self>, job: &str, kind: FireKind) -> Option<RunRecorder> {
         self.retention.map(|_| RunRecorder {

@@ -184,6 +184,7 @@ impl JobRunner {
         let recorder = self
             .ops
             .as_ref()
+            .filter(|ops| ops.keeps_history())
             .and_then(|ops| ops.recorder(&self.history_name(), kind));
         let span = tracing::info_span!(
             "fire",

@@ -39,7 +39,7 @@ use lock_trigger::{Distribution, Firing, MAX_SHARDS};
 
 use super::Job;
 use super::runner::JobRunner;
-use super::status::RunOutcome;
+use super::status::{JobState, RunOutcome};
 use crate::operations::{GONE_AFTER_HEARTBEATS, OperationsStore};
 use crate::{FireKind, FireSlot, LockConfiguration, LockError};
 
@@ -54,8 +54,10 @@ pub(super) struct Spread {
     distribution: Distribution,
     /// The job's own lock, which the shards' locks derive from.
     base: LockConfiguration,
-    /// Fixed shards: built at start. Broadcast: built at a rank's first fire.
-    locks: Vec<OnceLock<LockConfiguration>>,
+    /// Each shard's lock and status. Fixed shards: built at start. Broadcast: built at a
+    /// rank's first fire. A shard's own status, so that concurrent shards do not clear each
+    /// other's "in its body"; the job's status covers the whole fire (`fire_spread`).
+    shards: Vec<OnceLock<(LockConfiguration, Arc<JobState>)>>,
     takeover: Duration,
 }
 
@@ -136,7 +138,7 @@ impl Spread {
             Distribution::Shards(n) => n,
             Distribution::Broadcast => MAX_SHARDS,
         };
-        let locks: Vec<OnceLock<LockConfiguration>> = (0..count).map(|_| OnceLock::new()).collect();
+        let shards = (0..count).map(|_| OnceLock::new()).collect();
         let min_gap = match job.trigger().spec().kind.firing() {
             Firing::Slotted { min_gap } => min_gap,
             Firing::AfterRun { delay } => delay,
@@ -144,22 +146,26 @@ impl Spread {
         let spread = Spread {
             distribution,
             base: config.clone(),
-            locks,
+            shards,
             takeover: SHARD_TAKEOVER_DELAY.min(min_gap / 4),
         };
         if let Distribution::Shards(n) = distribution {
             for index in 0..n {
-                spread.lock(index)?;
+                spread.shard(index, job)?;
             }
         }
         Ok(Some(Arc::new(spread)))
     }
 
-    /// The lock of shard (or rank) `index`.
-    fn lock(&self, index: u32) -> Result<&LockConfiguration, LockError> {
-        let slot = &self.locks[index as usize];
-        if let Some(lock) = slot.get() {
-            return Ok(lock);
+    /// The lock and status of shard (or rank) `index` of `job`.
+    fn shard(
+        &self,
+        index: u32,
+        job: &Job,
+    ) -> Result<&(LockConfiguration, Arc<JobState>), LockError> {
+        let slot = &self.shards[index as usize];
+        if let Some(shard) = slot.get() {
+            return Ok(shard);
         }
         let base = &self.base;
         let lock = LockConfiguration::new(
@@ -168,15 +174,17 @@ impl Spread {
             base.lock_at_least_for(),
         )?
         .with_keep_alive(base.keep_alive());
-        Ok(slot.get_or_init(|| lock))
+        Ok(slot.get_or_init(|| (lock, Arc::new(JobState::new(job)))))
     }
 }
 
 impl JobRunner {
     /// The runner of shard `index` of `total`: this one with the shard's lock.
     fn shard(&self, spread: &Spread, index: u32, total: u32) -> Result<JobRunner, LockError> {
+        let (lock, state) = spread.shard(index, &self.job)?;
         Ok(JobRunner {
-            config: spread.lock(index)?.clone().with_shard((index, total)),
+            config: lock.clone().with_shard((index, total)),
+            state: state.clone(),
             spread: None,
             ..self.clone()
         })
@@ -197,6 +205,15 @@ impl JobRunner {
         slot: Option<FireSlot>,
         kind: FireKind,
     ) -> RunOutcome {
+        // The job's status covers the whole fire: running, and "in its body" (what shutdown
+        // waits for and names) until every shard here has ended.
+        self.state.set_in_body(true);
+        {
+            let mut status = self.state.lock();
+            status.running = true;
+            status.next_fire = None;
+        }
+        let started = tokio::time::Instant::now();
         let instance = self.executor.instance_id();
         let members = self.ops.as_ref().map(|ops| &ops.members);
         let outcome = match spread.distribution {
@@ -254,7 +271,11 @@ impl JobRunner {
             }
             Distribution::Single => self.fire_one(slot, kind).await,
         };
-        self.state.lock().last_outcome = Some(outcome.clone());
+        self.state.set_in_body(false);
+        let mut status = self.state.lock();
+        status.running = false;
+        status.last_outcome = Some(outcome.clone());
+        status.last_duration = Some(started.elapsed());
         outcome
     }
 }
