@@ -8,8 +8,8 @@
 //!   (slot, shard) is the lock's guarantee, whoever tries; the spread below only decides who
 //!   tries first.
 //! - **Spread by rank.** An instance's rank `r` among the `n` live instances comes from the
-//!   cluster registry that the heartbeat already reads (one registry read per heartbeat, only
-//!   in a scheduler with such jobs; never per fire). At a slot it fires at once the shards
+//!   cluster registry, read right after each heartbeat (one statement reading the instances'
+//!   own rows, only in a scheduler with such jobs; never per fire). At a slot it fires at once the shards
 //!   with `index % n == r`, and [`SHARD_TAKEOVER_DELAY`] later (at most a quarter of the gap between
 //!   slots) tries the others, which run only where their preferred instance did not: that is
 //!   how the shards of an instance that died are run from the next slot (once their leases
@@ -342,7 +342,7 @@ impl Members {
         now: DateTime<Utc>,
         timeout: Duration,
     ) {
-        let rows = match tokio::time::timeout(timeout, store.registry()).await {
+        let rows = match tokio::time::timeout(timeout, store.instances()).await {
             Ok(Ok(rows)) => rows,
             Ok(Err(error)) => {
                 tracing::debug!(
