@@ -465,8 +465,10 @@ impl SchedulerBuilder {
     /// Fails without starting anything when no provider was given, the instance id is invalid,
     /// a type was given to [`state`](Self::state) twice, a job's lock configuration is invalid
     /// (e.g. a default name over 64 bytes, or a `lock_at_most_for` over 1000 years), a job's
-    /// initial delay is over 1000 years, two jobs share a name or a lock name, or a job's
-    /// parameters need state that was not registered (every such job and type is named).
+    /// initial delay is over 1000 years, two jobs share a name or a lock name, a job's
+    /// parameters need state that was not registered (every such job and type is named), a
+    /// sharded or broadcast job is out of [its limits](Job::with_shards), or a
+    /// [broadcast](Job::broadcast) job has no registry (operations tables) to rank on.
     /// Starting with no jobs logs a warning that says why it happens and how to fix it; so does
     /// a job whose `lock_at_most_for` is more than 10 periods of the job long (a dead holder
     /// would stop it cluster-wide for that long; keep-alive with a short lease is the pattern
