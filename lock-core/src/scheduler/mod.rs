@@ -466,9 +466,8 @@ impl SchedulerBuilder {
     /// a type was given to [`state`](Self::state) twice, a job's lock configuration is invalid
     /// (e.g. a default name over 64 bytes, or a `lock_at_most_for` over 1000 years), a job's
     /// initial delay is over 1000 years, two jobs share a name or a lock name, a job's
-    /// parameters need state that was not registered (every such job and type is named), a
-    /// sharded or broadcast job is out of [its limits](Job::with_shards), or a
-    /// [broadcast](Job::broadcast) job has no registry (operations tables) to rank on.
+    /// parameters need state that was not registered (every such job and type is named), or a
+    /// [sharded](Job::with_shards) or [broadcast](Job::broadcast) job breaks their rules.
     /// Starting with no jobs logs a warning that says why it happens and how to fix it; so does
     /// a job whose `lock_at_most_for` is more than 10 periods of the job long (a dead holder
     /// would stop it cluster-wide for that long; keep-alive with a short lease is the pattern
@@ -586,9 +585,8 @@ impl SchedulerBuilder {
         }
         if let Some(ops) = inner.ops.clone() {
             // Tracked: at shutdown it may leave the registry (sharded and broadcast jobs).
-            inner
-                .loops
-                .spawn(cluster::heartbeat_loop(inner.clone(), ops));
+            let heartbeat = cluster::heartbeat_loop(inner.clone(), ops);
+            inner.loops.spawn(heartbeat);
         }
         tracing::info!(
             instance = inner.executor.instance_id(),
