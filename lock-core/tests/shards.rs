@@ -291,6 +291,7 @@ async fn shutdown_names_a_sharded_job_while_one_shard_still_runs() {
     // The first slot is at most 200 ms away; then shard 0 has ended and shard 1 runs.
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert!(scheduler.jobs()[0].running);
+    assert_eq!(scheduler.jobs()[0].trigger, "fixed rate 200ms, 2 shards");
     match scheduler.shutdown().await {
         Err(LockError::ShutdownTimedOut { running, .. }) => assert_eq!(running, ["slow"]),
         other => panic!("expected the sharded job named at the timeout, got {other:?}"),
