@@ -45,6 +45,8 @@ pub struct LockConfiguration {
     lock_at_most_for: Duration,
     lock_at_least_for: Duration,
     keep_alive: bool,
+    /// The shard this lock runs (index, total), for a sharded or broadcast job's fire.
+    shard: Option<(u32, u32)>,
     // Registered on first use and shared by clones, so fires allocate nothing for metrics.
     metrics: Arc<OnceLock<LockMetrics>>,
 }
@@ -110,6 +112,7 @@ impl LockConfiguration {
             lock_at_most_for: at_most,
             lock_at_least_for: at_least,
             keep_alive: false,
+            shard: None,
             metrics: Arc::default(),
         })
     }
@@ -160,6 +163,19 @@ impl LockConfiguration {
     /// Whether the lease is extended while the body runs.
     pub fn keep_alive(&self) -> bool {
         self.keep_alive
+    }
+
+    /// The shard a fire under this lock runs, `(index, total)`, which the body reads as
+    /// [`JobContext::shard`](crate::JobContext::shard); `None` unless the scheduler built this
+    /// lock for one shard of a sharded or broadcast job.
+    pub fn shard(&self) -> Option<(u32, u32)> {
+        self.shard
+    }
+
+    /// The same lock, for shard `(index, total)` (a clone shares the name and metrics).
+    pub(crate) fn with_shard(mut self, shard: (u32, u32)) -> Self {
+        self.shard = Some(shard);
+        self
     }
 }
 

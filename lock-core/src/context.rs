@@ -53,6 +53,8 @@ struct ContextInner {
     fire_kind: FireKind,
     /// Which attempt of the run this is (1 unless the job retries).
     attempt: AtomicU32,
+    /// The shard (index, total) this run is, for a sharded or broadcast job.
+    shard: Option<(u32, u32)>,
 }
 
 /// Why a body runs: a scheduled fire, a catch-up run of a missed slot, or a manual run.
@@ -101,17 +103,41 @@ impl JobContext {
                 cancel,
                 fire_kind,
                 attempt: AtomicU32::new(1),
+                shard: None,
             }),
         }
     }
 
-    /// The same context for a fire of `kind` (the executor builds a context before it knows
-    /// who asked for the lock).
-    pub(crate) fn for_fire(self, kind: FireKind) -> Self {
-        if self.inner.fire_kind == kind {
+    /// The same context for a fire of `kind` running `shard` (the executor builds a context
+    /// before it knows who asked for the lock).
+    pub(crate) fn for_fire(self, kind: FireKind, shard: Option<(u32, u32)>) -> Self {
+        if self.inner.fire_kind == kind && self.inner.shard == shard {
             return self;
         }
-        Self::with_kind(self.inner.lease.clone(), self.inner.cancel.clone(), kind)
+        JobContext {
+            inner: Arc::new(ContextInner {
+                lease: self.inner.lease.clone(),
+                cancel: self.inner.cancel.clone(),
+                fire_kind: kind,
+                attempt: AtomicU32::new(1),
+                shard,
+            }),
+        }
+    }
+
+    /// The shard this run processes, `(index, total)`: for a job with `shards = N`, one of
+    /// `0..N` (each runs once per slot somewhere in the cluster); for a `broadcast` job, this
+    /// instance's rank among the live instances and their number. `None` for any other run.
+    /// Process your share of the work by it, e.g. the rows with `id % total = index`.
+    ///
+    /// ```
+    /// use lock_core::JobContext;
+    /// let ctx = lock_core::testing::TestFire::new().context();
+    /// assert_eq!(ctx.shard(), None);
+    /// # fn process(_: JobContext) {}
+    /// ```
+    pub fn shard(&self) -> Option<(u32, u32)> {
+        self.inner.shard
     }
 
     /// The context of the locked body this code runs in, or `None` outside one.

@@ -41,6 +41,7 @@ pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};
 pub use kit::{ColumnNames, DEFAULT_TABLE, validate_identifier, validate_table_name};
 pub use lock_macros::{scheduled, scheduler_lock};
 pub use lock_trigger::MisfirePolicy;
+pub use lock_trigger::{Distribution, MAX_SHARDS};
 pub use memory::InMemoryLockProvider;
 pub use provider::{
     AcquireOutcome, DEFAULT_MAX_SLOT_LEAD, FireSlot, Lease, LockProvider, LockRecord, LockRequest,
@@ -49,7 +50,8 @@ pub use provider::{
 pub use run_once::{DEFAULT_RUN_ONCE_LEASE, DEFAULT_RUN_ONCE_WAIT, RunOnce, RunOnceOutcome};
 pub use scheduler::{
     DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SHUTDOWN_TIMEOUT, HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB,
-    Job, JobStatus, RunOutcome, Scheduler, SchedulerBuilder, Trigger, registered_jobs,
+    Job, JobStatus, RunOutcome, SHARD_TAKEOVER_DELAY, Scheduler, SchedulerBuilder, Trigger,
+    registered_jobs,
 };
 pub use scheduler::{JobOverride, OVERRIDE_ENV_PREFIX, override_env_key, parse_duration};
 pub use shutdown::shutdown_signal;

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 pub use inventory;
 /// The vocabulary the expansion is written in (`TriggerSpec`, `TriggerKind`, `CronSpec`, and
 /// `lock_trigger::LockSpec` inside [`LockSpec`]).
-pub use lock_trigger::{self, CronSpec, TriggerKind, TriggerSpec};
+pub use lock_trigger::{self, CronSpec, Distribution, TriggerKind, TriggerSpec};
 
 use crate::executor::default_executor_shared;
 pub use crate::extract::fire_context;
@@ -102,6 +102,8 @@ pub struct ScheduledJob {
     pub body: JobBody,
     /// Checks the parameters' extractors against the registered state (at start).
     pub check: fn(&StateMap) -> Vec<ExtractError>,
+    /// How each slot's work is spread (`shards = N`, `broadcast = true`).
+    pub distribution: Distribution,
 }
 
 inventory::collect!(ScheduledJob);

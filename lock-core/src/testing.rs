@@ -79,6 +79,7 @@ pub struct TestFire {
     kind: Option<FireKind>,
     instance_id: Option<Arc<str>>,
     cancelled: bool,
+    shard: Option<(u32, u32)>,
     state: StateMap,
     /// Types given to `state` twice: refused by `run_job`, as `start()` refuses them.
     state_twice: Vec<&'static str>,
@@ -128,6 +129,18 @@ impl TestFire {
         self
     }
 
+    /// The shard `(index, total)` ([`JobContext::shard`]), as a sharded or broadcast job's
+    /// fire has it.
+    ///
+    /// ```
+    /// let ctx = lock_core::testing::TestFire::new().shard(2, 4).context();
+    /// assert_eq!(ctx.shard(), Some((2, 4)));
+    /// ```
+    pub fn shard(mut self, index: u32, total: u32) -> Self {
+        self.shard = Some((index, total));
+        self
+    }
+
     /// Starts the body with [`JobContext::cancelled`] already resolved (lease lost or
     /// shutting down), to test that it stops early.
     pub fn cancelled(mut self) -> Self {
@@ -166,7 +179,8 @@ impl TestFire {
             cancel.cancel();
         }
         let lease = Lease::granted(&request, self.fence.unwrap_or(1));
-        JobContext::with_kind(lease, cancel, self.kind.unwrap_or(FireKind::Scheduled))
+        JobContext::with_kind(lease, cancel, FireKind::Manual)
+            .for_fire(self.kind.unwrap_or(FireKind::Scheduled), self.shard)
     }
 
     /// Runs `future` with this fire's context visible to [`JobContext::current`] (and to

@@ -72,6 +72,15 @@ pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> Token
     }
     valid::name_sites(&names, &func.sig.ident, &mut errors);
     valid::signature(&func.sig, is_scheduled, &mut errors);
+    let name = trigger
+        .as_ref()
+        .and_then(|trigger| trigger.name.clone())
+        .or_else(|| lock.as_ref()?.name.clone());
+    if let (Some(trigger), Some(name)) = (&trigger, &name)
+        && let Err(error) = trigger.distribution.check_name(name)
+    {
+        errors.push(error);
+    }
 
     if let Err(error) = errors.finish() {
         // The function is still emitted, as written, so that its callers compile and the user
@@ -79,10 +88,6 @@ pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> Token
         // in this list already).
         return with_error(func.into_token_stream(), error);
     }
-    let name = trigger
-        .as_ref()
-        .and_then(|trigger| trigger.name.clone())
-        .or_else(|| lock.as_ref()?.name.clone());
     match (is_scheduled, trigger, lock, name) {
         (true, Some(trigger), Some(lock), Some(name)) => {
             scheduled_fn(&func, &trigger, &lock, &name)
@@ -296,6 +301,7 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///             lock: &__LOCK_SPEC,
 ///             body: JobBody::Async(|_| Box::pin(async { JobReturn::into_job_result(__lock_body().await) })),
 ///             check: |_| Vec::new(),
+///             distribution: Distribution::Single, // `Shards(4)` with `shards = 4`
 ///         }
 ///     }
 ///     run_locked(&__LOCK_SPEC, __lock_body()).await
@@ -362,6 +368,7 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 /// and inside an `impl` block the body must name its type instead of `Self`.
 fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) -> TokenStream {
     let Parts { func, ret, spec } = parts(func, lock, name);
+    let distribution = trigger.distribution.tokens();
     let trigger = trigger_tokens(trigger);
     let params = Params::of(func);
     let outer = params.outer(func);
@@ -434,6 +441,7 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
                 lock: &__LOCK_SPEC,
                 body: #job_body,
                 check: #check,
+                distribution: #distribution,
             }
         }
         #direct_call

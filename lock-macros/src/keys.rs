@@ -119,7 +119,7 @@ pub(crate) struct Key {
 
 /// Every accepted key. The order is the order of the lists in error messages, and the order in
 /// which values are checked (so errors come out in it).
-pub(crate) const KEYS: [Key; 16] = [
+pub(crate) const KEYS: [Key; 18] = [
     Key {
         name: "cron",
         attr: Macro::Scheduled,
@@ -251,6 +251,37 @@ pub(crate) const KEYS: [Key; 16] = [
                 let max = u32::try_from(values.integer("misfire_max")?).ok()?;
                 Some(quote!(misfire_max: #max))
             }),
+        },
+    },
+    // How a slot's work is spread (`crate::distribution` checks the two together and emits
+    // `ScheduledJob::distribution`).
+    Key {
+        name: "shards",
+        attr: Macro::Scheduled,
+        value: ValueKind::Integer {
+            min: 1,
+            max: lock_trigger::MAX_SHARDS as u64,
+        },
+        example: "shards = 4",
+        role: Role::TriggerOption {
+            with: &["cron", "fixed_rate"],
+            misuse: "`shards` applies to `cron` and `fixed_rate` only: each shard runs once per \
+                     slot, and a `fixed_delay` job has no slots; use `fixed_rate`, or remove \
+                     `shards`",
+            field: None,
+        },
+    },
+    Key {
+        name: "broadcast",
+        attr: Macro::Scheduled,
+        value: ValueKind::Bool,
+        example: "broadcast = true",
+        role: Role::TriggerOption {
+            with: &["cron", "fixed_rate"],
+            misuse: "`broadcast` applies to `cron` and `fixed_rate` only: each instance's rank \
+                     runs once per slot, and a `fixed_delay` job has no slots; use \
+                     `fixed_rate`, or remove `broadcast`",
+            field: None,
         },
     },
     // `#[scheduled]` alone names its lock here (`expand` takes the name from whichever of the

@@ -3,6 +3,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod args;
+mod distribution;
 mod errors;
 mod expand;
 mod keys;

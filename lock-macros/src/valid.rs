@@ -24,6 +24,8 @@ pub(crate) struct Trigger {
     pub(crate) fields: Vec<TokenStream>,
     /// The lock name, when `#[scheduled]` carries it.
     pub(crate) name: Option<LitStr>,
+    /// How each slot's work is spread (`shards`, `broadcast`).
+    pub(crate) distribution: crate::distribution::Spread,
 }
 
 /// How calls are locked, checked: the `LockSpec` fields given; the rest take their defaults.
@@ -283,10 +285,12 @@ pub(crate) fn trigger(args: &Args, errors: &mut Errors) -> Option<Trigger> {
             fields.push(field(&values)?);
         }
     }
+    let distribution = crate::distribution::check(args, &values, errors)?;
     Some(Trigger {
         kind: kind(&values)?,
         fields,
         name: values.string("name").cloned(),
+        distribution,
     })
 }
 

@@ -343,6 +343,13 @@ impl OperationsStore for MySqlOperations {
         self.decode("registry", rows.iter().map(registry_row).collect())
     }
 
+    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
+        let rows = self
+            .rows("registry", "", &self.sql.instances, vec![])
+            .await?;
+        self.decode("registry", rows.iter().map(registry_row).collect())
+    }
+
     async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError> {
         let rows = self
             .rows(

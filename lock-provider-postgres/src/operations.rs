@@ -407,6 +407,11 @@ impl OperationsStore for PgOperations {
         self.decode("registry", || rows.iter().map(registry_row).collect())
     }
 
+    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
+        let rows = self.query("registry", "", &self.sql.instances, &[]).await?;
+        self.decode("registry", || rows.iter().map(registry_row).collect())
+    }
+
     async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError> {
         let limit = i64::from(limit);
         let rows = self

@@ -369,6 +369,11 @@ impl OperationsStore for SqliteOperations {
             .await
     }
 
+    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
+        self.rows("registry", &self.sql.instances, vec![], registry_row)
+            .await
+    }
+
     async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError> {
         let params = vec![
             Value::Text(job.to_owned()),

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 
 mod check;
 mod cron;
+mod distribution;
 mod policy;
 mod spec;
 mod wall_clock;
@@ -16,6 +17,7 @@ mod wall_clock;
 pub use check::{ZERO_LEASE, check_cron, check_duration, explain_cron, lease_conflict};
 pub use chrono_tz::Tz;
 pub use cron::Cron;
+pub use distribution::{Distribution, DistributionError, MAX_SHARDS, check_shard_count};
 pub use policy::{
     DEFAULT_MISFIRE_MAX, MAX_MISFIRE_MAX, MAX_RETRIES, MAX_RETRY_DELAY, MISFIRE_POLICIES,
     MisfirePolicy, jittered, retry_delay, retry_plan_conflict, retry_plan_total, timeout_grace,

@@ -194,6 +194,21 @@ async fn hang() -> Result<(), BoxError> {
     Ok(())
 }
 
+/// Every second, four shards, each on a 3 s lease: the shards spread over the instances, one
+/// instance is killed. Each run records `sharded#<index>/<total>` (its lock name and total).
+#[scheduled(cron = "* * * * * *", shards = 4)]
+#[scheduler_lock(name = "sharded", lock_at_most_for = "3s")]
+async fn sharded() -> Result<(), BoxError> {
+    record_shard().await
+}
+
+/// Every second on every live instance: each run records `everywhere#<rank>/<instances>`.
+#[scheduled(cron = "* * * * * *", broadcast = true)]
+#[scheduler_lock(name = "everywhere", lock_at_most_for = "3s")]
+async fn everywhere() -> Result<(), BoxError> {
+    record_shard().await
+}
+
 // ---- Job bodies. ----
 
 /// What a body does once `JobContext::cancelled()` resolves.
@@ -245,6 +260,24 @@ async fn record_fire() -> Result<(), BoxError> {
             ctx.fence(),
             &kind,
             ctx.attempt(),
+        )
+        .await
+}
+
+/// A whole run of one shard in one row, its job written `<lock name>/<total>`; the lock name
+/// must end in the shard's index (`JobContext::shard`).
+async fn record_shard() -> Result<(), BoxError> {
+    let ctx = context();
+    let (index, total) = ctx.shard().ok_or("a sharded job's run has a shard")?;
+    if !ctx.lock_name().ends_with(&format!("#{index}")) {
+        return Err(format!("shard {index} runs under the lock {}", ctx.lock_name()).into());
+    }
+    runs()
+        .record(
+            &format!("{}/{total}", ctx.lock_name()),
+            ctx.instance_id(),
+            slot_ms(&ctx),
+            ctx.fence(),
         )
         .await
 }

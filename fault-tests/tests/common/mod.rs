@@ -210,8 +210,10 @@ impl Fixture {
     /// Drops the tables now (also done on drop).
     pub async fn cleanup(mut self) {
         let lock_table = self.lock_table.clone();
+        let tables = with_operations_tables(&lock_table);
+        let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
         self.runs
-            .drop_tables(&[&lock_table])
+            .drop_tables(&tables)
             .await
             .expect("drop the test tables");
         if let Backend::Redis(url) = &self.backend {
@@ -234,7 +236,9 @@ impl Drop for Fixture {
         );
         test_support::table::block_on_own_thread(move || async move {
             if let Ok(runs) = RunsTable::open(&backend, &runs).await {
-                let _ = runs.drop_tables(&[&lock]).await;
+                let tables = with_operations_tables(&lock);
+                let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
+                let _ = runs.drop_tables(&tables).await;
                 let _ = runs.close().await;
             }
             if let Backend::Redis(url) = &backend {
@@ -243,6 +247,15 @@ impl Drop for Fixture {
         });
         let _ = &self.dir;
     }
+}
+
+/// The lock table and the operations tables its `ensure_schema()` creates next to it
+/// (registry, history, control), which the schedulers of sharded and broadcast jobs use.
+fn with_operations_tables(lock_table: &str) -> Vec<String> {
+    ["", "_instances", "_runs", "_control"]
+        .iter()
+        .map(|suffix| format!("{lock_table}{suffix}"))
+        .collect()
 }
 
 /// Deletes the lock keys under `prefix` (a Redis fixture's "lock table") and the operations

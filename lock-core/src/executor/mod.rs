@@ -312,7 +312,7 @@ impl LockingTaskExecutor {
             Acquired::Reentrant => Ok(LockOutcome::Executed(body.await)),
             Acquired::Skipped => Ok(LockOutcome::Skipped),
             Acquired::Lease(guard, ctx) => {
-                let ctx = ctx.for_fire(kind);
+                let ctx = ctx.for_fire(kind, config.shard());
                 let out = self
                     .run_holding(config, &ctx, guard, ctx.clone().scope(body))
                     .await;
@@ -368,7 +368,7 @@ impl LockingTaskExecutor {
             Acquired::Reentrant => JobContext::current(),
             Acquired::Skipped => return Ok(LockOutcome::Skipped),
             Acquired::Lease(guard, ctx) => {
-                let ctx = ctx.for_fire(kind);
+                let ctx = ctx.for_fire(kind, config.shard());
                 let run = ctx.clone();
                 let task = tokio::task::spawn_blocking(move || run.enter_blocking(body));
                 let out = self

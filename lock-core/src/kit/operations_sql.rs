@@ -169,6 +169,9 @@ pub struct OperationsSql {
     pub control: String,
     /// Every registry row ([`REGISTRY_COLUMNS`]); no parameters.
     pub registry: String,
+    /// The instances' own rows only (`job_name = ''`, [`REGISTRY_COLUMNS`]), for the ranks of
+    /// sharded and broadcast jobs at each heartbeat; no parameters.
+    pub instances: String,
     /// `1` job, `2` limit: the job's newest runs first ([`RUN_COLUMNS`]).
     pub history: String,
     /// The newest run of every job ([`RUN_COLUMNS`]); no parameters.
@@ -394,6 +397,9 @@ impl OperationsSql {
         let control_all = format!("SELECT {CONTROL_COLUMNS} FROM {control} ORDER BY id");
         let registry =
             format!("SELECT {REGISTRY_COLUMNS} FROM {instances} ORDER BY instance_id, job_name");
+        let instances_only = format!(
+            "SELECT {REGISTRY_COLUMNS} FROM {instances} WHERE job_name = '' ORDER BY instance_id"
+        );
         let history = format!(
             "SELECT {RUN_COLUMNS} FROM {runs} WHERE job_name = {} ORDER BY id DESC LIMIT {}",
             p(1),
@@ -471,6 +477,7 @@ impl OperationsSql {
             withdraw_trigger,
             control: control_all,
             registry,
+            instances: instances_only,
             history,
             last_runs,
             last_successes,

@@ -206,9 +206,11 @@ impl ClusterView {
                         c.job == name && c.kind == ControlKind::Trigger && c.claimed_by.is_none()
                     })
                     .count();
+                // A sharded job's runs are kept per shard, under `<job>#<index>`.
                 let last_run = last_runs
                     .iter()
-                    .find(|run| run.job == name)
+                    .filter(|run| is_or_shard_of(&run.job, &name))
+                    .max_by_key(|run| run.id)
                     .cloned()
                     .map(|run| resolve(run, &instances));
                 let last_success = successes
@@ -216,9 +218,13 @@ impl ClusterView {
                     .find(|(job, _)| *job == name)
                     .map(|(_, at)| *at);
                 let lock_name = latest.map(|job| job.lock_name.clone());
-                let lock = lock_name
-                    .as_deref()
-                    .and_then(|lock| locks.iter().find(|l| l.name == lock));
+                // A sharded job's slots are in its shards' lock rows: the latest one's.
+                let lock = lock_name.as_deref().and_then(|lock| {
+                    locks
+                        .iter()
+                        .filter(|l| is_or_shard_of(&l.name, lock))
+                        .max_by_key(|l| (l.last_fire, l.locked_at))
+                });
                 // A slot that ran is in `last_fire` (and a run's slot); a fire without a slot
                 // (fixed delay, or a ShedLock table without `last_fire`) is judged by when the
                 // lock was taken, with a quarter second for the estimate of its planned time.
@@ -272,6 +278,16 @@ impl ClusterView {
             jobs,
         }
     }
+}
+
+/// Whether `name` is `base` or one of its shards' names (`<base>#<index>`).
+fn is_or_shard_of(name: &str, base: &str) -> bool {
+    name.strip_prefix(base).is_some_and(|rest| {
+        rest.is_empty()
+            || rest
+                .strip_prefix('#')
+                .is_some_and(|i| i.bytes().all(|b| b.is_ascii_digit()))
+    })
 }
 
 /// The instances of the registry (their own rows), with the jobs of their latest heartbeat.
@@ -368,6 +384,42 @@ mod tests {
             outcome: RunState::Running,
             error: None,
         }
+    }
+
+    #[test]
+    fn a_sharded_jobs_runs_and_locks_are_its_shards() {
+        assert!(is_or_shard_of("daily", "daily"));
+        assert!(is_or_shard_of("daily#3", "daily"));
+        assert!(!is_or_shard_of("daily#x", "daily"));
+        assert!(!is_or_shard_of("daily_2", "daily"));
+        assert!(!is_or_shard_of("dail", "daily"));
+        // The newest shard run is the job's last run; a shard's lock row says the slot ran.
+        let registry: Vec<RegistryRow> = rows("a", 10, 20).into_iter().collect();
+        let mut run = running("a");
+        run.job = "daily#1".into();
+        let lock = LockRecord {
+            name: "daily#2".into(),
+            lock_until: at(21),
+            locked_at: at(20),
+            locked_by: "a".into(),
+            fence: 3,
+            last_fire: Some(at(20)),
+            held: false,
+        };
+        let options = ClusterOptions {
+            missed_grace: Duration::from_secs(3),
+        };
+        let view = ClusterView::assemble(
+            at(24),
+            registry,
+            vec![],
+            vec![run],
+            vec![],
+            vec![lock],
+            &options,
+        );
+        assert_eq!(view.jobs[0].last_run.as_ref().unwrap().job, "daily#1");
+        assert!(!view.jobs[0].missed);
     }
 
     #[test]

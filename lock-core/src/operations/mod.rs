@@ -322,6 +322,16 @@ pub trait OperationsStore: Send + Sync {
     /// Every registry row.
     async fn registry(&self) -> Result<Vec<RegistryRow>, LockError>;
 
+    /// The instances' own rows of the registry (`job` None), without their jobs' rows: what
+    /// the ranks of sharded and broadcast jobs are taken from, at each heartbeat. The default
+    /// filters [`registry`](Self::registry); the SQL providers read only those rows
+    /// ([`OperationsSql::instances`](crate::kit::OperationsSql::instances)).
+    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
+        let mut rows = self.registry().await?;
+        rows.retain(|row| row.job.is_none());
+        Ok(rows)
+    }
+
     /// The newest `limit` runs of `job`, newest first.
     async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError>;
 

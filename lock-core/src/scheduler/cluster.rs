@@ -66,6 +66,8 @@ pub(super) struct Operations {
     paused: RwLock<HashSet<String>>,
     /// The heartbeat is failing (logged once until it works again).
     failing: Mutex<bool>,
+    /// The live instances, for sharded and broadcast jobs (`shards.rs`).
+    pub(super) members: super::shards::Members,
 }
 
 impl Operations {
@@ -125,6 +127,7 @@ impl Operations {
             operation_timeout,
             paused: RwLock::default(),
             failing: Mutex::new(false),
+            members: Default::default(),
         }))
     }
 
@@ -140,6 +143,11 @@ impl Operations {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .contains(job)
+    }
+
+    /// Whether runs are written to the history.
+    pub(super) fn keeps_history(&self) -> bool {
+        self.retention.is_some()
     }
 
     /// A recorder for one fire of `job`, when history is on.
@@ -289,6 +297,13 @@ impl Operations {
                 return;
             }
         };
+        if self.members.wanted() {
+            let now = inner.clock.now();
+            let store = self.store();
+            self.members
+                .refresh(store, now, self.operation_timeout)
+                .await;
+        }
         let paused: HashSet<String> = control
             .iter()
             .filter(|c| c.kind == ControlKind::Pause)
@@ -322,6 +337,32 @@ impl Operations {
     }
 }
 
+impl Operations {
+    /// At a graceful stop of a scheduler with sharded or broadcast jobs: one last heartbeat
+    /// with a zero interval, which marks this instance gone at once (it counts as gone after
+    /// [`GONE_AFTER_HEARTBEATS`](crate::operations::GONE_AFTER_HEARTBEATS) intervals), so the
+    /// others re-rank at their next heartbeat instead of after five.
+    pub(super) async fn leave(&self) {
+        if !self.members.wanted() {
+            return;
+        }
+        let mut instance = self.instance.clone();
+        instance.heartbeat_ms = 0;
+        let beat = Heartbeat {
+            instance,
+            jobs: Vec::new(),
+        };
+        match tokio::time::timeout(self.operation_timeout, self.store().heartbeat(&beat)).await {
+            Ok(Ok(_)) => tracing::debug!("left the registry"),
+            Ok(Err(error)) => tracing::debug!(
+                error = &error as &dyn std::error::Error,
+                "leaving the registry failed; the others see this instance gone after its heartbeats stop"
+            ),
+            Err(_) => tracing::debug!("leaving the registry timed out"),
+        }
+    }
+}
+
 /// How often an instance deletes registry rows and claimed trigger requests older than
 /// [`REGISTRY_RETENTION`], with or without history (pods come and go; their rows must not
 /// pile up): one bounded statement of each kind per instance per hour.
@@ -336,7 +377,11 @@ pub(super) async fn heartbeat_loop(inner: Arc<Inner>, ops: Arc<Operations>) {
     loop {
         tokio::select! {
             biased;
-            _ = inner.stop.cancelled() => return,
+            _ = inner.stop.cancelled() => {
+                // After the last beat, never racing one.
+                ops.leave().await;
+                return;
+            }
             _ = ticker.tick() => {}
         }
         ops.beat(&inner).await;

@@ -53,6 +53,7 @@ impl Scheduler {
         let Some((job, config)) = prepared.pop() else {
             unreachable!("prepare returns one entry per job")
         };
+        super::shards::require_registry([&job], inner.ops.is_some())?;
         let mut entries = inner.jobs.lock();
         if entries.iter().any(|e| e.name() == job.name()) {
             return Err(LockError::InvalidConfiguration(format!(

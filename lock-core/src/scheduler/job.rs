@@ -7,8 +7,8 @@ use std::time::Duration;
 use super::attempts::RunPolicy;
 use crate::__private::{self, BoxFuture, JobBody, JobResult, LockSpec, ScheduledJob};
 use crate::{
-    BlockingJobHandler, ExtractError, JobContext, JobHandler, LockConfiguration, LockError,
-    LockingTaskExecutor, StateMap, Trigger,
+    BlockingJobHandler, Distribution, ExtractError, JobContext, JobHandler, LockConfiguration,
+    LockError, LockingTaskExecutor, StateMap, Trigger,
 };
 
 /// One job the [`Scheduler`](crate::Scheduler) runs: a name, a [`Trigger`], how it is locked
@@ -39,6 +39,8 @@ pub struct Job {
     check: fn(&StateMap) -> Vec<ExtractError>,
     /// Retries and timeout of each run.
     run: RunPolicy,
+    /// How each slot's work is spread over the cluster.
+    distribution: Distribution,
 }
 
 #[derive(Clone)]
@@ -106,6 +108,7 @@ impl Job {
             body: Body::Async(Arc::new(move |state| body.clone().call(state))),
             check: H::check,
             run: RunPolicy::default(),
+            distribution: Distribution::Single,
         }
     }
 
@@ -131,6 +134,7 @@ impl Job {
             body: Body::Blocking(Arc::new(move |state| body.call(state))),
             check: H::check,
             run: RunPolicy::default(),
+            distribution: Distribution::Single,
         }
     }
 
@@ -192,6 +196,63 @@ impl Job {
 
     pub(crate) fn run_policy(&self) -> RunPolicy {
         self.run
+    }
+
+    /// Runs each slot as `total` shards, as `#[scheduled(shards = N)]` does: shard `i` is
+    /// locked under `<lock name>#<i>` (own lease, fence and once-per-slot record), runs exactly
+    /// once per slot somewhere in the cluster, and its body reads `(i, total)` from
+    /// [`JobContext::shard`]. Shards spread over the live instances; see the README's "Sharded
+    /// and broadcast jobs".
+    ///
+    /// [`start`](crate::SchedulerBuilder::start) refuses a count outside `1..=`
+    /// [`MAX_SHARDS`](crate::MAX_SHARDS), a fixed-delay trigger (no slots), and a lock name
+    /// whose shard names would exceed 64 bytes.
+    ///
+    /// ```
+    /// use lock_core::{Distribution, Job, JobContext, Trigger};
+    ///
+    /// let job = Job::new("sync_bill", Trigger::cron("0 0 2 * * *")?, |ctx: JobContext| async move {
+    ///     let (index, total) = ctx.shard().expect("a sharded job's fire");
+    ///     println!("bills with id % {total} = {index}");
+    /// })
+    /// .with_shards(4);
+    /// assert_eq!(job.distribution(), Distribution::Shards(4));
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    #[must_use]
+    pub fn with_shards(mut self, total: u32) -> Self {
+        self.distribution = Distribution::Shards(total);
+        self
+    }
+
+    /// Runs each slot on every live instance, as `#[scheduled(broadcast = true)]` does: the
+    /// body reads `(rank, live instances)` from [`JobContext::shard`], the rank being this
+    /// instance's position among the live instances of the cluster registry; each (slot, rank)
+    /// runs once, under the lock `<lock name>#<rank>`.
+    ///
+    /// Needs the provider's operations tables (the registry): without them
+    /// [`start`](crate::SchedulerBuilder::start) fails naming the job. A fixed-delay trigger is
+    /// refused too.
+    ///
+    /// ```
+    /// use lock_core::{Distribution, Job, Trigger};
+    /// use std::time::Duration;
+    ///
+    /// let job = Job::new("evict_local_cache", Trigger::fixed_rate(Duration::from_secs(60))?, || async {})
+    ///     .broadcast();
+    /// assert_eq!(job.distribution(), Distribution::Broadcast);
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    #[must_use]
+    pub fn broadcast(mut self) -> Self {
+        self.distribution = Distribution::Broadcast;
+        self
+    }
+
+    /// How each slot's work is spread: [`Distribution::Single`] unless
+    /// [`with_shards`](Self::with_shards) or [`broadcast`](Self::broadcast) said otherwise.
+    pub fn distribution(&self) -> Distribution {
+        self.distribution
     }
 
     /// The job's name (for `#[scheduled]` functions, their lock's name).
@@ -273,6 +334,7 @@ impl Job {
             body: Body::Registered(job.body),
             check: job.check,
             run: RunPolicy::of_spec(&job.lock.spec),
+            distribution: job.distribution,
         })
     }
 }

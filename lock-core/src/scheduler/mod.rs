@@ -8,6 +8,7 @@ mod manual;
 mod misfire;
 mod overrides;
 mod runner;
+mod shards;
 mod startup;
 mod status;
 mod table;
@@ -23,6 +24,7 @@ use tokio_util::task::TaskTracker;
 pub use cluster::{DEFAULT_HEARTBEAT_INTERVAL, HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB};
 pub use job::{Job, registered_jobs};
 pub use overrides::{JobOverride, OVERRIDE_ENV_PREFIX, override_env_key, parse_duration};
+pub use shards::SHARD_TAKEOVER_DELAY;
 pub use status::{JobStatus, RunOutcome};
 pub use trigger::Trigger;
 
@@ -90,6 +92,7 @@ impl Inner {
         started: tokio::time::Instant,
     ) -> JobEntry {
         let state = Arc::new(JobState::new(&job));
+        let spread = shards::spread_of(&job, &config, self.ops.as_deref());
         // A job of its own so that `remove_job` can stop this loop alone.
         let stop = self.stop.child_token();
         let runner = JobRunner {
@@ -101,6 +104,7 @@ impl Inner {
             values: self.values.clone(),
             clock: self.clock.clone(),
             ops: self.ops.clone(),
+            spread,
         };
         let task = self.loops.spawn(runner.clone().run(started));
         JobEntry {
@@ -463,8 +467,9 @@ impl SchedulerBuilder {
     /// Fails without starting anything when no provider was given, the instance id is invalid,
     /// a type was given to [`state`](Self::state) twice, a job's lock configuration is invalid
     /// (e.g. a default name over 64 bytes, or a `lock_at_most_for` over 1000 years), a job's
-    /// initial delay is over 1000 years, two jobs share a name or a lock name, or a job's
-    /// parameters need state that was not registered (every such job and type is named).
+    /// initial delay is over 1000 years, two jobs share a name or a lock name, a job's
+    /// parameters need state that was not registered (every such job and type is named), or a
+    /// [sharded](Job::with_shards) or [broadcast](Job::broadcast) job breaks their rules.
     /// Starting with no jobs logs a warning that says why it happens and how to fix it; so does
     /// a job whose `lock_at_most_for` is more than 10 periods of the job long (a dead holder
     /// would stop it cluster-wide for that long; keep-alive with a short lease is the pattern
@@ -557,6 +562,7 @@ impl SchedulerBuilder {
             )?);
         }
 
+        shards::require_registry(prepared.iter().map(|(job, _)| job), ops.is_some())?;
         install_scheduler_executor(&executor);
         let inner = Arc::new(Inner {
             executor,
@@ -580,7 +586,9 @@ impl SchedulerBuilder {
             inner.jobs.push(entry);
         }
         if let Some(ops) = inner.ops.clone() {
-            tokio::spawn(cluster::heartbeat_loop(inner.clone(), ops));
+            // Tracked: at shutdown it may leave the registry (sharded and broadcast jobs).
+            let heartbeat = cluster::heartbeat_loop(inner.clone(), ops);
+            inner.loops.spawn(heartbeat);
         }
         tracing::info!(
             instance = inner.executor.instance_id(),

@@ -17,6 +17,7 @@ use super::Job;
 use super::attempts::{Attempted, Attempts};
 use super::cluster::{Operations, RunRecorder};
 use super::job::Body;
+use super::shards::Spread;
 use super::status::{JobState, RunOutcome};
 use crate::__private::JobBody;
 use crate::clock::DatabaseClock;
@@ -38,6 +39,8 @@ pub(super) struct JobRunner {
     pub(super) clock: DatabaseClock,
     /// The operations tables (pauses, history), when the provider keeps them.
     pub(super) ops: Option<Arc<Operations>>,
+    /// A sharded or broadcast job's shard locks (`shards.rs`); None for one run per slot.
+    pub(super) spread: Option<Arc<Spread>>,
 }
 
 impl JobRunner {
@@ -161,8 +164,17 @@ impl JobRunner {
         self.fire_as(slot, FireKind::Scheduled).await;
     }
 
-    /// Runs one fire of `kind` under the job's lock and records its outcome in the status.
+    /// Runs one fire of `kind`: under the job's lock, or for a sharded or broadcast job each
+    /// of its shards under its own (`shards.rs`).
     pub(super) async fn fire_as(&self, slot: Option<FireSlot>, kind: FireKind) -> RunOutcome {
+        match &self.spread {
+            Some(spread) => self.fire_spread(spread, slot, kind).await,
+            None => self.fire_one(slot, kind).await,
+        }
+    }
+
+    /// Runs one fire of `kind` under this runner's lock and records its outcome in the status.
+    pub(super) async fn fire_one(&self, slot: Option<FireSlot>, kind: FireKind) -> RunOutcome {
         // A manual run is an operator's explicit request: it runs even while paused.
         if kind != FireKind::Manual
             && self
@@ -178,12 +190,14 @@ impl JobRunner {
         let recorder = self
             .ops
             .as_ref()
-            .and_then(|ops| ops.recorder(self.job.name(), kind));
+            .filter(|ops| ops.keeps_history())
+            .and_then(|ops| ops.recorder(&self.history_name(), kind));
         let span = tracing::info_span!(
             "fire",
             job = self.job.name(),
             slot = slot.map(tracing::field::display),
             instance = self.executor.instance_id(),
+            shard = self.config.shard().map(|(index, _)| index),
             fence = tracing::field::Empty,
         );
         self.state.set_in_body(true);

@@ -37,6 +37,7 @@ pub(super) fn prepare(
         job.run_policy()
             .check(&config)
             .map_err(|e| LockError::InvalidConfiguration(format!("job `{}`: {e}", job.name())))?;
+        super::shards::check_job(&job, &config)?;
         // Two jobs under one lock share its `last_fire`: each would refuse the other's slots
         // as already run.
         if let Some(other) = lock_holders.insert(config.name().to_owned(), job.name().to_owned()) {

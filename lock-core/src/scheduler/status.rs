@@ -69,7 +69,11 @@ impl JobState {
             name: job.name().to_owned(),
             status: Mutex::new(JobStatus {
                 name: job.name().to_owned(),
-                trigger: job.trigger().to_string(),
+                // `cron `0 0 2 * * *` in UTC, 4 shards`: what lockctl and the registry show.
+                trigger: match job.distribution() {
+                    crate::Distribution::Single => job.trigger().to_string(),
+                    spread => format!("{}, {spread}", job.trigger()),
+                },
                 next_fire: None,
                 running: false,
                 last_outcome: None,

@@ -78,6 +78,17 @@ pub async fn operations_store(provider: &dyn LockProvider) {
         3,
         "one instance row and two job rows: {registry:?}"
     );
+    // The instances alone: the instance's own row, none of its jobs'.
+    let instances = store.instances().await.expect("instances");
+    assert_eq!(
+        instances,
+        registry
+            .iter()
+            .filter(|r| r.job.is_none())
+            .cloned()
+            .collect::<Vec<_>>(),
+        "instances() reads the instances' own rows only"
+    );
     let own = registry
         .iter()
         .find(|r| r.job.is_none())

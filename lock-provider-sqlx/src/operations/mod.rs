@@ -420,6 +420,13 @@ impl<T: Tables> OperationsStore for SqlxOperations<T> {
         self.decode("registry", &rows, registry_row)
     }
 
+    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
+        let rows = self
+            .rows("registry", "", &self.sql.instances, vec![])
+            .await?;
+        self.decode("registry", &rows, registry_row)
+    }
+
     async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError> {
         let params = vec![text(job), Param::Int(i64::from(limit))];
         let rows = self.rows("history", job, &self.sql.history, params).await?;
