@@ -11,9 +11,14 @@
       if (isNaN(at.getTime())) return;
       var local = document.createElement("span");
       local.className = "local";
+      // (dateStyle and timeStyle cannot be combined with timeZoneName.)
       local.textContent = at.toLocaleString(undefined, {
-        dateStyle: "short",
-        timeStyle: "medium",
+        year: "numeric",
+        month: "2-digit",
+        day: "2-digit",
+        hour: "2-digit",
+        minute: "2-digit",
+        second: "2-digit",
         timeZoneName: "short",
       });
       el.after(local);
@@ -44,8 +49,8 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    localize(document);
     var every = parseInt(document.body.dataset.refresh, 10);
     if (every > 0) setInterval(refresh, every * 1000);
+    localize(document);
   });
 })();
