@@ -21,6 +21,7 @@ pub(crate) async fn run(
     // The audit lines (`lock_dashboard::audit`: who paused, triggered, unlocked) go to stderr.
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
