@@ -29,18 +29,21 @@ fn failed(what: &str) -> impl Fn(lock_core::LockError) -> Failure + '_ {
 pub(crate) async fn overview(state: &AppState) -> Result<Overview, Failure> {
     let provider = state.provider.as_ref();
     let store = store(provider)?;
-    let now = provider
-        .database_time()
-        .await
-        .map_err(failed("the database's clock"))?;
-    let registry = store.registry().await.map_err(failed("the job registry"))?;
-    let control = store.control().await.map_err(failed("the pauses"))?;
-    let last_runs = store.last_runs().await.map_err(failed("the last runs"))?;
-    let successes = store
-        .last_successes()
-        .await
-        .map_err(failed("the last successes"))?;
-    let locks = provider.list_locks().await.map_err(failed("the locks"))?;
+    // Side by side on the provider's pool: the page waits for the slowest, not the sum.
+    let (now, registry, control, last_runs, successes, locks) = tokio::join!(
+        provider.database_time(),
+        store.registry(),
+        store.control(),
+        store.last_runs(),
+        store.last_successes(),
+        provider.list_locks()
+    );
+    let now = now.map_err(failed("the database's clock"))?;
+    let registry = registry.map_err(failed("the job registry"))?;
+    let control = control.map_err(failed("the pauses"))?;
+    let last_runs = last_runs.map_err(failed("the last runs"))?;
+    let successes = successes.map_err(failed("the last successes"))?;
+    let locks = locks.map_err(failed("the locks"))?;
     let view = ClusterView::assemble(
         now,
         registry,
@@ -100,15 +103,18 @@ pub(crate) async fn job_detail(
 ) -> Result<JobDetail, Failure> {
     let provider = state.provider.as_ref();
     let store = store(provider)?;
-    let now = provider
-        .database_time()
-        .await
-        .map_err(failed("the database's clock"))?;
-    let registry = store.registry().await.map_err(failed("the job registry"))?;
-    let control = store.control().await.map_err(failed("the pauses"))?;
-    let mut runs = ClusterView::history_page(provider, name, before, limit.saturating_add(1))
-        .await
-        .map_err(|e| Failure::provider(format!("cannot read the runs of job {name:?}"), e))?;
+    // One more run than the page shows: whether there is an older page.
+    let (now, registry, control, runs) = tokio::join!(
+        provider.database_time(),
+        store.registry(),
+        store.control(),
+        store.history_page(name, before, limit.saturating_add(1))
+    );
+    let now = now.map_err(failed("the database's clock"))?;
+    let registry = registry.map_err(failed("the job registry"))?;
+    let control = control.map_err(failed("the pauses"))?;
+    let mut runs =
+        runs.map_err(|e| Failure::provider(format!("cannot read the runs of job {name:?}"), e))?;
     let older = if runs.len() > limit as usize {
         runs.truncate(limit as usize);
         runs.last().map(|run| run.id)
@@ -125,6 +131,7 @@ pub(crate) async fn job_detail(
         Vec::new(),
         &state.options,
     );
+    let runs = view.resolve_runs(runs);
     let job = view.jobs.into_iter().find(|job| job.name == name);
     let job = match job {
         Some(job) => job,

@@ -19,7 +19,7 @@ const FORM: (&str, &str) = ("Content-Type", "application/x-www-form-urlencoded")
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_page_shows_the_cluster() {
-    let Some(served) = serve(|p| lock_dashboard::router(p)).await else {
+    let Some(served) = serve(lock_dashboard::router).await else {
         return;
     };
     let address = served.address;
@@ -87,7 +87,7 @@ async fn every_page_shows_the_cluster() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn names_and_error_texts_are_escaped() {
-    let Some(served) = serve(|p| lock_dashboard::router(p)).await else {
+    let Some(served) = serve(lock_dashboard::router).await else {
         return;
     };
     let address = served.address;
@@ -166,7 +166,7 @@ async fn json_endpoints_serve_the_same_data() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_token_the_dashboard_is_read_only() {
-    let Some(served) = serve(|p| lock_dashboard::router(p)).await else {
+    let Some(served) = serve(lock_dashboard::router).await else {
         return;
     };
     let address = served.address;

@@ -147,27 +147,13 @@ impl ClusterView {
             .collect())
     }
 
-    /// One page of `job`'s runs, newest first: at most `limit` runs older than run `before`
-    /// (the newest when None), read by keyset
-    /// ([`OperationsStore::history_page`](super::OperationsStore::history_page)); a `running`
-    /// run of a gone instance shown as [`RunState::Unfinished`].
-    pub async fn history_page(
-        provider: &dyn LockProvider,
-        job: &str,
-        before: Option<i64>,
-        limit: u32,
-    ) -> Result<Vec<RunView>, LockError> {
-        let store = provider
-            .operations()
-            .ok_or_else(|| no_operations(provider))?;
-        let now = provider.database_time().await?;
-        let registry = store.registry().await?;
-        let runs = store.history_page(job, before, limit).await?;
-        let instances = instances(&registry, now);
-        Ok(runs
-            .into_iter()
-            .map(|run| resolve(run, &instances))
-            .collect())
+    /// `runs` as this view shows them: a `running` run whose instance is not alive becomes
+    /// [`RunState::Unfinished`]. For runs read apart from the view, such as a page of
+    /// [`OperationsStore::history_page`](super::OperationsStore::history_page).
+    pub fn resolve_runs(&self, runs: Vec<RunRecord>) -> Vec<RunView> {
+        runs.into_iter()
+            .map(|run| resolve(run, &self.instances))
+            .collect()
     }
 
     /// Puts the rows together (see [`read`](Self::read)).
