@@ -546,6 +546,32 @@ async fn mounted_under_a_path_every_link_stays_under_it() {
         signed_in.contains(r#"action="/scheduler/jobs/report/pause""#),
         "{signed_in}"
     );
+    // After an action, back to the page the button was on, under the mount point.
+    let session = ("Cookie", cookie.as_str());
+    let token = csrf(&page(address, "/scheduler?refresh=0", &[session]).await);
+    let done = call(
+        address,
+        "POST",
+        "/scheduler/jobs/report/pause",
+        &[session, FORM],
+        &format!("csrf={token}&back=%2F%3Frefresh%3D0"),
+    )
+    .await;
+    assert_eq!(
+        (done.status, done.header("location")),
+        (303, Some("/scheduler?refresh=0")),
+        "{}",
+        done.body
+    );
+    let done = call(
+        address,
+        "POST",
+        "/scheduler/jobs/report/resume",
+        &[session, FORM],
+        &format!("csrf={token}&back=%2Fjobs%2Freport"),
+    )
+    .await;
+    assert_eq!(done.header("location"), Some("/scheduler/jobs/report"));
     assert_eq!(
         call(address, "GET", "/instances", &[], "").await.status,
         404

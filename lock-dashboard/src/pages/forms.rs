@@ -38,10 +38,15 @@ pub(crate) async fn job_action(
 /// Only a path below the dashboard (`/...`, never `//host`): a form cannot send the browser
 /// elsewhere.
 fn back(ctx: &Ctx, back: &str) -> String {
-    if back.starts_with('/') && !back.starts_with("//") && !back.contains('\\') {
-        ctx.link(back)
-    } else {
-        ctx.home()
+    if !back.starts_with('/') || back.starts_with("//") || back.contains('\\') {
+        return ctx.home();
+    }
+    // The Jobs page is the mount point itself (`/scheduler`, not `/scheduler/`).
+    match back.strip_prefix('/') {
+        Some(query) if query.is_empty() || query.starts_with('?') => {
+            format!("{}{query}", ctx.home())
+        }
+        _ => ctx.link(back),
     }
 }
 
