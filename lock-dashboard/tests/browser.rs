@@ -316,6 +316,29 @@ async fn pausing_a_job_in_the_browser_stops_its_runs() {
         false,
     );
 
+    // A failing job's page: its error texts and charts.
+    client
+        .goto(&format!("{base}/jobs/flaky"))
+        .await
+        .expect("job page");
+    let error = client
+        .find(Locator::Css("#runs pre.error"))
+        .await
+        .expect("a failed run's error")
+        .text()
+        .await
+        .expect("error text");
+    assert!(error.contains("upstream answered 503"), "{error}");
+    client
+        .find(Locator::Css("figure.chart svg rect.bar.bad"))
+        .await
+        .expect("failed runs drawn in the duration chart");
+    save(
+        "dashboard-job.png",
+        &client.screenshot().await.expect("screenshot"),
+        false,
+    );
+
     client.close().await.expect("close the browser");
     a.shutdown().await.expect("shutdown a");
     b.shutdown().await.expect("shutdown b");
