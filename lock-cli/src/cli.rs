@@ -126,6 +126,47 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the web dashboard (jobs, runs, instances, locks; JSON under /api) until Ctrl-C
+    /// or SIGTERM.
+    ///
+    /// Read-only unless a token is given: with one, pause, resume, trigger and unlock are
+    /// allowed to whoever logs in with (or sends `Authorization: Bearer`) its secret, and
+    /// each action is logged with the token's name.
+    Serve {
+        /// The address to listen on; loopback by default.
+        #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
+        listen: std::net::SocketAddr,
+        /// A token that allows actions, NAME=SECRET (secret: 16 bytes or more); repeat it for
+        /// several. Also LOCKCTL_DASHBOARD_TOKENS, comma-separated.
+        #[arg(
+            long = "token",
+            env = lock_dashboard::TOKENS_ENV,
+            hide_env_values = true,
+            value_delimiter = ',',
+            value_parser = parse_token,
+            value_name = "NAME=SECRET"
+        )]
+        tokens: Vec<lock_dashboard::Token>,
+        /// A job whose next fire passed by more than this without a run is shown as missed.
+        #[arg(long, default_value = "60s", value_parser = parse_grace, value_name = "DURATION")]
+        grace: std::time::Duration,
+        /// How often the pages refresh themselves (0s: never).
+        #[arg(long, default_value = "5s", value_parser = parse_refresh, value_name = "DURATION")]
+        refresh: std::time::Duration,
+    },
+}
+
+fn parse_token(value: &str) -> Result<lock_dashboard::Token, String> {
+    value
+        .parse()
+        .map_err(|e: lock_dashboard::TokenError| e.to_string())
+}
+
+fn parse_refresh(value: &str) -> Result<std::time::Duration, String> {
+    if value.trim() == "0" || value.trim() == "0s" {
+        return Ok(std::time::Duration::ZERO);
+    }
+    lock_core::parse_duration(value).map_err(|e| e.to_string())
 }
 
 fn parse_grace(value: &str) -> Result<std::time::Duration, String> {
@@ -185,5 +226,45 @@ mod tests {
         ));
         assert!(Cli::try_parse_from(["lockctl", "status", "--grace", "soon"]).is_err());
         assert!(Cli::try_parse_from(["lockctl", "trigger"]).is_err());
+    }
+
+    #[test]
+    fn serve_listens_on_loopback_unless_told_and_takes_tokens() {
+        let serve = Cli::try_parse_from(["lockctl", "serve"]).unwrap();
+        assert!(matches!(
+            serve.command,
+            Command::Serve { listen, ref tokens, .. }
+                if listen == "127.0.0.1:8080".parse().unwrap() && tokens.is_empty()
+        ));
+        let serve = Cli::try_parse_from([
+            "lockctl",
+            "serve",
+            "--listen",
+            "0.0.0.0:9000",
+            "--token",
+            "alice=0123456789abcdef",
+            "--token",
+            "bob=fedcba9876543210",
+            "--refresh",
+            "0s",
+        ])
+        .unwrap();
+        let Command::Serve {
+            listen,
+            tokens,
+            refresh,
+            ..
+        } = serve.command
+        else {
+            panic!("not serve");
+        };
+        assert_eq!(listen.port(), 9000);
+        assert_eq!(
+            tokens.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            ["alice", "bob"]
+        );
+        assert_eq!(refresh, std::time::Duration::ZERO);
+        assert!(Cli::try_parse_from(["lockctl", "serve", "--token", "alice=short"]).is_err());
+        assert!(Cli::try_parse_from(["lockctl", "serve", "--listen", "localhost"]).is_err());
     }
 }

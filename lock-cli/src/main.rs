@@ -5,6 +5,7 @@
 mod cli;
 mod operations;
 mod output;
+mod serve;
 mod target;
 
 use std::error::Error;
@@ -191,17 +192,11 @@ async fn execute(opened: &OpenedProvider, command: &Command) -> Result<(), Failu
                 .find(|r| r.name == *name)
                 .ok_or_else(|| no_such_lock(name, &table))?;
             print(&output::table(std::slice::from_ref(&record)));
-            let why = if record.held {
-                format!(
-                    "it is held by {} until {}, and its job may still be running:\n  \
-                     releasing the lock lets another instance start the same job.\n  \
-                     Add --force to release it anyway.",
-                    record.locked_by,
-                    record.lock_until.format("%Y-%m-%dT%H:%M:%S%.3fZ")
-                )
-            } else {
-                "it is not held: there is nothing to release.".to_owned()
-            };
+            // The dashboard shows the same warning above its release button.
+            let mut why = lock_dashboard::unlock_warning(&record);
+            if record.held {
+                why.push_str("\n  Add --force to release it anyway.");
+            }
             Err(Failure::usage(format!(
                 "refusing to release lock {name:?} without --force\n  {why}"
             )))
@@ -239,6 +234,12 @@ async fn execute(opened: &OpenedProvider, command: &Command) -> Result<(), Failu
             print(&operations::instances(provider.as_ref(), *json).await?);
             Ok(())
         }
+        Command::Serve {
+            listen,
+            tokens,
+            grace,
+            refresh,
+        } => serve::run(provider.clone(), *listen, tokens, *grace, *refresh).await,
     }
 }
 

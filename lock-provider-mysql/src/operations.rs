@@ -362,6 +362,26 @@ impl OperationsStore for MySqlOperations {
         self.decode("history", rows.iter().map(run_row).collect())
     }
 
+    async fn history_page(
+        &self,
+        job: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<RunRecord>, LockError> {
+        let Some(before) = before else {
+            return self.history(job, limit).await;
+        };
+        let rows = self
+            .rows(
+                "history",
+                job,
+                &self.sql.history_page,
+                vec![job.into(), before.into(), limit.into()],
+            )
+            .await?;
+        self.decode("history", rows.iter().map(run_row).collect())
+    }
+
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
         let rows = self
             .rows("history", "", &self.sql.last_runs, vec![])

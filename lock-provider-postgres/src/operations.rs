@@ -425,6 +425,31 @@ impl OperationsStore for PgOperations {
         self.decode("history", || rows.iter().map(run_row).collect())
     }
 
+    async fn history_page(
+        &self,
+        job: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<RunRecord>, LockError> {
+        let Some(before) = before else {
+            return self.history(job, limit).await;
+        };
+        let limit = i64::from(limit);
+        let rows = self
+            .query(
+                "history",
+                job,
+                &self.sql.history_page,
+                &[
+                    (&job, Type::TEXT),
+                    (&before, Type::INT8),
+                    (&limit, Type::INT8),
+                ],
+            )
+            .await?;
+        self.decode("history", || rows.iter().map(run_row).collect())
+    }
+
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
         let rows = self.query("history", "", &self.sql.last_runs, &[]).await?;
         self.decode("history", || rows.iter().map(run_row).collect())

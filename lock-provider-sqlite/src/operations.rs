@@ -383,6 +383,24 @@ impl OperationsStore for SqliteOperations {
             .await
     }
 
+    async fn history_page(
+        &self,
+        job: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<RunRecord>, LockError> {
+        let Some(before) = before else {
+            return self.history(job, limit).await;
+        };
+        let params = vec![
+            Value::Text(job.to_owned()),
+            Value::Integer(before),
+            Value::Integer(i64::from(limit)),
+        ];
+        self.rows("history", &self.sql.history_page, params, run_row)
+            .await
+    }
+
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
         self.rows("history", &self.sql.last_runs, vec![], run_row)
             .await

@@ -174,6 +174,9 @@ pub struct OperationsSql {
     pub instances: String,
     /// `1` job, `2` limit: the job's newest runs first ([`RUN_COLUMNS`]).
     pub history: String,
+    /// `1` job, `2` run id, `3` limit: the job's runs older than that run, newest first
+    /// ([`RUN_COLUMNS`]); keyset paging on the `(job_name, id)` index.
+    pub history_page: String,
     /// The newest run of every job ([`RUN_COLUMNS`]); no parameters.
     pub last_runs: String,
     /// `job_name` and the latest `ended_at` of a successful run, per job; no parameters.
@@ -405,6 +408,13 @@ impl OperationsSql {
             p(1),
             p(2)
         );
+        let history_page = format!(
+            "SELECT {RUN_COLUMNS} FROM {runs} WHERE job_name = {} AND id < {} \
+             ORDER BY id DESC LIMIT {}",
+            p(1),
+            p(2),
+            p(3)
+        );
         let last_runs = format!(
             "SELECT {cols} FROM {runs} r JOIN \
              (SELECT MAX(id) AS last_id FROM {runs} GROUP BY job_name) l ON r.id = l.last_id \
@@ -479,6 +489,7 @@ impl OperationsSql {
             registry,
             instances: instances_only,
             history,
+            history_page,
             last_runs,
             last_successes,
             delete_runs,

@@ -147,6 +147,15 @@ impl ClusterView {
             .collect())
     }
 
+    /// `runs` as this view shows them: a `running` run whose instance is not alive becomes
+    /// [`RunState::Unfinished`]. For runs read apart from the view, such as a page of
+    /// [`OperationsStore::history_page`](super::OperationsStore::history_page).
+    pub fn resolve_runs(&self, runs: Vec<RunRecord>) -> Vec<RunView> {
+        runs.into_iter()
+            .map(|run| resolve(run, &self.instances))
+            .collect()
+    }
+
     /// Puts the rows together (see [`read`](Self::read)).
     pub fn assemble(
         now: DateTime<Utc>,

@@ -217,6 +217,24 @@ impl OperationsStore for InMemoryLockProvider {
             .collect())
     }
 
+    async fn history_page(
+        &self,
+        job: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<RunRecord>, LockError> {
+        Ok(self
+            .ops
+            .rows()
+            .runs
+            .iter()
+            .rev()
+            .filter(|r| r.job == job && before.is_none_or(|before| r.id < before))
+            .take(limit as usize)
+            .cloned()
+            .collect())
+    }
+
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
         let rows = self.ops.rows();
         let mut last: Vec<RunRecord> = Vec::new();

@@ -335,6 +335,29 @@ pub trait OperationsStore: Send + Sync {
     /// The newest `limit` runs of `job`, newest first.
     async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError>;
 
+    /// One page of `job`'s runs, newest first: at most `limit` runs whose id is below `before`
+    /// (the newest runs when None). Keyset paging on the history's `(job_name, id)` index, so
+    /// a page deep in a long history costs what the first one does (the dashboard's job page).
+    ///
+    /// The default reads the job's whole history through [`history`](Self::history) and cuts
+    /// the page from it; the SQL and in-memory stores answer with one indexed query.
+    async fn history_page(
+        &self,
+        job: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<RunRecord>, LockError> {
+        let Some(before) = before else {
+            return self.history(job, limit).await;
+        };
+        let runs = self.history(job, u32::MAX).await?;
+        Ok(runs
+            .into_iter()
+            .filter(|run| run.id < before)
+            .take(limit as usize)
+            .collect())
+    }
+
     /// The newest run of every job.
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError>;
 

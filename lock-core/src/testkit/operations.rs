@@ -8,7 +8,7 @@
 use chrono::TimeDelta;
 
 use crate::operations::{
-    ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration, RunStart, RunState,
+    ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration, RunRecord, RunStart, RunState,
 };
 use crate::{FireKind, FireSlot, LockProvider};
 
@@ -216,6 +216,17 @@ pub async fn operations_store(provider: &dyn LockProvider) {
         "the error text round-trips"
     );
     let all = store.history("report", 10).await.expect("history");
+    // Keyset pages (the dashboard's): the newest, then those older than the last one seen.
+    let ids_of = |runs: Vec<RunRecord>| runs.iter().map(|r| r.id).collect::<Vec<_>>();
+    let page = store.history_page("report", None, 2).await.expect("page");
+    assert_eq!(ids_of(page), [ids[2], ids[1]], "the first page");
+    let older = store.history_page("report", Some(ids[1]), 2).await;
+    assert_eq!(
+        ids_of(older.expect("page")),
+        [ids[0]],
+        "the page before run {}",
+        ids[1]
+    );
     assert_eq!(all[2].slot, Some(slot));
     assert!(all[2].ended_at.is_some_and(|end| end >= all[2].started_at));
     assert!((all[2].started_at - started).abs() < slack);

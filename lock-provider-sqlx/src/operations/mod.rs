@@ -433,6 +433,22 @@ impl<T: Tables> OperationsStore for SqlxOperations<T> {
         self.decode("history", &rows, run_row)
     }
 
+    async fn history_page(
+        &self,
+        job: &str,
+        before: Option<i64>,
+        limit: u32,
+    ) -> Result<Vec<RunRecord>, LockError> {
+        let Some(before) = before else {
+            return self.history(job, limit).await;
+        };
+        let params = vec![text(job), Param::Int(before), Param::Int(i64::from(limit))];
+        let rows = self
+            .rows("history", job, &self.sql.history_page, params)
+            .await?;
+        self.decode("history", &rows, run_row)
+    }
+
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
         let rows = self
             .rows("history", "", &self.sql.last_runs, vec![])

@@ -1,0 +1,313 @@
+//! The JSON endpoints (README, "JSON endpoints"): the same data as the pages, and the actions
+//! behind `Authorization: Bearer <secret>`. Fields are only ever added; times are UTC with
+//! milliseconds.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use lock_core::LockRecord;
+use lock_core::operations::{InstanceView, JobView, RunView};
+use serde::{Deserialize, Serialize};
+
+use crate::actions::{self, JobAction};
+use crate::auth;
+use crate::read::{self, duration_ms, instant, lag_ms};
+use crate::unlock::unlock_warning;
+use crate::web::{ApiFailure, AppState, Failure, check_job_name};
+
+/// One job: `GET /api/jobs`.
+#[derive(Serialize)]
+pub(crate) struct JobJson {
+    name: String,
+    lock_name: Option<String>,
+    trigger: Option<String>,
+    zone: Option<String>,
+    next_fire: Option<String>,
+    paused: bool,
+    missed: bool,
+    failing: bool,
+    live_instances: Vec<String>,
+    last_run: Option<RunJson>,
+    last_success: Option<String>,
+    pending_triggers: usize,
+    running: Option<LeaseJson>,
+}
+
+/// The lease a running job holds.
+#[derive(Serialize)]
+pub(crate) struct LeaseJson {
+    holder: String,
+    since: String,
+    until: String,
+    fence: u64,
+}
+
+/// One run: `GET /api/jobs/{name}/runs`.
+#[derive(Serialize)]
+pub(crate) struct RunJson {
+    id: i64,
+    job: String,
+    slot: Option<String>,
+    fire_kind: &'static str,
+    instance: String,
+    fence: u64,
+    started_at: String,
+    ended_at: Option<String>,
+    duration_ms: Option<i64>,
+    lag_ms: Option<i64>,
+    outcome: &'static str,
+    error: Option<String>,
+}
+
+impl From<&RunView> for RunJson {
+    fn from(run: &RunView) -> Self {
+        RunJson {
+            id: run.id,
+            job: run.job.clone(),
+            slot: run.slot.map(instant),
+            fire_kind: run.fire_kind.as_str(),
+            instance: run.instance_id.clone(),
+            fence: run.fence,
+            started_at: instant(run.started_at),
+            ended_at: run.ended_at.map(instant),
+            duration_ms: duration_ms(run),
+            lag_ms: lag_ms(run),
+            outcome: run.outcome.as_str(),
+            error: run.error.clone(),
+        }
+    }
+}
+
+/// One instance: `GET /api/instances`.
+#[derive(Serialize)]
+pub(crate) struct InstanceJson {
+    instance_id: String,
+    host: String,
+    pid: u32,
+    version: String,
+    started_at: String,
+    last_heartbeat: String,
+    alive: bool,
+    clock_offset_ms: i64,
+    heartbeat_ms: i64,
+    jobs: Vec<String>,
+}
+
+impl From<&InstanceView> for InstanceJson {
+    fn from(i: &InstanceView) -> Self {
+        InstanceJson {
+            instance_id: i.info.instance_id.clone(),
+            host: i.info.host.clone(),
+            pid: i.info.pid,
+            version: i.info.version.clone(),
+            started_at: instant(i.info.started_at),
+            last_heartbeat: instant(i.last_heartbeat),
+            alive: i.alive,
+            clock_offset_ms: i.info.clock_offset_ms,
+            heartbeat_ms: i.info.heartbeat_ms,
+            jobs: i.jobs.clone(),
+        }
+    }
+}
+
+/// One lock: `GET /api/locks`, as `lockctl list --json` prints it.
+#[derive(Serialize)]
+pub(crate) struct LockJson {
+    name: String,
+    held: bool,
+    locked_by: String,
+    locked_at: String,
+    lock_until: String,
+    fence: u64,
+    last_fire: Option<String>,
+}
+
+impl From<&LockRecord> for LockJson {
+    fn from(r: &LockRecord) -> Self {
+        LockJson {
+            name: r.name.clone(),
+            held: r.held,
+            locked_by: r.locked_by.clone(),
+            locked_at: instant(r.locked_at),
+            lock_until: instant(r.lock_until),
+            fence: r.fence,
+            last_fire: r.last_fire.map(instant),
+        }
+    }
+}
+
+fn job_json(job: &JobView, locks: &[LockRecord]) -> JobJson {
+    JobJson {
+        name: job.name.clone(),
+        lock_name: job.lock_name.clone(),
+        trigger: job.trigger.clone(),
+        zone: job.zone.clone(),
+        next_fire: job.next_fire.map(instant),
+        paused: job.paused,
+        missed: job.missed,
+        failing: read::failing(job),
+        live_instances: job.live_instances.clone(),
+        last_run: job.last_run.as_ref().map(RunJson::from),
+        last_success: job.last_success.map(instant),
+        pending_triggers: job.pending_triggers,
+        running: read::running(job, locks).map(|lease| LeaseJson {
+            holder: lease.locked_by.clone(),
+            since: instant(lease.locked_at),
+            until: instant(lease.lock_until),
+            fence: lease.fence,
+        }),
+    }
+}
+
+/// `GET /api/jobs`: every job, failing and missed first.
+pub(crate) async fn jobs(State(state): State<AppState>) -> Result<Json<Vec<JobJson>>, ApiFailure> {
+    let overview = read::overview(&state).await?;
+    Ok(Json(
+        read::ordered(&overview.view)
+            .into_iter()
+            .map(|job| job_json(job, &overview.locks))
+            .collect(),
+    ))
+}
+
+/// `?before=ID&limit=N` of a runs page.
+#[derive(Deserialize)]
+pub(crate) struct Paging {
+    before: Option<i64>,
+    limit: Option<u32>,
+}
+
+/// One page of runs and where the next (older) one starts.
+#[derive(Serialize)]
+pub(crate) struct RunsPage {
+    job: String,
+    runs: Vec<RunJson>,
+    /// `before` of the next page; null on the last.
+    older: Option<i64>,
+}
+
+/// `GET /api/jobs/{name}/runs?before=ID&limit=N`: newest first, at most 500 a page.
+pub(crate) async fn runs(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(paging): Query<Paging>,
+) -> Result<Json<RunsPage>, ApiFailure> {
+    check_job_name(&name)?;
+    let limit = paging.limit.unwrap_or(state.page_size).clamp(1, 500);
+    let detail = read::job_detail(&state, &name, paging.before, limit).await?;
+    Ok(Json(RunsPage {
+        job: name,
+        runs: detail.runs.iter().map(RunJson::from).collect(),
+        older: detail.older,
+    }))
+}
+
+/// `GET /api/instances`.
+pub(crate) async fn instances(
+    State(state): State<AppState>,
+) -> Result<Json<Vec<InstanceJson>>, ApiFailure> {
+    let overview = read::overview(&state).await?;
+    Ok(Json(
+        overview
+            .view
+            .instances
+            .iter()
+            .map(InstanceJson::from)
+            .collect(),
+    ))
+}
+
+/// `GET /api/locks`.
+pub(crate) async fn locks(
+    State(state): State<AppState>,
+) -> Result<Json<Vec<LockJson>>, ApiFailure> {
+    let (_, locks) = read::locks(&state).await?;
+    Ok(Json(locks.iter().map(LockJson::from).collect()))
+}
+
+/// What an action answers.
+#[derive(Serialize)]
+struct ActionJson {
+    action: &'static str,
+    job: String,
+    changed: bool,
+    by: String,
+    request_id: Option<i64>,
+    message: String,
+}
+
+/// `POST /api/jobs/{name}/{pause|resume|trigger}`.
+pub(crate) async fn job_action(
+    State(state): State<AppState>,
+    Path((name, action)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiFailure> {
+    let who = auth::bearer(&state, &headers)?;
+    let action = JobAction::parse(&action)?;
+    check_job_name(&name)?;
+    let done = actions::on_job(&state, action, &name, &who).await?;
+    let status = match action {
+        JobAction::Trigger => StatusCode::ACCEPTED,
+        _ => StatusCode::OK,
+    };
+    Ok((
+        status,
+        Json(ActionJson {
+            action: action.as_str(),
+            job: name,
+            changed: done.changed,
+            by: actions::requester(&who),
+            request_id: done.request_id,
+            message: done.message,
+        }),
+    )
+        .into_response())
+}
+
+/// `?force=true` of an unlock.
+#[derive(Deserialize)]
+pub(crate) struct Force {
+    #[serde(default)]
+    force: bool,
+}
+
+/// `POST /api/locks/{name}/unlock?force=true`: without `force`, 409 with `lockctl unlock`'s
+/// warning and the row; with it, the release and the row as it was.
+pub(crate) async fn unlock(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(force): Query<Force>,
+    headers: HeaderMap,
+) -> Result<Response, ApiFailure> {
+    let who = auth::bearer(&state, &headers)?;
+    if !force.force {
+        let record = state
+            .provider
+            .read_lock(&name)
+            .await
+            .map_err(|e| Failure::provider(format!("cannot read lock {name:?}"), e))?
+            .ok_or_else(|| {
+                Failure::new(
+                    StatusCode::NOT_FOUND,
+                    format!("there is no lock named {name:?}"),
+                )
+            })?;
+        let body = serde_json::json!({
+            "error": format!(
+                "refusing to release lock {name:?} without force=true: {}",
+                unlock_warning(&record)
+            ),
+            "lock": LockJson::from(&record),
+        });
+        return Ok((StatusCode::CONFLICT, Json(body)).into_response());
+    }
+    let before = actions::unlock(&state, &name, &who).await?;
+    Ok(Json(serde_json::json!({
+        "action": "unlock",
+        "lock": name,
+        "by": actions::requester(&who),
+        "before": LockJson::from(&before),
+    }))
+    .into_response())
+}

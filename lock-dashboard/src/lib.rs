@@ -1,0 +1,131 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod actions;
+mod api;
+mod auth;
+mod charts;
+mod pages;
+mod read;
+mod token;
+mod unlock;
+mod web;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use lock_core::LockProvider;
+use lock_core::operations::ClusterOptions;
+
+pub use token::{TOKENS_ENV, Token, TokenError, parse_tokens};
+pub use unlock::unlock_warning;
+
+/// How often a page refreshes itself by default (a page's `?refresh=SECONDS` overrides it).
+pub const DEFAULT_REFRESH: Duration = Duration::from_secs(5);
+
+/// How many runs a page of a job's history shows by default.
+pub const DEFAULT_PAGE_SIZE: u32 = 50;
+
+/// The dashboard of `provider`'s cluster, read-only: every page and JSON endpoint, no action.
+/// [`Dashboard`] configures tokens (which allow the actions) and the rest.
+///
+/// Mount it under a path of the service's own with [`Router::nest`]:
+///
+/// ```
+/// use lock_core::InMemoryLockProvider;
+///
+/// let app: axum::Router = axum::Router::new()
+///     .nest("/scheduler", lock_dashboard::router(InMemoryLockProvider::new()));
+/// # drop(app);
+/// ```
+pub fn router<P: LockProvider>(provider: P) -> Router {
+    Dashboard::new(provider).router()
+}
+
+/// A dashboard being configured: the provider, the tokens that allow actions, how pages judge
+/// and refresh.
+///
+/// ```
+/// use lock_core::InMemoryLockProvider;
+/// use lock_dashboard::{Dashboard, Token};
+///
+/// let app = Dashboard::new(InMemoryLockProvider::new())
+///     .token(Token::new("alice", "a-long-random-secret-of-alice")?)
+///     .refresh(std::time::Duration::from_secs(10))
+///     .router();
+/// # drop(app);
+/// # Ok::<(), lock_dashboard::TokenError>(())
+/// ```
+#[derive(Clone)]
+pub struct Dashboard {
+    provider: Arc<dyn LockProvider>,
+    tokens: Vec<Token>,
+    options: ClusterOptions,
+    refresh: Duration,
+    page_size: u32,
+}
+
+impl std::fmt::Debug for Dashboard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dashboard")
+            .field("provider", &self.provider.describe())
+            .field("tokens", &self.tokens)
+            .field("options", &self.options)
+            .field("refresh", &self.refresh)
+            .field("page_size", &self.page_size)
+            .finish()
+    }
+}
+
+impl Dashboard {
+    /// A read-only dashboard of `provider` (any provider, or an `Arc<dyn LockProvider>`).
+    pub fn new<P: LockProvider>(provider: P) -> Self {
+        Dashboard {
+            provider: Arc::new(provider),
+            tokens: Vec::new(),
+            options: ClusterOptions::default(),
+            refresh: DEFAULT_REFRESH,
+            page_size: DEFAULT_PAGE_SIZE,
+        }
+    }
+
+    /// Allows the actions (pause, resume, trigger, unlock) to whoever presents `token`'s
+    /// secret; the token's name is logged and recorded with each action.
+    pub fn token(mut self, token: Token) -> Self {
+        self.tokens.push(token);
+        self
+    }
+
+    /// [`token`](Self::token) for each of `tokens`.
+    pub fn tokens(mut self, tokens: impl IntoIterator<Item = Token>) -> Self {
+        self.tokens.extend(tokens);
+        self
+    }
+
+    /// A job whose next fire passed by more than this without a run is shown as missed
+    /// (default [`lock_core::operations::DEFAULT_MISSED_GRACE`]).
+    pub fn missed_grace(mut self, grace: Duration) -> Self {
+        self.options.missed_grace = grace;
+        self
+    }
+
+    /// How often the pages refresh themselves (default [`DEFAULT_REFRESH`]; zero: never).
+    pub fn refresh(mut self, every: Duration) -> Self {
+        self.refresh = every;
+        self
+    }
+
+    /// How many runs a page of a job's history shows (default [`DEFAULT_PAGE_SIZE`], at least 1).
+    pub fn page_size(mut self, runs: u32) -> Self {
+        self.page_size = runs.max(1);
+        self
+    }
+
+    /// The routes: the pages (`/`, `/jobs/{name}`, `/instances`, `/locks`), the JSON endpoints
+    /// (`/api/...`) and the actions, relative to where the router is mounted.
+    pub fn router(self) -> Router {
+        web::routes(web::Shared::new(self))
+    }
+}

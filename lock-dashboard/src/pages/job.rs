@@ -1,0 +1,141 @@
+//! The Job page: the job's facts, its lock row, its pause and trigger requests (with who
+//! asked), duration and fire-lag charts, and its run history, paged by keyset.
+
+use axum::extract::{Path, Query, State};
+use lock_core::operations::{ControlKind, RunState};
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::layout::{Nav, action, frame, maybe_time, outcome, span_ms, time};
+use crate::charts::{self, Bar};
+use crate::read::{self, duration_ms, lag_ms};
+use crate::web::{AppState, Ctx, PageFailure, check_job_name, segment};
+
+/// `?before=ID`: the page of runs older than run ID.
+#[derive(Deserialize)]
+pub(crate) struct Paging {
+    before: Option<i64>,
+}
+
+/// `GET /jobs/{name}`.
+pub(crate) async fn page(
+    State(state): State<AppState>,
+    ctx: Ctx,
+    Path(name): Path<String>,
+    Query(paging): Query<Paging>,
+) -> Result<Markup, PageFailure> {
+    check_job_name(&name)?;
+    let detail = read::job_detail(&state, &name, paging.before, state.page_size).await?;
+    let job = &detail.job;
+    let link = format!("/jobs/{}", segment(&job.name));
+    // Oldest on the left, as time runs.
+    let chronological: Vec<_> = detail.runs.iter().rev().collect();
+    let bad = |state: RunState| !matches!(state, RunState::Succeeded | RunState::Running);
+    let durations: Vec<Bar> = chronological
+        .iter()
+        .map(|run| Bar {
+            value_ms: duration_ms(run),
+            bad: bad(run.outcome),
+            label: format!(
+                "run {} on {}: {} ({})",
+                run.id,
+                run.instance_id,
+                duration_ms(run).map_or("running".to_owned(), span_ms),
+                run.outcome
+            ),
+        })
+        .collect();
+    let lags: Vec<Bar> = chronological
+        .iter()
+        .map(|run| Bar {
+            value_ms: lag_ms(run),
+            bad: false,
+            label: format!(
+                "run {}: started {} after its slot",
+                run.id,
+                lag_ms(run).map_or("–".to_owned(), span_ms)
+            ),
+        })
+        .collect();
+    let body = html! {
+        h1 { "Job " (job.name) }
+        dl.facts {
+            dt { "Trigger" } dd { (job.trigger.as_deref().unwrap_or("not registered")) @if let Some(zone) = &job.zone { " in " (zone) } }
+            dt { "Lock" } dd { (job.lock_name.as_deref().unwrap_or("–")) }
+            dt { "Next fire" } dd { (maybe_time(job.next_fire)) }
+            dt { "Live instances" } dd { @if job.live_instances.is_empty() { span.muted { "none" } } @else { (job.live_instances.join(", ")) } }
+            dt { "State" } dd {
+                @if let Some(pause) = read::pause_of(&detail.control) {
+                    span.badge.paused { "paused" } " by " (pause.requested_by) " since " (time(pause.requested_at))
+                } @else { "active" }
+            }
+            @if ctx.signed_in().is_some() && job.trigger.is_some() {
+                dt { "Actions" } dd.actions {
+                    @if job.paused { (action(&ctx, &format!("{link}/resume"), "Resume", "resume")) }
+                    @else { (action(&ctx, &format!("{link}/pause"), "Pause", "pause")) }
+                    @if !job.live_instances.is_empty() { " " (action(&ctx, &format!("{link}/trigger"), "Trigger now", "trigger")) }
+                }
+            }
+        }
+        h2 { "Lock row" }
+        @if let Some(lock) = &detail.lock {
+            table #lock { thead { tr { th { "Name" } th { "Held" } th { "Locked by" } th { "Locked at" } th { "Until" } th { "Fence" } th { "Last fire" } } }
+                tbody { tr {
+                    td { (lock.name) }
+                    td { @if lock.held { span.badge.held { "held" } } @else { span.muted { "free" } } }
+                    td { (lock.locked_by) } td { (time(lock.locked_at)) } td { (time(lock.lock_until)) }
+                    td { (lock.fence) } td { (maybe_time(lock.last_fire)) }
+                } }
+            }
+        } @else {
+            p.muted { "No row in the lock table yet." }
+        }
+        @if !detail.control.is_empty() {
+            h2 { "Requests" }
+            table #requests { thead { tr { th { "Id" } th { "Kind" } th { "Asked" } th { "By" } th { "Claimed by" } } }
+                tbody { @for request in &detail.control { tr {
+                    td { (request.id) }
+                    td { (if request.kind == ControlKind::Pause { "pause" } else { "trigger" }) }
+                    td { (time(request.requested_at)) }
+                    td { (request.requested_by) }
+                    td { @if let Some(by) = &request.claimed_by { (by) " " (maybe_time(request.claimed_at)) } @else { span.muted { "–" } } }
+                } } }
+            }
+        }
+        h2 { "Runs" }
+        @if detail.runs.is_empty() {
+            p.muted { "No run in the history" @if paging.before.is_some() { " before this page" } "." }
+        } @else {
+            div.charts {
+                (charts::bars("Duration", &durations))
+                (charts::bars("Fire lag (start after slot)", &lags))
+            }
+            table #runs {
+                thead { tr { th { "Run" } th { "Slot" } th { "Kind" } th { "Instance" } th { "Fence" } th { "Started" } th { "Duration" } th { "Lag" } th { "Outcome" } } }
+                tbody {
+                    @for run in &detail.runs {
+                        tr data-run=(run.id) {
+                            td { (run.id) }
+                            td { (maybe_time(run.slot)) }
+                            td { (run.fire_kind.as_str()) }
+                            td { (run.instance_id) }
+                            td { (run.fence) }
+                            td { (time(run.started_at)) }
+                            td { (duration_ms(run).map_or("–".to_owned(), span_ms)) }
+                            td { (lag_ms(run).map_or("–".to_owned(), span_ms)) }
+                            td {
+                                (outcome(run.outcome))
+                                @if let Some(error) = &run.error { pre.error { (error) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        div.paging {
+            @if paging.before.is_some() { a href=(ctx.link(&link)) { "Newest runs" } }
+            @if let Some(older) = detail.older { a rel="next" href=(ctx.link(&format!("{link}?before={older}"))) { "Older runs →" } }
+        }
+    };
+    Ok(frame(&ctx, &job.name, Nav::Other, Some(detail.now), body))
+}

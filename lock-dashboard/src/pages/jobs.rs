@@ -1,0 +1,92 @@
+//! The Jobs page: every job with its trigger, next fire, last run, the lease it holds, and
+//! whether it is paused, missed or failing (those first).
+
+use axum::extract::State;
+use maud::{Markup, html};
+
+use super::layout::{Nav, action, frame, maybe_time, outcome, span_ms, time};
+use crate::read::{self, duration_ms};
+use crate::web::{AppState, Ctx, PageFailure, segment};
+
+/// `GET /`.
+pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Markup, PageFailure> {
+    let overview = read::overview(&state).await?;
+    let view = &overview.view;
+    let jobs = read::ordered(view);
+    let body = html! {
+        h1 { "Jobs" span.muted { " · " (jobs.len()) " jobs, " (view.instances.iter().filter(|i| i.alive).count()) " live instances" } }
+        @if jobs.is_empty() {
+            p.muted { "No job is registered: no instance with operations tables has started yet." }
+        } @else {
+            table #jobs {
+                thead { tr {
+                    th { "Job" } th { "Trigger" } th { "Next fire" } th { "Last run" }
+                    th { "Running now" } th { "State" } th { "Instances" }
+                    @if ctx.signed_in().is_some() { th { "Actions" } }
+                } }
+                tbody {
+                    @for job in &jobs {
+                        @let failing = read::failing(job);
+                        @let running = read::running(job, &overview.locks);
+                        tr data-job=(job.name) class={
+                            @if failing { "failing " } @if job.missed { "missed " } @if job.paused { "paused" }
+                        } {
+                            td { a href=(ctx.link(&format!("/jobs/{}", segment(&job.name)))) { (job.name) } }
+                            td {
+                                @if let Some(trigger) = &job.trigger { (trigger) } @else { span.muted { "not registered" } }
+                                @if let Some(zone) = &job.zone { br; span.muted { (zone) } }
+                            }
+                            td { (maybe_time(job.next_fire)) }
+                            td {
+                                @if let Some(run) = &job.last_run {
+                                    (time(run.started_at))
+                                    " " (outcome(run.outcome))
+                                    @if let Some(ms) = duration_ms(run) { " " span.muted { (span_ms(ms)) } }
+                                    br; span.muted { "on " (run.instance_id) }
+                                } @else {
+                                    span.muted { "never" }
+                                }
+                            }
+                            td {
+                                @if let Some(lease) = running {
+                                    span.badge.held { "held" } " by " (lease.locked_by)
+                                    br; span.muted { "since " } (time(lease.locked_at)) span.muted { " fence " (lease.fence) }
+                                } @else {
+                                    span.muted { "–" }
+                                }
+                            }
+                            td.state {
+                                @if job.paused { span.badge.paused { "paused" } " " }
+                                @if job.missed { span.badge.missed { "missed" } " " }
+                                @if failing { span.badge.failed { "failing" } " " }
+                                @if job.pending_triggers > 0 { span.badge.running { (job.pending_triggers) " triggered" } }
+                                @if !job.paused && !job.missed && !failing && job.pending_triggers == 0 { span.muted { "ok" } }
+                            }
+                            td { (job.live_instances.len()) }
+                            @if ctx.signed_in().is_some() {
+                                td.actions {
+                                    @let base = format!("/jobs/{}", segment(&job.name));
+                                    @if job.paused {
+                                        (action(&ctx, &format!("{base}/resume"), "Resume", "resume"))
+                                    } @else if job.trigger.is_some() {
+                                        (action(&ctx, &format!("{base}/pause"), "Pause", "pause"))
+                                    }
+                                    @if job.trigger.is_some() && !job.live_instances.is_empty() {
+                                        " " (action(&ctx, &format!("{base}/trigger"), "Trigger now", "trigger"))
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(frame(
+        &ctx,
+        "Jobs",
+        Nav::Jobs,
+        Some(view.database_now),
+        body,
+    ))
+}

@@ -1,0 +1,98 @@
+//! The Locks page (the lock table as `lockctl list` shows it) and the confirmation before a
+//! release, with `lockctl unlock`'s warning.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use maud::{Markup, html};
+
+use super::layout::{Nav, frame, maybe_time, time};
+use crate::read;
+use crate::unlock::unlock_warning;
+use crate::web::{AppState, Ctx, Failure, PageFailure, segment};
+
+/// `GET /locks`.
+pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Markup, PageFailure> {
+    let (now, locks) = read::locks(&state).await?;
+    let body = html! {
+        h1 { "Locks" }
+        @if locks.is_empty() {
+            p.muted { "The lock table is empty." }
+        } @else {
+            table #locks {
+                thead { tr {
+                    th { "Name" } th { "Held" } th { "Locked by" } th { "Locked at" } th { "Until" }
+                    th { "Fence" } th { "Last fire" }
+                    @if ctx.signed_in().is_some() { th { "Actions" } }
+                } }
+                tbody {
+                    @for lock in &locks {
+                        tr data-lock=(lock.name) {
+                            td { (lock.name) }
+                            td { @if lock.held { span.badge.held { "held" } } @else { span.muted { "free" } } }
+                            td { (lock.locked_by) }
+                            td { (time(lock.locked_at)) }
+                            td { (time(lock.lock_until)) }
+                            td { (lock.fence) }
+                            td { (maybe_time(lock.last_fire)) }
+                            @if ctx.signed_in().is_some() {
+                                td { @if lock.held { a href=(ctx.link(&format!("/locks/{}/unlock", segment(&lock.name)))) { "Unlock…" } } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(frame(&ctx, "Locks", Nav::Locks, Some(now), body))
+}
+
+/// `GET /locks/{name}/unlock`: the row, the warning, and (signed in) the button.
+pub(crate) async fn confirm(
+    State(state): State<AppState>,
+    ctx: Ctx,
+    Path(name): Path<String>,
+) -> Result<Markup, PageFailure> {
+    let record = state
+        .provider
+        .read_lock(&name)
+        .await
+        .map_err(|e| Failure::provider(format!("cannot read lock {name:?}"), e))?
+        .ok_or_else(|| {
+            Failure::new(
+                StatusCode::NOT_FOUND,
+                format!("there is no lock named {name:?}"),
+            )
+        })?;
+    let body = html! {
+        h1 { "Release lock " (record.name) "?" }
+        p.warning { "Releasing lock " (record.name) " by hand: " (unlock_warning(&record)) }
+        @if record.held {
+            @if let Some(session) = ctx.signed_in() {
+                form method="post" action=(ctx.link(&format!("/locks/{}/unlock", segment(&record.name)))) {
+                    input type="hidden" name="csrf" value=(session.csrf);
+                    button type="submit" class="danger" { "Release it anyway" }
+                }
+            } @else {
+                p.muted { "Log in to release it." }
+            }
+        }
+        p { a href=(ctx.link("/locks")) { "Back to the locks" } }
+    };
+    Ok(frame(&ctx, "Unlock", Nav::Locks, None, body))
+}
+
+/// The page after a release: what was released, as `lockctl unlock --force` says it.
+pub(crate) fn released(ctx: &Ctx, record: &lock_core::LockRecord) -> Markup {
+    let body = html! {
+        h1 { "Lock " (record.name) }
+        p.notice {
+            @if record.held {
+                "Released lock " (record.name) ", held by " (record.locked_by) " until " (time(record.lock_until)) "."
+            } @else {
+                "Lock " (record.name) " was not held, so nothing was released."
+            }
+        }
+        p { a href=(ctx.link("/locks")) { "Back to the locks" } }
+    };
+    frame(ctx, "Unlock", Nav::Locks, None, body)
+}

@@ -1,0 +1,211 @@
+//! What the pages and the JSON endpoints show, read once for both.
+
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use lock_core::operations::{
+    ClusterView, ControlKind, ControlRequest, JobView, OperationsStore, RunState, RunView,
+};
+use lock_core::{LockProvider, LockRecord};
+
+use crate::web::{AppState, Failure};
+
+/// The Jobs and Instances pages: the cluster at the database's now, and the lock table.
+pub(crate) struct Overview {
+    pub(crate) view: ClusterView,
+    pub(crate) locks: Vec<LockRecord>,
+}
+
+fn store(provider: &dyn LockProvider) -> Result<&dyn OperationsStore, Failure> {
+    provider
+        .operations()
+        .ok_or_else(|| Failure::no_operations(provider))
+}
+
+fn failed(what: &str) -> impl Fn(lock_core::LockError) -> Failure + '_ {
+    move |e| Failure::provider(format!("cannot read {what}"), e)
+}
+
+/// Reads what [`ClusterView::read`] reads, keeping the lock table for "running now".
+pub(crate) async fn overview(state: &AppState) -> Result<Overview, Failure> {
+    let provider = state.provider.as_ref();
+    let store = store(provider)?;
+    // Side by side on the provider's pool: the page waits for the slowest, not the sum.
+    let (now, registry, control, last_runs, successes, locks) = tokio::join!(
+        provider.database_time(),
+        store.registry(),
+        store.control(),
+        store.last_runs(),
+        store.last_successes(),
+        provider.list_locks()
+    );
+    let now = now.map_err(failed("the database's clock"))?;
+    let registry = registry.map_err(failed("the job registry"))?;
+    let control = control.map_err(failed("the pauses"))?;
+    let last_runs = last_runs.map_err(failed("the last runs"))?;
+    let successes = successes.map_err(failed("the last successes"))?;
+    let locks = locks.map_err(failed("the locks"))?;
+    let view = ClusterView::assemble(
+        now,
+        registry,
+        control,
+        last_runs,
+        successes,
+        locks.clone(),
+        &state.options,
+    );
+    Ok(Overview { view, locks })
+}
+
+/// The lease a job's lock holds right now, if any.
+pub(crate) fn running<'a>(job: &JobView, locks: &'a [LockRecord]) -> Option<&'a LockRecord> {
+    let lock = job.lock_name.as_deref()?;
+    locks
+        .iter()
+        .find(|record| record.name == lock && record.held)
+}
+
+/// Its newest run failed, panicked, lost its lock or never ended.
+pub(crate) fn failing(job: &JobView) -> bool {
+    job.last_run.as_ref().is_some_and(|run| {
+        matches!(
+            run.outcome,
+            RunState::Failed | RunState::Panicked | RunState::LockLost | RunState::Unfinished
+        )
+    })
+}
+
+/// The jobs as the Jobs page lists them: failing and missed first, then by name.
+pub(crate) fn ordered(view: &ClusterView) -> Vec<&JobView> {
+    let mut jobs: Vec<&JobView> = view.jobs.iter().collect();
+    jobs.sort_by_key(|job| (!(failing(job) || job.missed), job.name.as_str()));
+    jobs
+}
+
+/// One page of a job's history with what the Job page shows around it.
+pub(crate) struct JobDetail {
+    pub(crate) now: DateTime<Utc>,
+    pub(crate) job: JobView,
+    pub(crate) runs: Vec<RunView>,
+    /// The `before` of the next (older) page, when there is one.
+    pub(crate) older: Option<i64>,
+    pub(crate) lock: Option<LockRecord>,
+    /// The job's pause and trigger requests, oldest first.
+    pub(crate) control: Vec<ControlRequest>,
+}
+
+/// The job page's data: registry, control, one page of history by keyset, the lock row. Not
+/// the last runs of every job (the Jobs page's heaviest read).
+pub(crate) async fn job_detail(
+    state: &AppState,
+    name: &str,
+    before: Option<i64>,
+    limit: u32,
+) -> Result<JobDetail, Failure> {
+    let provider = state.provider.as_ref();
+    let store = store(provider)?;
+    // One more run than the page shows: whether there is an older page.
+    let (now, registry, control, runs) = tokio::join!(
+        provider.database_time(),
+        store.registry(),
+        store.control(),
+        store.history_page(name, before, limit.saturating_add(1))
+    );
+    let now = now.map_err(failed("the database's clock"))?;
+    let registry = registry.map_err(failed("the job registry"))?;
+    let control = control.map_err(failed("the pauses"))?;
+    let mut runs =
+        runs.map_err(|e| Failure::provider(format!("cannot read the runs of job {name:?}"), e))?;
+    let older = if runs.len() > limit as usize {
+        runs.truncate(limit as usize);
+        runs.last().map(|run| run.id)
+    } else {
+        None
+    };
+    let mine: Vec<ControlRequest> = control.iter().filter(|c| c.job == name).cloned().collect();
+    let view = ClusterView::assemble(
+        now,
+        registry,
+        control,
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        &state.options,
+    );
+    let runs = view.resolve_runs(runs);
+    let job = view.jobs.into_iter().find(|job| job.name == name);
+    let job = match job {
+        Some(job) => job,
+        None if !runs.is_empty() => unregistered(name),
+        None => {
+            return Err(Failure::new(
+                StatusCode::NOT_FOUND,
+                format!("there is no job named {name:?} in the registry or the history"),
+            ));
+        }
+    };
+    let lock = match &job.lock_name {
+        Some(lock) => provider
+            .read_lock(lock)
+            .await
+            .map_err(|e| Failure::provider(format!("cannot read lock {lock:?}"), e))?,
+        None => None,
+    };
+    Ok(JobDetail {
+        now,
+        job,
+        runs,
+        older,
+        lock,
+        control: mine,
+    })
+}
+
+/// A job only the history still knows (no instance registers it any more).
+fn unregistered(name: &str) -> JobView {
+    JobView {
+        name: name.to_owned(),
+        lock_name: None,
+        trigger: None,
+        zone: None,
+        next_fire: None,
+        paused: false,
+        live_instances: Vec::new(),
+        last_run: None,
+        last_success: None,
+        missed: false,
+        pending_triggers: 0,
+    }
+}
+
+/// Who paused the job and since when, from its control rows.
+pub(crate) fn pause_of(control: &[ControlRequest]) -> Option<&ControlRequest> {
+    control.iter().find(|c| c.kind == ControlKind::Pause)
+}
+
+/// The lock table, with the database's now.
+pub(crate) async fn locks(state: &AppState) -> Result<(DateTime<Utc>, Vec<LockRecord>), Failure> {
+    let provider = state.provider.as_ref();
+    let now = provider
+        .database_time()
+        .await
+        .map_err(failed("the database's clock"))?;
+    let locks = provider.list_locks().await.map_err(failed("the locks"))?;
+    Ok((now, locks))
+}
+
+/// How long a run took, in milliseconds (None while running).
+pub(crate) fn duration_ms(run: &RunView) -> Option<i64> {
+    run.ended_at
+        .map(|end| (end - run.started_at).num_milliseconds())
+}
+
+/// How long after its slot a run started, in milliseconds (None without a slot).
+pub(crate) fn lag_ms(run: &RunView) -> Option<i64> {
+    run.slot
+        .map(|slot| (run.started_at - slot).num_milliseconds())
+}
+
+/// A time as the JSON and the pages' `datetime` attributes carry it.
+pub(crate) fn instant(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}

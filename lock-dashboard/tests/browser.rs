@@ -1,0 +1,345 @@
+//! The dashboard in a real browser: headless Chromium driven through Debian's chromium-driver
+//! (WebDriver), against a running two-instance cluster (two schedulers of this process, each
+//! with its own connection pool, on one lock table in the real PostgreSQL). It logs in, clicks
+//! Pause on a job, sees the job marked paused, and no run of it starts while it is; then the
+//! page's auto-refresh shows a resume made through the JSON API. Screenshots go to
+//! `target/tmp/` (`CARGO_TARGET_TMPDIR`).
+//!
+//! Without chromium or chromium-driver the test prints `SKIPPED` (and fails when `CI` is set:
+//! `scripts/test` installs both).
+
+mod common;
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use common::{ALICE_SECRET, call, provider, serve_app};
+use fantoccini::{Client, ClientBuilder, Locator};
+use lock_core::operations::ControlKind;
+use lock_core::{Job, JobContext, LockProvider, Scheduler, Trigger};
+use lock_dashboard::{Dashboard, Token};
+use lock_provider_postgres::PostgresLockProvider;
+use test_support::process::{eventually, free_port};
+
+/// Long enough for a loaded 2-core machine to start a browser or see two heartbeats (1 s).
+const WAIT: Duration = Duration::from_secs(30);
+
+/// chromium-driver on a free port, stopped when dropped.
+struct Driver {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn installed(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success())
+}
+
+async fn start_driver() -> Option<Driver> {
+    if !installed("chromedriver") || !installed("chromium") {
+        test_support::skip::skip_unless_ci(
+            "Debian's chromium and chromium-driver are not installed (scripts/test installs them)",
+        );
+        return None;
+    }
+    let port = free_port();
+    let child = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromedriver");
+    let driver = Driver { child, port };
+    eventually(WAIT, "chromedriver to listen", || async move {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .ok()
+            .map(|_| ())
+    })
+    .await;
+    Some(driver)
+}
+
+async fn browser(driver: &Driver) -> Client {
+    let mut capabilities = serde_json::Map::new();
+    capabilities.insert(
+        "goog:chromeOptions".to_owned(),
+        serde_json::json!({
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                     "--disable-dev-shm-usage", "--window-size=1400,800"],
+        }),
+    );
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    ClientBuilder::new(connector)
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{}", driver.port))
+        .await
+        .expect("a WebDriver session of headless chromium")
+}
+
+/// One instance of the service: `tick` every second, `nightly_report` once a year (so it
+/// only runs when triggered), `flaky` failing every 2 s; run history kept.
+async fn instance(provider: Arc<PostgresLockProvider>, id: &str) -> Scheduler {
+    let tick = Job::new(
+        "tick",
+        Trigger::fixed_rate(Duration::from_secs(1)).expect("trigger"),
+        |_ctx: JobContext| async move {
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        },
+    );
+    let report = Job::new(
+        "nightly_report",
+        Trigger::cron("0 0 3 * * *").expect("cron"),
+        |_ctx: JobContext| async move {},
+    );
+    let flaky = Job::new(
+        "flaky",
+        Trigger::fixed_rate(Duration::from_secs(2)).expect("trigger"),
+        |_ctx: JobContext| async move {
+            Err::<(), _>(std::io::Error::other(
+                "upstream answered 503 Service Unavailable",
+            ))
+        },
+    );
+    Scheduler::builder()
+        .lock_provider(provider)
+        .instance_id(id)
+        .history(Duration::from_secs(3600))
+        .jobs([tick, report, flaky])
+        .start()
+        .await
+        .expect("scheduler")
+}
+
+/// A second provider (its own pool) on the same table: another instance's connection.
+async fn another(table: &str) -> Arc<PostgresLockProvider> {
+    let provider = PostgresLockProvider::connect(&test_support::db::postgres_url())
+        .await
+        .expect("connect")
+        .with_table(table)
+        .expect("table");
+    Arc::new(provider)
+}
+
+fn save(name: &str, png: &[u8], for_readme: bool) {
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&path, png).expect("save the screenshot");
+    println!("screenshot: {}", path.display());
+    // `LOCK_DASHBOARD_SCREENSHOT=docs/dashboard.png` refreshes the README's picture.
+    if let Some(target) = std::env::var_os("LOCK_DASHBOARD_SCREENSHOT").filter(|_| for_readme) {
+        std::fs::write(target, png).expect("save the README's screenshot");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pausing_a_job_in_the_browser_stops_its_runs() {
+    let Some(driver) = start_driver().await else {
+        return;
+    };
+    let Some((first, table, _cleanup)) = provider().await else {
+        return;
+    };
+    let second = another(&table).await;
+    let a = instance(Arc::clone(&first), "instance-a").await;
+    let b = instance(Arc::clone(&second), "instance-b").await;
+    let token = Token::new("alice", ALICE_SECRET).expect("token");
+    let address: SocketAddr =
+        serve_app(Dashboard::new(Arc::clone(&first)).token(token).router()).await;
+    let base = format!("http://{address}");
+    let store = first.operations().expect("operations tables");
+
+    // Both instances registered tick, and it has run.
+    eventually(
+        WAIT,
+        "tick registered by two live instances, with a run",
+        || {
+            let first = Arc::clone(&first);
+            async move {
+                let view =
+                    lock_core::operations::ClusterView::read(first.as_ref(), &Default::default())
+                        .await
+                        .ok()?;
+                let tick = view.jobs.iter().find(|j| j.name == "tick")?;
+                (tick.live_instances.len() == 2 && tick.last_run.is_some()).then_some(())
+            }
+        },
+    )
+    .await;
+
+    let client = browser(&driver).await;
+    client
+        .goto(&format!("{base}/login"))
+        .await
+        .expect("login page");
+    let field = client
+        .find(Locator::Css("input#token"))
+        .await
+        .expect("token field");
+    field.send_keys(ALICE_SECRET).await.expect("type the token");
+    client
+        .find(Locator::Css("form.login button"))
+        .await
+        .expect("login button")
+        .click()
+        .await
+        .expect("log in");
+    client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("span.who strong"))
+        .await
+        .expect("signed in");
+
+    // Without auto-refresh while clicking, so the button cannot be replaced under the click.
+    client
+        .goto(&format!("{base}/?refresh=0"))
+        .await
+        .expect("jobs page");
+    client
+        .find(Locator::Css(r#"tr[data-job="tick"] button.pause"#))
+        .await
+        .expect("a Pause button on tick's row")
+        .click()
+        .await
+        .expect("click Pause");
+    client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css(r#"tr[data-job="tick"] .badge.paused"#))
+        .await
+        .expect("tick marked paused");
+    let row = client
+        .find(Locator::Css(r#"tr[data-job="tick"]"#))
+        .await
+        .expect("tick's row")
+        .text()
+        .await
+        .expect("row text");
+    assert!(row.contains("paused") && row.contains("Resume"), "{row}");
+    save(
+        "dashboard-jobs-paused.png",
+        &client.screenshot().await.expect("screenshot"),
+        true,
+    );
+
+    // The pause is alice's, and every instance honours it from its next heartbeat.
+    let control = store.control().await.expect("control");
+    let pause = control
+        .iter()
+        .find(|c| c.job == "tick" && c.kind == ControlKind::Pause)
+        .expect("a pause row");
+    assert_eq!(pause.requested_by, "dashboard:alice");
+    let paused_at = pause.requested_at;
+    let acknowledged: DateTime<Utc> =
+        eventually(WAIT, "a heartbeat of each instance after the pause", || {
+            let first = Arc::clone(&first);
+            async move {
+                let registry = first.operations()?.registry().await.ok()?;
+                let beats: Vec<DateTime<Utc>> = registry
+                    .iter()
+                    .filter(|row| row.job.is_none())
+                    .map(|row| row.heartbeat_at)
+                    .collect();
+                (beats.len() == 2 && beats.iter().all(|at| *at > paused_at))
+                    .then(|| beats.into_iter().max().expect("two"))
+            }
+        })
+        .await;
+    // Three more one-second slots pass. A fire that began within a slot of the acknowledging
+    // heartbeat may have been under way before the pause was swapped in; none after that.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let runs = store.history("tick", 200).await.expect("history");
+    let late: Vec<_> = runs
+        .iter()
+        .filter(|run| run.started_at > acknowledged + TimeDelta::seconds(1))
+        .collect();
+    assert!(late.is_empty(), "tick ran while paused: {late:?}");
+    let lock = first
+        .read_lock("tick")
+        .await
+        .expect("read")
+        .expect("tick's lock");
+    assert!(
+        lock.last_fire
+            .is_none_or(|last| last <= acknowledged + TimeDelta::seconds(1)),
+        "tick's lock took a slot while paused: {lock:?}"
+    );
+
+    // Auto-refresh: a page left open shows a resume made elsewhere (through the API).
+    client
+        .goto(&format!("{base}/?refresh=1"))
+        .await
+        .expect("jobs page");
+    client
+        .find(Locator::Css(r#"tr[data-job="tick"] .badge.paused"#))
+        .await
+        .expect("still paused");
+    let bearer = format!("Bearer {ALICE_SECRET}");
+    let resumed = call(
+        address,
+        "POST",
+        "/api/jobs/tick/resume",
+        &[("Authorization", &bearer)],
+        "",
+    )
+    .await;
+    assert_eq!(resumed.status, 200, "{}", resumed.body);
+    client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css(r#"tr[data-job="tick"] button.pause"#))
+        .await
+        .expect("the refreshed page shows tick active again");
+    // The browser's zone next to UTC, added by the page's script.
+    client
+        .find(Locator::Css("time + span.local"))
+        .await
+        .expect("times in the browser's zone");
+    save(
+        "dashboard-jobs.png",
+        &client.screenshot().await.expect("screenshot"),
+        false,
+    );
+
+    // A failing job's page: its error texts and charts.
+    client
+        .goto(&format!("{base}/jobs/flaky"))
+        .await
+        .expect("job page");
+    let error = client
+        .find(Locator::Css("#runs pre.error"))
+        .await
+        .expect("a failed run's error")
+        .text()
+        .await
+        .expect("error text");
+    assert!(error.contains("upstream answered 503"), "{error}");
+    client
+        .find(Locator::Css("figure.chart svg rect.bar.bad"))
+        .await
+        .expect("failed runs drawn in the duration chart");
+    save(
+        "dashboard-job.png",
+        &client.screenshot().await.expect("screenshot"),
+        false,
+    );
+
+    client.close().await.expect("close the browser");
+    a.shutdown().await.expect("shutdown a");
+    b.shutdown().await.expect("shutdown b");
+}
