@@ -34,6 +34,16 @@ use keys::Macro;
 /// `initial_delay = "10s"` (`fixed_rate` and `fixed_delay` only). Durations are in `humantime`
 /// syntax, with millisecond precision.
 ///
+/// `cron` and `fixed_rate` jobs (not `fixed_delay`: it has no slots) also take:
+///
+/// | key | value | default |
+/// |---|---|---|
+/// | `misfire` | `"skip"`, `"fire_once"` (the latest slot no instance ran runs once, as soon as one can) or `"catch_up"` (each missed slot once, oldest first) | `"skip"` |
+/// | `misfire_grace` | duration: how old a missed slot may be and still run | one period of the trigger |
+/// | `misfire_max` | integer, 1 to 1000: how many missed slots `catch_up` runs (the most recent) | `10` |
+/// | `shards` | integer, 1 to 1024: each slot runs as that many shards, each once in the cluster under the lock `<name>#<index>`; `JobContext::shard()` is `Some((index, total))` | none |
+/// | `broadcast` | `true`: each slot runs once on every live instance (`shard()` is its rank among them); needs the provider's registry; not with `shards` | `false` |
+///
 /// # Locking
 ///
 /// Every job names its lock, once: `name = "..."` in `#[scheduled(...)]`, or in a
@@ -108,6 +118,9 @@ pub fn scheduled(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | `lock_at_most_for` | duration: the lease ends this long after it was taken even if the holder died | the executor's (30 minutes) |
 /// | `lock_at_least_for` | duration: on release the lease is kept until this long after it was taken | `"0s"` |
 /// | `keep_alive` | `true` or `false`: extend the lease every `lock_at_most_for / 2` while the body runs | the executor's (off) |
+/// | `retries` | integer, 0 to 100: with `#[scheduled]`, a body that returns `Err` or panics runs again this many times, under the same lease and slot (`JobContext::attempt()` counts) | `0` |
+/// | `retry_backoff` | duration: the pause before the first retry, doubled at each further one (less up to a quarter of jitter) | `"1s"` |
+/// | `timeout` | duration: with `#[scheduled]`, `cancelled()` resolves after this long; an async body still running a grace later (a tenth, 1 s to 30 s) is dropped and the run recorded as timed out | none |
 ///
 /// Durations are in `humantime` syntax (`"30m"`, `"1h 30m"`, `"500ms"`), with millisecond
 /// precision; `lock_at_least_for` may not exceed `lock_at_most_for`.
