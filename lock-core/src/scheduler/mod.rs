@@ -1,5 +1,6 @@
 //! The scheduler: sleeps to each job's next fire on tokio timers and runs it under its lock.
 
+mod batching;
 mod cluster;
 mod dynamic;
 mod job;
@@ -155,6 +156,8 @@ pub struct SchedulerBuilder {
     state_twice: Vec<&'static str>,
     /// Settings from configuration, applied at start (`overrides.rs` has the builder methods).
     overrides: overrides::Overrides,
+    /// `.batch_window(..)` (`batching.rs`).
+    batch_window: Option<Duration>,
 }
 
 impl Scheduler {
@@ -489,6 +492,9 @@ impl SchedulerBuilder {
         }
         if let Some(lead) = self.max_slot_lead {
             executor = executor.with_max_slot_lead(lead);
+        }
+        if let Some(window) = self.batch_window {
+            executor = executor.with_batch_window(window);
         }
         let clock_refresh = self.clock_refresh.unwrap_or(DEFAULT_CLOCK_REFRESH);
         if clock_refresh.is_zero() {
