@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 
 mod check;
 mod cron;
+mod intern;
 mod spec;
 mod wall_clock;
 
