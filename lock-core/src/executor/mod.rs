@@ -340,26 +340,13 @@ impl LockingTaskExecutor {
         slot: Option<FireSlot>,
         body: F,
     ) -> Result<LockOutcome<F::Output>, LockError> {
-        self.fire(config, slot, FireKind::of_slot(slot), body).await
+        self.execute_fire(config, slot, FireKind::of_slot(slot), body)
+            .await
     }
 
     /// [`execute_in_slot`](Self::execute_in_slot) with the body's fire kind given: the
-    /// scheduler's fires.
-    ///
-    /// The fire's state (acquire, recovery, body, release) lives in one allocation per fire:
-    /// a job's timer loop then holds a pointer to it instead of its whole size (kilobytes)
-    /// while it sleeps, which is what 10,000 idle jobs are made of.
+    /// scheduler's fires (whose timer loop boxes each fire, so an idle loop stays small).
     pub(crate) async fn execute_fire<F: Future>(
-        &self,
-        config: &LockConfiguration,
-        slot: Option<FireSlot>,
-        kind: FireKind,
-        body: F,
-    ) -> Result<LockOutcome<F::Output>, LockError> {
-        Box::pin(self.fire(config, slot, kind, body)).await
-    }
-
-    async fn fire<F: Future>(
         &self,
         config: &LockConfiguration,
         slot: Option<FireSlot>,
@@ -405,27 +392,13 @@ impl LockingTaskExecutor {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.blocking_fire(config, slot, FireKind::of_slot(slot), body)
+        self.execute_blocking_fire(config, slot, FireKind::of_slot(slot), body)
             .await
     }
 
     /// [`execute_blocking_in_slot`](Self::execute_blocking_in_slot) with the body's fire kind
-    /// given: the scheduler's fires, boxed as [`execute_fire`](Self::execute_fire)'s.
+    /// given.
     pub(crate) async fn execute_blocking_fire<F, T>(
-        &self,
-        config: &LockConfiguration,
-        slot: Option<FireSlot>,
-        kind: FireKind,
-        body: F,
-    ) -> Result<LockOutcome<T>, LockError>
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        Box::pin(self.blocking_fire(config, slot, kind, body)).await
-    }
-
-    async fn blocking_fire<F, T>(
         &self,
         config: &LockConfiguration,
         slot: Option<FireSlot>,
