@@ -3,10 +3,10 @@
 //! [`release_many`](crate::LockProvider::release_many)) round trip.
 //!
 //! A thousand jobs due at the same second used to cost a thousand statements per instance;
-//! batched, the first request of a window opens a batch and starts its timer, every request
-//! arriving before the timer ends (or until the batch holds
-//! [`max_batch`](crate::LockProvider::max_batch) requests) joins it, and one call decides them
-//! all. Each caller still gets its own outcome, and everything after the provider's answer
+//! batched, the first request opens a batch, every request arriving while the batch is open
+//! joins it, and one call decides them all. The batch goes when a whole window (1 ms) passes
+//! without a new request, when it holds [`max_batch`](crate::LockProvider::max_batch)
+//! requests, or at the latest 50 windows after it opened. Each caller still gets its own outcome, and everything after the provider's answer
 //! (lost-grant recovery, metrics, the body) is per fire as before, so every path that goes
 //! through the executor (scheduled fires, catch-up runs, shards) is batched without knowing.
 //!
@@ -21,11 +21,17 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tokio::sync::oneshot;
 
+use super::later;
 use crate::{AcquireOutcome, Lease, LockError, LockProvider, LockRequest};
+
+type Instant = tokio::time::Instant;
 
 /// The default window of [`LockingTaskExecutor::with_batch_window`](super::LockingTaskExecutor::with_batch_window):
 /// how long the first request of a batch waits for others due at the same instant.
 pub const DEFAULT_BATCH_WINDOW: Duration = Duration::from_millis(1);
+
+/// The longest a batch stays open, in windows, while fires keep joining it.
+const MAX_WINDOWS: u32 = 50;
 
 /// What one batched call sends: a request (or a lease to release) and its own reply.
 pub(super) trait Batched: Send + 'static {
@@ -44,6 +50,8 @@ pub(super) trait Batched: Send + 'static {
         Self: Sized;
     /// The operation's name, for errors.
     const OPERATION: &'static str;
+    /// The latest this item may be sent, joining at `now` a batch whose window is `window`.
+    fn deadline(&self, now: Instant, window: Duration) -> Instant;
 }
 
 impl Batched for LockRequest {
@@ -61,10 +69,13 @@ impl Batched for LockRequest {
         Box::pin(async move { provider.acquire_many(&items).await })
     }
     const OPERATION: &'static str = "acquire";
+    fn deadline(&self, now: Instant, window: Duration) -> Instant {
+        later(now, window.saturating_mul(MAX_WINDOWS))
+    }
 }
 
-/// A lease to release and its `lock_at_least_for`.
-pub(super) struct Release(pub(super) Lease, pub(super) Duration);
+/// A lease to release, its `lock_at_least_for`, and when its acquire was sent.
+pub(super) struct Release(pub(super) Lease, pub(super) Duration, pub(super) Instant);
 
 impl Batched for Release {
     type Out = bool;
@@ -84,6 +95,12 @@ impl Batched for Release {
         })
     }
     const OPERATION: &'static str = "release";
+    /// A release may wait while `lock_at_least_for` keeps the lock anyway (its lease began
+    /// after the acquire was sent), and otherwise one window: a lock is never held more than a
+    /// window past what `lock_at_least_for` and the body's end ask.
+    fn deadline(&self, now: Instant, window: Duration) -> Instant {
+        later(now, window).max(later(self.2, self.1))
+    }
 }
 
 type Reply<T> = oneshot::Sender<Result<<T as Batched>::Out, LockError>>;
@@ -92,6 +109,10 @@ type Reply<T> = oneshot::Sender<Result<<T as Batched>::Out, LockError>>;
 struct Open<T: Batched> {
     /// Which batch this is: the timer of an earlier batch (sent early, full) leaves it alone.
     generation: u64,
+    /// When the last item joined: the batch goes once none has joined for a window.
+    last_joined: Instant,
+    /// The earliest deadline of its items: the batch goes then at the latest.
+    deadline: Instant,
     items: Vec<T>,
     replies: Vec<Reply<T>>,
     names: HashSet<Arc<str>>,
@@ -150,6 +171,8 @@ impl<T: Batched> Coalescer<T> {
                 state.next_generation += 1;
                 state.open = Some(Open {
                     generation,
+                    last_joined: Instant::now(),
+                    deadline: later(Instant::now(), self.window.saturating_mul(MAX_WINDOWS)),
                     items: Vec::new(),
                     replies: Vec::new(),
                     names: HashSet::new(),
@@ -157,6 +180,9 @@ impl<T: Batched> Coalescer<T> {
                 timer = Some(generation);
             }
             let open = state.open.as_mut().expect("opened above");
+            let now = Instant::now();
+            open.last_joined = now;
+            open.deadline = open.deadline.min(item.deadline(now, self.window));
             open.items.push(item);
             open.replies.push(tx);
             open.names.insert(name.clone());
@@ -174,13 +200,23 @@ impl<T: Batched> Coalescer<T> {
         if let Some(generation) = timer {
             let this = self.clone();
             tokio::spawn(async move {
-                tokio::time::sleep(this.window).await;
-                let batch = {
+                // The fires of one instant wake one after another (a thousand job loops take
+                // tens of milliseconds on a busy host): the batch stays open while they keep
+                // joining, until a whole window passes without one or its earliest deadline
+                // comes.
+                let mut wake = later(Instant::now(), this.window);
+                let batch = loop {
+                    tokio::time::sleep_until(wake).await;
                     let mut state = this.lock();
-                    match &state.open {
-                        Some(open) if open.generation == generation => state.open.take(),
-                        _ => None,
+                    let Some(open) = state.open.as_ref().filter(|o| o.generation == generation)
+                    else {
+                        break None;
+                    };
+                    let due = later(open.last_joined, this.window).min(open.deadline);
+                    if due <= Instant::now() {
+                        break state.open.take();
                     }
+                    wake = due;
                 };
                 if let Some(batch) = batch {
                     this.send(batch).await;

@@ -155,7 +155,7 @@ impl LeaseGuard {
                 self.provider.as_ref(),
                 self.releases.as_ref(),
                 lease,
-                self.lock_at_least_for,
+                (self.lock_at_least_for, self.requested_at),
                 self.operation_timeout,
             )
             .await;
@@ -171,7 +171,7 @@ impl Drop for LeaseGuard {
         self.metrics.finished(self.started.elapsed());
         let provider = self.provider.clone();
         let releases = self.releases.clone();
-        let at_least = self.lock_at_least_for;
+        let at_least = (self.lock_at_least_for, self.requested_at);
         let timeout = self.operation_timeout;
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
@@ -191,7 +191,7 @@ async fn release(
     provider: &dyn LockProvider,
     releases: Option<&Arc<Coalescer<Release>>>,
     lease: Lease,
-    at_least: Duration,
+    (at_least, requested_at): (Duration, tokio::time::Instant),
     timeout: Duration,
 ) {
     let sent = tokio::time::Instant::now();
@@ -200,7 +200,7 @@ async fn release(
         match releases {
             // Slotted fires only: a direct call's release goes at once, as its acquire did.
             Some(batch) if lease.slot().is_some() => {
-                batch.submit(Release(lease, at_least)).await
+                batch.submit(Release(lease, at_least, requested_at)).await
             }
             _ => provider.release(&lease, at_least).await,
         }
