@@ -239,7 +239,11 @@ async fn parent(mode: Mode) {
             r.config.backend.name(),
             r.config.instances,
             r.config.jobs,
-            if r.config.batched { "batched" } else { "per job" },
+            if r.config.batched {
+                "batched"
+            } else {
+                "per job"
+            },
             r.config.secs,
             r.fires as f64 / r.config.secs as f64,
             r.duplicates,
@@ -482,7 +486,12 @@ impl ChildArgs {
         };
         let scheduler = Scheduler::builder()
             .lock_provider(opened.provider().clone())
-            .instance_id(format!("{}-i{}-{}", self.label, self.index, std::process::id()))
+            .instance_id(format!(
+                "{}-i{}-{}",
+                self.label,
+                self.index,
+                std::process::id()
+            ))
             .batch_window(window)
             .jobs(jobs)
             .start()

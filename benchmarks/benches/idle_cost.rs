@@ -125,7 +125,13 @@ impl Report {
 fn parent(mode: Mode) {
     let secs: u64 = mode.pick(30, 2);
     let configs: &[(usize, &str)] = mode.pick(
-        &[(0, SPARSE), (100, SPARSE), (1_000, SPARSE), (10_000, SPARSE), (10_000, SAME)],
+        &[
+            (0, SPARSE),
+            (100, SPARSE),
+            (1_000, SPARSE),
+            (10_000, SPARSE),
+            (10_000, SAME),
+        ],
         &[(0, SPARSE), (10_000, SPARSE), (10_000, SAME)],
     );
     let exe = std::env::current_exe().expect("own executable");

@@ -348,7 +348,10 @@ pub trait LockProvider: Send + Sync + 'static {
     /// assert!(outcomes.iter().all(|o| matches!(o, AcquireOutcome::Acquired(_))));
     /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
     /// ```
-    async fn acquire_many(&self, requests: &[LockRequest]) -> Result<Vec<AcquireOutcome>, LockError> {
+    async fn acquire_many(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
         let mut outcomes = Vec::with_capacity(requests.len());
         for request in requests {
             outcomes.push(self.acquire(request).await?);
@@ -482,7 +485,10 @@ impl<P: LockProvider + ?Sized> LockProvider for Arc<P> {
     async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
         (**self).acquire(request).await
     }
-    async fn acquire_many(&self, requests: &[LockRequest]) -> Result<Vec<AcquireOutcome>, LockError> {
+    async fn acquire_many(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
         (**self).acquire_many(requests).await
     }
     async fn release_many(&self, leases: &[(Lease, Duration)]) -> Result<Vec<bool>, LockError> {

@@ -65,19 +65,21 @@ impl MySqlLockProvider {
         for (k, &at) in order.iter().enumerate() {
             let (id, affected) = packets[k + 1];
             let request = &requests[at];
-            outcomes[at] = Some(statements.acquire_outcome(request, id, affected).ok_or_else(
-                || {
-                    LockError::provider(
-                        "acquire",
-                        &*request.name,
-                        self.session.describe(),
-                        format!(
-                            "unexpected answer to a batched acquire statement (last_insert_id \
+            outcomes[at] = Some(
+                statements
+                    .acquire_outcome(request, id, affected)
+                    .ok_or_else(|| {
+                        LockError::provider(
+                            "acquire",
+                            &*request.name,
+                            self.session.describe(),
+                            format!(
+                                "unexpected answer to a batched acquire statement (last_insert_id \
                              {id}, affected rows {affected}); the lock was not taken"
-                        ),
-                    )
-                },
-            )?);
+                            ),
+                        )
+                    })?,
+            );
         }
         Ok(outcomes.into_iter().flatten().collect())
     }
@@ -121,7 +123,10 @@ impl MySqlLockProvider {
             operation,
             label,
             self.session.describe(),
-            format!("a batch of {requests} answered {packets} OK packets, not {}", requests + BATCH_EXTRA_PACKETS),
+            format!(
+                "a batch of {requests} answered {packets} OK packets, not {}",
+                requests + BATCH_EXTRA_PACKETS
+            ),
         )
     }
 }

@@ -371,7 +371,10 @@ impl LockProvider for MySqlLockProvider {
 
     /// One text query, one transaction: the acquire statement of each request in name order
     /// (see `lock_core::kit::sql::mysql::Statements::acquire_batch`).
-    async fn acquire_many(&self, requests: &[LockRequest]) -> Result<Vec<AcquireOutcome>, LockError> {
+    async fn acquire_many(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
         let mut names = std::collections::HashSet::with_capacity(requests.len());
         let distinct = requests.iter().all(|r| names.insert(&*r.name));
         match requests {

@@ -149,7 +149,9 @@ impl PostgresLockProvider {
             };
             let db_now = db_now.and_utc();
             outcomes[at] = Some(match granted {
-                Some(fence) => AcquireOutcome::Acquired(Lease::granted(request, fence_from_sql(fence))),
+                Some(fence) => {
+                    AcquireOutcome::Acquired(Lease::granted(request, fence_from_sql(fence)))
+                }
                 None if request.slot_too_far_ahead(db_now) => {
                     AcquireOutcome::Refused(Refusal::slot_in_future(db_now))
                 }
@@ -161,8 +163,11 @@ impl PostgresLockProvider {
             .into_iter()
             .map(|o| {
                 o.ok_or_else(|| {
-                    self.session
-                        .unexpected("acquire", label, "the create statement returned no row")
+                    self.session.unexpected(
+                        "acquire",
+                        label,
+                        "the create statement returned no row",
+                    )
                 })
             })
             .collect()

@@ -429,9 +429,14 @@ impl LockProvider for PostgresLockProvider {
 
     /// One statement over arrays for the whole batch (plus one creating the rows that were
     /// missing); see [`LockStatements::acquire_many`].
-    async fn acquire_many(&self, requests: &[LockRequest]) -> Result<Vec<AcquireOutcome>, LockError> {
+    async fn acquire_many(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
         let mut names = std::collections::HashSet::with_capacity(requests.len());
-        if requests.len() > crate::batch::MAX_BATCH || !requests.iter().all(|r| names.insert(&*r.name)) {
+        if requests.len() > crate::batch::MAX_BATCH
+            || !requests.iter().all(|r| names.insert(&*r.name))
+        {
             // Names repeated (or too many of them): decided one by one, as the contract allows.
             let mut outcomes = Vec::with_capacity(requests.len());
             for request in requests {

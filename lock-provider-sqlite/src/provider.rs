@@ -270,7 +270,12 @@ impl SqliteLockProvider {
     }
 
     /// Runs `work` with the connection on tokio's blocking pool (see [`Session::run`]).
-    pub(crate) async fn run<T, F>(&self, operation: &'static str, lock: &str, work: F) -> Result<T, LockError>
+    pub(crate) async fn run<T, F>(
+        &self,
+        operation: &'static str,
+        lock: &str,
+        work: F,
+    ) -> Result<T, LockError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection, &Statements) -> rusqlite::Result<T> + Send + 'static,
@@ -421,7 +426,10 @@ impl LockProvider for SqliteLockProvider {
     }
 
     /// One hop to the blocking pool and one write transaction for the whole batch.
-    async fn acquire_many(&self, requests: &[LockRequest]) -> Result<Vec<AcquireOutcome>, LockError> {
+    async fn acquire_many(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
         let mut names = std::collections::HashSet::with_capacity(requests.len());
         let distinct = requests.iter().all(|r| names.insert(&*r.name));
         match requests {

@@ -56,9 +56,15 @@ mod tests {
     #[test]
     fn one_expression_is_parsed_once() {
         let a = CronSchedule::parse("17 3 * * * *").unwrap();
-        let b = CronSchedule::parse("17 3 * * * *").unwrap().in_zone("Europe/Berlin").unwrap();
+        let b = CronSchedule::parse("17 3 * * * *")
+            .unwrap()
+            .in_zone("Europe/Berlin")
+            .unwrap();
         let c = CronSchedule::parse("18 3 * * * *").unwrap();
-        assert!(a.shares_parsed_form(&b), "the same expression shares one parsed form");
+        assert!(
+            a.shares_parsed_form(&b),
+            "the same expression shares one parsed form"
+        );
         assert!(!a.shares_parsed_form(&c), "another expression has its own");
         assert_eq!(b.expr(), "17 3 * * * *");
     }

@@ -40,7 +40,10 @@ pub(super) trait Batched: Send + 'static {
     /// The lock name: two items of one name never share a batch.
     fn name(&self) -> &Arc<str>;
     /// Sends one item alone.
-    fn send_one(provider: Arc<dyn LockProvider>, item: Self) -> BoxFuture<'static, Result<Self::Out, LockError>>;
+    fn send_one(
+        provider: Arc<dyn LockProvider>,
+        item: Self,
+    ) -> BoxFuture<'static, Result<Self::Out, LockError>>;
     /// Sends several in one call; `Err` applies to all of them.
     fn send_many(
         provider: Arc<dyn LockProvider>,
@@ -59,7 +62,10 @@ impl Batched for LockRequest {
     fn name(&self) -> &Arc<str> {
         &self.name
     }
-    fn send_one(provider: Arc<dyn LockProvider>, item: Self) -> BoxFuture<'static, Result<AcquireOutcome, LockError>> {
+    fn send_one(
+        provider: Arc<dyn LockProvider>,
+        item: Self,
+    ) -> BoxFuture<'static, Result<AcquireOutcome, LockError>> {
         Box::pin(async move { provider.acquire(&item).await })
     }
     fn send_many(
@@ -82,7 +88,10 @@ impl Batched for Release {
     fn name(&self) -> &Arc<str> {
         self.0.shared_name()
     }
-    fn send_one(provider: Arc<dyn LockProvider>, item: Self) -> BoxFuture<'static, Result<bool, LockError>> {
+    fn send_one(
+        provider: Arc<dyn LockProvider>,
+        item: Self,
+    ) -> BoxFuture<'static, Result<bool, LockError>> {
         Box::pin(async move { provider.release(&item.0, item.1).await })
     }
     fn send_many(
@@ -163,7 +172,10 @@ impl<T: Batched> Coalescer<T> {
             let mut state = self.lock();
             // Two items of one name never share a batch: the open one goes now, this one
             // opens the next.
-            let clash = state.open.as_ref().is_some_and(|open| open.names.contains(&name));
+            let clash = state
+                .open
+                .as_ref()
+                .is_some_and(|open| open.names.contains(&name));
             let early = if clash { state.open.take() } else { None };
             let mut timer = None;
             if state.open.is_none() {

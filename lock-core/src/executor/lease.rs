@@ -176,7 +176,14 @@ impl Drop for LeaseGuard {
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
                 handle.spawn(async move {
-                    release(provider.as_ref(), releases.as_ref(), lease, at_least, timeout).await
+                    release(
+                        provider.as_ref(),
+                        releases.as_ref(),
+                        lease,
+                        at_least,
+                        timeout,
+                    )
+                    .await
                 });
             }
             Err(_) => tracing::warn!(

@@ -44,19 +44,43 @@ pub async fn batch_mixed_outcomes(provider: &dyn LockProvider) {
 
     // free: a row that exists and is free.
     let free = unique_name("batch-free");
-    let prior = must_acquire(provider, &request(&free, "other", LONG, None), "batch: set-up free").await;
+    let prior = must_acquire(
+        provider,
+        &request(&free, "other", LONG, None),
+        "batch: set-up free",
+    )
+    .await;
     release(provider, &prior, Duration::ZERO).await;
     // held: a row held by another instance.
     let held = unique_name("batch-held");
-    let holder = must_acquire(provider, &request(&held, "other", LONG, None), "batch: set-up held").await;
-    let held_before = provider.read_lock(&held).await.expect("read_lock").expect("held row");
+    let holder = must_acquire(
+        provider,
+        &request(&held, "other", LONG, None),
+        "batch: set-up held",
+    )
+    .await;
+    let held_before = provider
+        .read_lock(&held)
+        .await
+        .expect("read_lock")
+        .expect("held row");
     // ran: slot 0 already ran (released).
     let ran = unique_name("batch-ran");
-    let done = must_acquire(provider, &request(&ran, "other", LONG, slot(0)), "batch: set-up ran").await;
+    let done = must_acquire(
+        provider,
+        &request(&ran, "other", LONG, slot(0)),
+        "batch: set-up ran",
+    )
+    .await;
     release(provider, &done, Duration::ZERO).await;
     // earlier: slot 5 ran, the batch asks slot 0.
     let earlier = unique_name("batch-earlier");
-    let done = must_acquire(provider, &request(&earlier, "other", LONG, slot(5)), "batch: set-up earlier").await;
+    let done = must_acquire(
+        provider,
+        &request(&earlier, "other", LONG, slot(5)),
+        "batch: set-up earlier",
+    )
+    .await;
     release(provider, &done, Duration::ZERO).await;
     // future: no row, a slot an hour ahead.
     let future = unique_name("batch-future");
@@ -64,7 +88,12 @@ pub async fn batch_mixed_outcomes(provider: &dyn LockProvider) {
     let missing = unique_name("batch-missing");
     // slotted: a free row and a new slot.
     let slotted = unique_name("batch-slotted");
-    let done = must_acquire(provider, &request(&slotted, "other", LONG, slot(0)), "batch: set-up slotted").await;
+    let done = must_acquire(
+        provider,
+        &request(&slotted, "other", LONG, slot(0)),
+        "batch: set-up slotted",
+    )
+    .await;
     release(provider, &done, Duration::ZERO).await;
 
     let requests = [
@@ -80,7 +109,11 @@ pub async fn batch_mixed_outcomes(provider: &dyn LockProvider) {
     let lease = |at: usize, what: &str| -> Lease {
         match &outcomes[at] {
             AcquireOutcome::Acquired(lease) => {
-                assert_eq!(lease.name(), &*requests[at].name, "batch: {what}: the lease's name");
+                assert_eq!(
+                    lease.name(),
+                    &*requests[at].name,
+                    "batch: {what}: the lease's name"
+                );
                 assert_eq!(lease.locked_by(), me, "batch: {what}: the lease's owner");
                 lease.clone()
             }
@@ -91,7 +124,10 @@ pub async fn batch_mixed_outcomes(provider: &dyn LockProvider) {
         match &outcomes[at] {
             AcquireOutcome::Refused(refusal) => refusal.reason,
             AcquireOutcome::Acquired(lease) => {
-                panic!("batch: {what} must be refused, was granted fence {}", lease.fence())
+                panic!(
+                    "batch: {what} must be refused, was granted fence {}",
+                    lease.fence()
+                )
             }
         }
     };
@@ -103,7 +139,10 @@ pub async fn batch_mixed_outcomes(provider: &dyn LockProvider) {
         prior.fence()
     );
     let r = reason(1, "a held row");
-    assert!(matches!(r, RefusalReason::Held | RefusalReason::Unknown), "batch: held row: {r:?}");
+    assert!(
+        matches!(r, RefusalReason::Held | RefusalReason::Unknown),
+        "batch: held row: {r:?}"
+    );
     let r = reason(2, "a slot that already ran");
     assert!(
         matches!(r, RefusalReason::SlotAlreadyRun | RefusalReason::Unknown),
@@ -114,21 +153,45 @@ pub async fn batch_mixed_outcomes(provider: &dyn LockProvider) {
         matches!(r, RefusalReason::SlotAlreadyRun | RefusalReason::Unknown),
         "batch: earlier slot: {r:?}"
     );
-    assert_eq!(reason(4, "a slot an hour ahead"), RefusalReason::SlotInFuture);
+    assert_eq!(
+        reason(4, "a slot an hour ahead"),
+        RefusalReason::SlotInFuture
+    );
     let missing_lease = lease(5, "a missing row");
-    assert!(missing_lease.fence() > 0, "batch: a created row carries a fence");
-    assert_eq!(missing_lease.slot(), slot(0), "batch: the created row's slot");
+    assert!(
+        missing_lease.fence() > 0,
+        "batch: a created row carries a fence"
+    );
+    assert_eq!(
+        missing_lease.slot(),
+        slot(0),
+        "batch: the created row's slot"
+    );
     let slotted_lease = lease(6, "a new slot");
     assert_eq!(slotted_lease.slot(), slot(1));
 
     // The loser wrote nothing; the future slot created nothing; the missing row now exists.
-    let held_after = provider.read_lock(&held).await.expect("read_lock").expect("held row");
-    assert_eq!(held_after, held_before, "batch: a refused request must not write its row");
+    let held_after = provider
+        .read_lock(&held)
+        .await
+        .expect("read_lock")
+        .expect("held row");
+    assert_eq!(
+        held_after, held_before,
+        "batch: a refused request must not write its row"
+    );
     if let Some(row) = provider.read_lock(&future).await.expect("read_lock") {
-        assert_eq!(row.last_fire, None, "batch: a future slot must not be written");
+        assert_eq!(
+            row.last_fire, None,
+            "batch: a future slot must not be written"
+        );
         assert!(!row.held, "batch: a future slot must not take the lock");
     }
-    let created = provider.read_lock(&missing).await.expect("read_lock").expect("created row");
+    let created = provider
+        .read_lock(&missing)
+        .await
+        .expect("read_lock")
+        .expect("created row");
     assert_eq!(
         (created.held, created.fence, created.last_fire),
         (true, missing_lease.fence(), slot(0).map(FireSlot::instant)),
@@ -137,12 +200,17 @@ pub async fn batch_mixed_outcomes(provider: &dyn LockProvider) {
     // Each granted name is held: a second acquire is refused.
     let again = acquire_many_or_panic(
         provider,
-        &[request(&free, "other", LONG, None), request(&missing, "other", LONG, None)],
+        &[
+            request(&free, "other", LONG, None),
+            request(&missing, "other", LONG, None),
+        ],
         "batch again",
     )
     .await;
     assert!(
-        again.iter().all(|o| matches!(o, AcquireOutcome::Refused(_))),
+        again
+            .iter()
+            .all(|o| matches!(o, AcquireOutcome::Refused(_))),
         "batch: granted names must be held, got {again:?}"
     );
 
@@ -163,10 +231,21 @@ pub async fn batch_mixed_outcomes(provider: &dyn LockProvider) {
         [true, false, true, true],
         "batch: release_many releases the holders' leases only"
     );
-    let held_row = provider.read_lock(&held).await.expect("read_lock").expect("held row");
-    assert!(held_row.held, "batch: a stale lease must not release the holder's lock");
+    let held_row = provider
+        .read_lock(&held)
+        .await
+        .expect("read_lock")
+        .expect("held row");
+    assert!(
+        held_row.held,
+        "batch: a stale lease must not release the holder's lock"
+    );
     for name in [&free, &missing, &slotted] {
-        let row = provider.read_lock(name).await.expect("read_lock").expect("row");
+        let row = provider
+            .read_lock(name)
+            .await
+            .expect("read_lock")
+            .expect("row");
         assert!(!row.held, "batch: {name} must be free after release_many");
     }
     release(provider, &holder, Duration::ZERO).await;
@@ -182,7 +261,9 @@ pub async fn batch_concurrent_fuzz(provider: &dyn LockProvider) {
     const INSTANCES: usize = 4;
     const NAMES: usize = 6;
     const ROUNDS: usize = 30;
-    let names: Vec<Arc<str>> = (0..NAMES).map(|n| unique_name(&format!("batch-fuzz-{n}"))).collect();
+    let names: Vec<Arc<str>> = (0..NAMES)
+        .map(|n| unique_name(&format!("batch-fuzz-{n}")))
+        .collect();
     let counters: Vec<AtomicU64> = (0..NAMES).map(|_| AtomicU64::new(0)).collect();
     let grants: Vec<AtomicU64> = (0..NAMES).map(|_| AtomicU64::new(0)).collect();
     let slots_granted = Mutex::new(HashMap::<(usize, i64), usize>::new());
@@ -202,8 +283,10 @@ pub async fn batch_concurrent_fuzz(provider: &dyn LockProvider) {
                 if w % 2 == 1 {
                     order.reverse();
                 }
-                let requests: Vec<LockRequest> =
-                    order.iter().map(|&n| request(&names[n], &owner, LONG, slot)).collect();
+                let requests: Vec<LockRequest> = order
+                    .iter()
+                    .map(|&n| request(&names[n], &owner, LONG, slot))
+                    .collect();
                 let outcomes = acquire_many_or_panic(provider, &requests, "batch fuzz").await;
                 let mut leases = Vec::new();
                 for (&n, outcome) in order.iter().zip(outcomes) {
@@ -232,7 +315,10 @@ pub async fn batch_concurrent_fuzz(provider: &dyn LockProvider) {
     futures_util::future::join_all(workers).await;
     let mut total = 0;
     for n in 0..NAMES {
-        let (count, granted) = (counters[n].load(Ordering::SeqCst), grants[n].load(Ordering::SeqCst));
+        let (count, granted) = (
+            counters[n].load(Ordering::SeqCst),
+            grants[n].load(Ordering::SeqCst),
+        );
         assert_eq!(
             count, granted,
             "batch fuzz: counter {n} is {count} after {granted} grants: two holders overlapped"
@@ -247,6 +333,12 @@ pub async fn batch_concurrent_fuzz(provider: &dyn LockProvider) {
         .filter(|(_, count)| **count > 1)
         .map(|(key, _)| *key)
         .collect();
-    assert!(twice.is_empty(), "batch fuzz: (name, slot) granted twice: {twice:?}");
-    assert!(total <= (NAMES * ROUNDS) as u64, "batch fuzz: more grants than slots");
+    assert!(
+        twice.is_empty(),
+        "batch fuzz: (name, slot) granted twice: {twice:?}"
+    );
+    assert!(
+        total <= (NAMES * ROUNDS) as u64,
+        "batch fuzz: more grants than slots"
+    );
 }

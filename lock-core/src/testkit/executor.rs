@@ -111,7 +111,9 @@ pub async fn lost_acquire_reply_is_adopted(fixture: Arc<dyn Fixture>) {
 /// in one `acquire_many` (where it batches), and its reply is lost; the executor reads each
 /// lock back and adopts each committed grant, so every body runs with its own fence.
 pub async fn lost_batched_replies_are_adopted(fixture: Arc<dyn Fixture>) {
-    let names: Vec<Arc<str>> = (0..3).map(|n| unique_name(&format!("lost-batch-{n}"))).collect();
+    let names: Vec<Arc<str>> = (0..3)
+        .map(|n| unique_name(&format!("lost-batch-{n}")))
+        .collect();
     let owner = format!("{}-owner", names[0]);
     let faults = Faults {
         acquire_reply_delay: LOST,

@@ -95,14 +95,18 @@ impl LockProvider for FaultyProvider {
         outcome
     }
 
-    async fn acquire_many(&self, requests: &[LockRequest]) -> Result<Vec<AcquireOutcome>, LockError> {
+    async fn acquire_many(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
         let faults = self.faults();
         if faults.acquire_retried {
             let _ = self.inner().acquire_many(requests).await;
         }
         let outcomes = self.inner().acquire_many(requests).await;
         let answered = u32::try_from(requests.len()).unwrap_or(u32::MAX);
-        self.answered.send_modify(|n| *n = n.saturating_add(answered));
+        self.answered
+            .send_modify(|n| *n = n.saturating_add(answered));
         tokio::time::sleep(faults.acquire_reply_delay).await;
         outcomes
     }

@@ -277,7 +277,9 @@ impl LockStatements {
         let (batch_insert_vals, batch_create_guard) = if full {
             (
                 ", 1, r.slot".to_owned(),
-                format!(" WHERE r.slot IS NULL OR r.slot <= {NOW} + r.lead * interval '1 millisecond'"),
+                format!(
+                    " WHERE r.slot IS NULL OR r.slot <= {NOW} + r.lead * interval '1 millisecond'"
+                ),
             )
         } else {
             (String::new(), String::new())
