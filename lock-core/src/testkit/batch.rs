@@ -13,23 +13,21 @@ use chrono::{TimeDelta, Utc};
 use super::support::{LONG, must_acquire, release, request, unique_name};
 use crate::{AcquireOutcome, FireSlot, Lease, LockProvider, LockRequest, RefusalReason};
 
-fn acquire_many_or_panic<'a>(
-    provider: &'a dyn LockProvider,
-    requests: &'a [LockRequest],
-    why: &'a str,
-) -> impl Future<Output = Vec<AcquireOutcome>> + 'a {
-    async move {
-        let outcomes = provider
-            .acquire_many(requests)
-            .await
-            .unwrap_or_else(|e| panic!("{why}: acquire_many failed: {e:?}"));
-        assert_eq!(
-            outcomes.len(),
-            requests.len(),
-            "{why}: acquire_many must answer one outcome per request"
-        );
-        outcomes
-    }
+async fn acquire_many_or_panic(
+    provider: &dyn LockProvider,
+    requests: &[LockRequest],
+    why: &str,
+) -> Vec<AcquireOutcome> {
+    let outcomes = provider
+        .acquire_many(requests)
+        .await
+        .unwrap_or_else(|e| panic!("{why}: acquire_many failed: {e:?}"));
+    assert_eq!(
+        outcomes.len(),
+        requests.len(),
+        "{why}: acquire_many must answer one outcome per request"
+    );
+    outcomes
 }
 
 /// One batch with every outcome at once, each as its own acquire would decide it: a free row
