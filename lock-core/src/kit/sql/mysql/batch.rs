@@ -106,7 +106,7 @@ mod tests {
     fn literals_need_no_escaping() {
         let mut text = String::new();
         literal(&mut text, &SqlValue::Text("a'b\\".into()));
-        assert_eq!(text, "_utf8mb4 X'61275C'");
+        assert_eq!(text, "_utf8mb4 X'6127625C'");
         text.clear();
         let at = chrono::DateTime::from_timestamp_millis(1_700_000_000_123)
             .unwrap()
