@@ -14,6 +14,10 @@
 //!
 //! The 0-job configuration is the floor: the runtime alone. Growth from 100 to 10,000 jobs
 //! shows whether anything polls per job (it should not: each job sleeps on one tokio timer).
+//!
+//! A last configuration holds 10,000 jobs with one and the same cron expression (services
+//! that build a job per tenant or per feed at run time): they share one parsed schedule, and
+//! are judged against their own, tighter memory target.
 
 use std::process::Command;
 use std::sync::Arc;
@@ -31,6 +35,11 @@ use test_support::process::expect_success;
 const CPU_TARGET_PERCENT: f64 = 1.0;
 /// Peak resident memory with 10,000 jobs, in MB (10^6 bytes).
 const RSS_TARGET_MB: f64 = 100.0;
+/// Peak resident memory with 10,000 jobs of one expression, in MB.
+const SAME_RSS_TARGET_MB: f64 = 30.0;
+/// The job set of a child: sparse schedules of their own, or one expression for all.
+const SPARSE: &str = "sparse";
+const SAME: &str = "same";
 const CHILD_FLAG: &str = "--idle-child";
 
 fn main() {
@@ -38,7 +47,8 @@ fn main() {
     if let Some(at) = args.iter().position(|a| a == CHILD_FLAG) {
         let jobs = args[at + 1].parse().expect("job count");
         let secs = args[at + 2].parse().expect("seconds");
-        child(jobs, secs);
+        let same = args.get(at + 3).is_some_and(|kind| kind == SAME);
+        child(jobs, secs, same);
         return;
     }
     parent(Mode::from_args());
@@ -57,13 +67,15 @@ struct Report {
     peak_rss_kib: u64,
     fires: usize,
     secs: u64,
+    /// Every job has the same cron expression.
+    same: bool,
 }
 
 impl Report {
     fn to_line(&self) -> String {
         format!(
             "IDLE jobs={} start_ms={:.3} shutdown_ms={:.3} cpu_ms={:.3} thread_cpu_ms={:.3} \
-             context_switches={} rss_after_start_kib={} peak_rss_kib={} fires={} secs={}",
+             context_switches={} rss_after_start_kib={} peak_rss_kib={} fires={} secs={} same={}",
             self.jobs,
             self.start_ms,
             self.shutdown_ms,
@@ -73,7 +85,8 @@ impl Report {
             self.rss_after_start_kib,
             self.peak_rss_kib,
             self.fires,
-            self.secs
+            self.secs,
+            self.same
         )
     }
 
@@ -92,6 +105,7 @@ impl Report {
                 "peak_rss_kib" => report.peak_rss_kib = value.parse().ok()?,
                 "fires" => report.fires = value.parse().ok()?,
                 "secs" => report.secs = value.parse().ok()?,
+                "same" => report.same = value.parse().ok()?,
                 _ => return None,
             }
         }
@@ -110,12 +124,21 @@ impl Report {
 
 fn parent(mode: Mode) {
     let secs: u64 = mode.pick(30, 2);
-    let configs: &[usize] = mode.pick(&[0, 100, 1_000, 10_000], &[0, 10_000]);
+    let configs: &[(usize, &str)] = mode.pick(
+        &[
+            (0, SPARSE),
+            (100, SPARSE),
+            (1_000, SPARSE),
+            (10_000, SPARSE),
+            (10_000, SAME),
+        ],
+        &[(0, SPARSE), (10_000, SPARSE), (10_000, SAME)],
+    );
     let exe = std::env::current_exe().expect("own executable");
     let mut reports = Vec::new();
-    for &jobs in configs {
+    for &(jobs, kind) in configs {
         let out = Command::new(&exe)
-            .args([CHILD_FLAG, &jobs.to_string(), &secs.to_string()])
+            .args([CHILD_FLAG, &jobs.to_string(), &secs.to_string(), kind])
             .output()
             .expect("run the child");
         let stdout = expect_success(&out, &format!("child with {jobs} jobs"));
@@ -132,8 +155,9 @@ fn parent(mode: Mode) {
         mode.name()
     );
     println!(
-        "  {:>6}  {:>9}  {:>10}  {:>10}  {:>11}  {:>9}  {:>12}  {:>11}  {:>8}  {:>5}",
+        "  {:>6} {:>6}  {:>9}  {:>10}  {:>10}  {:>11}  {:>9}  {:>12}  {:>11}  {:>8}  {:>5}",
         "jobs",
+        "cron",
         "start ms",
         "CPU ms",
         "stat ms",
@@ -158,8 +182,9 @@ fn parent(mode: Mode) {
             )
         };
         println!(
-            "  {:>6}  {:>9.1}  {:>10.2}  {:>10.0}  {:>10.3}%  {:>9}  {:>12.1}  {:>11.1}  {:>8}  {:>5}",
+            "  {:>6} {:>6}  {:>9.1}  {:>10.2}  {:>10.0}  {:>10.3}%  {:>9}  {:>12.1}  {:>11.1}  {:>8}  {:>5}",
             r.jobs,
+            if r.same { SAME } else { SPARSE },
             r.start_ms,
             r.thread_cpu_ms,
             r.cpu_ms,
@@ -171,7 +196,10 @@ fn parent(mode: Mode) {
             r.fires
         );
     }
-    let largest = reports.last().expect("a configuration");
+    let largest = reports
+        .iter()
+        .rfind(|r| !r.same)
+        .expect("a sparse configuration");
     println!(
         "  (CPU = on-CPU time of the threads over the window (schedstat, ns); stat = the same from \
          /proc/self/stat (10 ms ticks); wake-ups = the threads' context switches; shutdown of {} \
@@ -190,6 +218,20 @@ fn parent(mode: Mode) {
         largest.peak_mb(),
         verdict(largest.peak_mb() < RSS_TARGET_MB, mode.judged())
     );
+    if let Some(same) = reports.iter().find(|r| r.same) {
+        println!(
+            "target: {} jobs of one expression idle CPU < {CPU_TARGET_PERCENT}% of one core: {:.3}%, {}",
+            same.jobs,
+            same.cpu_percent(),
+            verdict(same.cpu_percent() < CPU_TARGET_PERCENT, mode.judged())
+        );
+        println!(
+            "target: {} jobs of one expression peak RSS < {SAME_RSS_TARGET_MB} MB: {:.1} MB, {}",
+            same.jobs,
+            same.peak_mb(),
+            verdict(same.peak_mb() < SAME_RSS_TARGET_MB, mode.judged())
+        );
+    }
     assert!(
         reports.iter().all(|r| r.fires == 0),
         "a job fired during the idle window: the schedules are not sparse enough"
@@ -232,7 +274,14 @@ fn sparse_trigger(i: usize, quiet_until: chrono::DateTime<Utc>) -> Trigger {
     panic!("no quiet trigger found for job {i}");
 }
 
-fn child(jobs: usize, secs: u64) {
+/// One cron expression for every job, firing once a day at a time at least an hour away.
+fn same_trigger(quiet_until: chrono::DateTime<Utc>) -> Trigger {
+    use chrono::Timelike;
+    let hour = (quiet_until.hour() + 12) % 24;
+    Trigger::cron(&format!("0 0 {hour} * * *")).expect("a valid trigger")
+}
+
+fn child(jobs: usize, secs: u64, same: bool) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -246,7 +295,11 @@ fn child(jobs: usize, secs: u64) {
                 let fires = fires.clone();
                 Job::new(
                     format!("idle-{i:05}"),
-                    sparse_trigger(i, quiet_until),
+                    if same {
+                        same_trigger(quiet_until)
+                    } else {
+                        sparse_trigger(i, quiet_until)
+                    },
                     move || {
                         fires.fetch_add(1, Ordering::Relaxed);
                         async {}
@@ -287,6 +340,7 @@ fn child(jobs: usize, secs: u64) {
             peak_rss_kib: after.peak_rss_kib,
             fires: fires.load(Ordering::Relaxed),
             secs,
+            same,
         }
     });
     println!("{}", report.to_line());

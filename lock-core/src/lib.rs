@@ -33,8 +33,9 @@ pub use config::{LockConfiguration, MAX_DURATION, MAX_LOCK_NAME_LEN, validate_lo
 pub use context::{FireKind, JobContext, assert_locked};
 pub use error::{BoxError, LockError};
 pub use executor::{
-    DEFAULT_LOCK_AT_MOST_FOR, DEFAULT_OPERATION_TIMEOUT, LockDefaults, LockOutcome,
-    LockingTaskExecutor, default_executor, install_default_executor, with_default_executor,
+    DEFAULT_BATCH_WINDOW, DEFAULT_LOCK_AT_MOST_FOR, DEFAULT_OPERATION_TIMEOUT, LockDefaults,
+    LockOutcome, LockingTaskExecutor, default_executor, install_default_executor,
+    with_default_executor,
 };
 pub use extract::{BlockingJobHandler, ExtractError, FromJob, JobHandler, State, StateMap};
 pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};

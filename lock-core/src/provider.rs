@@ -133,6 +133,11 @@ impl Lease {
         &self.name
     }
 
+    /// The lock name, shared.
+    pub(crate) fn shared_name(&self) -> &Arc<str> {
+        &self.name
+    }
+
     /// The owner written to `locked_by`.
     pub fn locked_by(&self) -> &str {
         &self.locked_by
@@ -317,6 +322,63 @@ pub trait LockProvider: Send + Sync + 'static {
     /// Tries to take the lock described by `request`; never waits for a holder.
     async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError>;
 
+    /// Decides many acquires at once: one outcome per request, in the order given, each exactly
+    /// what [`acquire`](Self::acquire) would have answered for it alone (held, slot already run,
+    /// slot too far ahead, fence incremented, missing row created).
+    ///
+    /// An `Err` applies to the whole batch: any of the requests may or may not have been
+    /// granted (the executor then reads each lock back, as after a lost single reply). A
+    /// provider that batches decides the requests in one round trip and locks their rows in
+    /// one global order (by name), so that two instances' batches on overlapping names cannot
+    /// deadlock; a request that loses still writes nothing. The names of one batch are
+    /// distinct. The default loops over `acquire`, for providers without batching; they keep
+    /// [`max_batch`](Self::max_batch) at 1, so the executor never sends them a batch.
+    ///
+    /// ```
+    /// use lock_core::{AcquireOutcome, InMemoryLockProvider, LockProvider, testkit::request};
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let provider = InMemoryLockProvider::new();
+    /// let requests = [
+    ///     request(&"a".into(), "me", Duration::from_secs(30), None),
+    ///     request(&"b".into(), "me", Duration::from_secs(30), None),
+    /// ];
+    /// let outcomes = provider.acquire_many(&requests).await?;
+    /// assert!(outcomes.iter().all(|o| matches!(o, AcquireOutcome::Acquired(_))));
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    async fn acquire_many(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
+        let mut outcomes = Vec::with_capacity(requests.len());
+        for request in requests {
+            outcomes.push(self.acquire(request).await?);
+        }
+        Ok(outcomes)
+    }
+
+    /// Ends many leases at once: one result per lease, in the order given, each exactly what
+    /// [`release`](Self::release) would have answered (`lock_until = max(now, locked_at +
+    /// lock_at_least_for)` of its own pair; owner- and fence-checked). An `Err` applies to the
+    /// whole batch. The default loops over `release`.
+    async fn release_many(&self, leases: &[(Lease, Duration)]) -> Result<Vec<bool>, LockError> {
+        let mut released = Vec::with_capacity(leases.len());
+        for (lease, at_least) in leases {
+            released.push(self.release(lease, *at_least).await?);
+        }
+        Ok(released)
+    }
+
+    /// How many requests one [`acquire_many`](Self::acquire_many) or
+    /// [`release_many`](Self::release_many) call decides in one round trip. The default, 1,
+    /// means the provider does not batch: the executor then sends every acquire and release on
+    /// its own, exactly as before batching existed.
+    fn max_batch(&self) -> usize {
+        1
+    }
+
     /// Pushes the lease's end to `now + lock_at_most_for`, if the lease is still ours and has
     /// not expired. Returns `false` when it was not (the lease is lost).
     async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError>;
@@ -422,6 +484,18 @@ pub trait LockProvider: Send + Sync + 'static {
 impl<P: LockProvider + ?Sized> LockProvider for Arc<P> {
     async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
         (**self).acquire(request).await
+    }
+    async fn acquire_many(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
+        (**self).acquire_many(requests).await
+    }
+    async fn release_many(&self, leases: &[(Lease, Duration)]) -> Result<Vec<bool>, LockError> {
+        (**self).release_many(leases).await
+    }
+    fn max_batch(&self) -> usize {
+        (**self).max_batch()
     }
     async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {
         (**self).extend(lease, lock_at_most_for).await

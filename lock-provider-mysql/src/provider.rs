@@ -44,7 +44,7 @@ use crate::table::Table;
 /// ```
 pub struct MySqlLockProvider {
     config: LockTableConfig,
-    session: Session,
+    pub(crate) session: Session,
     /// The operations tables next to the lock table (`operations.rs`).
     operations: Option<MySqlOperations>,
 }
@@ -367,6 +367,49 @@ impl LockProvider for MySqlLockProvider {
                 ),
             )
         })
+    }
+
+    /// One text query, one transaction: the acquire statement of each request in name order
+    /// (see `lock_core::kit::sql::mysql::Statements::acquire_batch`).
+    async fn acquire_many(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
+        let mut names = std::collections::HashSet::with_capacity(requests.len());
+        let distinct = requests.iter().all(|r| names.insert(&*r.name));
+        match requests {
+            [] => Ok(Vec::new()),
+            [one] => Ok(vec![self.acquire(one).await?]),
+            _ if distinct && requests.len() <= crate::batch::MAX_BATCH => {
+                self.acquire_batch(requests).await
+            }
+            _ => {
+                // Names repeated (or too many): one by one, as the contract allows.
+                let mut outcomes = Vec::with_capacity(requests.len());
+                for request in requests {
+                    outcomes.push(self.acquire(request).await?);
+                }
+                Ok(outcomes)
+            }
+        }
+    }
+
+    async fn release_many(&self, leases: &[(Lease, Duration)]) -> Result<Vec<bool>, LockError> {
+        match leases {
+            [] => Ok(Vec::new()),
+            [(lease, at_least)] => Ok(vec![self.release(lease, *at_least).await?]),
+            _ => {
+                let mut released = Vec::with_capacity(leases.len());
+                for chunk in leases.chunks(crate::batch::MAX_BATCH) {
+                    released.extend(self.release_batch(chunk).await?);
+                }
+                Ok(released)
+            }
+        }
+    }
+
+    fn max_batch(&self) -> usize {
+        crate::batch::MAX_BATCH
     }
 
     async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {

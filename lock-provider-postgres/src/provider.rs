@@ -50,7 +50,7 @@ use crate::table::{self, TableShape};
 #[derive(Clone)]
 pub struct PostgresLockProvider {
     config: LockTableConfig,
-    session: Session,
+    pub(crate) session: Session,
     /// The operations tables next to the lock table (`operations.rs`).
     operations: Option<Arc<PgOperations>>,
 }
@@ -425,6 +425,49 @@ impl LockProvider for PostgresLockProvider {
             ))
         };
         parse().map_err(|e| self.session.row_error("acquire", name, e))
+    }
+
+    /// One statement over arrays for the whole batch (plus one creating the rows that were
+    /// missing); see [`LockStatements::acquire_many`].
+    async fn acquire_many(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
+        let mut names = std::collections::HashSet::with_capacity(requests.len());
+        if requests.len() > crate::batch::MAX_BATCH
+            || !requests.iter().all(|r| names.insert(&*r.name))
+        {
+            // Names repeated (or too many of them): decided one by one, as the contract allows.
+            let mut outcomes = Vec::with_capacity(requests.len());
+            for request in requests {
+                outcomes.push(self.acquire(request).await?);
+            }
+            return Ok(outcomes);
+        }
+        match requests {
+            [] => Ok(Vec::new()),
+            [one] => Ok(vec![self.acquire(one).await?]),
+            _ => self.acquire_batch(requests).await,
+        }
+    }
+
+    async fn release_many(&self, leases: &[(Lease, Duration)]) -> Result<Vec<bool>, LockError> {
+        match leases {
+            [] => Ok(Vec::new()),
+            [(lease, at_least)] => Ok(vec![self.release(lease, *at_least).await?]),
+            _ if leases.len() <= crate::batch::MAX_BATCH => self.release_batch(leases).await,
+            _ => {
+                let mut released = Vec::with_capacity(leases.len());
+                for chunk in leases.chunks(crate::batch::MAX_BATCH) {
+                    released.extend(self.release_batch(chunk).await?);
+                }
+                Ok(released)
+            }
+        }
+    }
+
+    fn max_batch(&self) -> usize {
+        crate::batch::MAX_BATCH
     }
 
     async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {

@@ -33,3 +33,18 @@ pub(crate) const RELEASE_TYPES: &[Type] = &[Type::TEXT, Type::TEXT, Type::INT8, 
 pub(crate) const EXTEND_TYPES: &[Type] = &[Type::TEXT, Type::TEXT, Type::INT8, Type::INT8];
 /// `$1` name.
 pub(crate) const UNLOCK_TYPES: &[Type] = &[Type::TEXT];
+/// The batch statements: the arrays of `ACQUIRE_TYPES`.
+pub(crate) const ACQUIRE_MANY_TYPES: &[Type] = &[
+    Type::TEXT_ARRAY,
+    Type::INT8_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::TIMESTAMP_ARRAY,
+    Type::INT8_ARRAY,
+];
+/// The arrays of `RELEASE_TYPES`.
+pub(crate) const RELEASE_MANY_TYPES: &[Type] = &[
+    Type::TEXT_ARRAY,
+    Type::TEXT_ARRAY,
+    Type::INT8_ARRAY,
+    Type::INT8_ARRAY,
+];

@@ -93,7 +93,11 @@ async fn the_fire_after_a_killed_connection_runs() {
     // Debug lines of this thread, to see whether the retry path ran.
     let (logs, _log_guard) = test_support::logs::capture_at(tracing::Level::DEBUG);
 
-    let executor = LockingTaskExecutor::new(provider.clone());
+    // Unbatched: a batch's window lets the runtime run the pooled connections' tasks between
+    // the kill and the acquire (they would read the termination), and this test needs the
+    // acquire to find the dead connection unknowingly.
+    let executor =
+        LockingTaskExecutor::new(provider.clone()).with_batch_window(std::time::Duration::ZERO);
     let name = lock_core::testkit::unique_name("reconnect");
     let config = LockConfiguration::new(&*name, Duration::from_secs(60), Duration::ZERO).unwrap();
     // In the past: every slot below is due (a slot over 5 s ahead of the database is refused).

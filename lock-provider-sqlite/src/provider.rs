@@ -270,7 +270,12 @@ impl SqliteLockProvider {
     }
 
     /// Runs `work` with the connection on tokio's blocking pool (see [`Session::run`]).
-    async fn run<T, F>(&self, operation: &'static str, lock: &str, work: F) -> Result<T, LockError>
+    pub(crate) async fn run<T, F>(
+        &self,
+        operation: &'static str,
+        lock: &str,
+        work: F,
+    ) -> Result<T, LockError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection, &Statements) -> rusqlite::Result<T> + Send + 'static,
@@ -330,7 +335,7 @@ fn path_of_url(url: &str) -> Result<&str, LockError> {
 /// The row of `name` as a refusal: `Held` while `lock_until > now`, `SlotAlreadyRun` when
 /// `slot` is not after `last_fire`, `Unknown` when neither (the lease looks free). `None` when
 /// there is no row.
-fn read_refusal(
+pub(crate) fn read_refusal(
     connection: &Connection,
     sql: &Statements,
     name: &str,
@@ -418,6 +423,42 @@ impl LockProvider for SqliteLockProvider {
             })
         })
         .await
+    }
+
+    /// One hop to the blocking pool and one write transaction for the whole batch.
+    async fn acquire_many(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
+        let mut names = std::collections::HashSet::with_capacity(requests.len());
+        let distinct = requests.iter().all(|r| names.insert(&*r.name));
+        match requests {
+            [] => Ok(Vec::new()),
+            [one] => Ok(vec![self.acquire(one).await?]),
+            _ if distinct && requests.len() <= crate::batch::MAX_BATCH => {
+                self.acquire_batch(requests).await
+            }
+            _ => {
+                // Names repeated (or too many): one by one, as the contract allows.
+                let mut outcomes = Vec::with_capacity(requests.len());
+                for request in requests {
+                    outcomes.push(self.acquire(request).await?);
+                }
+                Ok(outcomes)
+            }
+        }
+    }
+
+    async fn release_many(&self, leases: &[(Lease, Duration)]) -> Result<Vec<bool>, LockError> {
+        match leases {
+            [] => Ok(Vec::new()),
+            [(lease, at_least)] => Ok(vec![self.release(lease, *at_least).await?]),
+            _ => self.release_batch(leases).await,
+        }
+    }
+
+    fn max_batch(&self) -> usize {
+        crate::batch::MAX_BATCH
     }
 
     async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {

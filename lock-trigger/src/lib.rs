@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 mod check;
 mod cron;
 mod distribution;
+mod intern;
 mod policy;
 mod spec;
 mod wall_clock;

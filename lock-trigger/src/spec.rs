@@ -53,13 +53,29 @@ pub struct CronSchedule {
 
 impl CronSchedule {
     /// Parses `expr`, evaluated in UTC; the error names the expression.
+    /// Every schedule of the same expression shares one parsed form (see `intern.rs`).
     pub fn parse(expr: &str) -> Result<Self, TriggerError> {
-        let cron = parse_cron(expr).map_err(|e| e.context(&format!("cron `{expr}`")))?;
+        let (expr, cron) = crate::intern::intern(expr, |expr| {
+            parse_cron(expr).map_err(|e| e.context(&format!("cron `{expr}`")))
+        })?;
         Ok(CronSchedule {
-            expr: expr.into(),
-            cron: Arc::new(cron),
+            expr,
+            cron,
             zone: Tz::UTC,
         })
+    }
+
+    /// Whether `self` and `other` share one parsed form (the same expression, parsed once).
+    ///
+    /// ```
+    /// use lock_trigger::CronSchedule;
+    /// let a = CronSchedule::parse("0 0 9 * * MON-FRI")?;
+    /// let b = CronSchedule::parse("0 0 9 * * MON-FRI")?;
+    /// assert!(a.shares_parsed_form(&b));
+    /// # Ok::<(), lock_trigger::TriggerError>(())
+    /// ```
+    pub fn shares_parsed_form(&self, other: &CronSchedule) -> bool {
+        Arc::ptr_eq(&self.cron, &other.cron)
     }
 
     /// Evaluates the schedule on the wall clock of the IANA zone `zone`.

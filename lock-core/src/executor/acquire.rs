@@ -48,7 +48,12 @@ impl LockingTaskExecutor {
             config.name(),
             requested_at,
             later(requested_at, self.operation_timeout),
-            self.provider.as_ref().acquire(&request),
+            async {
+                match (&self.acquires, request.slot) {
+                    (Some(batch), Some(_)) => batch.submit(request.clone()).await,
+                    _ => self.provider.as_ref().acquire(&request).await,
+                }
+            },
         )
         .await;
         let result = self.recover_lost_grant(&request, result).await;
@@ -74,6 +79,7 @@ impl LockingTaskExecutor {
                 metrics.started();
                 let guard = LeaseGuard {
                     provider: self.provider.clone(),
+                    releases: self.releases.clone(),
                     lease: Some(lease),
                     lock_at_least_for: config.lock_at_least_for(),
                     metrics: metrics.clone(),

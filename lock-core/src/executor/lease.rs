@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::metrics::LockMetrics;
 use crate::{JobContext, Lease, LockConfiguration, LockProvider};
 
+use super::batch::{Coalescer, Release};
 use super::{bounded, later};
 
 pub(super) enum Never {}
@@ -135,6 +136,8 @@ async fn extend_until_lost(
 /// Releases the lease on every path: awaited normally, spawned if the future is dropped.
 pub(super) struct LeaseGuard {
     pub(super) provider: Arc<dyn LockProvider>,
+    /// Releases sent with others of the batch window, when batching is on.
+    pub(super) releases: Option<Arc<Coalescer<Release>>>,
     pub(super) lease: Option<Lease>,
     pub(super) lock_at_least_for: Duration,
     pub(super) metrics: LockMetrics,
@@ -150,8 +153,9 @@ impl LeaseGuard {
             self.metrics.finished(self.started.elapsed());
             release(
                 self.provider.as_ref(),
-                &lease,
-                self.lock_at_least_for,
+                self.releases.as_ref(),
+                lease,
+                (self.lock_at_least_for, self.requested_at),
                 self.operation_timeout,
             )
             .await;
@@ -166,13 +170,21 @@ impl Drop for LeaseGuard {
         };
         self.metrics.finished(self.started.elapsed());
         let provider = self.provider.clone();
-        let at_least = self.lock_at_least_for;
+        let releases = self.releases.clone();
+        let at_least = (self.lock_at_least_for, self.requested_at);
         let timeout = self.operation_timeout;
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
-                handle.spawn(
-                    async move { release(provider.as_ref(), &lease, at_least, timeout).await },
-                );
+                handle.spawn(async move {
+                    release(
+                        provider.as_ref(),
+                        releases.as_ref(),
+                        lease,
+                        at_least,
+                        timeout,
+                    )
+                    .await
+                });
             }
             Err(_) => tracing::warn!(
                 lock = lease.name(),
@@ -184,29 +196,33 @@ impl Drop for LeaseGuard {
 
 async fn release(
     provider: &dyn LockProvider,
-    lease: &Lease,
-    at_least: Duration,
+    releases: Option<&Arc<Coalescer<Release>>>,
+    lease: Lease,
+    (at_least, requested_at): (Duration, tokio::time::Instant),
     timeout: Duration,
 ) {
     let sent = tokio::time::Instant::now();
-    let result = bounded(
-        "release",
-        lease.name(),
-        sent,
-        later(sent, timeout),
-        provider.release(lease, at_least),
-    )
-    .await;
+    let (name, fence) = (lease.shared_name().clone(), lease.fence());
+    let call = async {
+        match releases {
+            // Slotted fires only: a direct call's release goes at once, as its acquire did.
+            Some(batch) if lease.slot().is_some() => {
+                batch.submit(Release(lease, at_least, requested_at)).await
+            }
+            _ => provider.release(&lease, at_least).await,
+        }
+    };
+    let result = bounded("release", &name, sent, later(sent, timeout), call).await;
     match result {
-        Ok(true) => tracing::debug!(lock = lease.name(), fence = lease.fence(), "lock released"),
+        Ok(true) => tracing::debug!(lock = &*name, fence, "lock released"),
         Ok(false) => tracing::warn!(
-            lock = lease.name(),
-            fence = lease.fence(),
+            lock = &*name,
+            fence,
             "lock release found the lease already expired and taken over; nothing released"
         ),
         Err(error) => tracing::error!(
-            lock = lease.name(),
-            fence = lease.fence(),
+            lock = &*name,
+            fence,
             error = &error as &dyn std::error::Error,
             "lock release failed; the lease ends at lock_at_most_for"
         ),

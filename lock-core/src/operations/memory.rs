@@ -63,23 +63,32 @@ impl OperationsStore for InMemoryLockProvider {
         let now = self.now().await;
         let mut rows = self.ops.rows();
         let id = &beat.instance.instance_id;
-        let mut upsert = |job: Option<&crate::operations::JobRegistration>| {
-            let name = job.map(|j| j.name.as_str());
+        // Where each of this instance's rows is, looked up once: a beat of 10,000 jobs would
+        // otherwise scan the registry once per job.
+        let found: Vec<Option<usize>> = {
+            let mine: std::collections::HashMap<Option<&str>, usize> = rows
+                .registry
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| &r.instance.instance_id == id)
+                .map(|(at, r)| (r.job.as_ref().map(|j| j.name.as_str()), at))
+                .collect();
+            std::iter::once(None)
+                .chain(beat.jobs.iter().map(|j| Some(j.name.as_str())))
+                .map(|name| mine.get(&name).copied())
+                .collect()
+        };
+        let jobs = std::iter::once(None).chain(beat.jobs.iter().map(Some));
+        for (job, at) in jobs.zip(found) {
             let row = RegistryRow {
                 instance: beat.instance.clone(),
                 heartbeat_at: now,
                 job: job.cloned(),
             };
-            match rows.registry.iter_mut().find(|r| {
-                &r.instance.instance_id == id && r.job.as_ref().map(|j| j.name.as_str()) == name
-            }) {
-                Some(existing) => *existing = row,
+            match at {
+                Some(at) => rows.registry[at] = row,
                 None => rows.registry.push(row),
             }
-        };
-        upsert(None);
-        for job in &beat.jobs {
-            upsert(Some(job));
         }
         Ok(rows
             .control

@@ -1,6 +1,7 @@
 //! The scheduler: sleeps to each job's next fire on tokio timers and runs it under its lock.
 
 mod attempts;
+mod batching;
 mod cluster;
 mod dynamic;
 mod job;
@@ -161,6 +162,8 @@ pub struct SchedulerBuilder {
     state_twice: Vec<&'static str>,
     /// Settings from configuration, applied at start (`overrides.rs` has the builder methods).
     overrides: overrides::Overrides,
+    /// `.batch_window(..)` (`batching.rs`).
+    batch_window: Option<Duration>,
 }
 
 impl Scheduler {
@@ -496,6 +499,9 @@ impl SchedulerBuilder {
         }
         if let Some(lead) = self.max_slot_lead {
             executor = executor.with_max_slot_lead(lead);
+        }
+        if let Some(window) = self.batch_window {
+            executor = executor.with_batch_window(window);
         }
         let clock_refresh = self.clock_refresh.unwrap_or(DEFAULT_CLOCK_REFRESH);
         if clock_refresh.is_zero() {

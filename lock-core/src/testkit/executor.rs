@@ -107,6 +107,39 @@ pub async fn lost_acquire_reply_is_adopted(fixture: Arc<dyn Fixture>) {
     );
 }
 
+/// The same through a batch: fires of several names due at the same slot go to the provider
+/// in one `acquire_many` (where it batches), and its reply is lost; the executor reads each
+/// lock back and adopts each committed grant, so every body runs with its own fence.
+pub async fn lost_batched_replies_are_adopted(fixture: Arc<dyn Fixture>) {
+    let names: Vec<Arc<str>> = (0..3)
+        .map(|n| unique_name(&format!("lost-batch-{n}")))
+        .collect();
+    let owner = format!("{}-owner", names[0]);
+    let faults = Faults {
+        acquire_reply_delay: LOST,
+        ..Faults::default()
+    };
+    let executor = executor(&faulty(&fixture, faults), &owner);
+    let slot = FireSlot::new(Utc::now());
+    let fires = names.iter().map(|name| {
+        let executor = executor.clone();
+        let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+        async move { fire(&executor, &config, slot).await }
+    });
+    let ran = futures_util::future::join_all(fires).await;
+    for (name, ran) in names.iter().zip(ran) {
+        let row = record(fixture.provider(), name).await;
+        let fence = ran.unwrap_or_else(|| {
+            panic!("lost batched reply: {name}'s grant committed but its body did not run")
+        });
+        assert_eq!(
+            (row.fence, row.locked_by.as_str(), row.last_fire, row.held),
+            (fence, owner.as_str(), Some(slot.instant()), false),
+            "lost batched reply: {name} must run with its committed grant's fence and be released"
+        );
+    }
+}
+
 /// A driver that retried an acquire after its connection died gets "held" for the grant its
 /// first attempt committed. When the refusal names this instance and this slot, the executor
 /// adopts the grant; a provider whose refusals do not name the holder cannot tell, and the

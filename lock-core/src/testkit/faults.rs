@@ -95,6 +95,30 @@ impl LockProvider for FaultyProvider {
         outcome
     }
 
+    async fn acquire_many(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
+        let faults = self.faults();
+        if faults.acquire_retried {
+            let _ = self.inner().acquire_many(requests).await;
+        }
+        let outcomes = self.inner().acquire_many(requests).await;
+        let answered = u32::try_from(requests.len()).unwrap_or(u32::MAX);
+        self.answered
+            .send_modify(|n| *n = n.saturating_add(answered));
+        tokio::time::sleep(faults.acquire_reply_delay).await;
+        outcomes
+    }
+
+    async fn release_many(&self, leases: &[(Lease, Duration)]) -> Result<Vec<bool>, LockError> {
+        self.inner().release_many(leases).await
+    }
+
+    fn max_batch(&self) -> usize {
+        self.inner().max_batch()
+    }
+
     async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {
         let faults = {
             let mut faults = self.lock();

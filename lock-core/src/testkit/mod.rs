@@ -29,6 +29,7 @@
 //! listed in `__executor_suite!`, which `conformance_tests!` expands too.
 
 mod acquire;
+mod batch;
 mod executor;
 mod expiry;
 mod faults;
@@ -41,10 +42,12 @@ mod support;
 use crate::LockProvider;
 
 pub use acquire::{exclusion, fuzz, independent_names, name_too_long};
+pub use batch::{batch_concurrent_fuzz, batch_mixed_outcomes};
 pub use executor::{
     cancelled_before_another_can_take_over, concurrent_call_is_not_adopted,
     finished_slot_is_not_adopted, keep_alive_counts_from_the_request,
-    keep_alive_retries_a_failed_extend, lost_acquire_reply_is_adopted, retried_acquire_is_adopted,
+    keep_alive_retries_a_failed_extend, lost_acquire_reply_is_adopted,
+    lost_batched_replies_are_adopted, retried_acquire_is_adopted,
 };
 pub use expiry::{
     at_least_hold, at_most_expiry, durations_beyond_the_cap, extend_of_expired_refused,
@@ -137,6 +140,8 @@ macro_rules! __conformance_suite {
             future_slot_refused,
             reset_slot_repairs_a_future_last_fire,
             fuzz,
+            batch_mixed_outcomes,
+            batch_concurrent_fuzz,
             name_too_long,
             list_and_force_unlock,
         );
@@ -162,6 +167,7 @@ macro_rules! __executor_suite {
     ($mode:ident $arg:tt) => {
         $crate::__executor_suite!(@$mode $arg;
             lost_acquire_reply_is_adopted,
+            lost_batched_replies_are_adopted,
             retried_acquire_is_adopted,
             finished_slot_is_not_adopted,
             concurrent_call_is_not_adopted,

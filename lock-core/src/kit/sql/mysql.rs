@@ -344,7 +344,9 @@ fn micros(millis: i64) -> SqlValue {
     SqlValue::Int(millis * 1000)
 }
 
+mod batch;
 mod table;
+pub use batch::BATCH_EXTRA_PACKETS;
 pub use table::{COLUMNS_QUERY, Column, ColumnInfo, Shape, Table};
 
 #[cfg(test)]

@@ -1,0 +1,300 @@
+//! Batching: the acquires (and releases) of one instance that come due within a short window
+//! go to the provider in one [`acquire_many`](crate::LockProvider::acquire_many) (or
+//! [`release_many`](crate::LockProvider::release_many)) round trip.
+//!
+//! A thousand jobs due at the same second used to cost a thousand statements per instance;
+//! batched, the first request opens a batch, every request arriving while the batch is open
+//! joins it, and one call decides them all. The batch goes when a whole window (1 ms) passes
+//! without a new request, when it holds [`max_batch`](crate::LockProvider::max_batch)
+//! requests, or at the latest 50 windows after it opened. Each caller still gets its own outcome, and everything after the provider's answer
+//! (lost-grant recovery, metrics, the body) is per fire as before, so every path that goes
+//! through the executor (scheduled fires, catch-up runs, shards) is batched without knowing.
+//!
+//! Only providers that say they batch (`max_batch() > 1`) get batches; a batch of one is sent
+//! as a plain `acquire` or `release`, so a lone fire costs what it did before plus the window.
+//! Two requests for one name never share a batch: the second opens the next one.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+use tokio::sync::oneshot;
+
+use super::later;
+use crate::{AcquireOutcome, Lease, LockError, LockProvider, LockRequest};
+
+type Instant = tokio::time::Instant;
+
+/// The default window of [`LockingTaskExecutor::with_batch_window`](super::LockingTaskExecutor::with_batch_window):
+/// how long the first request of a batch waits for others due at the same instant.
+pub const DEFAULT_BATCH_WINDOW: Duration = Duration::from_millis(1);
+
+/// The longest a batch stays open, in windows, while fires keep joining it.
+const MAX_WINDOWS: u32 = 50;
+
+/// What one batched call sends: a request (or a lease to release) and its own reply.
+pub(super) trait Batched: Send + 'static {
+    /// What the caller gets back.
+    type Out: Send + 'static;
+    /// The lock name: two items of one name never share a batch.
+    fn name(&self) -> &Arc<str>;
+    /// Sends one item alone.
+    fn send_one(
+        provider: Arc<dyn LockProvider>,
+        item: Self,
+    ) -> BoxFuture<'static, Result<Self::Out, LockError>>;
+    /// Sends several in one call; `Err` applies to all of them.
+    fn send_many(
+        provider: Arc<dyn LockProvider>,
+        items: Vec<Self>,
+    ) -> BoxFuture<'static, Result<Vec<Self::Out>, LockError>>
+    where
+        Self: Sized;
+    /// The operation's name, for errors.
+    const OPERATION: &'static str;
+    /// The latest this item may be sent, joining at `now` a batch whose window is `window`.
+    fn deadline(&self, now: Instant, window: Duration) -> Instant;
+}
+
+impl Batched for LockRequest {
+    type Out = AcquireOutcome;
+    fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+    fn send_one(
+        provider: Arc<dyn LockProvider>,
+        item: Self,
+    ) -> BoxFuture<'static, Result<AcquireOutcome, LockError>> {
+        Box::pin(async move { provider.acquire(&item).await })
+    }
+    fn send_many(
+        provider: Arc<dyn LockProvider>,
+        items: Vec<Self>,
+    ) -> BoxFuture<'static, Result<Vec<AcquireOutcome>, LockError>> {
+        Box::pin(async move { provider.acquire_many(&items).await })
+    }
+    const OPERATION: &'static str = "acquire";
+    fn deadline(&self, now: Instant, window: Duration) -> Instant {
+        later(now, window.saturating_mul(MAX_WINDOWS))
+    }
+}
+
+/// A lease to release, its `lock_at_least_for`, and when its acquire was sent.
+pub(super) struct Release(pub(super) Lease, pub(super) Duration, pub(super) Instant);
+
+impl Batched for Release {
+    type Out = bool;
+    fn name(&self) -> &Arc<str> {
+        self.0.shared_name()
+    }
+    fn send_one(
+        provider: Arc<dyn LockProvider>,
+        item: Self,
+    ) -> BoxFuture<'static, Result<bool, LockError>> {
+        Box::pin(async move { provider.release(&item.0, item.1).await })
+    }
+    fn send_many(
+        provider: Arc<dyn LockProvider>,
+        items: Vec<Self>,
+    ) -> BoxFuture<'static, Result<Vec<bool>, LockError>> {
+        Box::pin(async move {
+            let pairs: Vec<(Lease, Duration)> = items.into_iter().map(|r| (r.0, r.1)).collect();
+            provider.release_many(&pairs).await
+        })
+    }
+    const OPERATION: &'static str = "release";
+    /// A release may wait while `lock_at_least_for` keeps the lock anyway (its lease began
+    /// after the acquire was sent), and otherwise one window: a lock is never held more than a
+    /// window past what `lock_at_least_for` and the body's end ask.
+    fn deadline(&self, now: Instant, window: Duration) -> Instant {
+        later(now, window).max(later(self.2, self.1))
+    }
+}
+
+type Reply<T> = oneshot::Sender<Result<<T as Batched>::Out, LockError>>;
+
+/// The batch being filled.
+struct Open<T: Batched> {
+    /// Which batch this is: the timer of an earlier batch (sent early, full) leaves it alone.
+    generation: u64,
+    /// When the last item joined: the batch goes once none has joined for a window.
+    last_joined: Instant,
+    /// The earliest deadline of its items: the batch goes then at the latest.
+    deadline: Instant,
+    items: Vec<T>,
+    replies: Vec<Reply<T>>,
+    names: HashSet<Arc<str>>,
+}
+
+struct State<T: Batched> {
+    open: Option<Open<T>>,
+    next_generation: u64,
+}
+
+/// Collects items for `window`, then sends them in one call; shared by clones of an executor.
+pub(super) struct Coalescer<T: Batched> {
+    provider: Arc<dyn LockProvider>,
+    window: Duration,
+    max: usize,
+    state: Mutex<State<T>>,
+}
+
+impl<T: Batched> Coalescer<T> {
+    /// A coalescer on `provider`, or `None` when the provider does not batch or the window is
+    /// zero (batching off).
+    pub(super) fn new(provider: &Arc<dyn LockProvider>, window: Duration) -> Option<Arc<Self>> {
+        let max = provider.max_batch();
+        (max > 1 && !window.is_zero()).then(|| {
+            Arc::new(Coalescer {
+                provider: provider.clone(),
+                window,
+                max,
+                state: Mutex::new(State {
+                    open: None,
+                    next_generation: 0,
+                }),
+            })
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sends `item` with the others of its window and waits for its own answer. Dropping the
+    /// returned future does not withdraw the item: the batch is sent anyway (the executor reads
+    /// a lock back after an acquire whose answer it did not wait for).
+    pub(super) async fn submit(self: &Arc<Self>, item: T) -> Result<T::Out, LockError> {
+        let (tx, rx) = oneshot::channel();
+        let name = item.name().clone();
+        let (timer, full) = {
+            let mut state = self.lock();
+            // Two items of one name never share a batch: the open one goes now, this one
+            // opens the next.
+            let clash = state
+                .open
+                .as_ref()
+                .is_some_and(|open| open.names.contains(&name));
+            let early = if clash { state.open.take() } else { None };
+            let mut timer = None;
+            if state.open.is_none() {
+                let generation = state.next_generation;
+                state.next_generation += 1;
+                state.open = Some(Open {
+                    generation,
+                    last_joined: Instant::now(),
+                    deadline: later(Instant::now(), self.window.saturating_mul(MAX_WINDOWS)),
+                    items: Vec::new(),
+                    replies: Vec::new(),
+                    names: HashSet::new(),
+                });
+                timer = Some(generation);
+            }
+            let open = state.open.as_mut().expect("opened above");
+            let now = Instant::now();
+            open.last_joined = now;
+            open.deadline = open.deadline.min(item.deadline(now, self.window));
+            open.items.push(item);
+            open.replies.push(tx);
+            open.names.insert(name.clone());
+            // A full batch goes at once; its timer then finds another batch (or none) open.
+            let full = if open.items.len() >= self.max {
+                state.open.take()
+            } else {
+                None
+            };
+            (timer, [early, full])
+        };
+        for batch in full.into_iter().flatten() {
+            tokio::spawn(self.clone().send(batch));
+        }
+        if let Some(generation) = timer {
+            let this = self.clone();
+            tokio::spawn(async move {
+                // The fires of one instant wake one after another (a thousand job loops take
+                // tens of milliseconds on a busy host): the batch stays open while they keep
+                // joining, until a whole window passes without one or its earliest deadline
+                // comes.
+                let mut wake = later(Instant::now(), this.window);
+                let batch = loop {
+                    tokio::time::sleep_until(wake).await;
+                    let mut state = this.lock();
+                    let Some(open) = state.open.as_ref().filter(|o| o.generation == generation)
+                    else {
+                        break None;
+                    };
+                    let due = later(open.last_joined, this.window).min(open.deadline);
+                    if due <= Instant::now() {
+                        break state.open.take();
+                    }
+                    wake = due;
+                };
+                if let Some(batch) = batch {
+                    this.send(batch).await;
+                }
+            });
+        }
+        rx.await.unwrap_or_else(|_| {
+            Err(LockError::provider(
+                T::OPERATION,
+                &*name,
+                self.provider.describe(),
+                "the batch carrying this call was dropped (the runtime shut down)",
+            ))
+        })
+    }
+
+    async fn send(self: Arc<Self>, batch: Open<T>) {
+        let Open { items, replies, .. } = batch;
+        if items.len() == 1 {
+            let item = items.into_iter().next().expect("one item");
+            let out = T::send_one(self.provider.clone(), item).await;
+            if let Some(reply) = replies.into_iter().next() {
+                let _ = reply.send(out);
+            }
+            return;
+        }
+        let names: Vec<Arc<str>> = items.iter().map(|i| i.name().clone()).collect();
+        match T::send_many(self.provider.clone(), items).await {
+            Ok(outs) if outs.len() == replies.len() => {
+                for (reply, out) in replies.into_iter().zip(outs) {
+                    let _ = reply.send(Ok(out));
+                }
+            }
+            Ok(outs) => {
+                let why = format!(
+                    "{} answered {} outcomes for a batch of {}",
+                    self.provider.describe(),
+                    outs.len(),
+                    names.len()
+                );
+                for (reply, name) in replies.into_iter().zip(&names) {
+                    let _ = reply.send(Err(LockError::provider(
+                        T::OPERATION,
+                        &**name,
+                        self.provider.describe(),
+                        why.clone(),
+                    )));
+                }
+            }
+            Err(error) => {
+                // The first caller gets the error itself, the others its description: each
+                // then treats its own call as one whose effect is unknown.
+                let why = error.to_string();
+                let mut error = Some(error);
+                for (reply, name) in replies.into_iter().zip(&names) {
+                    let e = error.take().unwrap_or_else(|| {
+                        LockError::provider(
+                            T::OPERATION,
+                            &**name,
+                            self.provider.describe(),
+                            format!("batched {} failed: {why}", T::OPERATION),
+                        )
+                    });
+                    let _ = reply.send(Err(e));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Batches: many acquires (or releases) in one statement over arrays
+//! ([`LockProvider::acquire_many`](lock_core::LockProvider::acquire_many)); the SQL text is the
+//! provider kit's ([`lock_core::kit::sql::postgres::LockStatements::acquire_many`]).
+
+use chrono::NaiveDateTime;
+use lock_core::kit::{at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
+use lock_core::{
+    AcquireOutcome, Lease, LockError, LockRequest, Refusal, RefusalReason, validate_lock_name,
+};
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use crate::PostgresLockProvider;
+use crate::statements as sql;
+
+/// The most requests one batch statement carries: a thousand names, a few tens of kilobytes of
+/// parameters, one plan.
+pub(crate) const MAX_BATCH: usize = 1000;
+
+impl PostgresLockProvider {
+    pub(crate) async fn acquire_batch(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
+        for request in requests {
+            validate_lock_name(&request.name)?;
+        }
+        let label = requests.first().map_or("", |r| &*r.name);
+        let names: Vec<&str> = requests.iter().map(|r| &*r.name).collect();
+        let at_most: Vec<i64> = requests
+            .iter()
+            .map(|r| lease_millis(r.lock_at_most_for))
+            .collect();
+        let owners: Vec<&str> = requests.iter().map(|r| &*r.locked_by).collect();
+        let slots: Vec<Option<NaiveDateTime>> = requests
+            .iter()
+            .map(|r| r.slot.map(|s| s.instant().naive_utc()))
+            .collect();
+        let leads: Vec<i64> = requests
+            .iter()
+            .map(|r| lease_millis(r.max_slot_lead))
+            .collect();
+        let params: [&(dyn ToSql + Sync); 5] = [&names, &at_most, &owners, &slots, &leads];
+        let rows: Vec<Row> = self
+            .session
+            .run(
+                "acquire",
+                label,
+                |s| &s.acquire_many,
+                sql::ACQUIRE_MANY_TYPES,
+                &params,
+            )
+            .await?;
+        let mut outcomes: Vec<Option<AcquireOutcome>> = vec![None; requests.len()];
+        let mut missing = Vec::new();
+        for row in &rows {
+            let parse = || -> Result<(usize, Option<AcquireOutcome>), tokio_postgres::Error> {
+                let at = index(row.try_get::<_, i64>(0)?);
+                let Some(request) = requests.get(at) else {
+                    return Ok((at, None));
+                };
+                if let Some(fence) = row.try_get::<_, Option<i64>>(1)? {
+                    let lease = Lease::granted(request, fence_from_sql(fence));
+                    return Ok((at, Some(AcquireOutcome::Acquired(lease))));
+                }
+                if !row.try_get::<_, bool>(6)? {
+                    return Ok((at, None));
+                }
+                let db_now = row.try_get::<_, NaiveDateTime>(7)?.and_utc();
+                let refusal = lock_core::kit::sql::postgres::refusal(
+                    request,
+                    row.try_get(2)?,
+                    row.try_get(3)?,
+                    row.try_get(4)?,
+                    row.try_get(5)?,
+                    db_now,
+                );
+                Ok((at, Some(AcquireOutcome::Refused(refusal))))
+            };
+            let (at, outcome) = parse().map_err(|e| self.session.row_error("acquire", label, e))?;
+            match outcome {
+                Some(outcome) if at < outcomes.len() => outcomes[at] = Some(outcome),
+                None if at < requests.len() => missing.push(at),
+                _ => {}
+            }
+        }
+        if !missing.is_empty() {
+            // No row for these names (their first fire, or deleted by hand): created in one
+            // more statement, as `acquire` does for one name.
+            let subset: Vec<LockRequest> = missing.iter().map(|&at| requests[at].clone()).collect();
+            for (at, outcome) in missing.iter().zip(self.create_batch(&subset).await?) {
+                outcomes[*at] = Some(outcome);
+            }
+        }
+        outcomes
+            .into_iter()
+            .zip(requests)
+            .map(|(outcome, request)| {
+                outcome.ok_or_else(|| {
+                    self.session.unexpected(
+                        "acquire",
+                        &request.name,
+                        "the batch statement returned no row for this name",
+                    )
+                })
+            })
+            .collect()
+    }
+
+    async fn create_batch(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
+        let label = requests.first().map_or("", |r| &*r.name);
+        let names: Vec<&str> = requests.iter().map(|r| &*r.name).collect();
+        let at_most: Vec<i64> = requests
+            .iter()
+            .map(|r| lease_millis(r.lock_at_most_for))
+            .collect();
+        let owners: Vec<&str> = requests.iter().map(|r| &*r.locked_by).collect();
+        let slots: Vec<Option<NaiveDateTime>> = requests
+            .iter()
+            .map(|r| r.slot.map(|s| s.instant().naive_utc()))
+            .collect();
+        let leads: Vec<i64> = requests
+            .iter()
+            .map(|r| lease_millis(r.max_slot_lead))
+            .collect();
+        let params: [&(dyn ToSql + Sync); 5] = [&names, &at_most, &owners, &slots, &leads];
+        let rows: Vec<Row> = self
+            .session
+            .run(
+                "acquire",
+                label,
+                |s| &s.create_many,
+                sql::ACQUIRE_MANY_TYPES,
+                &params,
+            )
+            .await?;
+        let mut outcomes: Vec<Option<AcquireOutcome>> = vec![None; requests.len()];
+        for row in &rows {
+            let parse = || -> Result<(usize, Option<i64>, NaiveDateTime), tokio_postgres::Error> {
+                Ok((index(row.try_get(0)?), row.try_get(1)?, row.try_get(2)?))
+            };
+            let (at, granted, db_now) =
+                parse().map_err(|e| self.session.row_error("acquire", label, e))?;
+            let Some(request) = requests.get(at) else {
+                continue;
+            };
+            let db_now = db_now.and_utc();
+            outcomes[at] = Some(match granted {
+                Some(fence) => {
+                    AcquireOutcome::Acquired(Lease::granted(request, fence_from_sql(fence)))
+                }
+                None if request.slot_too_far_ahead(db_now) => {
+                    AcquireOutcome::Refused(Refusal::slot_in_future(db_now))
+                }
+                // Another instance created it between our two statements: it holds the lock.
+                None => AcquireOutcome::Refused(Refusal::new(RefusalReason::Held)),
+            });
+        }
+        outcomes
+            .into_iter()
+            .map(|o| {
+                o.ok_or_else(|| {
+                    self.session.unexpected(
+                        "acquire",
+                        label,
+                        "the create statement returned no row",
+                    )
+                })
+            })
+            .collect()
+    }
+
+    pub(crate) async fn release_batch(
+        &self,
+        leases: &[(Lease, std::time::Duration)],
+    ) -> Result<Vec<bool>, LockError> {
+        let label = leases.first().map_or("", |(l, _)| l.name());
+        let names: Vec<&str> = leases.iter().map(|(l, _)| l.name()).collect();
+        let owners: Vec<&str> = leases.iter().map(|(l, _)| l.locked_by()).collect();
+        let fences: Vec<i64> = leases.iter().map(|(l, _)| fence_to_sql(l)).collect();
+        let at_least: Vec<i64> = leases.iter().map(|(_, d)| at_least_millis(*d)).collect();
+        let params: [&(dyn ToSql + Sync); 4] = [&names, &owners, &fences, &at_least];
+        let rows: Vec<Row> = self
+            .session
+            .run(
+                "release",
+                label,
+                |s| &s.release_many,
+                sql::RELEASE_MANY_TYPES,
+                &params,
+            )
+            .await?;
+        let mut released = vec![false; leases.len()];
+        for row in &rows {
+            let at = index(
+                row.try_get::<_, i64>(0)
+                    .map_err(|e| self.session.row_error("release", label, e))?,
+            );
+            if let Some(done) = released.get_mut(at) {
+                *done = true;
+            }
+        }
+        Ok(released)
+    }
+}
+
+/// The 0-based index of a 1-based `WITH ORDINALITY` number.
+fn index(ord: i64) -> usize {
+    usize::try_from(ord.saturating_sub(1)).unwrap_or(usize::MAX)
+}
