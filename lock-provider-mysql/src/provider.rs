@@ -449,6 +449,21 @@ impl LockProvider for MySqlLockProvider {
         Ok(records)
     }
 
+    /// One lookup on the primary key, not the trait's whole-table default (read at each
+    /// misfire check and after a lost acquire reply).
+    async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        let owned = name.to_owned();
+        let rows: Vec<RecordRow> = self
+            .session
+            .run("read", name, move |mut conn, statements| {
+                let owned = owned.clone();
+                Box::pin(async move { conn.exec(statements.read(), (owned,)).await })
+            })
+            .await?;
+        // By bytes: a case-insensitive collation also matches names differing in case.
+        Ok(rows.into_iter().map(record).find(|r| r.name == name))
+    }
+
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
         self.change_row("unlock", name, Statements::unlock).await
     }

@@ -499,6 +499,16 @@ impl LockProvider for PostgresLockProvider {
         rows.iter().map(|row| self.record("list", row)).collect()
     }
 
+    /// One lookup on the primary key, not the trait's whole-table default (read at each
+    /// misfire check and after a lost acquire reply).
+    async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        let rows: Vec<Row> = self
+            .session
+            .run("read", name, |s| &s.read, sql::UNLOCK_TYPES, &[&name])
+            .await?;
+        rows.first().map(|row| self.record("read", row)).transpose()
+    }
+
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
         let rows: Vec<Row> = self
             .session

@@ -504,6 +504,19 @@ impl LockProvider for SqliteLockProvider {
         .await
     }
 
+    /// One lookup on the primary key, not the trait's whole-table default (read at each
+    /// misfire check and after a lost acquire reply).
+    async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        let owned = name.to_owned();
+        self.run("read", name, move |connection, sql| {
+            connection
+                .prepare_cached(&sql.select_one)?
+                .query_row([&owned], record)
+                .optional()
+        })
+        .await
+    }
+
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
         self.change_row("unlock", name, |sql| &sql.force_unlock)
             .await

@@ -76,6 +76,8 @@ enum Op<'a> {
     Extend(&'a Lease, Duration),
     Release(&'a Lease, Duration),
     List,
+    /// The row of this name (and any a case-insensitive collation finds equal).
+    Read(&'a str),
     /// Force unlock or reset slot of the named row, read first under the row's lock.
     Change(&'a str, fn(&Statements) -> &str),
     Now,
@@ -376,6 +378,13 @@ impl MySqlBackend {
                     .await?;
                 return Ok(Reply::Rows(rows));
             }
+            Op::Read(name) => {
+                let rows = self
+                    .query(statements.read(), vec![SqlValue::Text(name.to_owned())])
+                    .fetch_all(&self.pool)
+                    .await?;
+                return Ok(Reply::Rows(rows));
+            }
             Op::Change(name, change) => {
                 let name = || vec![SqlValue::Text(name.to_owned())];
                 let mut tx = self.pool.begin().await?;
@@ -462,6 +471,21 @@ impl MySqlBackend {
             .done("release", lease.name(), Op::Release(lease, at_least))
             .await?;
         Ok(id == 1)
+    }
+
+    pub(crate) async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        let Reply::Rows(rows) = self.run("read", name, Op::Read(name)).await? else {
+            unreachable!("read answers with rows")
+        };
+        for row in &rows {
+            let record =
+                record(row).map_err(|e| LockError::provider("read", name, self.describe(), e))?;
+            // By bytes: a case-insensitive collation also matches names differing in case.
+            if record.name == name {
+                return Ok(Some(record));
+            }
+        }
+        Ok(None)
     }
 
     pub(crate) async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {

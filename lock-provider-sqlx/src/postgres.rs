@@ -440,6 +440,11 @@ impl PgBackend {
         rows.iter().map(|row| self.record("list", row)).collect()
     }
 
+    /// One row, by its primary key.
+    pub(crate) async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        self.change_row("read", name, |s| &s.read).await
+    }
+
     /// Force unlock or reset slot: one statement returning the row as it was.
     pub(crate) async fn change_row(
         &self,

@@ -500,6 +500,17 @@ impl LockProvider for SqlxLockProvider {
         on_backend!(self, b => b.list_locks().await)
     }
 
+    async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        match &self.backend {
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(b) => b.read_lock(name).await,
+            #[cfg(feature = "mysql")]
+            Backend::MySql(b) => b.read_lock(name).await,
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(b) => b.read_lock(name).await,
+        }
+    }
+
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
         match &self.backend {
             #[cfg(feature = "postgres")]

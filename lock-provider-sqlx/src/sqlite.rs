@@ -311,6 +311,20 @@ impl SqliteBackend {
         run.await.map_err(|e| self.error(operation, name, e))
     }
 
+    /// One row, by its primary key.
+    pub(crate) async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        let row = self
+            .query(&self.statements.select_one)
+            .bind(name.to_owned())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(|e| self.error("read", name, e))?;
+        row.as_ref()
+            .map(record)
+            .transpose()
+            .map_err(|e| self.error("read", name, e))
+    }
+
     /// SQLite's clock is this host's, as for `lock-provider-sqlite`.
     pub(crate) async fn database_time(&self) -> Result<DateTime<Utc>, LockError> {
         Ok(Utc::now())

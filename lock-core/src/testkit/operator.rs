@@ -7,8 +7,9 @@ use chrono::{TimeDelta, Utc};
 use super::support::{LONG, must_acquire, release, request, unique_name};
 use crate::{FireSlot, LockProvider};
 
-/// `list_locks` shows a held lock with its holder and fence; `force_unlock` frees it and keeps
-/// the fence and last slot.
+/// `list_locks` shows a held lock with its holder and fence, `read_lock` reads that same row
+/// (and `None` for a name without one); `force_unlock` frees it and keeps the fence and last
+/// slot.
 pub async fn list_and_force_unlock(provider: &dyn LockProvider) {
     let name = unique_name("list");
     let slot = Some(FireSlot::new(Utc::now()));
@@ -34,6 +35,19 @@ pub async fn list_and_force_unlock(provider: &dyn LockProvider) {
     assert!(
         records.windows(2).all(|w| w[0].name <= w[1].name),
         "list: not sorted by name"
+    );
+    assert_eq!(
+        provider.read_lock(&name).await.expect("read_lock failed").as_ref(),
+        Some(record),
+        "read_lock: not the row list_locks shows"
+    );
+    assert_eq!(
+        provider
+            .read_lock(&unique_name("never"))
+            .await
+            .expect("read_lock of a missing name failed"),
+        None,
+        "read_lock: a row for a name never locked"
     );
 
     let before = provider

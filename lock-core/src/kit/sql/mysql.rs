@@ -79,6 +79,7 @@ pub struct Statements {
     release: String,
     extend: String,
     list: String,
+    read: String,
     select_for_unlock: String,
     unlock: String,
     reset_slot: String,
@@ -167,6 +168,7 @@ impl Statements {
              {lock_until} > {NOW}"
         );
         let list = format!("SELECT {record} FROM {t}");
+        let read = format!("SELECT {record} FROM {t} WHERE {name} = ?");
         let select_for_unlock = format!("SELECT {record} FROM {t} WHERE {name} = ? FOR UPDATE");
         let unlock = format!("UPDATE {t} SET {lock_until} = {NOW} WHERE {name} = ?");
         // LEAST keeps a past last_fire and brings a future one back to now (NULL stays NULL:
@@ -184,6 +186,7 @@ impl Statements {
             release,
             extend,
             list,
+            read,
             select_for_unlock,
             unlock,
             reset_slot,
@@ -251,6 +254,13 @@ impl Statements {
     /// Every row as a [record](Self::select_for_unlock) (no parameter), in no particular order.
     pub fn list(&self) -> &str {
         &self.list
+    }
+
+    /// The rows whose name the table's collation finds equal to the parameter, as
+    /// [`list`](Self::list) reads them: a lookup on the primary key. Under a case-insensitive
+    /// collation that can be a name differing in case; the caller keeps the exact one.
+    pub fn read(&self) -> &str {
+        &self.read
     }
 
     /// One row, locked (`FOR UPDATE`), parameter the name. Columns: name, lock_until, locked_at,

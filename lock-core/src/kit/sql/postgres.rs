@@ -77,6 +77,8 @@ pub struct LockStatements {
     pub extend: String,
     /// Every row, sorted by name.
     pub list: String,
+    /// One row (`$1` the name), as `list` reads it: a lookup on the primary key.
+    pub read: String,
     /// Force unlock, returning the row as it was.
     pub force_unlock: String,
     /// Reset a poisoned `last_fire` to `LEAST(last_fire, now)`, returning the row as it was.
@@ -204,6 +206,11 @@ impl LockStatements {
              FROM {table} t ORDER BY t.{name} COLLATE \"C\""
         );
 
+        let read = format!(
+            "SELECT t.{name}::text, t.{until}, t.{at}, t.{by}::text, {list_fence}, \
+                {list_last_fire}, t.{until} > {NOW} FROM {table} t WHERE t.{name} = $1"
+        );
+
         // The subquery locks the row and keeps its old values for RETURNING. LEAST: an already
         // expired lease keeps its end rather than moving it forward.
         let (old_fence, old_last_fire) = fence_of("old");
@@ -235,10 +242,7 @@ impl LockStatements {
             )
         } else {
             // Without last_fire there is nothing to reset: the row as it is.
-            format!(
-                "SELECT t.{name}::text, t.{until}, t.{at}, t.{by}::text, {list_fence}, \
-                    {list_last_fire}, t.{until} > {NOW} FROM {table} t WHERE t.{name} = $1"
-            )
+            read.clone()
         };
         // Batches: the same decisions as `acquire`, `create` and `release`, over arrays.
         let batch_free = if full {
@@ -325,6 +329,7 @@ impl LockStatements {
             release_many,
             extend,
             list,
+            read,
             force_unlock,
             reset_slot,
             now,
