@@ -239,3 +239,76 @@ async fn a_slot_missed_before_start_runs_once_as_a_catch_up() {
     slots.dedup();
     assert_eq!(slots.len(), runs.len(), "no slot twice: {runs:?}");
 }
+
+/// A sharded job's missed slot is caught up by every shard: each shard's lock row says what
+/// it last ran, and the job reads them all at start (a shard that never ran missed nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_job_catches_up_the_missed_slot_on_every_shard() {
+    let provider = Arc::new(InMemoryLockProvider::new());
+    let period = Duration::from_secs(2);
+    let trigger = Trigger::fixed_rate(period)
+        .unwrap()
+        .with_misfire(MisfirePolicy::FireOnce)
+        .unwrap()
+        .with_misfire_grace(Duration::from_secs(60));
+    let now = provider.database_time().await.unwrap();
+    let current = trigger.slot_at_or_before(now).unwrap();
+    let last_ran = current.instant() - chrono::TimeDelta::seconds(6);
+    let executor = LockingTaskExecutor::from_shared(provider.clone());
+    for shard in ["sharded_catch#0", "sharded_catch#1"] {
+        let config =
+            LockConfiguration::new(shard, Duration::from_secs(10), Duration::ZERO).unwrap();
+        executor
+            .execute_in_slot(&config, Some(FireSlot::new(last_ran)), async {})
+            .await
+            .unwrap()
+            .executed()
+            .expect("the earlier slot ran");
+    }
+    let runs = Arc::new(Mutex::new(Vec::new()));
+    let seen = runs.clone();
+    let job = Job::new("sharded_catch", trigger, move |ctx: JobContext| {
+        let seen = seen.clone();
+        async move {
+            seen.lock().unwrap().push((
+                ctx.fire_kind(),
+                ctx.scheduled_at().unwrap(),
+                ctx.shard().unwrap(),
+            ));
+        }
+    })
+    .with_shards(2);
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .jobs([job])
+        .start()
+        .await
+        .unwrap();
+    eventually(WAIT, "both shards catch up", || async {
+        let runs = runs.lock().unwrap();
+        (runs
+            .iter()
+            .filter(|(kind, ..)| *kind == FireKind::CatchUp)
+            .count()
+            >= 2)
+            .then_some(())
+    })
+    .await;
+    scheduler.shutdown().await.unwrap();
+    let runs = runs.lock().unwrap().clone();
+    let mut catch_ups: Vec<_> = runs
+        .iter()
+        .filter(|(kind, ..)| *kind == FireKind::CatchUp)
+        .map(|(_, slot, shard)| (*slot, *shard))
+        .collect();
+    catch_ups.sort();
+    // fire_once: one slot (the latest missed at start), run once by each shard.
+    assert_eq!(catch_ups.len(), 2, "{runs:?}");
+    assert_eq!(catch_ups[0].0, catch_ups[1].0, "{runs:?}");
+    assert!(catch_ups[0].0 > last_ran, "{runs:?}");
+    assert_eq!(
+        [catch_ups[0].1, catch_ups[1].1],
+        [(0, 2), (1, 2)],
+        "{runs:?}"
+    );
+}

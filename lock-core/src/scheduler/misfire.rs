@@ -7,7 +7,10 @@
 //!   the row once (`read_lock`, one query per job with a policy, none for `skip`): the missed
 //!   slots are the trigger's slots after `last_fire` and at or before the database's now, no
 //!   older than `misfire_grace` (default: one period, the gap between the trigger's next two
-//!   slots). No row or no `last_fire` means the job never ran: nothing is missed.
+//!   slots). No row or no `last_fire` means the job never ran: nothing is missed. A sharded
+//!   job reads each shard's row (`<name>#<index>`) and goes from the oldest, so every shard
+//!   catches up (per shard, as the database decides); a broadcast job, whose ranks are known
+//!   only from its first heartbeat, catches up after an outage but not at start.
 //! - **Each missed slot runs at most once across the cluster** because it is acquired like any
 //!   slot: the acquire's `last_fire < slot` rule refuses it to every instance after the first.
 //!   Catch-up slots are acquired oldest first and before the next regular slot (which would
@@ -115,28 +118,53 @@ impl JobRunner {
         if self.misfire() == MisfirePolicy::Skip {
             return None;
         }
-        let read = self.executor.provider().read_lock(self.config.name());
-        let record = match tokio::time::timeout(self.executor.operation_timeout(), read).await {
-            Ok(Ok(record)) => record,
-            Ok(Err(error)) => {
-                tracing::warn!(
-                    job = self.job.name(),
-                    error = &error as &dyn std::error::Error,
-                    "could not read the lock row to find missed slots; none are caught up"
-                );
-                return None;
-            }
-            Err(_) => {
-                tracing::warn!(
-                    job = self.job.name(),
-                    "reading the lock row to find missed slots timed out; none are caught up"
-                );
-                return None;
-            }
-        };
-        let last_fire = record.and_then(|r| r.last_fire);
-        let missed = missed_slots(self.job.trigger(), last_fire, self.clock.now());
+        let last_fire = self.last_fire_for_misfires().await?;
+        let missed = missed_slots(self.job.trigger(), Some(last_fire), self.clock.now());
         self.run_missed(missed).await.1
+    }
+
+    /// The slot the job last ran, from its lock row: for a sharded job the oldest of its
+    /// shards' (a shard that never ran has missed nothing), so every shard's missed slots are
+    /// fired and the shards that did run them are refused by the database. `None`: never ran,
+    /// or the row could not be read (logged). A broadcast job has no ranks before its first
+    /// heartbeat: it catches up after an outage, not at start.
+    async fn last_fire_for_misfires(&self) -> Option<DateTime<Utc>> {
+        let names: Vec<String> = match self.job.distribution() {
+            lock_trigger::Distribution::Single => vec![self.config.name().to_owned()],
+            lock_trigger::Distribution::Shards(total) => (0..total)
+                .map(|index| self.job.distribution().lock_name(self.config.name(), index))
+                .collect(),
+            lock_trigger::Distribution::Broadcast => return None,
+        };
+        let mut oldest: Option<DateTime<Utc>> = None;
+        for name in &names {
+            let read = self.executor.provider().read_lock(name);
+            match tokio::time::timeout(self.executor.operation_timeout(), read).await {
+                Ok(Ok(record)) => {
+                    if let Some(last) = record.and_then(|r| r.last_fire) {
+                        oldest = Some(oldest.map_or(last, |o| o.min(last)));
+                    }
+                }
+                Ok(Err(error)) => {
+                    tracing::warn!(
+                        job = self.job.name(),
+                        lock = name.as_str(),
+                        error = &error as &dyn std::error::Error,
+                        "could not read the lock row to find missed slots; none are caught up"
+                    );
+                    return None;
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        job = self.job.name(),
+                        lock = name.as_str(),
+                        "reading the lock row to find missed slots timed out; none are caught up"
+                    );
+                    return None;
+                }
+            }
+        }
+        oldest
     }
 
     /// After a regular fire of `slot` failed to reach the database: retries the missed

@@ -37,7 +37,11 @@ pub async fn list_and_force_unlock(provider: &dyn LockProvider) {
         "list: not sorted by name"
     );
     assert_eq!(
-        provider.read_lock(&name).await.expect("read_lock failed").as_ref(),
+        provider
+            .read_lock(&name)
+            .await
+            .expect("read_lock failed")
+            .as_ref(),
         Some(record),
         "read_lock: not the row list_locks shows"
     );
