@@ -74,7 +74,10 @@ async fn a_locked_row_is_waited_for_after_the_free_rows_are_committed() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(waiting, "the batch never waited for the locked row");
-    assert!(!batch.is_finished(), "the batch decided a locked row without waiting");
+    assert!(
+        !batch.is_finished(),
+        "the batch decided a locked row without waiting"
+    );
     // While it waits, the free row is already granted and committed: the first statement did
     // not wait behind the lock.
     let owner: String = observer
