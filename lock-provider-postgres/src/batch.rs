@@ -25,6 +25,55 @@ impl PostgresLockProvider {
         for request in requests {
             validate_lock_name(&request.name)?;
         }
+        let mut outcomes: Vec<Option<AcquireOutcome>> = vec![None; requests.len()];
+        let mut missing = Vec::new();
+        // First statement: decides every row it can lock at once (SKIP LOCKED) and commits;
+        // the rows another transaction held are decided by the second, waiting statement, in a
+        // transaction of its own (see `LockStatements::acquire_many`).
+        let skipped = self
+            .decide(requests, false, &mut outcomes, &mut missing, None)
+            .await?;
+        if !skipped.is_empty() {
+            let subset: Vec<LockRequest> = skipped.iter().map(|&at| requests[at].clone()).collect();
+            self.decide(&subset, true, &mut outcomes, &mut missing, Some(&skipped))
+                .await?;
+        }
+        if !missing.is_empty() {
+            // No row for these names (their first fire, or deleted by hand): created in one
+            // more statement, as `acquire` does for one name.
+            missing.sort_unstable();
+            let subset: Vec<LockRequest> = missing.iter().map(|&at| requests[at].clone()).collect();
+            for (at, outcome) in missing.iter().zip(self.create_batch(&subset).await?) {
+                outcomes[*at] = Some(outcome);
+            }
+        }
+        outcomes
+            .into_iter()
+            .zip(requests)
+            .map(|(outcome, request)| {
+                outcome.ok_or_else(|| {
+                    self.session.unexpected(
+                        "acquire",
+                        &request.name,
+                        "the batch statement returned no row for this name",
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// Runs `acquire_many` (or, with `wait`, `acquire_many_wait`) over `requests` and writes
+    /// each decided outcome at its place in `outcomes` (`places[i]` for the i-th request, or
+    /// `i` itself without `places`); the places of missing rows go to `missing`. Returns the
+    /// places of the rows the statement skipped.
+    async fn decide(
+        &self,
+        requests: &[LockRequest],
+        wait: bool,
+        outcomes: &mut [Option<AcquireOutcome>],
+        missing: &mut Vec<usize>,
+        places: Option<&[usize]>,
+    ) -> Result<Vec<usize>, LockError> {
         let label = requests.first().map_or("", |r| &*r.name);
         let names: Vec<&str> = requests.iter().map(|r| &*r.name).collect();
         let at_most: Vec<i64> = requests
@@ -46,25 +95,38 @@ impl PostgresLockProvider {
             .run(
                 "acquire",
                 label,
-                |s| &s.acquire_many,
+                if wait {
+                    |s: &sql::Statements| &s.acquire_many_wait
+                } else {
+                    |s: &sql::Statements| &s.acquire_many
+                },
                 sql::ACQUIRE_MANY_TYPES,
                 &params,
             )
             .await?;
-        let mut outcomes: Vec<Option<AcquireOutcome>> = vec![None; requests.len()];
-        let mut missing = Vec::new();
+        let mut skipped = Vec::new();
         for row in &rows {
-            let parse = || -> Result<(usize, Option<AcquireOutcome>), tokio_postgres::Error> {
+            // What one row says: decided, missing, or skipped (to be decided by the waiting
+            // statement).
+            enum Said {
+                Decided(AcquireOutcome),
+                Missing,
+                Skipped,
+            }
+            let parse = || -> Result<(usize, Option<Said>), tokio_postgres::Error> {
                 let at = index(row.try_get::<_, i64>(0)?);
                 let Some(request) = requests.get(at) else {
                     return Ok((at, None));
                 };
                 if let Some(fence) = row.try_get::<_, Option<i64>>(1)? {
                     let lease = Lease::granted(request, fence_from_sql(fence));
-                    return Ok((at, Some(AcquireOutcome::Acquired(lease))));
+                    return Ok((at, Some(Said::Decided(AcquireOutcome::Acquired(lease)))));
                 }
                 if !row.try_get::<_, bool>(6)? {
-                    return Ok((at, None));
+                    return Ok((at, Some(Said::Missing)));
+                }
+                if row.try_get::<_, bool>(8)? {
+                    return Ok((at, Some(Said::Skipped)));
                 }
                 let db_now = row.try_get::<_, NaiveDateTime>(7)?.and_utc();
                 let refusal = lock_core::kit::sql::postgres::refusal(
@@ -75,36 +137,21 @@ impl PostgresLockProvider {
                     row.try_get(5)?,
                     db_now,
                 );
-                Ok((at, Some(AcquireOutcome::Refused(refusal))))
+                Ok((at, Some(Said::Decided(AcquireOutcome::Refused(refusal)))))
             };
-            let (at, outcome) = parse().map_err(|e| self.session.row_error("acquire", label, e))?;
-            match outcome {
-                Some(outcome) if at < outcomes.len() => outcomes[at] = Some(outcome),
-                None if at < requests.len() => missing.push(at),
-                _ => {}
+            let (at, said) = parse().map_err(|e| self.session.row_error("acquire", label, e))?;
+            let Some(said) = said else { continue };
+            let place = match places {
+                Some(places) => places[at],
+                None => at,
+            };
+            match said {
+                Said::Decided(outcome) => outcomes[place] = Some(outcome),
+                Said::Missing => missing.push(place),
+                Said::Skipped => skipped.push(place),
             }
         }
-        if !missing.is_empty() {
-            // No row for these names (their first fire, or deleted by hand): created in one
-            // more statement, as `acquire` does for one name.
-            let subset: Vec<LockRequest> = missing.iter().map(|&at| requests[at].clone()).collect();
-            for (at, outcome) in missing.iter().zip(self.create_batch(&subset).await?) {
-                outcomes[*at] = Some(outcome);
-            }
-        }
-        outcomes
-            .into_iter()
-            .zip(requests)
-            .map(|(outcome, request)| {
-                outcome.ok_or_else(|| {
-                    self.session.unexpected(
-                        "acquire",
-                        &request.name,
-                        "the batch statement returned no row for this name",
-                    )
-                })
-            })
-            .collect()
+        Ok(skipped)
     }
 
     async fn create_batch(

@@ -26,7 +26,7 @@ use crate::{
 
 use acquire::Acquired;
 pub use batch::DEFAULT_BATCH_WINDOW;
-use batch::{Coalescer, Release};
+use batch::{Coalescer, RELEASE_WINDOWS, Release};
 use blocking::{block_on, join_blocking};
 pub use global::{default_executor, install_default_executor, with_default_executor};
 pub(crate) use global::{default_executor_shared, install_scheduler_executor};
@@ -172,8 +172,9 @@ impl LockingTaskExecutor {
     /// to the database in one [`acquire_many`](LockProvider::acquire_many) round trip, and the
     /// releases in one [`release_many`](LockProvider::release_many): a thousand jobs due at
     /// the same second cost each instance a few statements instead of a thousand. Each fire
-    /// keeps exactly the semantics of its own acquire. A release waits at most the window, so
-    /// a lock is held at most that much longer than `max(its end, lock_at_least_for)`.
+    /// keeps exactly the semantics of its own acquire. A release waits at most
+    /// `RELEASE_WINDOWS` (5) windows, so a lock is held at most that much longer (5 ms at the
+    /// default) than `max(its end, lock_at_least_for)`.
     /// Direct calls (no slot) are never batched.
     ///
     /// ```
@@ -187,7 +188,7 @@ impl LockingTaskExecutor {
     pub fn with_batch_window(mut self, window: Duration) -> Self {
         self.batch_window = window;
         self.acquires = Coalescer::new(&self.provider, window);
-        self.releases = Coalescer::new(&self.provider, window);
+        self.releases = Coalescer::new(&self.provider, window.saturating_mul(RELEASE_WINDOWS));
         self
     }
 

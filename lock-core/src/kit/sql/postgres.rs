@@ -12,6 +12,8 @@
 //!   that does not need a parameter simply does not reference it.
 //! - Placeholders are `$n`, which every PostgreSQL driver understands.
 
+mod batch;
+
 use crate::LockError;
 use crate::kit::{MAX_INSTANCE_ID_LEN, MAX_LOCK_NAME_LEN, ResolvedTable};
 
@@ -56,15 +58,24 @@ pub struct LockStatements {
     pub create: String,
     /// Release, with asynchronous commit of its own transaction.
     pub release: String,
-    /// Acquire many ([`crate::LockProvider::acquire_many`]): the parameters of `acquire` as
-    /// arrays, one element per request (`$1` text[], `$2` int8[], `$3` text[], `$4`
-    /// timestamp[], `$5` int8[]), names distinct. One row per request, in order: `ord` (1-based), `granted`
-    /// fence or NULL, the row as it was (`locked_by`, `lock_until`, `last_fire`, `held`),
-    /// whether the row exists, and the database's now. Free rows are locked in name order
-    /// (`ORDER BY name FOR UPDATE`) before they are written, so two batches on overlapping
-    /// names wait for each other instead of deadlocking; a row that is held (or whose slot ran)
-    /// in the statement's snapshot is neither locked nor written.
+    /// Acquire many ([`crate::LockProvider::acquire_many`]), first of two statements: the
+    /// parameters of `acquire` as arrays, one element per request (`$1` text[], `$2` int8[],
+    /// `$3` text[], `$4` timestamp[], `$5` int8[]), names distinct. One row per request, in
+    /// order: `ord` (1-based), `granted` fence or NULL, the row as it was (`locked_by`,
+    /// `lock_until`, `last_fire`, `held`), whether the row exists, the database's now, and
+    /// `skipped`. The rows free in the statement's snapshot are locked with
+    /// `FOR UPDATE SKIP LOCKED`, so a batch never waits behind another instance's batch; a row
+    /// free in the snapshot but not granted (locked by another transaction, or changed since
+    /// the snapshot) comes back `skipped` and must be decided by [`Self::acquire_many_wait`]
+    /// in a transaction of its own, after this one committed. A row that is held (or whose
+    /// slot ran) in the snapshot is neither locked nor written, and is refused.
     pub acquire_many: String,
+    /// Acquire many, second statement, over the names [`Self::acquire_many`] skipped: the same
+    /// parameters and columns (`skipped` always false), but the free rows are locked in name
+    /// order (`ORDER BY name FOR UPDATE`), waiting for the transactions that hold them and
+    /// re-checking each row as they left it; two batches on overlapping names wait for each
+    /// other instead of deadlocking.
+    pub acquire_many_wait: String,
     /// Create the missing rows of a batch (same parameters as `acquire_many`), inserted in name
     /// order; one row per request: `ord`, the fence granted (NULL: created by another instance
     /// first, or the slot too far ahead), the database's now.
@@ -244,79 +255,7 @@ impl LockStatements {
             // Without last_fire there is nothing to reset: the row as it is.
             read.clone()
         };
-        // Batches: the same decisions as `acquire`, `create` and `release`, over arrays.
-        let batch_free = if full {
-            format!(
-                " AND (r.slot IS NULL OR ((t.{last_fire} IS NULL OR t.{last_fire} < r.slot) \
-                 AND r.slot <= {NOW} + r.lead * interval '1 millisecond'))"
-            )
-        } else {
-            String::new()
-        };
-        let batch_set = if full {
-            format!(", {fence} = t.{fence} + 1, {last_fire} = COALESCE(r.slot, t.{last_fire})")
-        } else {
-            String::new()
-        };
-        let requests = "SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::timestamp[], \
-             $5::int8[]) WITH ORDINALITY AS r(name, at_most, locked_by, slot, lead, ord)";
-        let acquire_many = format!(
-            "WITH r AS ({requests}), \
-            free AS (\
-                SELECT t.{name} AS name FROM {table} t JOIN r ON t.{name} = r.name \
-                WHERE t.{until} <= {NOW}{batch_free} \
-                ORDER BY t.{name} FOR UPDATE OF t), \
-            granted AS (\
-                UPDATE {table} t SET {until} = {NOW_MS} + r.at_most * interval '1 millisecond', \
-                    {at} = {NOW_MS}, {by} = r.locked_by{batch_set} \
-                FROM free f, r WHERE t.{name} = f.name AND r.name = t.{name} \
-                    AND t.{until} <= {NOW}{batch_free} \
-                RETURNING r.ord, {granted_fence} AS fence) \
-            SELECT r.ord, (SELECT g.fence FROM granted g WHERE g.ord = r.ord) AS granted, \
-                t.{by}::text AS locked_by, t.{until} AS lock_until, {cur_last_fire} AS last_fire, \
-                COALESCE(t.{until} > {NOW}, false) AS held, t.{name} IS NOT NULL AS present, \
-                {NOW} AS db_now \
-            FROM r LEFT JOIN {table} t ON t.{name} = r.name ORDER BY r.ord"
-        );
-        let (batch_insert_vals, batch_create_guard) = if full {
-            (
-                ", 1, r.slot".to_owned(),
-                format!(
-                    " WHERE r.slot IS NULL OR r.slot <= {NOW} + r.lead * interval '1 millisecond'"
-                ),
-            )
-        } else {
-            (String::new(), String::new())
-        };
-        let create_many = format!(
-            "WITH r AS ({requests}), \
-            created AS (\
-                INSERT INTO {table} ({name}, {until}, {at}, {by}{insert_cols}) \
-                SELECT r.name, {NOW_MS} + r.at_most * interval '1 millisecond', {NOW_MS}, \
-                    r.locked_by{batch_insert_vals} FROM r{batch_create_guard} ORDER BY r.name \
-                ON CONFLICT ({name}) DO NOTHING \
-                RETURNING {name} AS name, {created_fence} AS fence) \
-            SELECT r.ord, (SELECT c.fence FROM created c WHERE c.name = r.name) AS granted, \
-                {NOW} AS db_now \
-            FROM r ORDER BY r.ord"
-        );
-        let batch_owner = if full {
-            format!(" AND t.{fence} = r.fence")
-        } else {
-            String::new()
-        };
-        let release_many = format!(
-            "WITH r AS (SELECT * FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[]) \
-                WITH ORDINALITY AS r(name, locked_by, fence, at_least, ord)), \
-            mine AS (\
-                SELECT t.{name} AS name FROM {table} t JOIN r ON t.{name} = r.name \
-                WHERE t.{by} = r.locked_by{batch_owner} \
-                ORDER BY t.{name} FOR UPDATE OF t) \
-            UPDATE {table} t SET {until} = GREATEST({NOW_MS}, t.{at} + r.at_least * interval '1 millisecond') \
-            FROM mine m, r, (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit \
-            WHERE t.{name} = m.name AND r.name = t.{name} AND t.{by} = r.locked_by{batch_owner} \
-            RETURNING r.ord"
-        );
+        let batch = batch::BatchStatements::new(t, full);
         let now = format!("SELECT {NOW}");
 
         LockStatements {
@@ -324,9 +263,10 @@ impl LockStatements {
             acquire,
             create,
             release,
-            acquire_many,
-            create_many,
-            release_many,
+            acquire_many: batch.acquire_many,
+            acquire_many_wait: batch.acquire_many_wait,
+            create_many: batch.create_many,
+            release_many: batch.release_many,
             extend,
             list,
             read,

@@ -1,0 +1,106 @@
+//! A batch does not wait behind another transaction's row lock for the rows it can decide at
+//! once: its first statement skips the locked row and commits the others, and the skipped row is
+//! then decided by a second statement that waits for the lock, so no slot is lost.
+
+mod common;
+
+use std::time::Duration;
+
+use chrono::{TimeDelta, Utc};
+use lock_core::{AcquireOutcome, FireSlot, LockProvider, testkit};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_row_is_waited_for_after_the_free_rows_are_committed() {
+    let Some(provider) = common::provider(common::CONFORMANCE_TABLE).await else {
+        return;
+    };
+    let table = common::CONFORMANCE_TABLE;
+    let locked = testkit::unique_name("skip-locked");
+    let free = testkit::unique_name("skip-free");
+    let base = Utc::now();
+    let slot = |s: i64| Some(FireSlot::new(base + TimeDelta::seconds(s)));
+    let lease_for = Duration::from_secs(300);
+    // Both rows exist and are free, their last slot run at `base`.
+    for name in [&locked, &free] {
+        let first = testkit::request(name, "setup", lease_for, slot(0));
+        let AcquireOutcome::Acquired(lease) = provider.acquire(&first).await.unwrap() else {
+            panic!("setup acquire refused");
+        };
+        assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
+    }
+
+    // Another transaction (as a release or an operator's unlock in flight would) holds the
+    // row lock of `locked`, without changing it.
+    let mut blocker = common::raw_client().await;
+    let blocker_pid: i32 = blocker
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let tx = blocker.transaction().await.unwrap();
+    tx.execute(
+        &format!("SELECT 1 FROM {table} WHERE name = $1 FOR UPDATE"),
+        &[&&*locked],
+    )
+    .await
+    .unwrap();
+
+    let requests = vec![
+        testkit::request(&locked, "batch", lease_for, slot(1)),
+        testkit::request(&free, "batch", lease_for, slot(1)),
+    ];
+    let batch = {
+        let provider = provider.clone();
+        tokio::spawn(async move { provider.acquire_many(&requests).await })
+    };
+
+    // Wait (bounded) until a backend waits for the blocker's lock: the batch's second
+    // statement. Not a retry of an assertion: the condition is the batch reaching its wait.
+    let observer = common::raw_client().await;
+    let mut waiting = false;
+    for _ in 0..200 {
+        let n: i64 = observer
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+                &[&blocker_pid],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if n > 0 {
+            waiting = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(waiting, "the batch never waited for the locked row");
+    assert!(
+        !batch.is_finished(),
+        "the batch decided a locked row without waiting"
+    );
+    // While it waits, the free row is already granted and committed: the first statement did
+    // not wait behind the lock.
+    let owner: String = observer
+        .query_one(
+            &format!(
+                "SELECT locked_by FROM {table} WHERE name = $1 \
+                 AND lock_until > timezone('utc', CURRENT_TIMESTAMP)"
+            ),
+            &[&&*free],
+        )
+        .await
+        .expect("the free row is held, committed, while the batch waits")
+        .get(0);
+    assert_eq!(owner, "batch");
+
+    // The lock goes away: the skipped row is decided as it then is, free, so its slot runs.
+    tx.commit().await.unwrap();
+    let outcomes = batch.await.unwrap().unwrap();
+    assert_eq!(outcomes.len(), 2);
+    for (outcome, name) in outcomes.iter().zip([&locked, &free]) {
+        let AcquireOutcome::Acquired(lease) = outcome else {
+            panic!("{name}: refused, its slot lost: {outcome:?}");
+        };
+        assert!(provider.release(lease, Duration::ZERO).await.unwrap());
+    }
+}
