@@ -352,11 +352,7 @@ pub trait LockProvider: Send + Sync + 'static {
         &self,
         requests: &[LockRequest],
     ) -> Result<Vec<AcquireOutcome>, LockError> {
-        let mut outcomes = Vec::with_capacity(requests.len());
-        for request in requests {
-            outcomes.push(self.acquire(request).await?);
-        }
-        Ok(outcomes)
+        crate::kit::batch::acquire_each(self, requests).await
     }
 
     /// Ends many leases at once: one result per lease, in the order given, each exactly what

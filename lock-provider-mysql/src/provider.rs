@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use lock_core::kit::batch::{acquire_each, batchable};
 use lock_core::kit::{ColumnNames, fence_from_sql};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, validate_lock_name,
@@ -375,23 +376,11 @@ impl LockProvider for MySqlLockProvider {
         &self,
         requests: &[LockRequest],
     ) -> Result<Vec<AcquireOutcome>, LockError> {
-        let mut names = std::collections::HashSet::with_capacity(requests.len());
-        let distinct = requests.iter().all(|r| names.insert(&*r.name));
-        match requests {
-            [] => Ok(Vec::new()),
-            [one] => Ok(vec![self.acquire(one).await?]),
-            _ if distinct && requests.len() <= crate::batch::MAX_BATCH => {
-                self.acquire_batch(requests).await
-            }
-            _ => {
-                // Names repeated (or too many): one by one, as the contract allows.
-                let mut outcomes = Vec::with_capacity(requests.len());
-                for request in requests {
-                    outcomes.push(self.acquire(request).await?);
-                }
-                Ok(outcomes)
-            }
+        // Names repeated, too many, or one: decided one by one, as the contract allows.
+        if !batchable(requests, crate::batch::MAX_BATCH) {
+            return acquire_each(self, requests).await;
         }
+        self.acquire_batch(requests).await
     }
 
     async fn release_many(&self, leases: &[(Lease, Duration)]) -> Result<Vec<bool>, LockError> {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use deadpool_postgres::Pool;
+use lock_core::kit::batch::{acquire_each, batchable};
 use lock_core::kit::{
     ColumnNames, IdentifierStyle, at_least_millis, fence_from_sql, fence_to_sql, lease_millis,
 };
@@ -433,22 +434,11 @@ impl LockProvider for PostgresLockProvider {
         &self,
         requests: &[LockRequest],
     ) -> Result<Vec<AcquireOutcome>, LockError> {
-        let mut names = std::collections::HashSet::with_capacity(requests.len());
-        if requests.len() > crate::batch::MAX_BATCH
-            || !requests.iter().all(|r| names.insert(&*r.name))
-        {
-            // Names repeated (or too many of them): decided one by one, as the contract allows.
-            let mut outcomes = Vec::with_capacity(requests.len());
-            for request in requests {
-                outcomes.push(self.acquire(request).await?);
-            }
-            return Ok(outcomes);
+        // Names repeated, too many, or one: decided one by one, as the contract allows.
+        if !batchable(requests, crate::batch::MAX_BATCH) {
+            return acquire_each(self, requests).await;
         }
-        match requests {
-            [] => Ok(Vec::new()),
-            [one] => Ok(vec![self.acquire(one).await?]),
-            _ => self.acquire_batch(requests).await,
-        }
+        self.acquire_batch(requests).await
     }
 
     async fn release_many(&self, leases: &[(Lease, Duration)]) -> Result<Vec<bool>, LockError> {

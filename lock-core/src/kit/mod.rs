@@ -42,6 +42,7 @@
 //! # Ok::<(), lock_core::LockError>(())
 //! ```
 
+pub mod batch;
 pub mod duration;
 mod fence;
 mod ident;
