@@ -36,7 +36,7 @@ impl SchedulerBuilder {
     }
 
     /// Bounds each acquire, extend and release (default 10 s); see
-    /// [`LockingTaskExecutor::with_operation_timeout`].
+    /// [`LockingTaskExecutor::with_operation_timeout`](crate::LockingTaskExecutor::with_operation_timeout).
     pub fn operation_timeout(mut self, timeout: Duration) -> Self {
         self.operation_timeout = Some(timeout);
         self
@@ -52,7 +52,7 @@ impl SchedulerBuilder {
 
     /// How far ahead of the database's clock a fire's slot may be before the database refuses
     /// it (default [`DEFAULT_MAX_SLOT_LEAD`](crate::DEFAULT_MAX_SLOT_LEAD), 5 s); see
-    /// [`LockingTaskExecutor::with_max_slot_lead`].
+    /// [`LockingTaskExecutor::with_max_slot_lead`](crate::LockingTaskExecutor::with_max_slot_lead).
     pub fn max_slot_lead(mut self, lead: Duration) -> Self {
         self.max_slot_lead = Some(lead);
         self
@@ -61,8 +61,8 @@ impl SchedulerBuilder {
     /// Keeps a run history in the provider's operations tables: one row per run (job, slot,
     /// fire kind, instance, fence, start and end by the database's clock, outcome, error),
     /// deleted after `retention` by a housekeeping job that is itself a locked scheduled job
-    /// ([`HOUSEKEEPING_JOB`], every quarter of the retention, in batches of
-    /// [`HOUSEKEEPING_BATCH`] rows). Costs two statements per run (see BENCHMARKS.md).
+    /// ([`HOUSEKEEPING_JOB`](crate::HOUSEKEEPING_JOB), every quarter of the retention, in batches of
+    /// [`HOUSEKEEPING_BATCH`](crate::HOUSEKEEPING_BATCH) rows). Costs two statements per run (see BENCHMARKS.md).
     ///
     /// A provider without operations tables (or whose tables are missing: run its
     /// `ensure_schema()`) logs one warning at start and runs the jobs without history.
@@ -92,7 +92,7 @@ impl SchedulerBuilder {
     }
 
     /// How often this instance heartbeats into the job registry (default
-    /// [`DEFAULT_HEARTBEAT_INTERVAL`], 1 s): it then also learns of pauses and trigger
+    /// [`DEFAULT_HEARTBEAT_INTERVAL`](crate::DEFAULT_HEARTBEAT_INTERVAL), 1 s): it then also learns of pauses and trigger
     /// requests. An instance silent for
     /// [`GONE_AFTER_HEARTBEATS`](crate::operations::GONE_AFTER_HEARTBEATS) intervals counts as
     /// gone. Zero is refused at start.
@@ -101,9 +101,9 @@ impl SchedulerBuilder {
         self
     }
 
-    /// How long [`Scheduler::shutdown`] waits for running bodies (default
-    /// [`DEFAULT_SHUTDOWN_TIMEOUT`], 15 s). Keep it below the platform's grace period less the
-    /// release time (see [`DEFAULT_SHUTDOWN_TIMEOUT`]).
+    /// How long [`Scheduler::shutdown`](crate::Scheduler::shutdown) waits for running bodies (default
+    /// [`DEFAULT_SHUTDOWN_TIMEOUT`](crate::DEFAULT_SHUTDOWN_TIMEOUT), 15 s). Keep it below the platform's grace period less the
+    /// release time (see [`DEFAULT_SHUTDOWN_TIMEOUT`](crate::DEFAULT_SHUTDOWN_TIMEOUT)).
     pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
         self.shutdown_timeout = Some(timeout);
         self
@@ -143,7 +143,7 @@ impl SchedulerBuilder {
     }
 
     /// The jobs to run, replacing the default of every `#[scheduled]` function in the binary
-    /// ([`registered_jobs`]). To add jobs to those, chain them:
+    /// ([`registered_jobs`](crate::registered_jobs)). To add jobs to those, chain them:
     /// `.jobs(registered_jobs()?.into_iter().chain([my_job]))`.
     pub fn jobs(mut self, jobs: impl IntoIterator<Item = Job>) -> Self {
         self.jobs = Some(jobs.into_iter().collect());
