@@ -13,9 +13,8 @@ use lock_core::{
 use rusqlite::{OptionalExtension, params};
 
 use crate::SqliteLockProvider;
-use crate::provider::read_refusal;
 use crate::session::{in_immediate_transaction, relaxed_commit};
-use crate::statements::slot_text;
+use crate::statements::{read_refusal, slot_text};
 
 /// The most requests one batch carries.
 pub(crate) const MAX_BATCH: usize = 1000;

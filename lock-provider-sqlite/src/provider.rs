@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use lock_core::kit::batch::{acquire_each, batchable};
 use lock_core::kit::{ColumnNames, at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
 use lock_core::{
@@ -17,7 +17,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use crate::config::LockTableConfig;
 use crate::operations::SqliteOperations;
 use crate::session::{Session, in_immediate_transaction, relaxed_commit};
-use crate::statements::{Statements, slot_text};
+use crate::statements::{Statements, read_refusal, slot_text};
 use crate::table::Table;
 
 /// A [`LockProvider`] on a SQLite database file, shared by every process on one host.
@@ -331,34 +331,6 @@ fn path_of_url(url: &str) -> Result<&str, LockError> {
         ));
     }
     Ok(path)
-}
-
-/// The row of `name` as a refusal: `Held` while `lock_until > now`, `SlotAlreadyRun` when
-/// `slot` is not after `last_fire`, `Unknown` when neither (the lease looks free). `None` when
-/// there is no row.
-pub(crate) fn read_refusal(
-    connection: &Connection,
-    sql: &Statements,
-    name: &str,
-    slot: Option<&str>,
-) -> rusqlite::Result<Option<Refusal>> {
-    connection
-        .prepare_cached(&sql.refusal)?
-        .query_row(params![name, slot], |row| {
-            let reason = match row.get::<_, i64>(3)? {
-                1 => RefusalReason::Held,
-                2 => RefusalReason::SlotAlreadyRun,
-                _ => RefusalReason::Unknown,
-            };
-            Ok(Refusal {
-                reason,
-                locked_by: row.get(0)?,
-                lock_until: row.get::<_, Option<DateTime<Utc>>>(1)?,
-                last_fire: row.get(2)?,
-                database_now: None,
-            })
-        })
-        .optional()
 }
 
 fn record(row: &Row<'_>) -> rusqlite::Result<LockRecord> {
