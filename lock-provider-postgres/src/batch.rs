@@ -75,21 +75,8 @@ impl PostgresLockProvider {
         places: Option<&[usize]>,
     ) -> Result<Vec<usize>, LockError> {
         let label = requests.first().map_or("", |r| &*r.name);
-        let names: Vec<&str> = requests.iter().map(|r| &*r.name).collect();
-        let at_most: Vec<i64> = requests
-            .iter()
-            .map(|r| lease_millis(r.lock_at_most_for))
-            .collect();
-        let owners: Vec<&str> = requests.iter().map(|r| &*r.locked_by).collect();
-        let slots: Vec<Option<NaiveDateTime>> = requests
-            .iter()
-            .map(|r| r.slot.map(|s| s.instant().naive_utc()))
-            .collect();
-        let leads: Vec<i64> = requests
-            .iter()
-            .map(|r| lease_millis(r.max_slot_lead))
-            .collect();
-        let params: [&(dyn ToSql + Sync); 5] = [&names, &at_most, &owners, &slots, &leads];
+        let columns = Columns::of(requests);
+        let params = columns.params();
         let rows: Vec<Row> = self
             .session
             .run(
@@ -159,21 +146,8 @@ impl PostgresLockProvider {
         requests: &[LockRequest],
     ) -> Result<Vec<AcquireOutcome>, LockError> {
         let label = requests.first().map_or("", |r| &*r.name);
-        let names: Vec<&str> = requests.iter().map(|r| &*r.name).collect();
-        let at_most: Vec<i64> = requests
-            .iter()
-            .map(|r| lease_millis(r.lock_at_most_for))
-            .collect();
-        let owners: Vec<&str> = requests.iter().map(|r| &*r.locked_by).collect();
-        let slots: Vec<Option<NaiveDateTime>> = requests
-            .iter()
-            .map(|r| r.slot.map(|s| s.instant().naive_utc()))
-            .collect();
-        let leads: Vec<i64> = requests
-            .iter()
-            .map(|r| lease_millis(r.max_slot_lead))
-            .collect();
-        let params: [&(dyn ToSql + Sync); 5] = [&names, &at_most, &owners, &slots, &leads];
+        let columns = Columns::of(requests);
+        let params = columns.params();
         let rows: Vec<Row> = self
             .session
             .run(
@@ -257,4 +231,44 @@ impl PostgresLockProvider {
 /// The 0-based index of a 1-based `WITH ORDINALITY` number.
 fn index(ord: i64) -> usize {
     usize::try_from(ord.saturating_sub(1)).unwrap_or(usize::MAX)
+}
+
+/// A batch's requests as the five arrays the batch statements take (`$1`..`$5`).
+struct Columns<'a> {
+    names: Vec<&'a str>,
+    at_most: Vec<i64>,
+    owners: Vec<&'a str>,
+    slots: Vec<Option<NaiveDateTime>>,
+    leads: Vec<i64>,
+}
+
+impl<'a> Columns<'a> {
+    fn of(requests: &'a [LockRequest]) -> Self {
+        Columns {
+            names: requests.iter().map(|r| &*r.name).collect(),
+            at_most: requests
+                .iter()
+                .map(|r| lease_millis(r.lock_at_most_for))
+                .collect(),
+            owners: requests.iter().map(|r| &*r.locked_by).collect(),
+            slots: requests
+                .iter()
+                .map(|r| r.slot.map(|s| s.instant().naive_utc()))
+                .collect(),
+            leads: requests
+                .iter()
+                .map(|r| lease_millis(r.max_slot_lead))
+                .collect(),
+        }
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 5] {
+        [
+            &self.names,
+            &self.at_most,
+            &self.owners,
+            &self.slots,
+            &self.leads,
+        ]
+    }
 }
