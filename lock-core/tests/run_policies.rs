@@ -179,6 +179,18 @@ async fn start_refuses_a_retry_plan_longer_than_the_lease_without_keep_alive() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_slot_missed_before_start_runs_once_as_a_catch_up() {
+    every_missed_slot_runs_once_oldest_first("catch", Duration::ZERO).await;
+}
+
+/// With `lock_at_least_for`, each catch-up's lease outlives its body, so the next missed slot
+/// is refused while it lasts: the catch-up waits for the lease to end and tries the same slot
+/// again, instead of moving on (which lost every missed slot after the first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_catch_up_waits_for_its_own_lock_at_least_for_before_the_next_missed_slot() {
+    every_missed_slot_runs_once_oldest_first("catch_least", Duration::from_millis(150)).await;
+}
+
+async fn every_missed_slot_runs_once_oldest_first(name: &'static str, at_least: Duration) {
     let provider = Arc::new(InMemoryLockProvider::new());
     let period = Duration::from_secs(2);
     let trigger = Trigger::fixed_rate(period)
@@ -186,29 +198,41 @@ async fn a_slot_missed_before_start_runs_once_as_a_catch_up() {
         .with_misfire(MisfirePolicy::CatchUp)
         .unwrap()
         .with_misfire_grace(Duration::from_secs(60));
-    // The job last ran three slots ago: the two after it (and maybe the current one) were
-    // missed.
-    let now = provider.database_time().await.unwrap();
+    // Start early in a period, so the catch-ups (each waiting for the last one's lease) end
+    // before the next regular slot, where a catch-up stops waiting.
+    let mut now = provider.database_time().await.unwrap();
+    let into_period = now - trigger.slot_at_or_before(now).unwrap().instant();
+    if into_period > chrono::TimeDelta::milliseconds(500) {
+        let to_next = trigger.next_slot(now).unwrap().instant() - now;
+        tokio::time::sleep(to_next.to_std().unwrap() + Duration::from_millis(20)).await;
+        now = provider.database_time().await.unwrap();
+    }
+    // The job last ran three slots ago: the two after it and the current one were missed.
     let current = trigger.slot_at_or_before(now).unwrap();
     let last_ran = current.instant() - chrono::TimeDelta::seconds(6);
     let executor = LockingTaskExecutor::from_shared(provider.clone());
-    let config = LockConfiguration::new("catch", Duration::from_secs(10), Duration::ZERO).unwrap();
+    let config = LockConfiguration::new(name, Duration::from_secs(10), at_least).unwrap();
     executor
-        .execute_in_slot(&config, Some(FireSlot::new(last_ran)), async {})
+        .execute_in_slot(
+            &LockConfiguration::new(name, Duration::from_secs(10), Duration::ZERO).unwrap(),
+            Some(FireSlot::new(last_ran)),
+            async {},
+        )
         .await
         .unwrap()
         .executed()
         .expect("the earlier slot ran");
     let runs = Arc::new(Mutex::new(Vec::new()));
     let seen = runs.clone();
-    let job = Job::new("catch", trigger, move |ctx: JobContext| {
+    let job = Job::new(name, trigger, move |ctx: JobContext| {
         let seen = seen.clone();
         async move {
             seen.lock()
                 .unwrap()
                 .push((ctx.fire_kind(), ctx.scheduled_at().unwrap()));
         }
-    });
+    })
+    .with_lock(config);
     let scheduler = Scheduler::builder()
         .lock_provider(provider.clone())
         .jobs([job])

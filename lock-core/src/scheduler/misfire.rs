@@ -16,6 +16,14 @@
 //!   Catch-up slots are acquired oldest first and before the next regular slot (which would
 //!   move `last_fire` past them); `fire_once` acquires only the latest missed slot, so the older
 //!   ones are coalesced into it.
+//! - **No instance jumps a slot another is still catching up.** Several instances starting
+//!   together walk the same list. A refused catch-up slot is checked against the lock row(s)
+//!   (one primary-key read each, only on a refusal): if `last_fire` has reached it, it ran
+//!   and the walk goes on; if a lease taken before it (another instance on an older missed
+//!   slot, a manual run, this instance's own `lock_at_least_for`) still holds the row, the
+//!   same slot is tried again when that lease ends, by a timer on the database's clock.
+//!   Moving on instead would let this instance take the newer slot, and the acquire's rule
+//!   would then refuse the older one to everybody. The wait ends at the next regular slot.
 //! - **`catch_up` runs at most `misfire_max` slots**, the most recent ones; the number dropped
 //!   is logged. The slots are found by walking back from now, so a tiny period with a huge
 //!   grace costs `misfire_max` steps, not one per slot.
@@ -28,17 +36,19 @@
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use lock_trigger::MisfirePolicy;
+use lock_trigger::{Distribution, MisfirePolicy};
 
 use super::Trigger;
 use super::runner::JobRunner;
 use super::status::RunOutcome;
-use crate::{FireKind, FireSlot};
+use crate::{FireKind, FireSlot, LockRecord};
 
 /// The first pause before retrying a catch-up after a provider error.
 const RECOVER_FIRST: Duration = Duration::from_millis(500);
 /// The longest pause between those retries.
 const RECOVER_MAX: Duration = Duration::from_secs(5);
+/// The shortest pause before trying a refused catch-up slot again.
+const SETTLE_PAUSE_MIN: Duration = Duration::from_millis(50);
 /// How far past `misfire_max` dropped slots are counted (for the log line).
 const COUNT_DROPPED_UP_TO: usize = 10_000;
 
@@ -129,22 +139,28 @@ impl JobRunner {
     /// or the row could not be read (logged). A broadcast job has no ranks before its first
     /// heartbeat: it catches up after an outage, not at start.
     async fn last_fire_for_misfires(&self) -> Option<DateTime<Utc>> {
+        let rows = self.read_rows().await?;
+        rows.iter()
+            .filter_map(|row| row.as_ref().and_then(|r| r.last_fire))
+            .min()
+    }
+
+    /// The job's lock rows (each shard's for a sharded job), one primary-key read each, or
+    /// `None` for a broadcast job (no ranks before its first heartbeat) or when a read failed
+    /// (logged).
+    async fn read_rows(&self) -> Option<Vec<Option<LockRecord>>> {
         let names: Vec<String> = match self.job.distribution() {
-            lock_trigger::Distribution::Single => vec![self.config.name().to_owned()],
-            lock_trigger::Distribution::Shards(total) => (0..total)
+            Distribution::Single => vec![self.config.name().to_owned()],
+            Distribution::Shards(total) => (0..total)
                 .map(|index| self.job.distribution().lock_name(self.config.name(), index))
                 .collect(),
-            lock_trigger::Distribution::Broadcast => return None,
+            Distribution::Broadcast => return None,
         };
-        let mut oldest: Option<DateTime<Utc>> = None;
+        let mut rows = Vec::with_capacity(names.len());
         for name in &names {
             let read = self.executor.provider().read_lock(name);
             match tokio::time::timeout(self.executor.operation_timeout(), read).await {
-                Ok(Ok(record)) => {
-                    if let Some(last) = record.and_then(|r| r.last_fire) {
-                        oldest = Some(oldest.map_or(last, |o| o.min(last)));
-                    }
-                }
+                Ok(Ok(record)) => rows.push(record),
                 Ok(Err(error)) => {
                     tracing::warn!(
                         job = self.job.name(),
@@ -164,9 +180,28 @@ impl JobRunner {
                 }
             }
         }
-        oldest
+        Some(rows)
     }
 
+    /// After a catch-up fire of `slot` was refused somewhere (for a sharded job: maybe on some
+    /// shards): whether `slot` has run everywhere, or until when a lease taken before it (by
+    /// an instance catching up an older slot, a manual run, this instance's own
+    /// `lock_at_least_for`) holds a row that has not run it. Moving on to the next slot while
+    /// such a lease holds would let it take the newer slot and lose this one (the acquire's
+    /// `last_fire < slot` rule would then refuse it to everybody).
+    async fn settled(&self, slot: FireSlot) -> Settled {
+        let Some(rows) = self.read_rows().await else {
+            return Settled::Unknown;
+        };
+        let waiting = rows.iter().flatten().filter(|row| {
+            row.last_fire
+                .is_none_or(|last_fire| last_fire < slot.instant())
+        });
+        match waiting.map(|row| row.lock_until).max() {
+            None => Settled::Ran,
+            Some(until) => Settled::HeldUntil(until),
+        }
+    }
     /// After a regular fire of `slot` failed to reach the database: retries the missed
     /// slot(s) as catch-ups until the database answers (nothing with `skip`). Returns the
     /// last slot considered.
@@ -220,20 +255,68 @@ impl JobRunner {
             );
         }
         let last = missed.slots.last().copied();
+        // Waiting for a slot's holder ends before the slot after the last missed one: that one
+        // is a regular fire, which would move `last_fire` past the rest anyway.
+        let deadline = last.and_then(|last| self.job.trigger().next_slot(last.instant()));
+        let sharded = matches!(self.job.distribution(), Distribution::Shards(_));
         for slot in missed.slots {
-            if self.stop.is_cancelled() {
-                break;
-            }
             tracing::info!(job = self.job.name(), %slot, policy = %self.misfire(), "catching up a missed slot");
-            let outcome = self.fire_as(Some(slot), FireKind::CatchUp).await;
-            match outcome {
-                RunOutcome::LockFailed(_) => return (Answered::UpTo(slot), last),
-                RunOutcome::Skipped | RunOutcome::Paused => {}
-                _ => self.config.metrics().catch_up(),
+            loop {
+                if self.stop.is_cancelled() {
+                    return (Answered::All, last);
+                }
+                let outcome = self.fire_as(Some(slot), FireKind::CatchUp).await;
+                let refused = match outcome {
+                    RunOutcome::LockFailed(_) => return (Answered::UpTo(slot), last),
+                    RunOutcome::Paused => false,
+                    RunOutcome::Skipped => true,
+                    _ => {
+                        self.config.metrics().catch_up();
+                        // A sharded fire reports success when any shard ran here; others
+                        // may have been refused.
+                        sharded
+                    }
+                };
+                if !refused {
+                    break;
+                }
+                match self.settled(slot).await {
+                    Settled::Ran => break,
+                    Settled::Unknown => return (Answered::UpTo(slot), last),
+                    Settled::HeldUntil(until) => {
+                        if deadline.is_some_and(|d| until >= d.instant()) {
+                            tracing::info!(job = self.job.name(), %slot, %until, "a missed slot is held past the next regular slot; the catch-up ends here");
+                            return (Answered::All, last);
+                        }
+                        // On the database's clock, with a floor so that a row whose lease
+                        // has just ended costs one more acquire, not a busy loop.
+                        let pause = (until - self.clock.now())
+                            .to_std()
+                            .unwrap_or(Duration::ZERO)
+                            .max(SETTLE_PAUSE_MIN);
+                        tracing::debug!(job = self.job.name(), %slot, ?pause, "a missed slot is held by a lease taken before it; trying it again when that lease ends");
+                        tokio::select! {
+                            biased;
+                            _ = self.stop.cancelled() => return (Answered::All, last),
+                            _ = tokio::time::sleep(pause) => {}
+                        }
+                    }
+                }
             }
         }
         (Answered::All, last)
     }
+}
+
+/// What the lock rows say about a catch-up slot that was refused.
+enum Settled {
+    /// Every row's `last_fire` is at or past the slot: it ran (here or elsewhere).
+    Ran,
+    /// A row has not run the slot and a lease taken before it lasts until then (database
+    /// clock; maybe already past).
+    HeldUntil(DateTime<Utc>),
+    /// The rows could not be read (logged).
+    Unknown,
 }
 
 /// Whether the database answered every catch-up acquire, or up to which slot it did not.
