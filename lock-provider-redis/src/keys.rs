@@ -131,6 +131,18 @@ impl KeyLayout {
     }
 }
 
+/// The hash tag Redis Cluster hashes a key by: what lies between the first `{` and the first
+/// `}` after it, if not empty; else the whole key. Keys of one tag are in one cluster slot.
+pub(crate) fn hash_tag(key: &str) -> &str {
+    if let Some(open) = key.find('{')
+        && let Some(len) = key[open + 1..].find('}')
+        && len > 0
+    {
+        return &key[open + 1..open + 1 + len];
+    }
+    key
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,18 +155,6 @@ mod tests {
         assert_eq!(layout.name_of("{ops}:report:daily"), Some("report:daily"));
         assert_eq!(layout.name_of("{ops}:"), None);
         assert_eq!(layout.name_of("other:report"), None);
-    }
-
-    /// The hash tag Redis Cluster hashes a key by: what lies between the first `{` and the
-    /// first `}` after it, if not empty; else the whole key.
-    fn hash_tag(key: &str) -> &str {
-        if let Some(open) = key.find('{')
-            && let Some(len) = key[open + 1..].find('}')
-            && len > 0
-        {
-            return &key[open + 1..open + 1 + len];
-        }
-        key
     }
 
     #[test]

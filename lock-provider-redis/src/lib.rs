@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+mod batch;
 mod config;
 mod connection;
 mod keys;
@@ -25,7 +26,9 @@ pub use server::{MIN_REDIS_VERSION, Persistence};
 /// assert!(lock_provider_redis::lua::ACQUIRE.contains("redis.call('TIME')"));
 /// ```
 pub mod lua {
-    pub use crate::scripts::{ACQUIRE, EXTEND, FORCE_UNLOCK, READ, RELEASE, RESET_SLOT};
+    pub use crate::scripts::{
+        ACQUIRE, ACQUIRE_MANY, EXTEND, FORCE_UNLOCK, READ, RELEASE, RELEASE_MANY, RESET_SLOT,
+    };
 
     /// The scripts of the operations keys (registry, history, control), each declaring every
     /// key it touches, all under the hash tag `{<prefix>:ops}`; the keys, arguments and

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -57,6 +58,9 @@ pub struct RedisLockProvider {
     /// `host:port` (and database) when known, for messages; never the password.
     pub(crate) server: Option<String>,
     pub(crate) persistence: Option<Persistence>,
+    /// The server answered `CROSSSLOT` to a batch: it is a cluster, and batches are split by
+    /// hash tag (`batch.rs`).
+    pub(crate) cross_slot: Arc<AtomicBool>,
 }
 
 impl fmt::Debug for RedisLockProvider {
@@ -121,6 +125,7 @@ impl RedisLockProvider {
             ops_scripts: Arc::new(OpsScripts::new()),
             server: None,
             persistence: None,
+            cross_slot: Arc::new(AtomicBool::new(false)),
         })
     }
 
@@ -267,7 +272,11 @@ impl RedisLockProvider {
 
     /// After a grant, `WAIT` for the configured replicas; a grant fewer of them acknowledged is
     /// released again and reported as an error, so its body does not run.
-    async fn wait_for_replicas(&self, lease: &Lease, acks: ReplicaAcks) -> Result<(), LockError> {
+    pub(crate) async fn wait_for_replicas(
+        &self,
+        lease: &Lease,
+        acks: ReplicaAcks,
+    ) -> Result<(), LockError> {
         let mut conn = self.conn.clone();
         let timeout_ms = u64::try_from(acks.timeout.as_millis()).unwrap_or(u64::MAX);
         let acknowledged: i64 = redis::cmd("WAIT")
@@ -328,6 +337,25 @@ impl LockProvider for RedisLockProvider {
             self.wait_for_replicas(lease, acks).await?;
         }
         Ok(outcome)
+    }
+
+    /// One script over every key ([`lua::ACQUIRE_MANY`](crate::lua::ACQUIRE_MANY)); on Redis
+    /// Cluster one per hash tag (see the README's "Batches").
+    async fn acquire_many(
+        &self,
+        requests: &[LockRequest],
+    ) -> Result<Vec<AcquireOutcome>, LockError> {
+        self.acquire_batch(requests).await
+    }
+
+    /// One script over every key ([`lua::RELEASE_MANY`](crate::lua::RELEASE_MANY)).
+    async fn release_many(&self, leases: &[(Lease, Duration)]) -> Result<Vec<bool>, LockError> {
+        self.release_batch(leases).await
+    }
+
+    /// 256 keys per script.
+    fn max_batch(&self) -> usize {
+        crate::batch::MAX_BATCH
     }
 
     async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {
@@ -446,7 +474,10 @@ impl LockProvider for RedisLockProvider {
 }
 
 /// The acquire script's reply as an outcome (see `scripts::ACQUIRE`).
-fn acquire_outcome(request: &LockRequest, reply: &[Value]) -> Result<AcquireOutcome, String> {
+pub(crate) fn acquire_outcome(
+    request: &LockRequest,
+    reply: &[Value],
+) -> Result<AcquireOutcome, String> {
     let status = int(reply.first().unwrap_or(&Value::Nil))?;
     let now = time(int(reply.get(1).unwrap_or(&Value::Nil))?.ok_or("no time in the reply")?)?;
     let field = |i: usize| reply.get(i).unwrap_or(&Value::Nil);

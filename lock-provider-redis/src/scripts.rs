@@ -33,35 +33,62 @@ macro_rules! lua {
 
 pub(crate) use lua;
 
+/// The acquire of one key, as a Lua function `acquire(key, locked_by, lease ms, slot ms (`""`
+/// for none), max slot lead ms)`, shared by [`ACQUIRE`] and [`ACQUIRE_MANY`]. It returns
+/// `{status, now, fence}` on a grant (status 0), else `{status, now, locked_by, lock_until,
+/// last_fire}` with status 1 held, 2 slot already run, 3 slot in the future. Every refusal
+/// returns before the first write: a losing acquire writes nothing (nothing is replicated,
+/// nothing reaches the AOF).
+macro_rules! acquire_fn {
+    () => {
+        r#"
+local function acquire(key, locked_by, lease, slot_arg, lead)
+  local slot = tonumber(slot_arg)
+  if slot and slot > now + tonumber(lead) then
+    return {3, now}
+  end
+  local row = redis.call('HMGET', key, 'lock_until', 'locked_by', 'last_fire')
+  local lock_until = tonumber(row[1])
+  if lock_until and lock_until > now then
+    return {1, now, row[2], row[1], row[3]}
+  end
+  local last_fire = tonumber(row[3])
+  if slot and last_fire and last_fire >= slot then
+    return {2, now, row[2], row[1], row[3]}
+  end
+  local fence = redis.call('HINCRBY', key, 'fence', 1)
+  if slot then
+    redis.call('HSET', key, 'lock_until', ms(now + tonumber(lease)), 'locked_at', ms(now),
+      'locked_by', locked_by, 'last_fire', slot_arg)
+  else
+    redis.call('HSET', key, 'lock_until', ms(now + tonumber(lease)), 'locked_at', ms(now),
+      'locked_by', locked_by)
+  end
+  return {0, now, fence}
+end
+"#
+    };
+}
+
 /// Acquire. `KEYS[1]` the lock; ARGV: locked_by, lease ms, slot ms (`""` for none), max slot
-/// lead ms. Reply `{status, now, fence}` on a grant (status 0), else `{status, now,
-/// locked_by, lock_until, last_fire}` with status 1 held, 2 slot already run, 3 slot in the
-/// future. Every refusal returns before the first write: a losing acquire writes nothing
-/// (nothing is replicated, nothing reaches the AOF).
+/// lead ms. The reply is `acquire_fn!`'s.
 pub const ACQUIRE: &str = lua!(
+    acquire_fn!(),
+    "return acquire(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4])\n"
+);
+
+/// Many acquires in one script, decided one after another on one clock reading, exactly as
+/// that many [`ACQUIRE`]s would be (a name twice is granted at most once). `KEYS[i]` the locks,
+/// ARGV four per key as for [`ACQUIRE`]. The reply is the array of their replies, in order.
+pub const ACQUIRE_MANY: &str = lua!(
+    acquire_fn!(),
     r#"
-local slot = tonumber(ARGV[3])
-if slot and slot > now + tonumber(ARGV[4]) then
-  return {3, now}
+local out = {}
+for i = 1, #KEYS do
+  local j = (i - 1) * 4
+  out[i] = acquire(KEYS[i], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4])
 end
-local row = redis.call('HMGET', KEYS[1], 'lock_until', 'locked_by', 'last_fire')
-local lock_until = tonumber(row[1])
-if lock_until and lock_until > now then
-  return {1, now, row[2], row[1], row[3]}
-end
-local last_fire = tonumber(row[3])
-if slot and last_fire and last_fire >= slot then
-  return {2, now, row[2], row[1], row[3]}
-end
-local fence = redis.call('HINCRBY', KEYS[1], 'fence', 1)
-if slot then
-  redis.call('HSET', KEYS[1], 'lock_until', ms(now + tonumber(ARGV[2])), 'locked_at', ms(now),
-    'locked_by', ARGV[1], 'last_fire', ARGV[3])
-else
-  redis.call('HSET', KEYS[1], 'lock_until', ms(now + tonumber(ARGV[2])), 'locked_at', ms(now),
-    'locked_by', ARGV[1])
-end
-return {0, now, fence}
+return out
 "#
 );
 
@@ -79,18 +106,43 @@ return 1
 "#
 );
 
-/// Release. ARGV: locked_by, fence, lock_at_least_for ms. ShedLock's
-/// `lock_until = max(now, locked_at + lock_at_least_for)` when owner and fence match: 1;
+/// The release of one key, as a Lua function `release(key, locked_by, fence,
+/// lock_at_least_for ms)`, shared by [`RELEASE`] and [`RELEASE_MANY`]: ShedLock's
+/// `lock_until = max(now, locked_at + lock_at_least_for)` when owner and fence match, 1;
 /// otherwise 0 and nothing written.
-pub const RELEASE: &str = lua!(
-    r#"
-local row = redis.call('HMGET', KEYS[1], 'locked_at', 'locked_by', 'fence')
-if row[2] ~= ARGV[1] or row[3] ~= ARGV[2] then
-  return 0
+macro_rules! release_fn {
+    () => {
+        r#"
+local function release(key, locked_by, fence, at_least)
+  local row = redis.call('HMGET', key, 'locked_at', 'locked_by', 'fence')
+  if row[2] ~= locked_by or row[3] ~= fence then
+    return 0
+  end
+  local until_ = math.max(now, (tonumber(row[1]) or now) + tonumber(at_least))
+  redis.call('HSET', key, 'lock_until', ms(until_))
+  return 1
 end
-local until_ = math.max(now, (tonumber(row[1]) or now) + tonumber(ARGV[3]))
-redis.call('HSET', KEYS[1], 'lock_until', ms(until_))
-return 1
+"#
+    };
+}
+
+/// Release. ARGV: locked_by, fence, lock_at_least_for ms; the reply is `release_fn!`'s.
+pub const RELEASE: &str = lua!(
+    release_fn!(),
+    "return release(KEYS[1], ARGV[1], ARGV[2], ARGV[3])\n"
+);
+
+/// Many releases in one script: `KEYS[i]` the locks, ARGV three per key as for [`RELEASE`];
+/// the reply is the array of their replies, in order.
+pub const RELEASE_MANY: &str = lua!(
+    release_fn!(),
+    r#"
+local out = {}
+for i = 1, #KEYS do
+  local j = (i - 1) * 3
+  out[i] = release(KEYS[i], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3])
+end
+return out
 "#
 );
 
@@ -142,8 +194,10 @@ end
 #[derive(Clone, Debug)]
 pub(crate) struct Scripts {
     pub(crate) acquire: Script,
+    pub(crate) acquire_many: Script,
     pub(crate) extend: Script,
     pub(crate) release: Script,
+    pub(crate) release_many: Script,
     pub(crate) read: Script,
     pub(crate) force_unlock: Script,
     pub(crate) reset_slot: Script,
@@ -153,8 +207,10 @@ impl Scripts {
     pub(crate) fn new() -> Self {
         Scripts {
             acquire: Script::new(ACQUIRE),
+            acquire_many: Script::new(ACQUIRE_MANY),
             extend: Script::new(EXTEND),
             release: Script::new(RELEASE),
+            release_many: Script::new(RELEASE_MANY),
             read: Script::new(READ),
             force_unlock: Script::new(FORCE_UNLOCK),
             reset_slot: Script::new(RESET_SLOT),
@@ -162,11 +218,13 @@ impl Scripts {
     }
 
     /// Every script, for loading them all at connect.
-    pub(crate) fn all(&self) -> [&Script; 6] {
+    pub(crate) fn all(&self) -> [&Script; 8] {
         [
             &self.acquire,
+            &self.acquire_many,
             &self.extend,
             &self.release,
+            &self.release_many,
             &self.read,
             &self.force_unlock,
             &self.reset_slot,
@@ -240,7 +298,16 @@ mod tests {
 
     #[test]
     fn every_script_reads_the_servers_clock_first() {
-        for script in [ACQUIRE, EXTEND, RELEASE, READ, FORCE_UNLOCK, RESET_SLOT] {
+        for script in [
+            ACQUIRE,
+            ACQUIRE_MANY,
+            EXTEND,
+            RELEASE,
+            RELEASE_MANY,
+            READ,
+            FORCE_UNLOCK,
+            RESET_SLOT,
+        ] {
             assert!(
                 script.starts_with("local t = redis.call('TIME')"),
                 "{script}"

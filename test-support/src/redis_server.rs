@@ -39,6 +39,8 @@ pub struct PrivateRedis {
     port: u16,
     dir: PathBuf,
     durability: Durability,
+    /// Started with `cluster-enabled yes` (see [`start_cluster_of_one`](Self::start_cluster_of_one)).
+    cluster: bool,
     child: Option<Child>,
 }
 
@@ -46,6 +48,43 @@ impl PrivateRedis {
     /// Starts a server and waits until it answers `PING`; `None` (after the skip-unless-CI
     /// rule) when `redis-server` is not installed.
     pub fn start(durability: Durability) -> Option<PrivateRedis> {
+        Self::start_as(durability, false)
+    }
+
+    /// A Redis Cluster of one node (`cluster-enabled yes`, every hash slot assigned to it,
+    /// no persistence): it serves every key, and refuses a script or command over keys of
+    /// different hash slots with `CROSSSLOT`, as any cluster does. `None` as for
+    /// [`start`](Self::start).
+    ///
+    /// ```no_run
+    /// use test_support::redis_server::PrivateRedis;
+    /// let Some(cluster) = PrivateRedis::start_cluster_of_one() else { return };
+    /// assert!(cluster.command("CLUSTER INFO").unwrap().contains("cluster_state:ok"));
+    /// ```
+    pub fn start_cluster_of_one() -> Option<PrivateRedis> {
+        let redis = Self::start_as(Durability::Nothing, true)?;
+        let reply = redis
+            .command("CLUSTER ADDSLOTSRANGE 0 16383")
+            .unwrap_or_else(|e| panic!("CLUSTER ADDSLOTSRANGE: {e}"));
+        assert!(reply.starts_with("+OK"), "CLUSTER ADDSLOTSRANGE: {reply}");
+        // The node marks the cluster `ok` once it has looked at its slots again (its cron,
+        // a few ms to 100 ms later); there is nothing to wait on but the state itself.
+        let deadline = Instant::now() + START_TIMEOUT;
+        while !redis
+            .command("CLUSTER INFO")
+            .is_ok_and(|info| info.contains("cluster_state:ok"))
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the private cluster on port {} did not reach cluster_state:ok within {START_TIMEOUT:?}",
+                redis.port
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(redis)
+    }
+
+    fn start_as(durability: Durability, cluster: bool) -> Option<PrivateRedis> {
         if !crate::skip::command_available(BINARY) {
             return None;
         }
@@ -60,6 +99,7 @@ impl PrivateRedis {
             port,
             dir,
             durability,
+            cluster,
             child: None,
         };
         redis.spawn();
@@ -122,6 +162,14 @@ impl PrivateRedis {
             }
             Durability::Nothing => command.args(["--appendonly", "no"]),
         };
+        if self.cluster {
+            command.args([
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+            ]);
+        }
         let child = command
             .spawn()
             .unwrap_or_else(|e| panic!("start {BINARY}: {e}"));
