@@ -12,20 +12,25 @@ use deadpool_postgres::Pool;
 use futures_util::TryStreamExt;
 use lock_core::LockError;
 use lock_core::kit::operations_sql::HEARTBEAT_PARAMS;
-use lock_core::kit::sql::postgres::ENSURE_SCHEMA_LOCK;
+use lock_core::kit::sql::postgres::{ENSURE_SCHEMA_LOCK, HistoryBatchStatements};
 use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
 use lock_core::operations::{
     ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration, OperationsStore,
-    RegistryRow, RunRecord, RunStart, RunState,
+    RegistryRow, RunEnd, RunRecord, RunStart, RunState,
 };
 use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 
+#[path = "operations_history.rs"]
+mod history;
+
 /// The operations tables next to one lock table.
 pub(crate) struct PgOperations {
     pool: Pool,
     sql: OperationsSql,
+    /// The batched start and end of runs (`operations_history.rs`).
+    history: HistoryBatchStatements,
 }
 
 type Param<'a> = (&'a (dyn ToSql + Sync), Type);
@@ -50,7 +55,8 @@ impl PgOperations {
     /// be too long.
     pub(crate) fn new(pool: Pool, table: &ResolvedTable) -> Option<Self> {
         let sql = OperationsSql::new(SqlDialect::Postgres, table).ok()?;
-        Some(PgOperations { pool, sql })
+        let history = HistoryBatchStatements::new(table);
+        Some(PgOperations { pool, sql, history })
     }
 
     /// Creates the tables and indexes if missing, in one transaction serialized by an
@@ -350,6 +356,18 @@ impl OperationsStore for PgOperations {
         )
         .await
         .map(drop)
+    }
+
+    async fn runs_started(&self, runs: &[RunStart]) -> Result<Vec<i64>, LockError> {
+        self.start_batch(&self.history, runs).await
+    }
+
+    async fn runs_ended(&self, ends: &[RunEnd]) -> Result<(), LockError> {
+        self.end_batch(&self.history, ends).await
+    }
+
+    fn max_history_batch(&self) -> usize {
+        history::MAX_HISTORY_BATCH
     }
 
     async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError> {

@@ -52,3 +52,69 @@ async fn a_shedlock_table_alone_reports_the_missing_operations_tables() {
         other => panic!("expected TableMissing, got {other:?}"),
     }
 }
+
+/// The run history of a burst is coalesced: twenty jobs due at the same slot write their start
+/// rows in a few statements (rows of one statement share its `started_at`, the transaction's
+/// clock), not twenty, and every run's end is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bursts_history_rows_share_a_few_statements() {
+    use std::time::Duration;
+
+    use lock_core::{Job, LockProvider, Scheduler, Trigger};
+
+    let table = common::unique_table("ops_burst");
+    let _drop = common::drop_table(&table);
+    let Some(provider) = common::provider(&table).await else {
+        return;
+    };
+    let provider = std::sync::Arc::new(provider);
+    let names: Vec<String> = (0..20).map(|i| format!("burst_{i:02}")).collect();
+    let jobs = names.iter().map(|name| {
+        Job::new(
+            name.as_str(),
+            Trigger::fixed_rate(Duration::from_secs(1)).expect("a period"),
+            || async {},
+        )
+    });
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .history(Duration::from_secs(3600))
+        .jobs(jobs)
+        .start()
+        .await
+        .expect("started");
+    let store = provider.operations().expect("operations tables");
+    // Two slots, so that at least one burst is whole (the first may catch a job late).
+    test_support::process::eventually(
+        Duration::from_secs(20),
+        "two ended runs of every job",
+        || async {
+            for name in &names {
+                let runs = store.history(name, 5).await.expect("history");
+                if runs.iter().filter(|r| r.ended_at.is_some()).count() < 2 {
+                    return None;
+                }
+            }
+            Some(())
+        },
+    )
+    .await;
+    scheduler.shutdown().await.expect("shut down");
+    let mut by_slot: std::collections::BTreeMap<_, Vec<_>> = Default::default();
+    for name in &names {
+        for run in store.history(name, 10).await.expect("history") {
+            assert!(run.ended_at.is_some(), "every run ended: {run:?}");
+            by_slot.entry(run.slot).or_default().push(run.started_at);
+        }
+    }
+    let (slot, starts) = by_slot
+        .iter()
+        .find(|(_, starts)| starts.len() == names.len())
+        .expect("a slot every job ran");
+    let statements: std::collections::BTreeSet<_> = starts.iter().collect();
+    assert!(
+        statements.len() <= 5,
+        "the 20 start rows of slot {slot:?} came from {} statements: {starts:?}",
+        statements.len()
+    );
+}

@@ -31,7 +31,7 @@ type Instant = tokio::time::Instant;
 pub const DEFAULT_BATCH_WINDOW: Duration = Duration::from_millis(1);
 
 /// The longest a batch stays open, in windows, while fires keep joining it.
-const MAX_WINDOWS: u32 = 50;
+pub(super) const MAX_WINDOWS: u32 = 50;
 
 /// The window of releases, in acquire windows: a release waits at most this many windows (5 ms
 /// at the default) past `max(the body's end, lock_at_least_for)` for others to join it. The
@@ -42,7 +42,7 @@ const MAX_WINDOWS: u32 = 50;
 pub(super) const RELEASE_WINDOWS: u32 = 5;
 
 /// What one batched call sends: a request (or a lease to release) and its own reply.
-pub(super) trait Batched: Send + 'static {
+pub(crate) trait Batched: Send + 'static {
     /// What the caller gets back.
     type Out: Send + 'static;
     /// The lock name: two items of one name never share a batch.
@@ -63,6 +63,10 @@ pub(super) trait Batched: Send + 'static {
     const OPERATION: &'static str;
     /// The latest this item may be sent, joining at `now` a batch whose window is `window`.
     fn deadline(&self, now: Instant, window: Duration) -> Instant;
+    /// How many items `provider` takes in one call (1: it does not batch these).
+    fn max(provider: &dyn LockProvider) -> usize {
+        provider.max_batch()
+    }
 }
 
 impl Batched for LockRequest {
@@ -141,7 +145,7 @@ struct State<T: Batched> {
 }
 
 /// Collects items for `window`, then sends them in one call; shared by clones of an executor.
-pub(super) struct Coalescer<T: Batched> {
+pub(crate) struct Coalescer<T: Batched> {
     provider: Arc<dyn LockProvider>,
     window: Duration,
     max: usize,
@@ -151,8 +155,8 @@ pub(super) struct Coalescer<T: Batched> {
 impl<T: Batched> Coalescer<T> {
     /// A coalescer on `provider`, or `None` when the provider does not batch or the window is
     /// zero (batching off).
-    pub(super) fn new(provider: &Arc<dyn LockProvider>, window: Duration) -> Option<Arc<Self>> {
-        let max = provider.max_batch();
+    pub(crate) fn new(provider: &Arc<dyn LockProvider>, window: Duration) -> Option<Arc<Self>> {
+        let max = T::max(provider.as_ref());
         (max > 1 && !window.is_zero()).then(|| {
             Arc::new(Coalescer {
                 provider: provider.clone(),
@@ -173,7 +177,7 @@ impl<T: Batched> Coalescer<T> {
     /// Sends `item` with the others of its window and waits for its own answer. Dropping the
     /// returned future does not withdraw the item: the batch is sent anyway (the executor reads
     /// a lock back after an acquire whose answer it did not wait for).
-    pub(super) async fn submit(self: &Arc<Self>, item: T) -> Result<T::Out, LockError> {
+    pub(crate) async fn submit(self: &Arc<Self>, item: T) -> Result<T::Out, LockError> {
         let (tx, rx) = oneshot::channel();
         let name = item.name().clone();
         let (timer, full) = {

@@ -9,6 +9,7 @@ mod acquire;
 mod batch;
 mod blocking;
 mod global;
+mod history;
 mod lease;
 mod recover;
 
@@ -30,6 +31,7 @@ use batch::{Coalescer, RELEASE_WINDOWS, Release};
 use blocking::{block_on, join_blocking};
 pub use global::{default_executor, install_default_executor, with_default_executor};
 pub(crate) use global::{default_executor_shared, install_scheduler_executor};
+pub(crate) use history::HistoryBatches;
 use lease::{LeaseGuard, keep_alive};
 use recover::OwnGrants;
 
@@ -102,6 +104,8 @@ pub struct LockingTaskExecutor {
     // `None` when the provider does not batch or batching is off.
     acquires: Option<Arc<Coalescer<crate::LockRequest>>>,
     releases: Option<Arc<Coalescer<Release>>>,
+    // Run-history rows, coalesced the same way (`history.rs`).
+    history: Option<Arc<HistoryBatches>>,
     batch_window: Duration,
 }
 
@@ -159,6 +163,7 @@ impl LockingTaskExecutor {
             own_grants: OwnGrants::default(),
             acquires: None,
             releases: None,
+            history: None,
             batch_window: Duration::ZERO,
         }
         .with_batch_window(DEFAULT_BATCH_WINDOW)
@@ -189,7 +194,14 @@ impl LockingTaskExecutor {
         self.batch_window = window;
         self.acquires = Coalescer::new(&self.provider, window);
         self.releases = Coalescer::new(&self.provider, window.saturating_mul(RELEASE_WINDOWS));
+        self.history = HistoryBatches::new(&self.provider, window);
         self
+    }
+
+    /// The coalesced run-history writes, when the provider's store batches them and batching
+    /// is on.
+    pub(crate) fn history_batches(&self) -> Option<&Arc<HistoryBatches>> {
+        self.history.as_ref()
     }
 
     /// The batch window (zero: batching off).

@@ -160,6 +160,36 @@ pub struct RunStart {
     pub fence: u64,
 }
 
+/// The end of a run, for [`OperationsStore::runs_ended`]: the row's id, what the run came to
+/// and its error text (cut to [`MAX_ERROR_LEN`] bytes by the writer).
+///
+/// ```
+/// use lock_core::operations::{RunEnd, RunState};
+/// let end = RunEnd::new(7, RunState::Failed, Some("timeout talking to the bank"));
+/// assert_eq!((end.id, end.outcome), (7, RunState::Failed));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunEnd {
+    /// The id [`OperationsStore::run_started`] returned.
+    pub id: i64,
+    /// What the run came to.
+    pub outcome: RunState,
+    /// The error or panic message.
+    pub error: Option<String>,
+}
+
+impl RunEnd {
+    /// The end of run `id`.
+    pub fn new(id: i64, outcome: RunState, error: Option<&str>) -> Self {
+        RunEnd {
+            id,
+            outcome,
+            error: error.map(str::to_owned),
+        }
+    }
+}
+
 /// What a run came to, as the history keeps it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -303,6 +333,56 @@ pub trait OperationsStore: Send + Sync {
         outcome: RunState,
         error: Option<&str>,
     ) -> Result<(), LockError>;
+
+    /// Writes the start rows of several runs and returns their ids in the order given: one
+    /// statement where the store can ([`max_history_batch`](Self::max_history_batch) > 1).
+    /// An `Err` applies to every row. The default loops over [`run_started`](Self::run_started).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use lock_core::operations::{RunEnd, RunStart, RunState};
+    /// use lock_core::{FireKind, InMemoryLockProvider, LockProvider};
+    /// let provider = InMemoryLockProvider::new();
+    /// let store = provider.operations().expect("the in-memory provider keeps operations");
+    /// let run = |job: &str| RunStart {
+    ///     job: job.into(),
+    ///     slot: None,
+    ///     fire_kind: FireKind::Manual,
+    ///     instance_id: "a".into(),
+    ///     fence: 1,
+    /// };
+    /// let ids = store.runs_started(&[run("billing"), run("coupons")]).await?;
+    /// assert_eq!(ids.len(), 2);
+    /// store
+    ///     .runs_ended(&[RunEnd::new(ids[0], RunState::Succeeded, None)])
+    ///     .await?;
+    /// assert_eq!(store.history("billing", 1).await?[0].outcome, RunState::Succeeded);
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    async fn runs_started(&self, runs: &[RunStart]) -> Result<Vec<i64>, LockError> {
+        let mut ids = Vec::with_capacity(runs.len());
+        for run in runs {
+            ids.push(self.run_started(run).await?);
+        }
+        Ok(ids)
+    }
+
+    /// Writes the ends of several runs: one statement where the store can. An `Err` applies
+    /// to every row. The default loops over [`run_ended`](Self::run_ended).
+    async fn runs_ended(&self, ends: &[RunEnd]) -> Result<(), LockError> {
+        for end in ends {
+            self.run_ended(end.id, end.outcome, end.error.as_deref())
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// How many rows one [`runs_started`](Self::runs_started) or
+    /// [`runs_ended`](Self::runs_ended) call writes in one statement. The default, 1, means
+    /// the store does not batch: the scheduler then writes every row on its own.
+    fn max_history_batch(&self) -> usize {
+        1
+    }
 
     /// Pauses `job` cluster-wide; false when it was paused already.
     async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError>;

@@ -29,7 +29,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use rand::Rng;
 
-use super::cluster::RunRecorder;
+use super::history::RunRecorder;
 use super::status::RunOutcome;
 use crate::__private::JobResult;
 use crate::{JobContext, LockConfiguration, LockingTaskExecutor};

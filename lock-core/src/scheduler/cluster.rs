@@ -15,9 +15,10 @@
 //!   `lock_at_most_for`; it then runs once with `FireKind::Manual`, even if the job is paused
 //!   (an operator's explicit request). Only a live instance that runs the job claims it, and
 //!   exactly one does (an atomic claim).
-//! - **History is written around the body, not in the lock's statements:** a start row after
-//!   the acquire and before the body, its end after the release. A failure to write it is
-//!   logged and never stops the body: history is for operators, the lock is for correctness.
+//! - **History is written around the body, not in the lock's statements** (`history.rs`): a
+//!   start row as the body starts (the body does not wait for it), its end after the body.
+//!   A failure to write it is logged and never stops the body: history is for operators, the
+//!   lock is for correctness.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
@@ -25,14 +26,13 @@ use std::time::Duration;
 
 use lock_trigger::TriggerKind;
 
-use super::status::RunOutcome;
 use super::{Inner, Job, Trigger};
 use crate::clock::DatabaseClock;
 use crate::operations::{
-    ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration, MAX_ERROR_LEN, MAX_TEXT_LEN,
-    OperationsStore, RunStart, RunState, truncate,
+    ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration, MAX_TEXT_LEN, OperationsStore,
+    truncate,
 };
-use crate::{FireKind, JobContext, LockConfiguration, LockError, LockProvider};
+use crate::{LockConfiguration, LockError, LockProvider};
 
 /// The default [`SchedulerBuilder::heartbeat_interval`](crate::SchedulerBuilder::heartbeat_interval):
 /// one second, so a trigger request is picked up within about a second and a pause is in
@@ -148,16 +148,6 @@ impl Operations {
     /// Whether runs are written to the history.
     pub(super) fn keeps_history(&self) -> bool {
         self.retention.is_some()
-    }
-
-    /// A recorder for one fire of `job`, when history is on.
-    pub(super) fn recorder(self: &Arc<Self>, job: &str, kind: FireKind) -> Option<RunRecorder> {
-        self.retention.map(|_| RunRecorder {
-            ops: self.clone(),
-            job: job.to_owned(),
-            kind,
-            id: Arc::default(),
-        })
     }
 
     /// The housekeeping job: deletes history older than the retention in bounded batches,
@@ -396,84 +386,5 @@ fn zone_of(trigger: &Trigger) -> Option<String> {
     match &trigger.spec().kind {
         TriggerKind::Cron(schedule) => Some(schedule.zone().name().to_owned()),
         _ => None,
-    }
-}
-
-/// Writes one run's history: its start before the body, its end after the release.
-#[derive(Clone)]
-pub(super) struct RunRecorder {
-    ops: Arc<Operations>,
-    job: String,
-    kind: FireKind,
-    id: Arc<Mutex<Option<i64>>>,
-}
-
-impl RunRecorder {
-    /// The start row, from inside the body's scope (its context says fence and slot).
-    pub(super) async fn started(&self) {
-        let Some(ctx) = JobContext::current() else {
-            return;
-        };
-        let run = RunStart {
-            job: self.job.clone(),
-            slot: ctx.scheduled_at(),
-            fire_kind: self.kind,
-            instance_id: ctx.instance_id().to_owned(),
-            fence: ctx.fence(),
-        };
-        let store = self.ops.store();
-        match tokio::time::timeout(self.ops.operation_timeout, store.run_started(&run)).await {
-            Ok(Ok(id)) => *self.id.lock().unwrap_or_else(|p| p.into_inner()) = Some(id),
-            Ok(Err(error)) => tracing::warn!(
-                error = &error as &dyn std::error::Error,
-                "the start of this run was not written to the history; the job runs anyway"
-            ),
-            Err(_) => tracing::warn!(
-                "writing the start of this run to the history timed out; the job runs anyway"
-            ),
-        }
-    }
-
-    /// [`started`](Self::started) from a blocking body's thread.
-    pub(super) fn started_blocking(&self) {
-        if let Ok(handle) = tokio::runtime::Handle::try_current() {
-            handle.block_on(self.started());
-        }
-    }
-
-    /// The end of the run, from its outcome; nothing when no start row was written (the body
-    /// did not run, or the start failed).
-    pub(super) async fn ended(&self, outcome: &RunOutcome, stopping: bool) {
-        let Some(id) = self.id.lock().unwrap_or_else(|p| p.into_inner()).take() else {
-            return;
-        };
-        let (state, error) = match outcome {
-            RunOutcome::Succeeded => (RunState::Succeeded, None),
-            RunOutcome::Cancelled if stopping => (RunState::Cancelled, None),
-            RunOutcome::Cancelled => (RunState::LockLost, None),
-            RunOutcome::Failed(error) => (RunState::Failed, Some(error.as_str())),
-            RunOutcome::Panicked(message) => (RunState::Panicked, Some(message.as_str())),
-            RunOutcome::TimedOut => (RunState::TimedOut, None),
-            // The body did not run: no start row either.
-            _ => return,
-        };
-        let error = error.map(|e| truncate(e, MAX_ERROR_LEN));
-        let store = self.ops.store();
-        match tokio::time::timeout(
-            self.ops.operation_timeout,
-            store.run_ended(id, state, error),
-        )
-        .await
-        {
-            Ok(Ok(())) => {}
-            Ok(Err(error)) => tracing::warn!(
-                job = %self.job,
-                error = &error as &dyn std::error::Error,
-                "the end of this run was not written to the history; it shows as running"
-            ),
-            Err(_) => {
-                tracing::warn!(job = %self.job, "writing the end of this run to the history timed out")
-            }
-        }
     }
 }

@@ -5,6 +5,7 @@ mod batching;
 mod builder;
 mod cluster;
 mod dynamic;
+mod history;
 mod job;
 mod manual;
 mod misfire;

@@ -15,7 +15,8 @@ use tracing::Instrument;
 
 use super::Job;
 use super::attempts::{Attempted, Attempts};
-use super::cluster::{Operations, RunRecorder};
+use super::cluster::Operations;
+use super::history::RunRecorder;
 use super::job::Body;
 use super::shards::Spread;
 use super::status::{JobState, RunOutcome};
@@ -193,7 +194,7 @@ impl JobRunner {
             .ops
             .as_ref()
             .filter(|ops| ops.keeps_history())
-            .and_then(|ops| ops.recorder(&self.history_name(), kind));
+            .map(|_| RunRecorder::new(&self.executor, &self.history_name(), kind));
         let span = tracing::info_span!(
             "fire",
             job = self.job.name(),

@@ -33,6 +33,7 @@ mod batch;
 mod executor;
 mod expiry;
 mod faults;
+mod history;
 mod operations;
 mod operator;
 mod ownership;
@@ -54,6 +55,7 @@ pub use expiry::{
     extend_pushes_expiry,
 };
 pub use faults::{Faults, FaultyProvider};
+pub use history::history_batches;
 pub use operations::operations_store;
 pub use operator::list_and_force_unlock;
 pub use ownership::{

@@ -13,9 +13,11 @@
 //! - Placeholders are `$n`, which every PostgreSQL driver understands.
 
 mod batch;
+mod history;
 
 use crate::LockError;
 use crate::kit::{MAX_INSTANCE_ID_LEN, MAX_LOCK_NAME_LEN, ResolvedTable};
+pub use history::HistoryBatchStatements;
 
 /// The database's clock, UTC, as a zone-less timestamp: what every comparison uses. A column
 /// value on the millisecond grid is `<=` this exactly when it is `<=` [`NOW_MS`].
