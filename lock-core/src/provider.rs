@@ -355,6 +355,44 @@ pub trait LockProvider: Send + Sync + 'static {
         crate::kit::batch::acquire_each(self, requests).await
     }
 
+    /// [`acquire_many`](Self::acquire_many), telling each outcome to `decided` (with its
+    /// request's index) as soon as it is final, rather than all at the end: a provider that
+    /// decides a batch in steps (PostgreSQL: first the rows it can lock at once, then those it
+    /// waits for) hands the first step's grants over before the second, so that their bodies
+    /// do not wait for other instances' transactions. On `Ok`, every request was told exactly
+    /// once; an `Err` applies to the requests not told yet. The default tells every outcome of
+    /// `acquire_many` when it returns.
+    ///
+    /// ```
+    /// use lock_core::{AcquireOutcome, InMemoryLockProvider, LockProvider, testkit::request};
+    /// use std::sync::Mutex;
+    /// use std::time::Duration;
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let provider = InMemoryLockProvider::new();
+    /// let requests = [
+    ///     request(&"a".into(), "me", Duration::from_secs(30), None),
+    ///     request(&"a".into(), "me", Duration::from_secs(30), None),
+    /// ];
+    /// let told = Mutex::new(Vec::new());
+    /// provider
+    ///     .acquire_many_each(&requests, &|at, outcome| told.lock().unwrap().push((at, outcome)))
+    ///     .await?;
+    /// let told = told.into_inner().unwrap();
+    /// assert!(matches!(told[..], [(0, AcquireOutcome::Acquired(_)), (1, AcquireOutcome::Refused(_))]));
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    async fn acquire_many_each(
+        &self,
+        requests: &[LockRequest],
+        decided: &(dyn Fn(usize, AcquireOutcome) + Send + Sync),
+    ) -> Result<(), LockError> {
+        for (at, outcome) in self.acquire_many(requests).await?.into_iter().enumerate() {
+            decided(at, outcome);
+        }
+        Ok(())
+    }
+
     /// Ends many leases at once: one result per lease, in the order given, each exactly what
     /// [`release`](Self::release) would have answered (`lock_until = max(now, locked_at +
     /// lock_at_least_for)` of its own pair; owner- and fence-checked). An `Err` applies to the
@@ -486,6 +524,13 @@ impl<P: LockProvider + ?Sized> LockProvider for Arc<P> {
         requests: &[LockRequest],
     ) -> Result<Vec<AcquireOutcome>, LockError> {
         (**self).acquire_many(requests).await
+    }
+    async fn acquire_many_each(
+        &self,
+        requests: &[LockRequest],
+        decided: &(dyn Fn(usize, AcquireOutcome) + Send + Sync),
+    ) -> Result<(), LockError> {
+        (**self).acquire_many_each(requests, decided).await
     }
     async fn release_many(&self, leases: &[(Lease, Duration)]) -> Result<Vec<bool>, LockError> {
         (**self).release_many(leases).await

@@ -18,25 +18,39 @@ use crate::statements as sql;
 pub(crate) const MAX_BATCH: usize = 1000;
 
 impl PostgresLockProvider {
+    /// Decides `requests` in up to three statements and tells each outcome to `decided` as
+    /// soon as its statement has answered: the first statement's grants and refusals before
+    /// the second waits for the rows other transactions held (their bodies need not wait for
+    /// those transactions), then the waited-for rows, then the created ones.
     pub(crate) async fn acquire_batch(
         &self,
         requests: &[LockRequest],
-    ) -> Result<Vec<AcquireOutcome>, LockError> {
+        decided: &(dyn Fn(usize, AcquireOutcome) + Send + Sync),
+    ) -> Result<(), LockError> {
         for request in requests {
             validate_lock_name(&request.name)?;
         }
         let mut outcomes: Vec<Option<AcquireOutcome>> = vec![None; requests.len()];
         let mut missing = Vec::new();
+        let tell = |outcomes: &mut [Option<AcquireOutcome>]| {
+            for (at, outcome) in outcomes.iter_mut().enumerate() {
+                if let Some(outcome) = outcome.take() {
+                    decided(at, outcome);
+                }
+            }
+        };
         // First statement: decides every row it can lock at once (SKIP LOCKED) and commits;
         // the rows another transaction held are decided by the second, waiting statement, in a
         // transaction of its own (see `LockStatements::acquire_many`).
         let skipped = self
             .decide(requests, false, &mut outcomes, &mut missing, None)
             .await?;
+        tell(&mut outcomes);
         if !skipped.is_empty() {
             let subset: Vec<LockRequest> = skipped.iter().map(|&at| requests[at].clone()).collect();
             self.decide(&subset, true, &mut outcomes, &mut missing, Some(&skipped))
                 .await?;
+            tell(&mut outcomes);
         }
         if !missing.is_empty() {
             // No row for these names (their first fire, or deleted by hand): created in one
@@ -44,22 +58,10 @@ impl PostgresLockProvider {
             missing.sort_unstable();
             let subset: Vec<LockRequest> = missing.iter().map(|&at| requests[at].clone()).collect();
             for (at, outcome) in missing.iter().zip(self.create_batch(&subset).await?) {
-                outcomes[*at] = Some(outcome);
+                decided(*at, outcome);
             }
         }
-        outcomes
-            .into_iter()
-            .zip(requests)
-            .map(|(outcome, request)| {
-                outcome.ok_or_else(|| {
-                    self.session.unexpected(
-                        "acquire",
-                        &request.name,
-                        "the batch statement returned no row for this name",
-                    )
-                })
-            })
-            .collect()
+        Ok(())
     }
 
     /// Runs `acquire_many` (or, with `wait`, `acquire_many_wait`) over `requests` and writes

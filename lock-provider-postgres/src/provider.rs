@@ -438,7 +438,43 @@ impl LockProvider for PostgresLockProvider {
         if !batchable(requests, crate::batch::MAX_BATCH) {
             return acquire_each(self, requests).await;
         }
-        self.acquire_batch(requests).await
+        let outcomes = std::sync::Mutex::new(vec![None; requests.len()]);
+        self.acquire_batch(requests, &|at, outcome| {
+            outcomes.lock().unwrap_or_else(|p| p.into_inner())[at] = Some(outcome);
+        })
+        .await?;
+        outcomes
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .into_iter()
+            .zip(requests)
+            .map(|(outcome, request)| {
+                outcome.ok_or_else(|| {
+                    self.session.unexpected(
+                        "acquire",
+                        &request.name,
+                        "the batch statement returned no row for this name",
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// As [`acquire_many`](LockProvider::acquire_many), telling the first statement's
+    /// decisions (the rows it could lock at once) before the second statement waits for the
+    /// rows other transactions held.
+    async fn acquire_many_each(
+        &self,
+        requests: &[LockRequest],
+        decided: &(dyn Fn(usize, AcquireOutcome) + Send + Sync),
+    ) -> Result<(), LockError> {
+        if !batchable(requests, crate::batch::MAX_BATCH) {
+            for (at, outcome) in acquire_each(self, requests).await?.into_iter().enumerate() {
+                decided(at, outcome);
+            }
+            return Ok(());
+        }
+        self.acquire_batch(requests, decided).await
     }
 
     async fn release_many(&self, leases: &[(Lease, Duration)]) -> Result<Vec<bool>, LockError> {

@@ -1,6 +1,7 @@
 //! A batch does not wait behind another transaction's row lock for the rows it can decide at
 //! once: its first statement skips the locked row and commits the others, and the skipped row is
-//! then decided by a second statement that waits for the lock, so no slot is lost.
+//! then decided by a second statement that waits for the lock, so no slot is lost. The free
+//! row's grant reaches its caller (`acquire_many_each`) while the second statement waits.
 
 mod common;
 
@@ -49,9 +50,16 @@ async fn a_locked_row_is_waited_for_after_the_free_rows_are_committed() {
         testkit::request(&locked, "batch", lease_for, slot(1)),
         testkit::request(&free, "batch", lease_for, slot(1)),
     ];
+    let (told_tx, mut told) = tokio::sync::mpsc::unbounded_channel();
     let batch = {
         let provider = provider.clone();
-        tokio::spawn(async move { provider.acquire_many(&requests).await })
+        tokio::spawn(async move {
+            provider
+                .acquire_many_each(&requests, &move |at, outcome| {
+                    let _ = told_tx.send((at, outcome));
+                })
+                .await
+        })
     };
 
     // Wait (bounded) until a backend waits for the blocker's lock: the batch's second
@@ -92,15 +100,31 @@ async fn a_locked_row_is_waited_for_after_the_free_rows_are_committed() {
         .expect("the free row is held, committed, while the batch waits")
         .get(0);
     assert_eq!(owner, "batch");
+    // ... and told to its caller already, the locked one not.
+    let (at, outcome) = told
+        .try_recv()
+        .expect("the free row's grant was told before the wait");
+    assert_eq!(at, 1, "{outcome:?}");
+    let AcquireOutcome::Acquired(free_lease) = outcome else {
+        panic!("the free row was refused: {outcome:?}");
+    };
+    assert!(
+        told.try_recv().is_err(),
+        "the locked row was told before its wait"
+    );
 
     // The lock goes away: the skipped row is decided as it then is, free, so its slot runs.
     tx.commit().await.unwrap();
-    let outcomes = batch.await.unwrap().unwrap();
-    assert_eq!(outcomes.len(), 2);
-    for (outcome, name) in outcomes.iter().zip([&locked, &free]) {
-        let AcquireOutcome::Acquired(lease) = outcome else {
-            panic!("{name}: refused, its slot lost: {outcome:?}");
-        };
-        assert!(provider.release(lease, Duration::ZERO).await.unwrap());
+    batch.await.unwrap().unwrap();
+    let (at, outcome) = told
+        .try_recv()
+        .expect("the locked row was told after the wait");
+    assert_eq!(at, 0);
+    let AcquireOutcome::Acquired(lease) = outcome else {
+        panic!("{locked}: refused, its slot lost: {outcome:?}");
+    };
+    assert!(told.try_recv().is_err(), "each row told once");
+    for lease in [lease, free_lease] {
+        assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
     }
 }

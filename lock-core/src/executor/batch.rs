@@ -41,6 +41,9 @@ pub(super) const MAX_WINDOWS: u32 = 50;
 /// at most) can see.
 pub(super) const RELEASE_WINDOWS: u32 = 5;
 
+/// Where a batched call tells each item's answer, by the item's index.
+pub(crate) type Tell<O> = Arc<dyn Fn(usize, O) + Send + Sync>;
+
 /// What one batched call sends: a request (or a lease to release) and its own reply.
 pub(crate) trait Batched: Send + 'static {
     /// What the caller gets back.
@@ -59,6 +62,28 @@ pub(crate) trait Batched: Send + 'static {
     ) -> BoxFuture<'static, Result<Vec<Self::Out>, LockError>>
     where
         Self: Sized;
+    /// Sends several in one call, telling each item's answer (by its index) as soon as the
+    /// provider has it; `Err` applies to the items not told. The default tells them all when
+    /// [`send_many`](Self::send_many) returns.
+    fn send_many_each(
+        provider: Arc<dyn LockProvider>,
+        items: Vec<Self>,
+        tell: Tell<Self::Out>,
+    ) -> BoxFuture<'static, Result<(), LockError>>
+    where
+        Self: Sized,
+    {
+        Box::pin(async move {
+            for (at, out) in Self::send_many(provider, items)
+                .await?
+                .into_iter()
+                .enumerate()
+            {
+                tell(at, out);
+            }
+            Ok(())
+        })
+    }
     /// The operation's name, for errors.
     const OPERATION: &'static str;
     /// The latest this item may be sent, joining at `now` a batch whose window is `window`.
@@ -85,6 +110,14 @@ impl Batched for LockRequest {
         items: Vec<Self>,
     ) -> BoxFuture<'static, Result<Vec<AcquireOutcome>, LockError>> {
         Box::pin(async move { provider.acquire_many(&items).await })
+    }
+    /// The grants a provider decides first reach their fires first.
+    fn send_many_each(
+        provider: Arc<dyn LockProvider>,
+        items: Vec<Self>,
+        tell: Tell<AcquireOutcome>,
+    ) -> BoxFuture<'static, Result<(), LockError>> {
+        Box::pin(async move { provider.acquire_many_each(&items, &*tell).await })
     }
     const OPERATION: &'static str = "acquire";
     fn deadline(&self, now: Instant, window: Duration) -> Instant {
@@ -268,45 +301,43 @@ impl<T: Batched> Coalescer<T> {
             return;
         }
         let names: Vec<Arc<str>> = items.iter().map(|i| i.name().clone()).collect();
-        match T::send_many(self.provider.clone(), items).await {
-            Ok(outs) if outs.len() == replies.len() => {
-                for (reply, out) in replies.into_iter().zip(outs) {
-                    let _ = reply.send(Ok(out));
-                }
+        let count = names.len();
+        // Each reply goes as soon as the provider tells its answer; the rest after the call.
+        let waiting: Arc<[Mutex<Option<Reply<T>>>]> =
+            replies.into_iter().map(|r| Mutex::new(Some(r))).collect();
+        let told = waiting.clone();
+        let tell: Tell<T::Out> = Arc::new(move |at, out| {
+            if let Some(reply) = told
+                .get(at)
+                .and_then(|r| r.lock().unwrap_or_else(|p| p.into_inner()).take())
+            {
+                let _ = reply.send(Ok(out));
             }
-            Ok(outs) => {
-                let why = format!(
-                    "{} answered {} outcomes for a batch of {}",
+        });
+        let result = T::send_many_each(self.provider.clone(), items, tell).await;
+        let why = match &result {
+            Ok(()) => format!(
+                "{} told no outcome for it in a batch of {count}",
+                self.provider.describe()
+            ),
+            Err(error) => error.to_string(),
+        };
+        // The first caller not told gets the error itself, the others its description: each
+        // then treats its own call as one whose effect is unknown.
+        let mut error = result.err();
+        for (reply, name) in waiting.iter().zip(&names) {
+            let Some(reply) = reply.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+                continue;
+            };
+            let e = error.take().unwrap_or_else(|| {
+                LockError::provider(
+                    T::OPERATION,
+                    &**name,
                     self.provider.describe(),
-                    outs.len(),
-                    names.len()
-                );
-                for (reply, name) in replies.into_iter().zip(&names) {
-                    let _ = reply.send(Err(LockError::provider(
-                        T::OPERATION,
-                        &**name,
-                        self.provider.describe(),
-                        why.clone(),
-                    )));
-                }
-            }
-            Err(error) => {
-                // The first caller gets the error itself, the others its description: each
-                // then treats its own call as one whose effect is unknown.
-                let why = error.to_string();
-                let mut error = Some(error);
-                for (reply, name) in replies.into_iter().zip(&names) {
-                    let e = error.take().unwrap_or_else(|| {
-                        LockError::provider(
-                            T::OPERATION,
-                            &**name,
-                            self.provider.describe(),
-                            format!("batched {} failed: {why}", T::OPERATION),
-                        )
-                    });
-                    let _ = reply.send(Err(e));
-                }
-            }
+                    format!("batched {} failed: {why}", T::OPERATION),
+                )
+            });
+            let _ = reply.send(Err(e));
         }
     }
 }
