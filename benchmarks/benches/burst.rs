@@ -6,7 +6,8 @@
 //! per job, 20 s per configuration; without `--bench` (as under `cargo test`) a smoke pass of 2
 //! instances x 20 jobs, 2 s, on each database and in both modes. Reads `LOCK_TEST_POSTGRES_URL`
 //! and `LOCK_TEST_MYSQL_URL`; an unreachable server fails the bench when `CI` is set and is
-//! skipped (`SKIPPED`) otherwise.
+//! skipped (`SKIPPED`) otherwise. `BURST_SHAPES=4x1000` and `BURST_DATABASES=postgres` (or
+//! `mariadb`; comma-separated lists) narrow a run to those configurations.
 //!
 //! Each instance is this binary re-executed (`--burst-child ...`) running a `Scheduler` on the
 //! provider `lock_providers` opens for the URL, with the same job names and `cron = "* * * *
@@ -175,8 +176,27 @@ async fn parent(mode: Mode) {
         Mode::Full => (&[(4, 1000), (8, 100)], 20),
         Mode::Smoke => (&[(2, 20)], 2),
     };
+    // `BURST_SHAPES=4x1000` and `BURST_DATABASES=postgres` (or `mariadb`) narrow a run to
+    // the configurations asked for.
+    let wanted = |var: &str, item: &str| {
+        std::env::var(var).map_or(true, |list| {
+            list.split(',').any(|w| w.trim().eq_ignore_ascii_case(item))
+        })
+    };
+    let shapes: Vec<(usize, usize)> = shapes
+        .iter()
+        .copied()
+        .filter(|(n, j)| wanted("BURST_SHAPES", &format!("{n}x{j}")))
+        .collect();
     let mut results = Vec::new();
     for backend in [Backend::Postgres, Backend::MariaDb] {
+        let key = match backend {
+            Backend::Postgres => "postgres",
+            Backend::MariaDb => "mariadb",
+        };
+        if !wanted("BURST_DATABASES", key) {
+            continue;
+        }
         let Some(mut counter) = Counter::connect(backend).await else {
             continue;
         };
@@ -192,7 +212,7 @@ async fn parent(mode: Mode) {
             .await
             .unwrap_or_else(|e| panic!("open the {} bench table: {e}", backend.name()));
         let clock = opened.provider().clone();
-        for &(instances, jobs) in shapes {
+        for &(instances, jobs) in &shapes {
             // Per job first, then batched: the same load, one after the other.
             for batched in [false, true] {
                 let config = Config {
