@@ -15,8 +15,8 @@ use lock_core::kit::operations_sql::HEARTBEAT_PARAMS;
 use lock_core::kit::sql::postgres::ENSURE_SCHEMA_LOCK;
 use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
 use lock_core::operations::{
-    ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration, OperationsStore,
-    RegistryRow, RunRecord, RunStart, RunState,
+    ActionRecord, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
+    OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
 };
 use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
@@ -184,6 +184,21 @@ fn run_row(row: &Row) -> Result<RunRecord, tokio_postgres::Error> {
         outcome: outcome.parse().unwrap_or(RunState::Running),
         error: row.try_get(9)?,
     })
+}
+
+fn action_row(row: &Row) -> Result<ActionRecord, tokio_postgres::Error> {
+    let action: String = row.try_get(3)?;
+    Ok(ActionRecord::read(
+        row.try_get(0)?,
+        utc(row.try_get(1)?),
+        row.try_get(2)?,
+        // An unknown action written by hand reads as an unlock, the one without a job's state.
+        action
+            .parse()
+            .unwrap_or(lock_core::operations::Action::Unlock),
+        row.try_get(4)?,
+        row.try_get(5)?,
+    ))
 }
 
 fn registry_row(row: &Row) -> Result<RegistryRow, tokio_postgres::Error> {
@@ -464,6 +479,37 @@ impl OperationsStore for PgOperations {
                 .map(|row| Ok((row.try_get(0)?, utc(row.try_get(1)?))))
                 .collect()
         })
+    }
+
+    async fn record_action(&self, action: &ActionRecord) -> Result<(), LockError> {
+        let (job, requested_by, detail) = action.truncated();
+        let kind = action.action.as_str();
+        self.execute(
+            "action log",
+            job,
+            &self.sql.record_action,
+            &[
+                (&job, Type::TEXT),
+                (&kind, Type::TEXT),
+                (&requested_by, Type::TEXT),
+                (&detail, Type::TEXT),
+            ],
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn actions(&self, job: &str, limit: u32) -> Result<Vec<ActionRecord>, LockError> {
+        let limit = i64::from(limit);
+        let rows = self
+            .query(
+                "action log",
+                job,
+                &self.sql.actions,
+                &[(&job, Type::TEXT), (&limit, Type::INT8)],
+            )
+            .await?;
+        self.decode("action log", || rows.iter().map(action_row).collect())
     }
 
     async fn delete_expired(
