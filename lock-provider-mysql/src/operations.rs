@@ -225,7 +225,7 @@ impl OperationsStore for MySqlOperations {
     }
 
     async fn check(&self) -> Result<(), LockError> {
-        for probe in &self.sql.probe {
+        for probe in &self.sql.check {
             self.rows("check", "", probe, vec![]).await?;
         }
         Ok(())

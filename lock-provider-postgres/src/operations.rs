@@ -58,8 +58,16 @@ impl PgOperations {
     /// PostgreSQL).
     pub(crate) async fn ensure(&self) -> Result<(), LockError> {
         // Present already (the usual start-up): no DDL at all, so no lock is taken on the
-        // history table (`CREATE INDEX IF NOT EXISTS` locks its table before looking).
-        if self.check().await.is_ok() {
+        // history table (`CREATE INDEX IF NOT EXISTS` locks its table before looking). All
+        // four tables: a deployment from before the action log gets it here.
+        let mut present = true;
+        for probe in &self.sql.probe {
+            if self.query("schema", "", probe, &[]).await.is_err() {
+                present = false;
+                break;
+            }
+        }
+        if present {
             return Ok(());
         }
         let mut client = self.client("schema").await?;
@@ -296,7 +304,7 @@ impl OperationsStore for PgOperations {
     }
 
     async fn check(&self) -> Result<(), LockError> {
-        for probe in &self.sql.probe {
+        for probe in &self.sql.check {
             self.query("check", "", probe, &[]).await?;
         }
         Ok(())

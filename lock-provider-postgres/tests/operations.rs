@@ -53,8 +53,9 @@ async fn a_shedlock_table_alone_reports_the_missing_operations_tables() {
     }
 }
 
-/// A deployment whose operations tables predate the action log: the store reports the
-/// missing table, and `ensure_schema` creates it beside the others.
+/// A deployment whose operations tables predate the action log: the scheduler's check still
+/// passes (registry, history and pauses keep working), writing the log reports the missing
+/// table, and `ensure_schema` creates it beside the others.
 #[tokio::test]
 async fn ensure_schema_adds_the_action_log_to_older_operations_tables() {
     use lock_core::operations::{Action, ActionRecord};
@@ -70,13 +71,23 @@ async fn ensure_schema_adds_the_action_log_to_older_operations_tables() {
         .await
         .expect("drop the action log");
     let store = lock_core::LockProvider::operations(&provider).expect("postgres keeps them");
-    assert!(
-        matches!(store.check().await, Err(LockError::TableMissing { .. })),
-        "the missing action log is reported"
-    );
-    provider.ensure_schema().await.expect("ensure_schema again");
-    store.check().await.expect("every table now");
+    store
+        .check()
+        .await
+        .expect("the scheduler's tables are all there");
     let record = ActionRecord::new("report", Action::Resume, "lockctl:ops");
+    match store.record_action(&record).await {
+        Err(LockError::TableMissing {
+            table: missing,
+            ddl,
+            ..
+        }) => {
+            assert!(missing.ends_with(&format!("{table}_actions")), "{missing}");
+            assert!(ddl.contains(&format!("CREATE TABLE IF NOT EXISTS \"{table}_actions\"")));
+        }
+        other => panic!("expected TableMissing, got {other:?}"),
+    }
+    provider.ensure_schema().await.expect("ensure_schema again");
     store.record_action(&record).await.expect("record");
     assert_eq!(store.actions("report", 5).await.expect("read").len(), 1);
 }

@@ -257,7 +257,7 @@ impl OperationsStore for SqliteOperations {
     }
 
     async fn check(&self) -> Result<(), LockError> {
-        for probe in &self.sql.probe {
+        for probe in &self.sql.check {
             self.rows("check", probe, vec![], |_| Ok(())).await?;
         }
         Ok(())

@@ -428,8 +428,11 @@ pub trait OperationsStore: Send + Sync {
     /// shedlock_actions`).
     fn tables(&self) -> String;
 
-    /// Succeeds when every table exists; otherwise [`LockError::TableMissing`] naming them,
-    /// with the DDL that creates them.
+    /// Succeeds when the tables the scheduler needs exist (registry, history, control);
+    /// otherwise [`LockError::TableMissing`] naming them all, with the DDL that creates them.
+    /// The action log is not required here: only the tools that act write it, and a
+    /// deployment whose `ensure_schema()` has not created it yet keeps its registry, history
+    /// and pauses (writing or reading the log then fails with `TableMissing`).
     async fn check(&self) -> Result<(), LockError>;
 
     /// Upserts the instance's row and one row per job (one statement), and returns every

@@ -335,7 +335,7 @@ impl<T: Tables> OperationsStore for SqlxOperations<T> {
     }
 
     async fn check(&self) -> Result<(), LockError> {
-        for probe in &self.sql.probe {
+        for probe in &self.sql.check {
             self.rows("check", "", probe, vec![]).await?;
         }
         Ok(())

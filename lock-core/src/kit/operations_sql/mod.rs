@@ -125,8 +125,14 @@ pub struct OperationsSql {
     pub bare: [String; 4],
     /// The DDL, one statement per element, each a no-op when its object exists.
     pub create: Vec<String>,
-    /// Reads nothing but fails when a table is missing: `SELECT` of no row from each table.
+    /// Reads nothing but fails when a table is missing: `SELECT` of no row from each of the
+    /// four tables (what `ensure_schema()` looks for before it runs any DDL).
     pub probe: Vec<String>,
+    /// The same for the three tables the scheduler needs (registry, history, control): what
+    /// [`OperationsStore::check`](crate::operations::OperationsStore::check) reads. The
+    /// action log is not among them: only the tools that act write it, and a deployment whose
+    /// `ensure_schema()` has not created it yet keeps its registry, history and pauses.
+    pub check: Vec<String>,
     /// Pauses and pending trigger requests ([`CONTROL_COLUMNS`]); no parameters.
     pub poll: String,
     /// `1` instance id, `2` request id: claims an unclaimed trigger request (1 row changed

@@ -48,10 +48,11 @@ impl OperationsSql {
         let d = dialect;
         let p = |n| d.p(n);
         let now = d.now();
-        let probe = [&instances, runs, control, actions]
+        let probe: Vec<String> = [&instances, runs, control, actions]
             .iter()
             .map(|t| format!("SELECT 1 FROM {t} WHERE 1 = 0"))
             .collect();
+        let check = probe[..3].to_vec();
 
         let poll = format!(
             "SELECT {CONTROL_COLUMNS} FROM {control} \
@@ -225,6 +226,7 @@ impl OperationsSql {
             ],
             create,
             probe,
+            check,
             poll,
             claim,
             run_start,

@@ -56,6 +56,8 @@ fn the_action_log_is_created_with_its_job_index_and_probed() {
             .to_owned()
     ));
     assert!(sql.probe.iter().any(|p| p.contains("shedlock_actions")));
+    assert_eq!(sql.check, sql.probe[..3]);
+    assert!(!sql.check.iter().any(|p| p.contains("shedlock_actions")));
     let mysql = OperationsSql::new(
         SqlDialect::MySql,
         &LockTableConfig::default()
