@@ -190,9 +190,19 @@ mod tests {
                 // `<prefix>:*` would list it as a lock.
                 assert!(layout.name_of(key).is_none(), "{prefix}: {key}");
             }
+            // A job's action list too, whatever the job's name holds.
+            for job in ["report", "{x}", "}", "a:b"] {
+                let key = layout.ops.actions_of(job);
+                assert_eq!(hash_tag(&key), tag, "{prefix}: {key}");
+                assert!(layout.name_of(&key).is_none(), "{prefix}: {key}");
+            }
         }
         let layout = KeyLayout::new(&RedisLockConfig::default());
         assert_eq!(layout.ops.runs, "{shedlock:ops}:runs");
+        assert_eq!(
+            layout.ops.actions_of("report"),
+            "{shedlock:ops}:actions:job:6:report"
+        );
         assert_eq!(layout.ops.pattern(), "{shedlock:ops}:*");
     }
 }
