@@ -138,7 +138,7 @@ pub struct ControlRequest {
     pub kind: ControlKind,
     /// When it was asked for (database time).
     pub requested_at: DateTime<Utc>,
-    /// Who asked (`lockctl@host`, or the caller's text).
+    /// Who asked (`lockctl:<user>@<host>`, `dashboard:<token name>`, or the caller's text).
     pub requested_by: String,
     /// The instance that claimed a trigger request.
     pub claimed_by: Option<String>,
