@@ -102,6 +102,18 @@ pub(crate) enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Show a job's action log, newest first: who paused, resumed, triggered it or released
+    /// its lock (by `lockctl` or the dashboard), when, and the detail.
+    Actions {
+        /// The job's name (or, for the release of a lock no job runs under, the lock's name).
+        name: String,
+        /// How many rows.
+        #[arg(long, default_value_t = 20)]
+        limit: u32,
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Pause a job cluster-wide: every instance refuses its fires from its next heartbeat,
     /// also after restarts, until `resume`.
     Pause {

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+mod action_log;
 mod cli;
 mod operations;
 mod output;
@@ -155,6 +156,7 @@ async fn run(url: &str, table: &str, command: &Command) -> Result<(), Failure> {
         validate_lock_name(name).map_err(|e| Failure::usage(e.to_string()))?;
     }
     if let Command::History { name, .. }
+    | Command::Actions { name, .. }
     | Command::Pause { name }
     | Command::Resume { name }
     | Command::Trigger { name } = command
@@ -206,6 +208,7 @@ async fn execute(opened: &OpenedProvider, command: &Command) -> Result<(), Failu
                 Failure::from_operation(format!("cannot release lock {name:?} in {table}"), e)
             })?;
             let before = before.ok_or_else(|| no_such_lock(name, &table))?;
+            action_log::record_unlock(provider.as_ref(), &before).await;
             print(&released(&before));
             Ok(())
         }
@@ -216,6 +219,10 @@ async fn execute(opened: &OpenedProvider, command: &Command) -> Result<(), Failu
         }
         Command::History { name, limit, json } => {
             print(&operations::history(provider.as_ref(), name, *limit, *json).await?);
+            Ok(())
+        }
+        Command::Actions { name, limit, json } => {
+            print(&action_log::actions(provider.as_ref(), name, *limit, *json).await?);
             Ok(())
         }
         Command::Pause { name } => {

@@ -1,5 +1,6 @@
 //! The cluster commands: `status`, `history`, `pause`, `resume`, `trigger`, `instances`, on
-//! the operations tables next to the lock table (`lock_core::operations`).
+//! the operations tables next to the lock table (`lock_core::operations`); `actions` and what
+//! the actions write to the action log are in `action_log.rs`.
 //!
 //! The JSON of each listing command is a stable interface (lock-cli README, "JSON output"):
 //! fields are only ever added, never renamed or removed; times are UTC with milliseconds.
@@ -8,18 +9,20 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use lock_core::operations::{
-    ClusterOptions, ClusterView, InstanceView, JobView, MAX_TEXT_LEN, OperationsStore, RunRecord,
+    Action, ClusterOptions, ClusterView, InstanceView, JobView, MAX_TEXT_LEN, OperationsStore,
+    RunRecord,
 };
 use lock_core::{LockError, LockProvider};
 use serde::Serialize;
 
 use crate::Failure;
+use crate::action_log::{record, requester};
 
 /// How long `trigger` waits for a live instance to claim its request (they poll every
 /// heartbeat, 1 s by default).
 pub(crate) const TRIGGER_WAIT: Duration = Duration::from_secs(5);
 
-fn instant(at: DateTime<Utc>) -> String {
+pub(crate) fn instant(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
@@ -34,7 +37,7 @@ pub(crate) fn validate_job_name(name: &str) -> Result<(), Failure> {
 }
 
 /// The provider's operations tables, or lockctl's explanation of why there are none.
-fn store(provider: &dyn LockProvider) -> Result<&dyn OperationsStore, Failure> {
+pub(crate) fn store(provider: &dyn LockProvider) -> Result<&dyn OperationsStore, Failure> {
     provider.operations().ok_or_else(|| {
         Failure::runtime_message(format!(
             "{} has no operations tables (job registry, run history, pause, trigger): this \
@@ -46,7 +49,7 @@ fn store(provider: &dyn LockProvider) -> Result<&dyn OperationsStore, Failure> {
 }
 
 /// A failed operation on the operations tables, with the DDL when they are missing.
-fn failed(context: String, error: LockError) -> Failure {
+pub(crate) fn failed(context: String, error: LockError) -> Failure {
     match error {
         LockError::TableMissing { table, ddl, .. } => Failure::runtime_message(format!(
             "{context}\n  the operations tables {table} do not exist: a service creates them \
@@ -152,13 +155,13 @@ impl From<&InstanceView> for InstanceRow {
     }
 }
 
-fn json<T: Serialize>(rows: &T) -> String {
+pub(crate) fn json<T: Serialize>(rows: &T) -> String {
     // Serializing plain strings, numbers and booleans cannot fail.
     serde_json::to_string_pretty(rows).unwrap_or_default() + "\n"
 }
 
 /// Columns padded to their widest cell.
-fn text_table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+pub(crate) fn text_table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -180,7 +183,7 @@ fn text_table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
     out
 }
 
-fn or_dash(value: Option<String>) -> String {
+pub(crate) fn or_dash(value: Option<String>) -> String {
     value.unwrap_or_else(|| "-".to_owned())
 }
 
@@ -355,18 +358,16 @@ async fn registered(provider: &dyn LockProvider, name: &str) -> Result<JobView, 
         })
 }
 
-fn requester() -> String {
-    let host = gethostname::gethostname();
-    format!("lockctl@{}", host.to_string_lossy())
-}
-
 /// `pause NAME`.
 pub(crate) async fn pause(provider: &dyn LockProvider, name: &str) -> Result<String, Failure> {
     registered(provider, name).await?;
-    let changed = store(provider)?
+    let store = store(provider)?;
+    let changed = store
         .pause(name, &requester())
         .await
         .map_err(|e| failed(format!("cannot pause job {name:?}"), e))?;
+    let detail = (!changed).then(|| "was paused already; nothing changed".to_owned());
+    record(store, &[name.to_owned()], Action::Pause, detail).await;
     Ok(if changed {
         format!(
             "paused job {name:?}: every instance refuses its fires from its next heartbeat \
@@ -379,10 +380,13 @@ pub(crate) async fn pause(provider: &dyn LockProvider, name: &str) -> Result<Str
 
 /// `resume NAME`.
 pub(crate) async fn resume(provider: &dyn LockProvider, name: &str) -> Result<String, Failure> {
-    let changed = store(provider)?
+    let store = store(provider)?;
+    let changed = store
         .resume(name)
         .await
         .map_err(|e| failed(format!("cannot resume job {name:?}"), e))?;
+    let detail = (!changed).then(|| "was not paused; nothing changed".to_owned());
+    record(store, &[name.to_owned()], Action::Resume, detail).await;
     Ok(if changed {
         format!("resumed job {name:?}: it fires again from each instance's next heartbeat\n")
     } else {
@@ -404,6 +408,13 @@ pub(crate) async fn trigger(provider: &dyn LockProvider, name: &str) -> Result<S
         .request_trigger(name, &requester())
         .await
         .map_err(|e| failed(format!("cannot request a run of job {name:?}"), e))?;
+    record(
+        store,
+        &[name.to_owned()],
+        Action::Trigger,
+        Some(format!("request {id}")),
+    )
+    .await;
     let deadline = tokio::time::Instant::now() + TRIGGER_WAIT;
     loop {
         let control = store

@@ -3,8 +3,9 @@
 //! instances run a scheduler with history; `lockctl pause` stops the runs from the next
 //! heartbeat, `resume` restarts them, `trigger` gives exactly one manual run, `history --json`
 //! lists the runs the instances made (matching fences), a killed instance's run shows as
-//! `unfinished` and the instance as gone, and `status --json` shows the next fire and flags a
-//! job whose instances were all stopped across a fire as missed.
+//! `unfinished` and the instance as gone, `actions --json` lists the pause, resume, trigger and
+//! unlock lockctl did, and `status --json` shows the next fire and flags a job whose instances
+//! were all stopped across a fire as missed.
 //!
 //! `harness = false`: this binary is also the service. Run as
 //! `operations --service URL TABLE INSTANCE` it starts the scheduler and prints one line per
@@ -431,6 +432,42 @@ async fn scenario(backend: &str, url: &str) {
     let long = run(&["history", "long", "--json"]);
     assert_eq!(long[0]["outcome"], "unfinished", "{long}");
     assert!(long[0]["ended_at"].is_null());
+
+    // The action log: each lockctl action, newest first, with who asked (`lockctl:<user>@`).
+    lockctl_text(&["unlock", "long", "--force"]);
+    let logged = |job: &str| -> Vec<(String, String, Option<String>)> {
+        let log = run(&["actions", job, "--json"]);
+        log.as_array()
+            .expect("array")
+            .iter()
+            .map(|a| {
+                let by = a["by"].as_str().unwrap();
+                assert!(by.starts_with("lockctl:"), "{a}");
+                let detail = a["detail"].as_str().map(str::to_owned);
+                (
+                    a["action"].as_str().unwrap().to_owned(),
+                    by.to_owned(),
+                    detail,
+                )
+            })
+            .collect()
+    };
+    let tick_log = logged("tick");
+    let kinds = |log: &[(String, String, Option<String>)]| -> Vec<String> {
+        log.iter().map(|(action, _, _)| action.clone()).collect()
+    };
+    assert_eq!(kinds(&tick_log), ["resume", "pause"], "{tick_log:?}");
+    let on_demand = logged("on_demand");
+    assert_eq!(kinds(&on_demand), ["trigger"]);
+    assert!(on_demand[0].2.as_deref().unwrap().starts_with("request "));
+    let long_log = logged("long");
+    assert_eq!(kinds(&long_log), ["unlock", "trigger"], "{long_log:?}");
+    assert!(long_log[0].2.as_deref().unwrap().contains("lock long"));
+    let table = lockctl_text(&["actions", "tick"]);
+    assert!(
+        table.starts_with("AT") && table.contains("resume"),
+        "{table}"
+    );
 
     // Every instance stopped across a fire: tick is missed (grace 2 s).
     assert!(test_support::process::signal(survivor.id(), "TERM"));

@@ -33,7 +33,8 @@ fn missing_operations_tables_are_named_with_their_ddl() {
         let err = stderr(&output);
         assert!(
             err.contains(
-                "the operations tables shedlock_instances, shedlock_runs, shedlock_control do not exist"
+                "the operations tables shedlock_instances, shedlock_runs, shedlock_control, \
+                 shedlock_actions do not exist"
             ),
             "{err}"
         );

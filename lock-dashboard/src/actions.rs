@@ -1,10 +1,16 @@
 //! The actions, for the forms and the JSON endpoints alike: pause, resume, trigger, unlock.
-//! Each is logged (target `lock_dashboard::audit`) with the token's name; pauses and trigger
-//! requests record it as `dashboard:<token name>`, which the Job page and `lockctl` show.
+//! Each is logged (target `lock_dashboard::audit`) with the token's name, and written to the
+//! action log (`shedlock_actions`, [`OperationsStore::record_action`]) as
+//! `dashboard:<token name>` once it succeeded, also when it changed nothing (the detail says
+//! so). The Job page and `GET /api/jobs/{name}/actions` show the log; an unlock is logged under
+//! the job whose lock it is (under the lock's name when no registered job uses it).
+//!
+//! An action whose log row cannot be written still stands: the failure is logged at warn and
+//! the answer says the action was not recorded.
 
 use axum::http::StatusCode;
-use lock_core::LockRecord;
-use lock_core::operations::{ClusterOptions, ClusterView};
+use lock_core::operations::{Action, ActionRecord, ClusterOptions, ClusterView, OperationsStore};
+use lock_core::{LockProvider, LockRecord};
 
 use crate::web::{AppState, Failure};
 
@@ -30,10 +36,15 @@ impl JobAction {
     }
 
     pub(crate) fn as_str(self) -> &'static str {
+        self.logged().as_str()
+    }
+
+    /// The action as the action log keeps it.
+    fn logged(self) -> Action {
         match self {
-            JobAction::Pause => "pause",
-            JobAction::Resume => "resume",
-            JobAction::Trigger => "trigger",
+            JobAction::Pause => Action::Pause,
+            JobAction::Resume => Action::Resume,
+            JobAction::Trigger => Action::Trigger,
         }
     }
 }
@@ -46,6 +57,16 @@ pub(crate) struct Done {
     pub(crate) request_id: Option<i64>,
     /// A sentence for the operator.
     pub(crate) message: String,
+    /// Why the action log has no row for it (the action stands).
+    pub(crate) not_recorded: Option<String>,
+}
+
+/// What an unlock did.
+pub(crate) struct Unlocked {
+    /// The lock row as it was.
+    pub(crate) before: LockRecord,
+    /// Why the action log has no row for it (the release stands).
+    pub(crate) not_recorded: Option<String>,
 }
 
 /// `dashboard:<token name>`, as the control table records who asked.
@@ -66,13 +87,14 @@ pub(crate) async fn on_job(
         .ok_or_else(|| Failure::no_operations(provider))?;
     let by = requester(who);
     let failed = |e| Failure::provider(format!("cannot {} job {name:?}", action.as_str()), e);
-    let done = match action {
+    let mut done = match action {
         JobAction::Pause => {
             registered(state, name).await?;
             let changed = store.pause(name, &by).await.map_err(failed)?;
             Done {
                 changed,
                 request_id: None,
+                not_recorded: None,
                 message: if changed {
                     format!(
                         "paused job {name:?}: every instance refuses its fires from its next \
@@ -88,6 +110,7 @@ pub(crate) async fn on_job(
             Done {
                 changed,
                 request_id: None,
+                not_recorded: None,
                 message: if changed {
                     format!(
                         "resumed job {name:?}: it fires again from each instance's next heartbeat"
@@ -109,6 +132,7 @@ pub(crate) async fn on_job(
             Done {
                 changed: true,
                 request_id: Some(id),
+                not_recorded: None,
                 message: format!(
                     "asked for a run of job {name:?} now (request {id}): a live instance claims \
                      it at its next heartbeat"
@@ -125,7 +149,49 @@ pub(crate) async fn on_job(
         request = ?done.request_id,
         "dashboard action"
     );
+    let detail = match (action, done.changed, done.request_id) {
+        (JobAction::Trigger, _, Some(id)) => Some(format!("request {id}")),
+        (JobAction::Pause, false, _) => Some("was paused already; nothing changed".to_owned()),
+        (JobAction::Resume, false, _) => Some("was not paused; nothing changed".to_owned()),
+        _ => None,
+    };
+    let entry = ActionRecord::new(name, action.logged(), by).with_detail(detail);
+    done.not_recorded = record(provider, Some(store), &[entry]).await;
     Ok(done)
+}
+
+/// Writes `entries` to the action log. On failure the action stands: the failure is logged at
+/// warn, and the sentence returned goes in the answer.
+async fn record(
+    provider: &dyn LockProvider,
+    store: Option<&dyn OperationsStore>,
+    entries: &[ActionRecord],
+) -> Option<String> {
+    let Some(store) = store else {
+        let reason = format!(
+            "the action was not recorded: {} keeps no action log",
+            provider.describe()
+        );
+        tracing::warn!(target: "lock_dashboard::audit", "{reason}");
+        return Some(reason);
+    };
+    for entry in entries {
+        if let Err(error) = store.record_action(entry).await {
+            tracing::warn!(
+                target: "lock_dashboard::audit",
+                job = %entry.job,
+                action = entry.action.as_str(),
+                by = %entry.requested_by,
+                error = &error as &dyn std::error::Error,
+                "the action stands, but the action log could not record it"
+            );
+            return Some(format!(
+                "the action was done, but not recorded in the action log ({}): {error}",
+                store.tables()
+            ));
+        }
+    }
+    None
 }
 
 async fn registered(
@@ -148,7 +214,7 @@ async fn registered(
 }
 
 /// Releases lock `name` for the token named `who`; the row as it was.
-pub(crate) async fn unlock(state: &AppState, name: &str, who: &str) -> Result<LockRecord, Failure> {
+pub(crate) async fn unlock(state: &AppState, name: &str, who: &str) -> Result<Unlocked, Failure> {
     let before = state
         .provider
         .force_unlock(name)
@@ -169,5 +235,58 @@ pub(crate) async fn unlock(state: &AppState, name: &str, who: &str) -> Result<Lo
         held_by = %before.locked_by,
         "dashboard action"
     );
-    Ok(before)
+    let provider = state.provider.as_ref();
+    let store = provider.operations();
+    let detail = if before.held {
+        format!(
+            "released lock {name}: it was held by {} until {}, fence {}",
+            before.locked_by,
+            crate::read::instant(before.lock_until),
+            before.fence
+        )
+    } else {
+        format!("lock {name} was not held; nothing changed")
+    };
+    let entries: Vec<ActionRecord> = jobs_locked_by(store, name)
+        .await
+        .into_iter()
+        .map(|job| {
+            ActionRecord::new(job, Action::Unlock, requester(who))
+                .with_detail(Some(detail.as_str()))
+        })
+        .collect();
+    let not_recorded = record(provider, store, &entries).await;
+    Ok(Unlocked {
+        before,
+        not_recorded,
+    })
+}
+
+/// The registered jobs that run under lock `name` (their pages show its unlocks), or the lock's
+/// own name when none does (or the registry cannot be read: the unlock is logged all the same).
+async fn jobs_locked_by(store: Option<&dyn OperationsStore>, name: &str) -> Vec<String> {
+    let registry = match store {
+        Some(store) => store.registry().await.unwrap_or_else(|error| {
+            tracing::warn!(
+                target: "lock_dashboard::audit",
+                lock = %name,
+                error = &error as &dyn std::error::Error,
+                "cannot read the registry: the unlock is logged under the lock's name"
+            );
+            Vec::new()
+        }),
+        None => Vec::new(),
+    };
+    let mut jobs: Vec<String> = registry
+        .into_iter()
+        .filter_map(|row| row.job)
+        .filter(|job| job.lock_name == name)
+        .map(|job| job.name)
+        .collect();
+    jobs.sort();
+    jobs.dedup();
+    if jobs.is_empty() {
+        jobs.push(name.to_owned());
+    }
+    jobs
 }

@@ -7,7 +7,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use lock_core::LockRecord;
-use lock_core::operations::{InstanceView, JobView, RunView};
+use lock_core::operations::{ActionRecord, InstanceView, JobView, RunView};
 use serde::{Deserialize, Serialize};
 
 use crate::actions::{self, JobAction};
@@ -235,6 +235,11 @@ struct ActionJson {
     by: String,
     request_id: Option<i64>,
     message: String,
+    /// Whether the action log has a row for it.
+    recorded: bool,
+    /// Why not, when it has none (the action stands).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<String>,
 }
 
 /// `POST /api/jobs/{name}/{pause|resume|trigger}`.
@@ -260,6 +265,8 @@ pub(crate) async fn job_action(
             by: actions::requester(&who),
             request_id: done.request_id,
             message: done.message,
+            recorded: done.not_recorded.is_none(),
+            warning: done.not_recorded,
         }),
     )
         .into_response())
@@ -302,12 +309,59 @@ pub(crate) async fn unlock(
         });
         return Ok((StatusCode::CONFLICT, Json(body)).into_response());
     }
-    let before = actions::unlock(&state, &name, &who).await?;
-    Ok(Json(serde_json::json!({
+    let unlocked = actions::unlock(&state, &name, &who).await?;
+    let mut body = serde_json::json!({
         "action": "unlock",
         "lock": name,
         "by": actions::requester(&who),
-        "before": LockJson::from(&before),
-    }))
-    .into_response())
+        "before": LockJson::from(&unlocked.before),
+        "recorded": unlocked.not_recorded.is_none(),
+    });
+    if let Some(warning) = unlocked.not_recorded {
+        body["warning"] = warning.into();
+    }
+    Ok(Json(body).into_response())
+}
+
+/// One action log row: `GET /api/jobs/{name}/actions`.
+#[derive(Serialize)]
+pub(crate) struct ActionLogJson {
+    id: i64,
+    at: String,
+    job: String,
+    action: &'static str,
+    by: String,
+    detail: Option<String>,
+}
+
+impl From<&ActionRecord> for ActionLogJson {
+    fn from(a: &ActionRecord) -> Self {
+        ActionLogJson {
+            id: a.id,
+            at: instant(a.at),
+            job: a.job.clone(),
+            action: a.action.as_str(),
+            by: a.requested_by.clone(),
+            detail: a.detail.clone(),
+        }
+    }
+}
+
+/// `?limit=N` of the action log.
+#[derive(Deserialize)]
+pub(crate) struct ActionsLimit {
+    limit: Option<u32>,
+}
+
+/// `GET /api/jobs/{name}/actions?limit=N`: the job's action log (pauses, resumes, triggers,
+/// unlocks of its lock), newest first, at most 500 (default 50).
+pub(crate) async fn actions(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(limit): Query<ActionsLimit>,
+) -> Result<Json<Vec<ActionLogJson>>, ApiFailure> {
+    check_job_name(&name)?;
+    let limit = limit.limit.unwrap_or(read::ACTIONS_SHOWN).clamp(1, 500);
+    let log = read::actions(&state, &name, limit).await?;
+    Ok(Json(log.iter().map(ActionLogJson::from).collect()))
 }

@@ -3,7 +3,8 @@
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use lock_core::operations::{
-    ClusterView, ControlKind, ControlRequest, JobView, OperationsStore, RunState, RunView,
+    ActionRecord, ClusterView, ControlKind, ControlRequest, JobView, OperationsStore, RunState,
+    RunView,
 };
 use lock_core::{LockProvider, LockRecord};
 
@@ -91,6 +92,25 @@ pub(crate) struct JobDetail {
     pub(crate) lock: Option<LockRecord>,
     /// The job's pause and trigger requests, oldest first.
     pub(crate) control: Vec<ControlRequest>,
+    /// The job's newest [`ACTIONS_SHOWN`] action log rows, newest first, or why they cannot
+    /// be read (the rest of the page does not depend on them: a deployment whose action log
+    /// `ensure_schema()` has not created yet still sees its jobs).
+    pub(crate) actions: Result<Vec<ActionRecord>, String>,
+}
+
+/// How many action log rows the Job page shows (and the JSON endpoint returns by default).
+pub(crate) const ACTIONS_SHOWN: u32 = 50;
+
+/// The newest `limit` rows of job `name`'s action log, newest first.
+pub(crate) async fn actions(
+    state: &AppState,
+    name: &str,
+    limit: u32,
+) -> Result<Vec<ActionRecord>, Failure> {
+    store(state.provider.as_ref())?
+        .actions(name, limit)
+        .await
+        .map_err(|e| Failure::provider(format!("cannot read the action log of job {name:?}"), e))
 }
 
 /// The job page's data: registry, control, one page of history by keyset, the lock row. Not
@@ -104,12 +124,14 @@ pub(crate) async fn job_detail(
     let provider = state.provider.as_ref();
     let store = store(provider)?;
     // One more run than the page shows: whether there is an older page.
-    let (now, registry, control, runs) = tokio::join!(
+    let (now, registry, control, runs, actions) = tokio::join!(
         provider.database_time(),
         store.registry(),
         store.control(),
-        store.history_page(name, before, limit.saturating_add(1))
+        store.history_page(name, before, limit.saturating_add(1)),
+        store.actions(name, ACTIONS_SHOWN)
     );
+    let actions = actions.map_err(|e| e.to_string());
     let now = now.map_err(failed("the database's clock"))?;
     let registry = registry.map_err(failed("the job registry"))?;
     let control = control.map_err(failed("the pauses"))?;
@@ -135,7 +157,9 @@ pub(crate) async fn job_detail(
     let job = view.jobs.into_iter().find(|job| job.name == name);
     let job = match job {
         Some(job) => job,
-        None if !runs.is_empty() => unregistered(name),
+        None if !runs.is_empty() || actions.as_ref().is_ok_and(|a| !a.is_empty()) => {
+            unregistered(name)
+        }
         None => {
             return Err(Failure::new(
                 StatusCode::NOT_FOUND,
@@ -157,6 +181,7 @@ pub(crate) async fn job_detail(
         older,
         lock,
         control: mine,
+        actions,
     })
 }
 

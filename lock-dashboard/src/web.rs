@@ -63,6 +63,7 @@ pub(crate) fn routes(shared: Shared) -> Router {
         .route("/assets/dashboard.css", get(style))
         .route("/api/jobs", get(api::jobs))
         .route("/api/jobs/{name}/runs", get(api::runs))
+        .route("/api/jobs/{name}/actions", get(api::actions))
         .route("/api/jobs/{name}/{action}", post(api::job_action))
         .route("/api/instances", get(api::instances))
         .route("/api/locks", get(api::locks))

@@ -12,8 +12,8 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use lock_core::LockError;
 use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
 use lock_core::operations::{
-    ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
-    OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
+    Action, ActionRecord, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo,
+    JobRegistration, OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
 };
 use mysql_async::prelude::{FromValue, Queryable};
 use mysql_async::{Conn, Pool, Row, Value};
@@ -88,6 +88,19 @@ fn run_row(row: &Row) -> Result<RunRecord, String> {
         outcome: outcome.parse().unwrap_or(RunState::Running),
         error: get(row, 9)?,
     })
+}
+
+fn action_row(row: &Row) -> Result<ActionRecord, String> {
+    let action: String = get(row, 3)?;
+    Ok(ActionRecord::read(
+        get(row, 0)?,
+        utc(get(row, 1)?),
+        get(row, 2)?,
+        // An unknown action written by hand reads as an unlock, the one without a job's state.
+        action.parse().unwrap_or(Action::Unlock),
+        get(row, 4)?,
+        get(row, 5)?,
+    ))
 }
 
 fn registry_row(row: &Row) -> Result<RegistryRow, String> {
@@ -212,7 +225,7 @@ impl OperationsStore for MySqlOperations {
     }
 
     async fn check(&self) -> Result<(), LockError> {
-        for probe in &self.sql.probe {
+        for probe in &self.sql.check {
             self.rows("check", "", probe, vec![]).await?;
         }
         Ok(())
@@ -399,6 +412,31 @@ impl OperationsStore for MySqlOperations {
                 .map(|row| Ok((get(row, 0)?, utc(get(row, 1)?))))
                 .collect(),
         )
+    }
+
+    async fn record_action(&self, action: &ActionRecord) -> Result<(), LockError> {
+        let (job, requested_by, detail) = action.truncated();
+        let params = vec![
+            job.into(),
+            action.action.as_str().into(),
+            requested_by.into(),
+            detail.into(),
+        ];
+        self.change("action log", job, &self.sql.record_action, params)
+            .await
+            .map(drop)
+    }
+
+    async fn actions(&self, job: &str, limit: u32) -> Result<Vec<ActionRecord>, LockError> {
+        let rows = self
+            .rows(
+                "action log",
+                job,
+                &self.sql.actions,
+                vec![job.into(), limit.into()],
+            )
+            .await?;
+        self.decode("action log", rows.iter().map(action_row).collect())
     }
 
     async fn delete_expired(

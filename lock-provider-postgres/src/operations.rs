@@ -15,8 +15,8 @@ use lock_core::kit::operations_sql::HEARTBEAT_PARAMS;
 use lock_core::kit::sql::postgres::{ENSURE_SCHEMA_LOCK, HistoryBatchStatements};
 use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
 use lock_core::operations::{
-    ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration, OperationsStore,
-    RegistryRow, RunEnd, RunRecord, RunStart, RunState,
+    ActionRecord, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
+    OperationsStore, RegistryRow, RunEnd, RunRecord, RunStart, RunState,
 };
 use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
@@ -64,8 +64,16 @@ impl PgOperations {
     /// PostgreSQL).
     pub(crate) async fn ensure(&self) -> Result<(), LockError> {
         // Present already (the usual start-up): no DDL at all, so no lock is taken on the
-        // history table (`CREATE INDEX IF NOT EXISTS` locks its table before looking).
-        if self.check().await.is_ok() {
+        // history table (`CREATE INDEX IF NOT EXISTS` locks its table before looking). All
+        // four tables: a deployment from before the action log gets it here.
+        let mut present = true;
+        for probe in &self.sql.probe {
+            if self.query("schema", "", probe, &[]).await.is_err() {
+                present = false;
+                break;
+            }
+        }
+        if present {
             return Ok(());
         }
         let mut client = self.client("schema").await?;
@@ -192,6 +200,21 @@ fn run_row(row: &Row) -> Result<RunRecord, tokio_postgres::Error> {
     })
 }
 
+fn action_row(row: &Row) -> Result<ActionRecord, tokio_postgres::Error> {
+    let action: String = row.try_get(3)?;
+    Ok(ActionRecord::read(
+        row.try_get(0)?,
+        utc(row.try_get(1)?),
+        row.try_get(2)?,
+        // An unknown action written by hand reads as an unlock, the one without a job's state.
+        action
+            .parse()
+            .unwrap_or(lock_core::operations::Action::Unlock),
+        row.try_get(4)?,
+        row.try_get(5)?,
+    ))
+}
+
 fn registry_row(row: &Row) -> Result<RegistryRow, tokio_postgres::Error> {
     let job: String = row.try_get(1)?;
     let pid: i64 = row.try_get(7)?;
@@ -287,7 +310,7 @@ impl OperationsStore for PgOperations {
     }
 
     async fn check(&self) -> Result<(), LockError> {
-        for probe in &self.sql.probe {
+        for probe in &self.sql.check {
             self.query("check", "", probe, &[]).await?;
         }
         Ok(())
@@ -482,6 +505,37 @@ impl OperationsStore for PgOperations {
                 .map(|row| Ok((row.try_get(0)?, utc(row.try_get(1)?))))
                 .collect()
         })
+    }
+
+    async fn record_action(&self, action: &ActionRecord) -> Result<(), LockError> {
+        let (job, requested_by, detail) = action.truncated();
+        let kind = action.action.as_str();
+        self.execute(
+            "action log",
+            job,
+            &self.sql.record_action,
+            &[
+                (&job, Type::TEXT),
+                (&kind, Type::TEXT),
+                (&requested_by, Type::TEXT),
+                (&detail, Type::TEXT),
+            ],
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn actions(&self, job: &str, limit: u32) -> Result<Vec<ActionRecord>, LockError> {
+        let limit = i64::from(limit);
+        let rows = self
+            .query(
+                "action log",
+                job,
+                &self.sql.actions,
+                &[(&job, Type::TEXT), (&limit, Type::INT8)],
+            )
+            .await?;
+        self.decode("action log", || rows.iter().map(action_row).collect())
     }
 
     async fn delete_expired(

@@ -45,12 +45,51 @@ async fn a_shedlock_table_alone_reports_the_missing_operations_tables() {
         }) => {
             assert_eq!(
                 missing,
-                format!("{table}_instances, {table}_runs, {table}_control")
+                format!("{table}_instances, {table}_runs, {table}_control, {table}_actions")
             );
             assert!(ddl.contains(&format!("CREATE TABLE IF NOT EXISTS \"{table}_runs\"")));
         }
         other => panic!("expected TableMissing, got {other:?}"),
     }
+}
+
+/// A deployment whose operations tables predate the action log: the scheduler's check still
+/// passes (registry, history and pauses keep working), writing the log reports the missing
+/// table, and `ensure_schema` creates it beside the others.
+#[tokio::test]
+async fn ensure_schema_adds_the_action_log_to_older_operations_tables() {
+    use lock_core::operations::{Action, ActionRecord};
+    let table = common::unique_table("ops_upgrade");
+    let _drop = common::drop_table(&table);
+    let Some(provider) = common::provider(&table).await else {
+        return;
+    };
+    let pool = common::pool().await.expect("pool");
+    let client = pool.get().await.expect("connection");
+    client
+        .batch_execute(&format!("DROP TABLE {table}_actions"))
+        .await
+        .expect("drop the action log");
+    let store = lock_core::LockProvider::operations(&provider).expect("postgres keeps them");
+    store
+        .check()
+        .await
+        .expect("the scheduler's tables are all there");
+    let record = ActionRecord::new("report", Action::Resume, "lockctl:ops");
+    match store.record_action(&record).await {
+        Err(LockError::TableMissing {
+            table: missing,
+            ddl,
+            ..
+        }) => {
+            assert!(missing.ends_with(&format!("{table}_actions")), "{missing}");
+            assert!(ddl.contains(&format!("CREATE TABLE IF NOT EXISTS \"{table}_actions\"")));
+        }
+        other => panic!("expected TableMissing, got {other:?}"),
+    }
+    provider.ensure_schema().await.expect("ensure_schema again");
+    store.record_action(&record).await.expect("record");
+    assert_eq!(store.actions("report", 5).await.expect("read").len(), 1);
 }
 
 /// The run history of a burst is coalesced: twenty jobs due at the same slot write their start

@@ -57,6 +57,9 @@ pub(crate) struct OpsKeys {
     pub(crate) control_paused: String,
     /// Sorted set: claimed trigger requests scored by claim time (ms), for housekeeping.
     pub(crate) control_claimed: String,
+    /// Sorted set: each job with an action log, scored by the time (ms) of its oldest row,
+    /// for housekeeping.
+    pub(crate) actions_jobs: String,
 }
 
 impl OpsKeys {
@@ -76,12 +79,13 @@ impl OpsKeys {
             control_open: key("control:open"),
             control_paused: key("control:paused"),
             control_claimed: key("control:claimed"),
+            actions_jobs: key("actions:jobs"),
             base,
         }
     }
 
     /// Every key with the Redis type it must have, for `check`.
-    pub(crate) fn typed(&self) -> [(&str, &'static str); 12] {
+    pub(crate) fn typed(&self) -> [(&str, &'static str); 13] {
         [
             (&self.ids, "hash"),
             (&self.instances, "hash"),
@@ -95,7 +99,16 @@ impl OpsKeys {
             (&self.control_open, "zset"),
             (&self.control_paused, "hash"),
             (&self.control_claimed, "zset"),
+            (&self.actions_jobs, "zset"),
         ]
+    }
+
+    /// List: `job`'s action log, newest first, as JSON rows, capped at
+    /// [`ACTIONS_PER_JOB`](crate::operations::ACTIONS_PER_JOB). `<len>:<job>` after the
+    /// head, so that no job's key is another's whatever the names hold; the hash tag is the
+    /// head's, so it shares the other operations keys' slot.
+    pub(crate) fn actions_of(&self, job: &str) -> String {
+        format!("{}:actions:job:{}:{job}", self.base, job.len())
     }
 
     /// The `SCAN MATCH` pattern of every operations key (the prefix holds no glob character,
@@ -177,9 +190,19 @@ mod tests {
                 // `<prefix>:*` would list it as a lock.
                 assert!(layout.name_of(key).is_none(), "{prefix}: {key}");
             }
+            // A job's action list too, whatever the job's name holds.
+            for job in ["report", "{x}", "}", "a:b"] {
+                let key = layout.ops.actions_of(job);
+                assert_eq!(hash_tag(&key), tag, "{prefix}: {key}");
+                assert!(layout.name_of(&key).is_none(), "{prefix}: {key}");
+            }
         }
         let layout = KeyLayout::new(&RedisLockConfig::default());
         assert_eq!(layout.ops.runs, "{shedlock:ops}:runs");
+        assert_eq!(
+            layout.ops.actions_of("report"),
+            "{shedlock:ops}:actions:job:6:report"
+        );
         assert_eq!(layout.ops.pattern(), "{shedlock:ops}:*");
     }
 }

@@ -15,6 +15,7 @@ pub use config::{
     DEFAULT_KEY_PREFIX, DEFAULT_RESPONSE_TIMEOUT, MAX_KEY_PREFIX_LEN, RedisLockConfig, ReplicaAcks,
 };
 pub use connection::DEFAULT_CONNECT_TIMEOUT;
+pub use operations::ACTIONS_PER_JOB;
 pub use provider::RedisLockProvider;
 pub use server::{MIN_REDIS_VERSION, Persistence};
 
@@ -30,7 +31,7 @@ pub mod lua {
         ACQUIRE, ACQUIRE_MANY, EXTEND, FORCE_UNLOCK, READ, RELEASE, RELEASE_MANY, RESET_SLOT,
     };
 
-    /// The scripts of the operations keys (registry, history, control), each declaring every
+    /// The scripts of the operations keys (registry, history, control, action log), each declaring every
     /// key it touches, all under the hash tag `{<prefix>:ops}`; the keys, arguments and
     /// replies are described on each.
     ///
@@ -40,9 +41,9 @@ pub mod lua {
     /// ```
     pub mod operations {
         pub use crate::operations::scripts::{
-            CLAIM_TRIGGER, DELETE_RUNS, DELETE_SCORED, HEARTBEAT, PAUSE, READ_CONTROL,
-            READ_HISTORY, READ_LAST_RUNS, READ_REGISTRY, REQUEST_TRIGGER, RESUME, RUN_ENDED,
-            RUN_STARTED, WITHDRAW_TRIGGER,
+            CLAIM_TRIGGER, DELETE_ACTIONS, DELETE_RUNS, DELETE_SCORED, HEARTBEAT, PAUSE,
+            READ_ACTIONS, READ_CONTROL, READ_HISTORY, READ_LAST_RUNS, READ_REGISTRY, RECORD_ACTION,
+            REQUEST_TRIGGER, RESUME, RUN_ENDED, RUN_STARTED, WITHDRAW_TRIGGER,
         };
     }
 }

@@ -10,8 +10,8 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use lock_core::operations::{
-    ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration, MAX_ERROR_LEN,
-    OperationsStore, RegistryRow, RunRecord, RunStart, RunState, truncate,
+    ActionRecord, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
+    MAX_ERROR_LEN, OperationsStore, RegistryRow, RunRecord, RunStart, RunState, truncate,
 };
 use lock_core::{FireKind, LockError};
 use redis::{Script, Value};
@@ -19,7 +19,10 @@ use redis::{Script, Value};
 use crate::RedisLockProvider;
 use crate::scripts::{ReplyError, int, opt_time, text, time};
 
+mod actions;
 pub(crate) mod scripts;
+
+pub use actions::ACTIONS_PER_JOB;
 
 /// A time as the operations keys store it: whole milliseconds since the epoch (as the lock
 /// hashes; times reach here at that precision already).
@@ -447,6 +450,14 @@ impl OperationsStore for RedisLockProvider {
             .map_err(|e| self.ops_error("history", "", e))
     }
 
+    async fn record_action(&self, action: &ActionRecord) -> Result<(), LockError> {
+        self.push_action(action).await
+    }
+
+    async fn actions(&self, job: &str, limit: u32) -> Result<Vec<ActionRecord>, LockError> {
+        self.read_actions(job, limit).await
+    }
+
     async fn delete_expired(
         &self,
         what: Expired,
@@ -492,6 +503,7 @@ impl OperationsStore for RedisLockProvider {
                 )
                 .await?
             }
+            Expired::Actions => self.delete_actions(args[0].clone(), limit).await?,
             other => {
                 return Err(LockError::InvalidConfiguration(format!(
                     "this version of lock-provider-redis cannot delete {other:?}"
@@ -503,60 +515,4 @@ impl OperationsStore for RedisLockProvider {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_cut_off_between_milliseconds_rounds_up() {
-        let at = |ms: i64, ns: u32| {
-            DateTime::from_timestamp_millis(ms).unwrap() + chrono::TimeDelta::nanoseconds(ns.into())
-        };
-        assert_eq!(cut_off(at(1_000, 0)), "1000");
-        // A run stored at 1000 ms started before 1000.0005 ms.
-        assert_eq!(cut_off(at(1_000, 500)), "1001");
-    }
-
-    #[test]
-    fn rows_parse_with_their_absent_fields() {
-        let s = |x: &str| Value::BulkString(x.as_bytes().to_vec());
-        let run = run_row(&[
-            s("7"),
-            s("report"),
-            Value::Nil,
-            s("manual"),
-            s("host:1:a"),
-            s("3"),
-            s("1700000000000"),
-            Value::Nil,
-            s("running"),
-            Value::Nil,
-        ])
-        .unwrap();
-        assert_eq!((run.id, run.fence, run.slot), (7, 3, None));
-        assert_eq!(run.fire_kind, FireKind::Manual);
-        assert_eq!((run.outcome, run.ended_at), (RunState::Running, None));
-        assert!(run_row(&[s("7")]).is_err(), "a row without its job");
-        let instance = registry_row(&[
-            s("host:1:a"),
-            s(""),
-            s(""),
-            s(""),
-            Value::Nil,
-            Value::Nil,
-            Value::Nil,
-            s("host"),
-            s("42"),
-            s("0.1.0"),
-            s("1700000000000"),
-            s("-3"),
-            s("1000"),
-            s("1700000001000"),
-        ])
-        .unwrap();
-        assert_eq!(instance.job, None);
-        assert_eq!(
-            (instance.instance.pid, instance.instance.clock_offset_ms),
-            (42, -3)
-        );
-    }
-}
+mod tests;

@@ -93,6 +93,12 @@ async fn the_operations_keys_share_one_hash_tag_outside_the_lock_listing() {
     ops.pause("report", "op").await.expect("pause");
     let request = ops.request_trigger("report", "op").await.expect("trigger");
     assert!(ops.claim_trigger(request, "test:1:a").await.expect("claim"));
+    let action = lock_core::operations::ActionRecord::new(
+        "report",
+        lock_core::operations::Action::Pause,
+        "op",
+    );
+    ops.record_action(&action).await.expect("action");
     let name = testkit::unique_name("layout");
     let request = testkit::request(&name, "test:1:a", std::time::Duration::from_secs(30), None);
     match provider.acquire(&request).await.expect("acquire") {
@@ -102,8 +108,13 @@ async fn the_operations_keys_share_one_hash_tag_outside_the_lock_listing() {
 
     let mut conn = own_connection(&common::url()).await;
     let ops_keys = common::scan(&mut conn, &format!("{{{prefix}:ops}}:*")).await;
-    // Every kind of row was written, so every key of the layout exists.
-    assert_eq!(ops_keys.len(), 12, "{ops_keys:?}");
+    // Every kind of row was written, so every key of the layout exists: the thirteen fixed
+    // ones and the job's action list.
+    assert_eq!(ops_keys.len(), 14, "{ops_keys:?}");
+    assert!(
+        ops_keys.contains(&format!("{{{prefix}:ops}}:actions:job:6:report")),
+        "{ops_keys:?}"
+    );
     let tag = format!("{{{prefix}:ops}}");
     assert!(ops_keys.iter().all(|k| k.starts_with(&tag)), "{ops_keys:?}");
     // The lock listing (`SCAN <prefix>:*`) sees the lock alone.
@@ -343,4 +354,57 @@ async fn a_key_of_another_type_where_an_operations_key_goes_is_refused() {
         .expect_err("WRONGTYPE");
     let tag = format!("{{{prefix}:ops}}");
     assert!(error.to_string().contains(&tag), "{error}");
+}
+
+/// A job's action list keeps its newest `ACTIONS_PER_JOB` rows; housekeeping then deletes by
+/// time from what is left, and forgets the job once its list is empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobs_action_list_is_capped_and_housekeeping_empties_it() {
+    use lock_core::operations::{Action, ActionRecord, Expired};
+    let prefix = common::unique_prefix("ops_actions");
+    let _cleanup = common::delete_keys(&prefix);
+    let Some(provider) = common::provider_with_prefix(&prefix).await else {
+        return;
+    };
+    let ops = store(&provider);
+    let cap = lock_provider_redis::ACTIONS_PER_JOB;
+    for n in 0..cap + 5 {
+        let action = ActionRecord::new("report", Action::Trigger, "op")
+            .with_detail(Some(format!("request {n}")));
+        ops.record_action(&action).await.expect("record");
+    }
+    let log = ops.actions("report", u32::MAX).await.expect("read");
+    assert_eq!(log.len(), cap, "the cap holds");
+    assert_eq!(
+        log[0].detail.as_deref(),
+        Some(&*format!("request {}", cap + 4))
+    );
+    assert_eq!(
+        log[cap - 1].detail.as_deref(),
+        Some("request 5"),
+        "the oldest five went"
+    );
+    let future = provider.database_time().await.expect("TIME") + TimeDelta::seconds(60);
+    let first = ops
+        .delete_expired(Expired::Actions, future, 600)
+        .await
+        .expect("delete");
+    assert_eq!(first, 600);
+    assert_eq!(
+        ops.actions("report", 1).await.expect("read")[0].id,
+        log[0].id
+    );
+    let rest = ops
+        .delete_expired(Expired::Actions, future, 600)
+        .await
+        .expect("delete");
+    assert_eq!(rest as usize, cap - 600);
+    assert!(ops.actions("report", 10).await.expect("read").is_empty());
+    let mut conn = own_connection(&common::url()).await;
+    let jobs: u64 = redis::cmd("ZCARD")
+        .arg(format!("{{{prefix}:ops}}:actions:jobs"))
+        .query_async(&mut conn)
+        .await
+        .expect("ZCARD");
+    assert_eq!(jobs, 0, "a job without actions is forgotten");
 }

@@ -12,8 +12,8 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use lock_core::LockError;
 use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
 use lock_core::operations::{
-    ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
-    OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
+    Action, ActionRecord, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo,
+    JobRegistration, OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
 };
 use rusqlite::types::Value;
 use rusqlite::{Connection, Row, params_from_iter};
@@ -54,6 +54,19 @@ fn opt_time(row: &Row<'_>, index: usize) -> rusqlite::Result<Option<DateTime<Utc
     row.get::<_, Option<String>>(index)?
         .map(parse_time)
         .transpose()
+}
+
+fn action_row(row: &Row<'_>) -> rusqlite::Result<ActionRecord> {
+    let action: String = row.get(3)?;
+    Ok(ActionRecord::read(
+        row.get(0)?,
+        time(row, 1)?,
+        row.get(2)?,
+        // An unknown action written by hand reads as an unlock, the one without a job's state.
+        action.parse().unwrap_or(Action::Unlock),
+        row.get(4)?,
+        row.get(5)?,
+    ))
 }
 
 fn control_row(row: &Row<'_>) -> rusqlite::Result<ControlRequest> {
@@ -244,7 +257,7 @@ impl OperationsStore for SqliteOperations {
     }
 
     async fn check(&self) -> Result<(), LockError> {
-        for probe in &self.sql.probe {
+        for probe in &self.sql.check {
             self.rows("check", probe, vec![], |_| Ok(())).await?;
         }
         Ok(())
@@ -411,6 +424,28 @@ impl OperationsStore for SqliteOperations {
             Ok((row.get(0)?, time(row, 1)?))
         })
         .await
+    }
+
+    async fn record_action(&self, action: &ActionRecord) -> Result<(), LockError> {
+        let (job, requested_by, detail) = action.truncated();
+        let params = vec![
+            Value::Text(job.to_owned()),
+            Value::Text(action.action.as_str().to_owned()),
+            Value::Text(requested_by.to_owned()),
+            detail.map_or(Value::Null, |d| Value::Text(d.to_owned())),
+        ];
+        self.change("action log", &self.sql.record_action, params)
+            .await
+            .map(drop)
+    }
+
+    async fn actions(&self, job: &str, limit: u32) -> Result<Vec<ActionRecord>, LockError> {
+        let params = vec![
+            Value::Text(job.to_owned()),
+            Value::Integer(i64::from(limit)),
+        ];
+        self.rows("action log", &self.sql.actions, params, action_row)
+            .await
     }
 
     async fn delete_expired(

@@ -29,7 +29,10 @@ async fn a_shedlock_table_alone_reports_the_missing_operations_tables() {
     let store = provider.operations().expect("sqlite keeps them");
     match store.check().await {
         Err(LockError::TableMissing { table, ddl, .. }) => {
-            assert_eq!(table, "shedlock_instances, shedlock_runs, shedlock_control");
+            assert_eq!(
+                table,
+                "shedlock_instances, shedlock_runs, shedlock_control, shedlock_actions"
+            );
             assert!(ddl.contains("CREATE TABLE IF NOT EXISTS \"shedlock_runs\""));
         }
         other => panic!("expected TableMissing, got {other:?}"),

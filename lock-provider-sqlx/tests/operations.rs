@@ -224,7 +224,7 @@ async fn missing(provider: &SqlxLockProvider, table: &str, quoted_runs: &str) {
         }) => {
             assert_eq!(
                 missing,
-                format!("{table}_instances, {table}_runs, {table}_control")
+                format!("{table}_instances, {table}_runs, {table}_control, {table}_actions")
             );
             assert!(
                 ddl.contains(&format!("CREATE TABLE IF NOT EXISTS {quoted_runs}")),

@@ -16,6 +16,8 @@ use crate::{InMemoryLockProvider, LockError, LockProvider};
 #[derive(Debug, Default)]
 pub(crate) struct MemoryOperations {
     state: Mutex<Rows>,
+    /// The action log, apart from the other tables.
+    actions: super::memory_actions::MemoryActionLog,
 }
 
 #[derive(Debug, Default)]
@@ -270,6 +272,17 @@ impl OperationsStore for InMemoryLockProvider {
         Ok(last)
     }
 
+    // The action log (`memory_actions.rs`): the two methods only delegate.
+    async fn record_action(&self, action: &super::ActionRecord) -> Result<(), LockError> {
+        let now = self.now().await;
+        self.ops.actions.record(action, now);
+        Ok(())
+    }
+
+    async fn actions(&self, job: &str, limit: u32) -> Result<Vec<super::ActionRecord>, LockError> {
+        Ok(self.ops.actions.of(job, limit))
+    }
+
     async fn delete_expired(
         &self,
         what: Expired,
@@ -292,6 +305,7 @@ impl OperationsStore for InMemoryLockProvider {
                 keep(c.kind == ControlKind::Trigger && c.claimed_at.is_some_and(|at| at < before))
             }),
             Expired::StaleRegistry => rows.registry.retain(|r| keep(r.heartbeat_at < before)),
+            Expired::Actions => left -= self.ops.actions.delete_before(before, left),
         }
         Ok((limit as usize - left) as u64)
     }

@@ -195,6 +195,28 @@ impl Operations {
                 }
             }
         }
+        // The action log ages with the history. A deployment whose tables predate it has
+        // none until its next `ensure_schema`: that is no reason to fail the housekeeping.
+        for _ in 0..HOUSEKEEPING_MAX_BATCHES {
+            match store
+                .delete_expired(Expired::Actions, cut(retention), HOUSEKEEPING_BATCH)
+                .await
+            {
+                Ok(n) => {
+                    deleted += n;
+                    if n < u64::from(HOUSEKEEPING_BATCH) {
+                        break;
+                    }
+                }
+                Err(error) => {
+                    tracing::debug!(
+                        error = &error as &dyn std::error::Error,
+                        "the action log's old rows were not deleted"
+                    );
+                    break;
+                }
+            }
+        }
         tracing::debug!(deleted, ?retention, "history housekeeping");
         Ok(())
     }

@@ -29,6 +29,7 @@
 //! listed in `__executor_suite!`, which `conformance_tests!` expands too.
 
 mod acquire;
+mod actions;
 mod batch;
 mod executor;
 mod expiry;
@@ -43,6 +44,7 @@ mod support;
 use crate::LockProvider;
 
 pub use acquire::{exclusion, fuzz, independent_names, name_too_long};
+pub use actions::action_log;
 pub use batch::{batch_concurrent_fuzz, batch_mixed_outcomes};
 pub use executor::{
     cancelled_before_another_can_take_over, concurrent_call_is_not_adopted,

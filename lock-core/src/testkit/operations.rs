@@ -16,8 +16,9 @@ use crate::{FireKind, FireSlot, LockProvider};
 /// on empty tables: heartbeat upsert and read-back, pause and resume (idempotent), trigger
 /// requests claimed exactly once and withdrawn only while unclaimed, run start and end with
 /// their times on the store's clock, history order and limit, the last run and success per
-/// job, housekeeping deletes in bounded batches, and the batched history writes
-/// ([`history_batches`](super::history_batches)).
+/// job, housekeeping deletes in bounded batches, the batched history writes
+/// ([`history_batches`](super::history_batches)) and the action log
+/// ([`action_log`](super::action_log)).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -298,4 +299,6 @@ pub async fn operations_store(provider: &dyn LockProvider) {
     );
     assert!(store.registry().await.expect("registry").is_empty());
     super::history_batches(provider).await;
+
+    super::action_log(provider).await;
 }

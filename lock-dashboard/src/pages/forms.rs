@@ -1,11 +1,15 @@
 //! The form posts behind the pages' buttons: checked (session, CSRF token, same origin), done,
-//! and answered with a redirect back to the page the button was on.
+//! and answered with a redirect back to the page the button was on; or, when the action log
+//! could not record the action (which stands), with a page that says so.
 
 use axum::Form;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
+use maud::{Markup, html};
 use serde::Deserialize;
+
+use super::layout::{Nav, frame};
 
 use crate::actions::{self, JobAction};
 use crate::auth;
@@ -31,8 +35,23 @@ pub(crate) async fn job_action(
     let who = auth::form_caller(&ctx, &headers, &form.csrf)?;
     let action = JobAction::parse(&action)?;
     check_job_name(&name)?;
-    actions::on_job(&state, action, &name, &who).await?;
-    Ok(Redirect::to(&back(&ctx, &form.back)).into_response())
+    let done = actions::on_job(&state, action, &name, &who).await?;
+    let back = back(&ctx, &form.back);
+    match done.not_recorded {
+        None => Ok(Redirect::to(&back).into_response()),
+        Some(note) => Ok(not_recorded(&ctx, &done.message, &note, &back).into_response()),
+    }
+}
+
+/// The answer to an action that stands but is missing from the action log.
+fn not_recorded(ctx: &Ctx, message: &str, note: &str, back: &str) -> Markup {
+    let body = html! {
+        h1 { "Done, not recorded" }
+        p.notice { (message) }
+        p.error { (note) }
+        p { a href=(back) { "Back" } }
+    };
+    frame(ctx, "Not recorded", Nav::Other, None, body)
 }
 
 /// Only a path below the dashboard (`/...`, never `//host`): a form cannot send the browser
@@ -65,6 +84,9 @@ pub(crate) async fn unlock(
     Form(form): Form<UnlockForm>,
 ) -> Result<Response, PageFailure> {
     let who = auth::form_caller(&ctx, &headers, &form.csrf)?;
-    let before = actions::unlock(&state, &name, &who).await?;
-    Ok(super::locks::released(&ctx, &before).into_response())
+    let unlocked = actions::unlock(&state, &name, &who).await?;
+    Ok(
+        super::locks::released(&ctx, &unlocked.before, unlocked.not_recorded.as_deref())
+            .into_response(),
+    )
 }

@@ -1,5 +1,6 @@
 //! The Job page: the job's facts, its lock row, its pause and trigger requests (with who
-//! asked), duration and fire-lag charts, and its run history, paged by keyset.
+//! asked), its action log (who paused, resumed, triggered or unlocked it, and when), duration
+//! and fire-lag charts, and its run history, paged by keyset.
 
 use axum::extract::{Path, Query, State};
 use lock_core::operations::{ControlKind, RunState};
@@ -101,6 +102,20 @@ pub(crate) async fn page(
                     td { @if let Some(by) = &request.claimed_by { (by) " " (maybe_time(request.claimed_at)) } @else { span.muted { "–" } } }
                 } } }
             }
+        }
+        h2 { "Actions" }
+        @match &detail.actions {
+            Ok(log) if log.is_empty() => p.muted { "No action recorded." },
+            Ok(log) => table #actions {
+                thead { tr { th { "When" } th { "Who" } th { "Action" } th { "Detail" } } }
+                tbody { @for entry in log { tr data-action=(entry.id) {
+                    td { (time(entry.at)) }
+                    td { (entry.requested_by) }
+                    td { (entry.action.as_str()) }
+                    td { @if let Some(detail) = &entry.detail { (detail) } @else { span.muted { "–" } } }
+                } } }
+            },
+            Err(error) => p.error { "The action log cannot be read: " (error) },
         }
         h2 { "Runs" }
         @if detail.runs.is_empty() {

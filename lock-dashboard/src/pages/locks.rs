@@ -82,7 +82,11 @@ pub(crate) async fn confirm(
 }
 
 /// The page after a release: what was released, as `lockctl unlock --force` says it.
-pub(crate) fn released(ctx: &Ctx, record: &lock_core::LockRecord) -> Markup {
+pub(crate) fn released(
+    ctx: &Ctx,
+    record: &lock_core::LockRecord,
+    not_recorded: Option<&str>,
+) -> Markup {
     let body = html! {
         h1 { "Lock " (record.name) }
         p.notice {
@@ -92,6 +96,7 @@ pub(crate) fn released(ctx: &Ctx, record: &lock_core::LockRecord) -> Markup {
                 "Lock " (record.name) " was not held, so nothing was released."
             }
         }
+        @if let Some(note) = not_recorded { p.error { (note) } }
         p { a href=(ctx.link("/locks")) { "Back to the locks" } }
     };
     frame(ctx, "Unlock", Nav::Locks, None, body)

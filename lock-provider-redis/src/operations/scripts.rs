@@ -12,7 +12,8 @@
 //! - a control row: `{id, job, kind, requested_at, requested_by, claimed_by, claimed_at}`;
 //! - a registry row: `{instance_id, job, lock_name, trigger, zone, next_fire,
 //!   following_fire, host, pid, version, started_at, clock_offset_ms, heartbeat_ms,
-//!   heartbeat_at}` (job `""` for the instance's own row).
+//!   heartbeat_at}` (job `""` for the instance's own row);
+//! - an action: `{id, at, job, action, requested_by, detail}`.
 
 use redis::Script;
 
@@ -301,6 +302,62 @@ return #gone
 "#
 );
 
+/// Record an action. KEYS: ids, actions:jobs, the job's action list. ARGV: job, action,
+/// requested by, detail (`""` for none), has detail (`1`/`0`), cap. Pushes the row (time:
+/// now) at the head of the job's list, trims the list to the newest `cap` rows, and scores
+/// the job in actions:jobs by its oldest row left (for housekeeping). Returns the new id.
+pub const RECORD_ACTION: &str = lua!(
+    r#"
+local id = ms(redis.call('HINCRBY', KEYS[1], 'action', 1))
+local row = {id = id, at = ms(now), job = ARGV[1], action = ARGV[2], by = ARGV[3]}
+if ARGV[5] == '1' then row.detail = ARGV[4] end
+redis.call('LPUSH', KEYS[3], cjson.encode(row))
+redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[6]) - 1)
+local oldest = cjson.decode(redis.call('LINDEX', KEYS[3], -1))
+redis.call('ZADD', KEYS[2], oldest.at, ARGV[1])
+return tonumber(id)
+"#
+);
+
+/// A job's action log, newest first. KEYS: the job's action list. ARGV: limit. Nothing
+/// written.
+pub const READ_ACTIONS: &str = lua!(
+    r#"
+local out = {}
+local limit = tonumber(ARGV[1])
+if limit < 1 then return out end
+for _, raw in ipairs(redis.call('LRANGE', KEYS[1], 0, limit - 1)) do
+  local a = cjson.decode(raw)
+  out[#out + 1] = {a.id, a.at, a.job, a.action, a.by, a.detail or false}
+end
+return out
+"#
+);
+
+/// Housekeeping of the action log. KEYS: actions:jobs, then the action list of each job
+/// named in ARGV. ARGV: before (ms, exclusive), limit, then the jobs (those actions:jobs
+/// scores before the cut-off). Pops at most `limit` rows written before the cut-off from the
+/// lists' tails (their oldest), and scores each job again by its oldest row left (or drops
+/// it when its list is empty). Returns how many rows were deleted.
+pub const DELETE_ACTIONS: &str = lua!(
+    r#"
+local cut, left, gone = tonumber(ARGV[1]), tonumber(ARGV[2]), 0
+for i = 3, #ARGV do
+  local key = KEYS[i - 1]
+  while left > 0 do
+    local raw = redis.call('LINDEX', key, -1)
+    if not raw or tonumber(cjson.decode(raw).at) >= cut then break end
+    redis.call('RPOP', key)
+    left, gone = left - 1, gone + 1
+  end
+  local raw = redis.call('LINDEX', key, -1)
+  if raw then redis.call('ZADD', KEYS[1], cjson.decode(raw).at, ARGV[i])
+  else redis.call('ZREM', KEYS[1], ARGV[i]) end
+end
+return gone
+"#
+);
+
 /// Every operations script, built once per provider (each keeps its SHA1).
 #[derive(Clone, Debug)]
 pub(crate) struct OpsScripts {
@@ -318,10 +375,13 @@ pub(crate) struct OpsScripts {
     pub(crate) read_last_runs: Script,
     pub(crate) delete_runs: Script,
     pub(crate) delete_scored: Script,
+    pub(crate) record_action: Script,
+    pub(crate) read_actions: Script,
+    pub(crate) delete_actions: Script,
 }
 
 /// Every operations script's source, in the order of [`OpsScripts`].
-pub(crate) const ALL: [&str; 14] = [
+pub(crate) const ALL: [&str; 17] = [
     HEARTBEAT,
     CLAIM_TRIGGER,
     RUN_STARTED,
@@ -336,6 +396,9 @@ pub(crate) const ALL: [&str; 14] = [
     READ_LAST_RUNS,
     DELETE_RUNS,
     DELETE_SCORED,
+    RECORD_ACTION,
+    READ_ACTIONS,
+    DELETE_ACTIONS,
 ];
 
 impl OpsScripts {
@@ -355,6 +418,9 @@ impl OpsScripts {
             read_last_runs: Script::new(READ_LAST_RUNS),
             delete_runs: Script::new(DELETE_RUNS),
             delete_scored: Script::new(DELETE_SCORED),
+            record_action: Script::new(RECORD_ACTION),
+            read_actions: Script::new(READ_ACTIONS),
+            delete_actions: Script::new(DELETE_ACTIONS),
         }
     }
 }

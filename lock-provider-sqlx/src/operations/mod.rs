@@ -27,8 +27,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
 use lock_core::operations::{
-    ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
-    OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
+    Action, ActionRecord, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo,
+    JobRegistration, OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
 };
 use lock_core::{FireKind, LockError};
 
@@ -262,6 +262,18 @@ fn run_row<R: Columns>(row: &R) -> Result<RunRecord, sqlx::Error> {
     })
 }
 
+fn action_row<R: Columns>(row: &R) -> Result<ActionRecord, sqlx::Error> {
+    Ok(ActionRecord::read(
+        row.int(0)?,
+        row.time(1)?,
+        row.text(2)?,
+        // An unknown action written by hand reads as an unlock, the one without a job's state.
+        row.text(3)?.parse().unwrap_or(Action::Unlock),
+        row.text(4)?,
+        row.opt_text(5)?,
+    ))
+}
+
 fn registry_row<R: Columns>(row: &R) -> Result<RegistryRow, sqlx::Error> {
     let job = row.text(1)?;
     Ok(RegistryRow {
@@ -323,7 +335,7 @@ impl<T: Tables> OperationsStore for SqlxOperations<T> {
     }
 
     async fn check(&self) -> Result<(), LockError> {
-        for probe in &self.sql.probe {
+        for probe in &self.sql.check {
             self.rows("check", "", probe, vec![]).await?;
         }
         Ok(())
@@ -461,6 +473,27 @@ impl<T: Tables> OperationsStore for SqlxOperations<T> {
             .rows("history", "", &self.sql.last_successes, vec![])
             .await?;
         self.decode("history", &rows, |row| Ok((row.text(0)?, row.time(1)?)))
+    }
+
+    async fn record_action(&self, action: &ActionRecord) -> Result<(), LockError> {
+        let (job, requested_by, detail) = action.truncated();
+        let params = vec![
+            text(job),
+            text(action.action.as_str()),
+            text(requested_by),
+            Param::Text(detail.map(str::to_owned)),
+        ];
+        self.change("action log", job, &self.sql.record_action, params)
+            .await
+            .map(drop)
+    }
+
+    async fn actions(&self, job: &str, limit: u32) -> Result<Vec<ActionRecord>, LockError> {
+        let params = vec![text(job), Param::Int(i64::from(limit))];
+        let rows = self
+            .rows("action log", job, &self.sql.actions, params)
+            .await?;
+        self.decode("action log", &rows, action_row)
     }
 
     async fn delete_expired(

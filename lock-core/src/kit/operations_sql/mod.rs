@@ -1,0 +1,220 @@
+//! The SQL of the operations tables (registry, run history, control, action log), written once
+//! for every SQL dialect, so that a provider crate only binds parameters and reads rows.
+//!
+//! The tables live next to the lock table, in its schema, and take their names from it:
+//! `shedlock_instances` (the registry: one row per instance, `job_name = ''`, and one per job
+//! it runs), `shedlock_runs` (one row per run), `shedlock_control` (pause rows and manual
+//! trigger requests) and `shedlock_actions` (the action log: who paused, resumed, triggered
+//! or unlocked what, and when). Their columns are fixed; every time is the database's clock, stored like
+//! the lock table stores its own (`TIMESTAMP(3)` UTC in PostgreSQL, `DATETIME(3)` UTC in MySQL
+//! and MariaDB, fixed-width text in SQLite).
+//!
+//! Every statement's parameters are listed on its field, in order; a provider binds them with
+//! its driver's types (times as UTC `NaiveDateTime`, or SQLite's text).
+//!
+//! ```
+//! use lock_core::kit::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
+//!
+//! let table = LockTableConfig::default().with_table("ops.shedlock").resolve(IdentifierStyle::POSTGRES)?;
+//! let sql = OperationsSql::new(SqlDialect::Postgres, &table)?;
+//! assert_eq!(sql.tables.runs, "ops.shedlock_runs");
+//! assert!(sql.run_end.starts_with(r#"UPDATE "ops"."shedlock_runs" SET"#));
+//! # Ok::<(), lock_core::LockError>(())
+//! ```
+
+mod create;
+mod dialect;
+mod heartbeat;
+mod statements;
+
+use crate::operations::Expired;
+
+pub use dialect::SqlDialect;
+pub use heartbeat::HEARTBEAT_PARAMS;
+
+/// The longest error text kept in a history row, in bytes (cut at a character boundary).
+pub const MAX_ERROR_LEN: usize = 1000;
+
+/// The longest job name, instance id, trigger text or requester the operations tables keep, in
+/// characters (`VARCHAR(255)`).
+pub const MAX_TEXT_LEN: usize = 255;
+
+/// The longest detail an action log row keeps, in bytes (cut at a character boundary;
+/// `VARCHAR(1000)`).
+pub const MAX_DETAIL_LEN: usize = 1000;
+
+/// The four operations tables' names, for messages (`schema.table` or `table`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperationsTables {
+    /// The registry: instances and the jobs they run, with heartbeats.
+    pub instances: String,
+    /// The run history.
+    pub runs: String,
+    /// Pauses and manual trigger requests.
+    pub control: String,
+    /// The action log: pauses, resumes, triggers and unlocks, with who asked.
+    pub actions: String,
+}
+
+impl OperationsTables {
+    /// The four names, comma-separated.
+    ///
+    /// ```
+    /// # use lock_core::kit::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
+    /// let table = LockTableConfig::default().resolve(IdentifierStyle::ANSI)?;
+    /// let sql = OperationsSql::new(SqlDialect::Sqlite, &table)?;
+    /// assert_eq!(
+    ///     sql.tables.listing(),
+    ///     "shedlock_instances, shedlock_runs, shedlock_control, shedlock_actions"
+    /// );
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn listing(&self) -> String {
+        format!(
+            "{}, {}, {}, {}",
+            self.instances, self.runs, self.control, self.actions
+        )
+    }
+}
+
+/// One operations table's name: quoted for statements, as shown in messages, and bare.
+struct TableName {
+    quoted: String,
+    display: String,
+    bare: String,
+}
+
+/// The four tables' names, derived from the lock table's.
+struct TableNames {
+    instances: TableName,
+    runs: TableName,
+    control: TableName,
+    actions: TableName,
+}
+
+/// The columns every registry read returns, in this order: instance_id, job_name, lock_name,
+/// trigger_text, zone_name, next_fire, host_name, pid, app_version, started_at, heartbeat_at,
+/// clock_offset_ms.
+pub const REGISTRY_COLUMNS: &str = "instance_id, job_name, lock_name, trigger_text, zone_name, \
+     next_fire, host_name, pid, app_version, started_at, heartbeat_at, clock_offset_ms, heartbeat_ms, \
+     following_fire";
+
+/// The columns every run read returns, in this order: id, job_name, slot_at, fire_kind,
+/// instance_id, fence, started_at, ended_at, outcome, error_text.
+pub const RUN_COLUMNS: &str = "id, job_name, slot_at, fire_kind, instance_id, fence, started_at, ended_at, outcome, error_text";
+
+/// The columns every control read returns, in this order: id, job_name, request_kind,
+/// requested_at, requested_by, claimed_by, claimed_at.
+pub const CONTROL_COLUMNS: &str =
+    "id, job_name, request_kind, requested_at, requested_by, claimed_by, claimed_at";
+
+/// The columns every action log read returns, in this order: id, acted_at, job_name, action,
+/// requested_by, detail.
+pub const ACTION_COLUMNS: &str = "id, acted_at, job_name, action, requested_by, detail";
+
+/// Every statement on the operations tables, for one lock table and dialect.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct OperationsSql {
+    /// The dialect the statements are written in.
+    pub dialect: SqlDialect,
+    /// The tables' names, for messages.
+    pub tables: OperationsTables,
+    /// The bare (unqualified, folded) table names, for catalog lookups: instances, runs,
+    /// control, actions.
+    pub bare: [String; 4],
+    /// The DDL, one statement per element, each a no-op when its object exists.
+    pub create: Vec<String>,
+    /// Reads nothing but fails when a table is missing: `SELECT` of no row from each of the
+    /// four tables (what `ensure_schema()` looks for before it runs any DDL).
+    pub probe: Vec<String>,
+    /// The same for the three tables the scheduler needs (registry, history, control): what
+    /// [`OperationsStore::check`](crate::operations::OperationsStore::check) reads. The
+    /// action log is not among them: only the tools that act write it, and a deployment whose
+    /// `ensure_schema()` has not created it yet keeps its registry, history and pauses.
+    pub check: Vec<String>,
+    /// Pauses and pending trigger requests ([`CONTROL_COLUMNS`]); no parameters.
+    pub poll: String,
+    /// `1` instance id, `2` request id: claims an unclaimed trigger request (1 row changed
+    /// when this instance won it).
+    pub claim: String,
+    /// `1` job, `2` slot or NULL, `3` fire kind, `4` instance id, `5` fence: the start row
+    /// (`RETURNING id` in PostgreSQL and SQLite; MySQL reads the insert id).
+    pub run_start: String,
+    /// `1` outcome, `2` error or NULL, `3` run id: the end of a run.
+    pub run_end: String,
+    /// `1` job, `2` requested by: inserts a pause unless the job is paused already.
+    pub pause: String,
+    /// `1` job: deletes the job's pause rows.
+    pub resume: String,
+    /// `1` job, `2` requested by: a trigger request (`RETURNING id` in PostgreSQL and SQLite).
+    pub request_trigger: String,
+    /// `1` request id: deletes the request if no instance claimed it yet.
+    pub withdraw_trigger: String,
+    /// Every control row ([`CONTROL_COLUMNS`]), oldest first; no parameters.
+    pub control: String,
+    /// Every registry row ([`REGISTRY_COLUMNS`]); no parameters.
+    pub registry: String,
+    /// The instances' own rows only (`job_name = ''`, [`REGISTRY_COLUMNS`]), for the ranks of
+    /// sharded and broadcast jobs at each heartbeat; no parameters.
+    pub instances: String,
+    /// `1` job, `2` limit: the job's newest runs first ([`RUN_COLUMNS`]).
+    pub history: String,
+    /// `1` job, `2` run id, `3` limit: the job's runs older than that run, newest first
+    /// ([`RUN_COLUMNS`]); keyset paging on the `(job_name, id)` index.
+    pub history_page: String,
+    /// The newest run of every job ([`RUN_COLUMNS`]); no parameters.
+    pub last_runs: String,
+    /// `job_name` and the latest `ended_at` of a successful run, per job; no parameters.
+    pub last_successes: String,
+    /// `1` before, `2` limit: deletes at most `limit` runs started before `before`.
+    pub delete_runs: String,
+    /// `1` before, `2` limit: deletes at most `limit` claimed trigger requests claimed before
+    /// `before`.
+    pub delete_claimed: String,
+    /// `1` before, `2` limit: deletes at most `limit` registry rows not refreshed since `before`.
+    pub delete_stale_registry: String,
+    /// `1` job, `2` action, `3` requested by, `4` detail or NULL: one action log row (its
+    /// time: the database's now).
+    pub record_action: String,
+    /// `1` job, `2` limit: the job's newest action log rows first ([`ACTION_COLUMNS`]), on the
+    /// `(job_name, id)` index.
+    pub actions: String,
+    /// `1` before, `2` limit: deletes at most `limit` action log rows written before `before`.
+    pub delete_actions: String,
+    /// The registry's quoted name, for the heartbeat's upsert.
+    instances_qualified: String,
+}
+
+impl OperationsSql {
+    /// The batched delete of [`OperationsStore::delete_expired`](crate::operations::OperationsStore::delete_expired)
+    /// for `what`: `1` before, `2` limit.
+    pub fn delete_expired(&self, what: Expired) -> &str {
+        match what {
+            Expired::Runs => &self.delete_runs,
+            Expired::ClaimedTriggers => &self.delete_claimed,
+            Expired::StaleRegistry => &self.delete_stale_registry,
+            Expired::Actions => &self.delete_actions,
+        }
+    }
+
+    /// PostgreSQL: the key under which `ensure_schema()` creates these tables, as `$1` of
+    /// [`sql::postgres::ENSURE_SCHEMA_LOCK`](crate::kit::sql::postgres::ENSURE_SCHEMA_LOCK) in
+    /// the creating transaction (a concurrent `CREATE TABLE IF NOT EXISTS` of one name can fail
+    /// there). The same for every driver, so that instances of the tokio-postgres and the sqlx
+    /// providers starting at once are serialized too.
+    ///
+    /// ```
+    /// # use lock_core::kit::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
+    /// let table = LockTableConfig::default().resolve(IdentifierStyle::POSTGRES)?;
+    /// let sql = OperationsSql::new(SqlDialect::Postgres, &table)?;
+    /// assert_eq!(sql.schema_lock_key(), "lock-provider-postgres operations shedlock_runs");
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn schema_lock_key(&self) -> String {
+        format!("lock-provider-postgres operations {}", self.tables.runs)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,254 @@
+//! The statements' text for one lock table and dialect: [`OperationsSql::new`].
+
+use super::{
+    ACTION_COLUMNS, CONTROL_COLUMNS, OperationsSql, OperationsTables, REGISTRY_COLUMNS,
+    RUN_COLUMNS, SqlDialect, TableName, TableNames, create,
+};
+use crate::LockError;
+use crate::kit::{MAX_IDENTIFIER_LEN, ResolvedTable, validate_identifier};
+
+impl OperationsSql {
+    /// The statements for the operations tables next to `lock_table`. Fails when a derived
+    /// name would be longer than [`MAX_IDENTIFIER_LEN`].
+    pub fn new(dialect: SqlDialect, lock_table: &ResolvedTable) -> Result<Self, LockError> {
+        let style = dialect.style();
+        let derive = |suffix: &str| -> Result<TableName, LockError> {
+            let bare = format!("{}_{suffix}", lock_table.name);
+            validate_identifier(&bare).map_err(|reason| {
+                LockError::InvalidConfiguration(format!(
+                    "operations table {bare:?} (the lock table's name and `_{suffix}`): {reason}; \
+                     a lock table name of at most {} bytes leaves room for it",
+                    MAX_IDENTIFIER_LEN - 1 - "instances".len()
+                ))
+            })?;
+            Ok(match &lock_table.schema {
+                Some(schema) => TableName {
+                    quoted: format!("{}.{}", style.quote(schema), style.quote(&bare)),
+                    display: format!("{schema}.{bare}"),
+                    bare,
+                },
+                None => TableName {
+                    quoted: style.quote(&bare),
+                    display: bare.clone(),
+                    bare,
+                },
+            })
+        };
+        let names = TableNames {
+            instances: derive("instances")?,
+            runs: derive("runs")?,
+            control: derive("control")?,
+            actions: derive("actions")?,
+        };
+        let create = create::statements(dialect, lock_table, &names);
+        let instances = names.instances.quoted.clone();
+        let runs = &names.runs.quoted;
+        let control = &names.control.quoted;
+        let actions = &names.actions.quoted;
+        let d = dialect;
+        let p = |n| d.p(n);
+        let now = d.now();
+        let probe: Vec<String> = [&instances, runs, control, actions]
+            .iter()
+            .map(|t| format!("SELECT 1 FROM {t} WHERE 1 = 0"))
+            .collect();
+        let check = probe[..3].to_vec();
+
+        let poll = format!(
+            "SELECT {CONTROL_COLUMNS} FROM {control} \
+             WHERE request_kind = 'pause' OR claimed_by IS NULL ORDER BY id"
+        );
+        let claim = format!(
+            "UPDATE {control} SET claimed_by = {p1}, claimed_at = {now} \
+             WHERE id = {p2} AND request_kind = 'trigger' AND claimed_by IS NULL",
+            p1 = p(1),
+            p2 = p(2)
+        );
+        let returning_id = match d {
+            SqlDialect::MySql => "",
+            _ => " RETURNING id",
+        };
+        let run_start = format!(
+            "INSERT INTO {runs} (job_name, slot_at, fire_kind, instance_id, fence, started_at, outcome) \
+             VALUES ({}, {}, {}, {}, {}, {now}, 'running'){returning_id}",
+            p(1),
+            p(2),
+            p(3),
+            p(4),
+            p(5)
+        );
+        let run_end = format!(
+            "UPDATE {runs} SET ended_at = {now}, outcome = {}, error_text = {} WHERE id = {}",
+            p(1),
+            p(2),
+            p(3)
+        );
+        // INSERT ... SELECT with a NOT EXISTS: a job is paused by one row, whoever asks twice.
+        // MySQL cannot select from the table it inserts into in a subquery of the same
+        // statement without a derived table, hence the wrapping.
+        let pause = match d {
+            SqlDialect::MySql => format!(
+                "INSERT INTO {control} (job_name, request_kind, requested_at, requested_by) \
+                 SELECT ?, 'pause', {now}, ? FROM DUAL WHERE NOT EXISTS \
+                 (SELECT 1 FROM (SELECT id FROM {control} WHERE job_name = ? AND request_kind = 'pause') AS paused)"
+            ),
+            _ => format!(
+                "INSERT INTO {control} (job_name, request_kind, requested_at, requested_by) \
+                 SELECT {p1}, 'pause', {now}, {p2} WHERE NOT EXISTS \
+                 (SELECT 1 FROM {control} WHERE job_name = {p1} AND request_kind = 'pause')",
+                p1 = p(1),
+                p2 = p(2)
+            ),
+        };
+        let resume = format!(
+            "DELETE FROM {control} WHERE job_name = {} AND request_kind = 'pause'",
+            p(1)
+        );
+        let request_trigger = format!(
+            "INSERT INTO {control} (job_name, request_kind, requested_at, requested_by) \
+             VALUES ({}, 'trigger', {now}, {}){returning_id}",
+            p(1),
+            p(2)
+        );
+        let withdraw_trigger = format!(
+            "DELETE FROM {control} WHERE id = {} AND request_kind = 'trigger' AND claimed_by IS NULL",
+            p(1)
+        );
+        let control_all = format!("SELECT {CONTROL_COLUMNS} FROM {control} ORDER BY id");
+        let registry =
+            format!("SELECT {REGISTRY_COLUMNS} FROM {instances} ORDER BY instance_id, job_name");
+        let instances_only = format!(
+            "SELECT {REGISTRY_COLUMNS} FROM {instances} WHERE job_name = '' ORDER BY instance_id"
+        );
+        let history = format!(
+            "SELECT {RUN_COLUMNS} FROM {runs} WHERE job_name = {} ORDER BY id DESC LIMIT {}",
+            p(1),
+            p(2)
+        );
+        let history_page = format!(
+            "SELECT {RUN_COLUMNS} FROM {runs} WHERE job_name = {} AND id < {} \
+             ORDER BY id DESC LIMIT {}",
+            p(1),
+            p(2),
+            p(3)
+        );
+        let last_runs = format!(
+            "SELECT {cols} FROM {runs} r JOIN \
+             (SELECT MAX(id) AS last_id FROM {runs} GROUP BY job_name) l ON r.id = l.last_id \
+             ORDER BY r.job_name",
+            cols = RUN_COLUMNS
+                .split(", ")
+                .map(|c| format!("r.{c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let last_successes = format!(
+            "SELECT job_name, MAX(ended_at) FROM {runs} WHERE outcome = 'succeeded' GROUP BY job_name"
+        );
+        let record_action = format!(
+            "INSERT INTO {actions} (acted_at, job_name, action, requested_by, detail) \
+             VALUES ({now}, {}, {}, {}, {})",
+            p(1),
+            p(2),
+            p(3),
+            p(4)
+        );
+        let actions_of = format!(
+            "SELECT {ACTION_COLUMNS} FROM {actions} WHERE job_name = {} ORDER BY id DESC LIMIT {}",
+            p(1),
+            p(2)
+        );
+        // Oldest first by id, which follows `acted_at`: the batch stops at the first `limit`
+        // rows it meets, without an index of its own on a table of human-paced rows.
+        let delete_actions = match d {
+            SqlDialect::MySql => {
+                format!("DELETE FROM {actions} WHERE acted_at < ? ORDER BY id LIMIT ?")
+            }
+            _ => format!(
+                "DELETE FROM {actions} WHERE id IN \
+                 (SELECT id FROM {actions} WHERE acted_at < {} ORDER BY id LIMIT {})",
+                p(1),
+                p(2)
+            ),
+        };
+        // Bounded batches: a housekeeping run never holds a long lock on a big table.
+        let (delete_runs, delete_claimed, delete_stale_registry) = match d {
+            SqlDialect::MySql => (
+                format!("DELETE FROM {runs} WHERE started_at < ? ORDER BY id LIMIT ?"),
+                format!(
+                    "DELETE FROM {control} WHERE claimed_at < ? AND request_kind = 'trigger' \
+                     ORDER BY id LIMIT ?"
+                ),
+                format!("DELETE FROM {instances} WHERE heartbeat_at < ? LIMIT ?"),
+            ),
+            SqlDialect::Postgres => (
+                format!(
+                    "DELETE FROM {runs} WHERE id IN \
+                     (SELECT id FROM {runs} WHERE started_at < $1 ORDER BY id LIMIT $2)"
+                ),
+                format!(
+                    "DELETE FROM {control} WHERE id IN (SELECT id FROM {control} \
+                     WHERE claimed_at < $1 AND request_kind = 'trigger' ORDER BY id LIMIT $2)"
+                ),
+                format!(
+                    "DELETE FROM {instances} WHERE (instance_id, job_name) IN \
+                     (SELECT instance_id, job_name FROM {instances} WHERE heartbeat_at < $1 LIMIT $2)"
+                ),
+            ),
+            SqlDialect::Sqlite => (
+                format!(
+                    "DELETE FROM {runs} WHERE id IN \
+                     (SELECT id FROM {runs} WHERE started_at < ?1 ORDER BY id LIMIT ?2)"
+                ),
+                format!(
+                    "DELETE FROM {control} WHERE id IN (SELECT id FROM {control} \
+                     WHERE claimed_at < ?1 AND request_kind = 'trigger' ORDER BY id LIMIT ?2)"
+                ),
+                format!(
+                    "DELETE FROM {instances} WHERE rowid IN \
+                     (SELECT rowid FROM {instances} WHERE heartbeat_at < ?1 LIMIT ?2)"
+                ),
+            ),
+        };
+        Ok(OperationsSql {
+            dialect,
+            tables: OperationsTables {
+                instances: names.instances.display.clone(),
+                runs: names.runs.display.clone(),
+                control: names.control.display.clone(),
+                actions: names.actions.display.clone(),
+            },
+            bare: [
+                names.instances.bare.clone(),
+                names.runs.bare.clone(),
+                names.control.bare.clone(),
+                names.actions.bare.clone(),
+            ],
+            create,
+            probe,
+            check,
+            poll,
+            claim,
+            run_start,
+            run_end,
+            pause,
+            resume,
+            request_trigger,
+            withdraw_trigger,
+            control: control_all,
+            registry,
+            instances: instances_only,
+            history,
+            history_page,
+            last_runs,
+            last_successes,
+            delete_runs,
+            delete_claimed,
+            delete_stale_registry,
+            record_action,
+            actions: actions_of,
+            delete_actions,
+            instances_qualified: instances,
+        })
+    }
+}
