@@ -97,7 +97,7 @@ impl Inner {
         let spread = shards::spread_of(&job, &config, self.ops.as_deref());
         // A job of its own so that `remove_job` can stop this loop alone.
         let stop = self.stop.child_token();
-        let runner = JobRunner {
+        let runner = Arc::new(JobRunner {
             job,
             config,
             executor: self.executor.clone(),
@@ -107,7 +107,7 @@ impl Inner {
             clock: self.clock.clone(),
             ops: self.ops.clone(),
             spread,
-        };
+        });
         let task = self.loops.spawn(runner.clone().run(started));
         JobEntry {
             state,

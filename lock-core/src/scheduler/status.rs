@@ -1,6 +1,6 @@
 //! What [`Scheduler::jobs`](super::Scheduler::jobs) reports of each job.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -61,6 +61,9 @@ pub(super) struct JobState {
     /// From the start of a fire until its body returns (or unwinds): what shutdown waits for
     /// and names at its timeout. A fire that is `running` but not in its body is releasing.
     in_body: AtomicBool,
+    /// The next fire the job registry holds for this job, as the heartbeat sent it
+    /// (`cluster.rs`): a beat writes the job's row only when it moved.
+    pub(super) registered: AtomicI64,
 }
 
 impl JobState {
@@ -80,6 +83,7 @@ impl JobState {
                 last_duration: None,
             }),
             in_body: AtomicBool::new(false),
+            registered: AtomicI64::new(super::cluster::UNREGISTERED),
         }
     }
 
