@@ -1,8 +1,8 @@
 //! The operations tables of [`InMemoryLockProvider`]: the same behaviour as the SQL providers'
 //! tables, in this process's memory, on the provider's clock.
 
-use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -45,21 +45,44 @@ impl Rows {
 
 /// The registry, by instance: each instance's own row once, and its job rows by name, so a
 /// heartbeat finds its rows by lookup and 10,000 job rows do not hold 10,000 copies of the
-/// instance's fields.
+/// instance's fields, nor of a trigger text they share.
 #[derive(Debug, Default)]
 struct Registry {
     /// In order of first heartbeat (few: one per instance).
     instances: Vec<Registered>,
+    /// The trigger and zone texts of the rows, each kept once.
+    texts: HashSet<Arc<str>>,
 }
 
 #[derive(Debug)]
 struct Registered {
     info: InstanceInfo,
     heartbeat_at: DateTime<Utc>,
-    jobs: BTreeMap<String, (JobRegistration, DateTime<Utc>)>,
+    jobs: BTreeMap<Box<str>, StoredJob>,
+}
+
+/// A job row as kept here.
+#[derive(Debug)]
+struct StoredJob {
+    /// None: the job's own name.
+    lock_name: Option<Box<str>>,
+    trigger: Arc<str>,
+    zone: Option<Arc<str>>,
+    next_fire: Option<DateTime<Utc>>,
+    following_fire: Option<DateTime<Utc>>,
+    heartbeat_at: DateTime<Utc>,
 }
 
 impl Registry {
+    fn intern(texts: &mut HashSet<Arc<str>>, text: &str) -> Arc<str> {
+        if let Some(kept) = texts.get(text) {
+            return kept.clone();
+        }
+        let kept: Arc<str> = Arc::from(text);
+        texts.insert(kept.clone());
+        kept
+    }
+
     /// Writes `beat` at `now`; `complete`: its jobs are all the instance's jobs, the others'
     /// rows are deleted.
     fn beat(&mut self, beat: &Heartbeat, now: DateTime<Utc>, complete: bool) {
@@ -86,7 +109,22 @@ impl Registry {
             registered.jobs.clear();
         }
         for job in &beat.jobs {
-            registered.jobs.insert(job.name.clone(), (job.clone(), now));
+            let stored = StoredJob {
+                lock_name: (job.lock_name != job.name).then(|| job.lock_name.as_str().into()),
+                trigger: Self::intern(&mut self.texts, &job.trigger),
+                zone: job
+                    .zone
+                    .as_deref()
+                    .map(|zone| Self::intern(&mut self.texts, zone)),
+                next_fire: job.next_fire,
+                following_fire: job.following_fire,
+                heartbeat_at: now,
+            };
+            registered.jobs.insert(job.name.as_str().into(), stored);
+        }
+        if complete {
+            // Texts no row holds any more.
+            self.texts.retain(|text| Arc::strong_count(text) > 1);
         }
     }
 
@@ -99,10 +137,17 @@ impl Registry {
                 heartbeat_at: registered.heartbeat_at,
                 job: None,
             });
-            rows.extend(registered.jobs.values().map(|(job, at)| RegistryRow {
+            rows.extend(registered.jobs.iter().map(|(name, job)| RegistryRow {
                 instance: registered.info.clone(),
-                heartbeat_at: *at,
-                job: Some(job.clone()),
+                heartbeat_at: job.heartbeat_at,
+                job: Some(JobRegistration {
+                    name: name.to_string(),
+                    lock_name: job.lock_name.as_deref().unwrap_or(name).to_owned(),
+                    trigger: job.trigger.to_string(),
+                    zone: job.zone.as_deref().map(str::to_owned),
+                    next_fire: job.next_fire,
+                    following_fire: job.following_fire,
+                }),
             }));
         }
         rows
@@ -114,8 +159,8 @@ impl Registry {
     fn delete_before(&mut self, before: DateTime<Utc>, limit: usize) -> usize {
         let mut left = limit;
         for registered in &mut self.instances {
-            registered.jobs.retain(|_, (_, at)| {
-                if *at < before && left > 0 {
+            registered.jobs.retain(|_, job| {
+                if job.heartbeat_at < before && left > 0 {
                     left -= 1;
                     false
                 } else {

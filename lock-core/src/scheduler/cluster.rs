@@ -3,10 +3,14 @@
 //! history written around each body, and the housekeeping job that deletes old history.
 //!
 //! Decisions, and why:
-//! - **One heartbeat, every `heartbeat_interval` (1 s).** It upserts the instance's row and one
-//!   row per job in one statement, and reads the pauses and unclaimed trigger requests
-//!   (PostgreSQL: in that same statement; MySQL: a second statement; SQLite: one local
-//!   transaction). A fire adds no round trip for pause or trigger: the runner reads the pause
+//! - **One heartbeat, every `heartbeat_interval` (1 s).** It upserts the instance's row and the
+//!   rows of the jobs whose registration changed (next fire moved, job added) in one
+//!   statement, and reads the pauses and unclaimed trigger requests (PostgreSQL: in that same
+//!   statement; MySQL: a second statement; SQLite: one local transaction). An idle beat thus
+//!   writes one row whatever the number of jobs. Every [`COMPLETE_EVERY`]th beat, the first,
+//!   the one after a failed beat and the one after a job was removed are complete: every job's
+//!   row, and the rows of jobs no longer run deleted (a second statement). A job row's
+//!   `heartbeat_at` is when it last changed; whether it is live is its instance row's. A fire adds no round trip for pause or trigger: the runner reads the pause
 //!   set the last heartbeat brought back. So a pause takes effect on every instance from its
 //!   next heartbeat (at most one interval after `lockctl pause` returned, plus the
 //!   statement's time): fires in between still run.

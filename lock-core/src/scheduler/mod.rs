@@ -68,7 +68,8 @@ pub struct Scheduler {
 }
 
 struct Inner {
-    executor: LockingTaskExecutor,
+    /// Shared by every job's runner (a copy per job would be 150 bytes each).
+    executor: Arc<LockingTaskExecutor>,
     /// Cancelled when firing stops.
     stop: CancellationToken,
     /// The job loops (each awaits its running body).
@@ -431,7 +432,7 @@ impl SchedulerBuilder {
         shards::require_registry(prepared.iter().map(|(job, _)| job), ops.is_some())?;
         install_scheduler_executor(&executor);
         let inner = Arc::new(Inner {
-            executor,
+            executor: Arc::new(executor),
             stop: CancellationToken::new(),
             loops: TaskTracker::new(),
             shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),

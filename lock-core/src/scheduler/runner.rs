@@ -30,7 +30,7 @@ use crate::{
 pub(super) struct JobRunner {
     pub(super) job: Job,
     pub(super) config: LockConfiguration,
-    pub(super) executor: LockingTaskExecutor,
+    pub(super) executor: Arc<LockingTaskExecutor>,
     pub(super) stop: CancellationToken,
     pub(super) state: Arc<JobState>,
     /// What the body's parameters are extracted from.
