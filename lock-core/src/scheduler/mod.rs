@@ -248,7 +248,7 @@ impl Scheduler {
                 .states()
                 .iter()
                 .filter(|job| job.in_body())
-                .map(|job| job.name.clone())
+                .map(|job| job.name.to_string())
                 .collect();
             if running.is_empty() {
                 return Ok(());
@@ -448,6 +448,7 @@ impl SchedulerBuilder {
                 .refresh_until(clock_refresh, inner.stop.clone()),
         );
         let started = tokio::time::Instant::now();
+        inner.jobs.lock().reserve_exact(prepared.len());
         for (job, config) in prepared {
             let entry = inner.spawn_job(job, config, started);
             inner.jobs.push(entry);

@@ -1,7 +1,7 @@
 //! What [`Scheduler::jobs`](super::Scheduler::jobs) reports of each job.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -56,7 +56,7 @@ pub struct JobStatus {
 }
 
 pub(super) struct JobState {
-    pub(super) name: String,
+    pub(super) name: Arc<str>,
     status: Mutex<JobStatus>,
     /// From the start of a fire until its body returns (or unwinds): what shutdown waits for
     /// and names at its timeout. A fire that is `running` but not in its body is releasing.
@@ -69,7 +69,7 @@ pub(super) struct JobState {
 impl JobState {
     pub(super) fn new(job: &Job) -> Self {
         JobState {
-            name: job.name().to_owned(),
+            name: job.shared_name(),
             status: Mutex::new(JobStatus {
                 name: job.name().to_owned(),
                 // `cron `0 0 2 * * *` in UTC, 4 shards`: what lockctl and the registry show.
