@@ -288,7 +288,7 @@ impl Operations {
             out.jobs.push(JobRegistration {
                 name: entry.name().to_owned(),
                 lock_name: entry.lock_name().to_owned(),
-                trigger: truncate(&entry.state.lock().trigger, MAX_TEXT_LEN).to_owned(),
+                trigger: truncate(&entry.state.trigger, MAX_TEXT_LEN).to_owned(),
                 zone: zone_of(trigger),
                 next_fire,
                 following_fire,
