@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use lock_core::operations::{ClusterOptions, ClusterView, RunState};
+use lock_core::operations::{ClusterOptions, ClusterView, RegistryRow, RunState};
 use lock_core::{
     AcquireOutcome, FireKind, InMemoryLockProvider, Job, JobContext, Lease, LockError,
     LockProvider, LockRecord, LockRequest, RunOutcome, Scheduler, Trigger,
@@ -315,4 +315,71 @@ async fn a_provider_without_operations_runs_the_jobs_and_warns_once() {
             .to_string()
             .contains("has no operations tables")
     );
+}
+
+/// The registry row of job `name` in `rows`, and the instance's own row's heartbeat.
+fn job_row_at(rows: &[RegistryRow], name: &str) -> Option<DateTime<Utc>> {
+    rows.iter()
+        .find(|r| r.job.as_ref().is_some_and(|j| j.name == name))
+        .map(|r| r.heartbeat_at)
+}
+
+fn own_row_at(rows: &[RegistryRow]) -> DateTime<Utc> {
+    rows.iter()
+        .find(|r| r.job.is_none())
+        .expect("the instance's row")
+        .heartbeat_at
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_writes_a_job_row_only_when_it_changed_and_drops_removed_jobs() {
+    let provider = Arc::new(InMemoryLockProvider::new());
+    let daily = |name: &str, hour: u32| {
+        Job::new(
+            name,
+            Trigger::cron(&format!("0 0 {hour} * * *")).unwrap(),
+            || async {},
+        )
+    };
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .instance_id("beats")
+        .heartbeat_interval(Duration::from_millis(50))
+        .jobs([daily("daily", 3), daily("other", 4)])
+        .start()
+        .await
+        .unwrap();
+    let store = provider.operations().unwrap();
+    let first = eventually(WAIT, "both jobs registered", || async {
+        let rows = store.registry().await.unwrap();
+        (rows.iter().filter(|r| r.job.is_some()).count() == 2).then_some(rows)
+    })
+    .await;
+    // Five beats later the instance's row moved and the idle jobs' rows did not (a complete
+    // beat, which rewrites them, comes every 60 beats).
+    let later = eventually(WAIT, "five more heartbeats", || async {
+        let rows = store.registry().await.unwrap();
+        (own_row_at(&rows) >= own_row_at(&first) + chrono::TimeDelta::milliseconds(250))
+            .then_some(rows)
+    })
+    .await;
+    assert_eq!(job_row_at(&later, "daily"), job_row_at(&first, "daily"));
+    assert!(job_row_at(&later, "daily").unwrap() < own_row_at(&later));
+    // The view still counts the job as this live instance's.
+    let view = ClusterView::read(&*provider, &ClusterOptions::default())
+        .await
+        .unwrap();
+    let job = view.jobs.iter().find(|j| j.name == "daily").unwrap();
+    assert_eq!(job.live_instances, ["beats"]);
+    assert!(job.next_fire.is_some());
+    assert_eq!(view.instances[0].jobs, ["daily", "other"]);
+    // A removed job's row goes at the next heartbeat (a complete one); the other stays.
+    scheduler.remove_job("other").await.unwrap();
+    let rows = eventually(WAIT, "the removed job's row deleted", || async {
+        let rows = store.registry().await.unwrap();
+        job_row_at(&rows, "other").is_none().then_some(rows)
+    })
+    .await;
+    assert!(job_row_at(&rows, "daily").is_some());
+    scheduler.shutdown().await.unwrap();
 }

@@ -133,6 +133,50 @@ fn registry_row(row: &Row) -> Result<RegistryRow, String> {
 }
 
 impl MySqlOperations {
+    /// The upsert of `beat`, then, when `complete`, the deletion of the instance's other job
+    /// rows, then the poll of the control table, on one connection.
+    async fn beat(
+        &self,
+        beat: &Heartbeat,
+        complete: bool,
+    ) -> Result<Vec<ControlRequest>, LockError> {
+        let i = &beat.instance;
+        let mut params = Vec::with_capacity((beat.jobs.len() + 1) * 13);
+        let rows = std::iter::once(None).chain(beat.jobs.iter().map(Some));
+        for job in rows {
+            let job: Option<&JobRegistration> = job;
+            params.extend([
+                Value::from(&i.instance_id),
+                Value::from(job.map_or("", |j| j.name.as_str())),
+                Value::from(job.map_or("", |j| j.lock_name.as_str())),
+                Value::from(job.map_or("", |j| j.trigger.as_str())),
+                Value::from(job.and_then(|j| j.zone.clone())),
+                job.and_then(|j| j.next_fire).map_or(Value::NULL, at),
+                Value::from(&i.host),
+                Value::from(i.pid),
+                Value::from(&i.version),
+                at(i.started_at),
+                Value::from(i.clock_offset_ms),
+                Value::from(i.heartbeat_ms),
+                job.and_then(|j| j.following_fire).map_or(Value::NULL, at),
+            ]);
+        }
+        let mut conn = self.conn("heartbeat").await?;
+        conn.exec_drop(self.sql.heartbeat(beat.jobs.len() + 1), params)
+            .await
+            .map_err(|e| self.error("heartbeat", "", e))?;
+        if complete {
+            conn.exec_drop(self.sql.prune_jobs(), (i.instance_id.as_str(),))
+                .await
+                .map_err(|e| self.error("heartbeat", "", e))?;
+        }
+        let rows: Vec<Row> = conn
+            .exec(self.sql.poll.as_str(), ())
+            .await
+            .map_err(|e| self.error("heartbeat", "", e))?;
+        self.decode("heartbeat", rows.iter().map(control_row).collect())
+    }
+
     /// The tables next to `table`; None (logged at `ensure_schema`) when a derived name would
     /// be too long.
     pub(crate) fn new(pool: Pool, table: &ResolvedTable) -> Option<Self> {
@@ -232,36 +276,11 @@ impl OperationsStore for MySqlOperations {
     }
 
     async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
-        let i = &beat.instance;
-        let mut params = Vec::with_capacity((beat.jobs.len() + 1) * 13);
-        let rows = std::iter::once(None).chain(beat.jobs.iter().map(Some));
-        for job in rows {
-            let job: Option<&JobRegistration> = job;
-            params.extend([
-                Value::from(&i.instance_id),
-                Value::from(job.map_or("", |j| j.name.as_str())),
-                Value::from(job.map_or("", |j| j.lock_name.as_str())),
-                Value::from(job.map_or("", |j| j.trigger.as_str())),
-                Value::from(job.and_then(|j| j.zone.clone())),
-                job.and_then(|j| j.next_fire).map_or(Value::NULL, at),
-                Value::from(&i.host),
-                Value::from(i.pid),
-                Value::from(&i.version),
-                at(i.started_at),
-                Value::from(i.clock_offset_ms),
-                Value::from(i.heartbeat_ms),
-                job.and_then(|j| j.following_fire).map_or(Value::NULL, at),
-            ]);
-        }
-        let mut conn = self.conn("heartbeat").await?;
-        conn.exec_drop(self.sql.heartbeat(beat.jobs.len() + 1), params)
-            .await
-            .map_err(|e| self.error("heartbeat", "", e))?;
-        let rows: Vec<Row> = conn
-            .exec(self.sql.poll.as_str(), ())
-            .await
-            .map_err(|e| self.error("heartbeat", "", e))?;
-        self.decode("heartbeat", rows.iter().map(control_row).collect())
+        self.beat(beat, true).await
+    }
+
+    async fn heartbeat_changes(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
+        self.beat(beat, false).await
     }
 
     async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {

@@ -317,6 +317,14 @@ impl OperationsStore for PgOperations {
     }
 
     async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
+        let control = self.heartbeat_changes(beat).await?;
+        let id = &beat.instance.instance_id;
+        self.execute("heartbeat", "", &self.sql.prune_jobs(), &[(id, Type::TEXT)])
+            .await?;
+        Ok(control)
+    }
+
+    async fn heartbeat_changes(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
         let values = BeatValues::all(beat);
         let params: Vec<Param<'_>> = values.iter().flat_map(|v| v.params()).collect();
         let rows = self

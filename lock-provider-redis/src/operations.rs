@@ -179,8 +179,9 @@ fn registry_row(row: &[Value]) -> Result<RegistryRow, ReplyError> {
     })
 }
 
-/// The heartbeat script's arguments: the instance, then six per job.
-fn heartbeat_args(beat: &Heartbeat) -> Vec<String> {
+/// The heartbeat script's arguments: the instance, whether the beat is complete, then six
+/// per job.
+fn heartbeat_args(beat: &Heartbeat, complete: bool) -> Vec<String> {
     let i = &beat.instance;
     let mut args = vec![
         i.instance_id.clone(),
@@ -190,6 +191,7 @@ fn heartbeat_args(beat: &Heartbeat) -> Vec<String> {
         millis(i.started_at),
         i.clock_offset_ms.to_string(),
         i.heartbeat_ms.to_string(),
+        if complete { "1" } else { "0" }.to_owned(),
     ];
     for job in &beat.jobs {
         args.extend([
@@ -202,6 +204,27 @@ fn heartbeat_args(beat: &Heartbeat) -> Vec<String> {
         ]);
     }
     args
+}
+
+impl RedisLockProvider {
+    /// One heartbeat script; `complete`: also delete the instance's other job rows.
+    async fn beat(
+        &self,
+        beat: &Heartbeat,
+        complete: bool,
+    ) -> Result<Vec<ControlRequest>, LockError> {
+        let k = &self.keys.ops;
+        let reply: Vec<Vec<Value>> = self
+            .ops(
+                "heartbeat",
+                "",
+                &self.ops_scripts.heartbeat,
+                &[&k.instances, &k.heartbeats, &k.control, &k.control_open],
+                &heartbeat_args(beat, complete),
+            )
+            .await?;
+        self.rows("heartbeat", reply, control_row)
+    }
 }
 
 #[async_trait]
@@ -239,17 +262,11 @@ impl OperationsStore for RedisLockProvider {
     }
 
     async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
-        let k = &self.keys.ops;
-        let reply: Vec<Vec<Value>> = self
-            .ops(
-                "heartbeat",
-                "",
-                &self.ops_scripts.heartbeat,
-                &[&k.instances, &k.heartbeats, &k.control, &k.control_open],
-                &heartbeat_args(beat),
-            )
-            .await?;
-        self.rows("heartbeat", reply, control_row)
+        self.beat(beat, true).await
+    }
+
+    async fn heartbeat_changes(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
+        self.beat(beat, false).await
     }
 
     async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {

@@ -156,6 +156,50 @@ pub(crate) async fn ensure(
 }
 
 impl SqliteOperations {
+    /// The upsert of `beat`, then, when `complete`, the deletion of the instance's other job
+    /// rows, then the poll of the control table, in one transaction.
+    async fn beat(
+        &self,
+        beat: &Heartbeat,
+        complete: bool,
+    ) -> Result<Vec<ControlRequest>, LockError> {
+        let i = &beat.instance;
+        let mut params = Vec::with_capacity((beat.jobs.len() + 1) * 13);
+        for job in std::iter::once(None).chain(beat.jobs.iter().map(Some)) {
+            let job: Option<&JobRegistration> = job;
+            params.extend([
+                Value::Text(i.instance_id.clone()),
+                Value::Text(job.map_or("", |j| j.name.as_str()).to_owned()),
+                Value::Text(job.map_or("", |j| j.lock_name.as_str()).to_owned()),
+                Value::Text(job.map_or("", |j| j.trigger.as_str()).to_owned()),
+                job.and_then(|j| j.zone.clone())
+                    .map_or(Value::Null, Value::Text),
+                opt_text(job.and_then(|j| j.next_fire)),
+                Value::Text(i.host.clone()),
+                Value::Integer(i64::from(i.pid)),
+                Value::Text(i.version.clone()),
+                text(i.started_at),
+                Value::Integer(i.clock_offset_ms),
+                Value::Integer(i.heartbeat_ms),
+                opt_text(job.and_then(|j| j.following_fire)),
+            ]);
+        }
+        let upsert = self.sql.heartbeat(beat.jobs.len() + 1);
+        let poll = self.sql.poll.clone();
+        let prune = complete.then(|| (self.sql.prune_jobs(), i.instance_id.clone()));
+        self.run("heartbeat", move |conn| {
+            in_immediate_transaction(conn, |conn| {
+                conn.prepare_cached(&upsert)?
+                    .execute(params_from_iter(params))?;
+                if let Some((prune, id)) = &prune {
+                    conn.prepare_cached(prune)?.execute([id])?;
+                }
+                query(conn, &poll, vec![], control_row)
+            })
+        })
+        .await
+    }
+
     /// The tables next to `table`; None (logged at `ensure_schema`) when a derived name would
     /// be too long.
     pub(crate) fn new(
@@ -264,37 +308,11 @@ impl OperationsStore for SqliteOperations {
     }
 
     async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
-        let i = &beat.instance;
-        let mut params = Vec::with_capacity((beat.jobs.len() + 1) * 13);
-        for job in std::iter::once(None).chain(beat.jobs.iter().map(Some)) {
-            let job: Option<&JobRegistration> = job;
-            params.extend([
-                Value::Text(i.instance_id.clone()),
-                Value::Text(job.map_or("", |j| j.name.as_str()).to_owned()),
-                Value::Text(job.map_or("", |j| j.lock_name.as_str()).to_owned()),
-                Value::Text(job.map_or("", |j| j.trigger.as_str()).to_owned()),
-                job.and_then(|j| j.zone.clone())
-                    .map_or(Value::Null, Value::Text),
-                opt_text(job.and_then(|j| j.next_fire)),
-                Value::Text(i.host.clone()),
-                Value::Integer(i64::from(i.pid)),
-                Value::Text(i.version.clone()),
-                text(i.started_at),
-                Value::Integer(i.clock_offset_ms),
-                Value::Integer(i.heartbeat_ms),
-                opt_text(job.and_then(|j| j.following_fire)),
-            ]);
-        }
-        let upsert = self.sql.heartbeat(beat.jobs.len() + 1);
-        let poll = self.sql.poll.clone();
-        self.run("heartbeat", move |conn| {
-            in_immediate_transaction(conn, |conn| {
-                conn.prepare_cached(&upsert)?
-                    .execute(params_from_iter(params))?;
-                query(conn, &poll, vec![], control_row)
-            })
-        })
-        .await
+        self.beat(beat, true).await
+    }
+
+    async fn heartbeat_changes(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
+        self.beat(beat, false).await
     }
 
     async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {

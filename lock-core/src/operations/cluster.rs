@@ -2,7 +2,7 @@
 //! next fire, last run, pause and whether a fire was missed. Computed here once from the raw
 //! rows, so every tool (lockctl, a dashboard) shows the same thing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
@@ -42,7 +42,8 @@ pub struct InstanceView {
     pub last_heartbeat: DateTime<Utc>,
     /// Whether it heartbeated within [`GONE_AFTER_HEARTBEATS`] of its intervals.
     pub alive: bool,
-    /// The jobs it registered at its last heartbeat.
+    /// The jobs it registered (its job rows: a complete heartbeat deletes those of jobs it
+    /// no longer runs).
     pub jobs: Vec<String>,
 }
 
@@ -168,21 +169,24 @@ impl ClusterView {
     ) -> Self {
         let instances = instances(&registry, now);
         let grace = TimeDelta::from_std(options.missed_grace).unwrap_or(TimeDelta::MAX);
-        // The job rows each instance wrote at its latest heartbeat.
+        // Every job row is current: a heartbeat rewrites a job row only when its registration
+        // changed, and a complete one deletes the rows of jobs the instance no longer runs. A
+        // job row is live when its instance's own row is.
+        let alive_by_id: HashMap<&str, bool> = instances
+            .iter()
+            .map(|i| (i.info.instance_id.as_str(), i.alive))
+            .collect();
         let mut by_job: BTreeMap<String, Vec<(&RegistryRow, bool)>> = BTreeMap::new();
         for row in &registry {
             let Some(job) = &row.job else { continue };
-            let instance = instances
-                .iter()
-                .find(|i| i.info.instance_id == row.instance.instance_id);
-            let current = instance.is_none_or(|i| row.heartbeat_at >= i.last_heartbeat);
-            if current {
-                let live = instance.is_some_and(|i| i.alive);
-                by_job
-                    .entry(job.name.clone())
-                    .or_default()
-                    .push((row, live));
-            }
+            let live = alive_by_id
+                .get(row.instance.instance_id.as_str())
+                .copied()
+                .unwrap_or(false);
+            by_job
+                .entry(job.name.clone())
+                .or_default()
+                .push((row, live));
         }
         for request in &control {
             by_job.entry(request.job.clone()).or_default();
@@ -299,7 +303,7 @@ fn is_or_shard_of(name: &str, base: &str) -> bool {
     })
 }
 
-/// The instances of the registry (their own rows), with the jobs of their latest heartbeat.
+/// The instances of the registry (their own rows), with their jobs' names.
 fn instances(registry: &[RegistryRow], now: DateTime<Utc>) -> Vec<InstanceView> {
     let mut instances: Vec<InstanceView> = registry
         .iter()
@@ -311,17 +315,15 @@ fn instances(registry: &[RegistryRow], now: DateTime<Utc>) -> Vec<InstanceView> 
             jobs: Vec::new(),
         })
         .collect();
+    instances.sort_by(|a, b| a.info.instance_id.cmp(&b.info.instance_id));
     for row in registry {
         if let Some(job) = &row.job
-            && let Some(instance) = instances
-                .iter_mut()
-                .find(|i| i.info.instance_id == row.instance.instance_id)
-            && row.heartbeat_at >= instance.last_heartbeat
+            && let Ok(at) = instances
+                .binary_search_by(|i| i.info.instance_id.as_str().cmp(&row.instance.instance_id))
         {
-            instance.jobs.push(job.name.clone());
+            instances[at].jobs.push(job.name.clone());
         }
     }
-    instances.sort_by(|a, b| a.info.instance_id.cmp(&b.info.instance_id));
     instances
 }
 
@@ -496,6 +498,26 @@ mod tests {
             &options,
         );
         assert!(view.jobs[0].paused && !view.jobs[0].missed);
+    }
+
+    #[test]
+    fn a_job_row_older_than_its_instances_last_heartbeat_is_current() {
+        // The job row was written at 3 (its registration last changed then); the instance
+        // beat at 10 without it: the job is still the instance's, and live.
+        let [own, mut job] = rows("a", 10, 20);
+        job.heartbeat_at = at(3);
+        let view = ClusterView::assemble(
+            at(11),
+            vec![own, job],
+            vec![],
+            vec![],
+            vec![],
+            vec![],
+            &ClusterOptions::default(),
+        );
+        assert_eq!(view.instances[0].jobs, ["daily"]);
+        assert_eq!(view.jobs[0].live_instances, ["a"]);
+        assert_eq!(view.jobs[0].next_fire, Some(at(20)));
     }
 
     #[test]

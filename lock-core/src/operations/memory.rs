@@ -1,14 +1,15 @@
 //! The operations tables of [`InMemoryLockProvider`]: the same behaviour as the SQL providers'
 //! tables, in this process's memory, on the provider's clock.
 
-use std::sync::{Mutex, MutexGuard};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::{
-    ControlKind, ControlRequest, Expired, Heartbeat, MAX_ERROR_LEN, OperationsStore, RegistryRow,
-    RunRecord, RunStart, RunState, truncate,
+    ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration, MAX_ERROR_LEN,
+    OperationsStore, RegistryRow, RunRecord, RunStart, RunState, truncate,
 };
 use crate::{InMemoryLockProvider, LockError, LockProvider};
 
@@ -22,7 +23,7 @@ pub(crate) struct MemoryOperations {
 
 #[derive(Debug, Default)]
 struct Rows {
-    registry: Vec<RegistryRow>,
+    registry: Registry,
     runs: Vec<RunRecord>,
     control: Vec<ControlRequest>,
     next_id: i64,
@@ -32,6 +33,152 @@ impl Rows {
     fn id(&mut self) -> i64 {
         self.next_id += 1;
         self.next_id
+    }
+
+    /// What a heartbeat returns: every pause and every unclaimed trigger request.
+    fn pending_control(&self) -> Vec<ControlRequest> {
+        self.control
+            .iter()
+            .filter(|c| c.kind == ControlKind::Pause || c.claimed_by.is_none())
+            .cloned()
+            .collect()
+    }
+}
+
+/// The registry, by instance: each instance's own row once, and its job rows by name, so a
+/// heartbeat finds its rows by lookup and 10,000 job rows do not hold 10,000 copies of the
+/// instance's fields, nor of a trigger text they share.
+#[derive(Debug, Default)]
+struct Registry {
+    /// In order of first heartbeat (few: one per instance).
+    instances: Vec<Registered>,
+    /// The trigger and zone texts of the rows, each kept once.
+    texts: HashSet<Arc<str>>,
+}
+
+#[derive(Debug)]
+struct Registered {
+    info: InstanceInfo,
+    heartbeat_at: DateTime<Utc>,
+    jobs: BTreeMap<Box<str>, StoredJob>,
+}
+
+/// A job row as kept here.
+#[derive(Debug)]
+struct StoredJob {
+    /// None: the job's own name.
+    lock_name: Option<Box<str>>,
+    trigger: Arc<str>,
+    zone: Option<Arc<str>>,
+    next_fire: Option<DateTime<Utc>>,
+    following_fire: Option<DateTime<Utc>>,
+    heartbeat_at: DateTime<Utc>,
+}
+
+impl Registry {
+    fn intern(texts: &mut HashSet<Arc<str>>, text: &str) -> Arc<str> {
+        if let Some(kept) = texts.get(text) {
+            return kept.clone();
+        }
+        let kept: Arc<str> = Arc::from(text);
+        texts.insert(kept.clone());
+        kept
+    }
+
+    /// Writes `beat` at `now`; `complete`: its jobs are all the instance's jobs, the others'
+    /// rows are deleted.
+    fn beat(&mut self, beat: &Heartbeat, now: DateTime<Utc>, complete: bool) {
+        let id = &beat.instance.instance_id;
+        let at = match self
+            .instances
+            .iter()
+            .position(|r| &r.info.instance_id == id)
+        {
+            Some(at) => at,
+            None => {
+                self.instances.push(Registered {
+                    info: beat.instance.clone(),
+                    heartbeat_at: now,
+                    jobs: BTreeMap::new(),
+                });
+                self.instances.len() - 1
+            }
+        };
+        let registered = &mut self.instances[at];
+        registered.info.clone_from(&beat.instance);
+        registered.heartbeat_at = now;
+        if complete {
+            registered.jobs.clear();
+        }
+        for job in &beat.jobs {
+            let stored = StoredJob {
+                lock_name: (job.lock_name != job.name).then(|| job.lock_name.as_str().into()),
+                trigger: Self::intern(&mut self.texts, &job.trigger),
+                zone: job
+                    .zone
+                    .as_deref()
+                    .map(|zone| Self::intern(&mut self.texts, zone)),
+                next_fire: job.next_fire,
+                following_fire: job.following_fire,
+                heartbeat_at: now,
+            };
+            registered.jobs.insert(job.name.as_str().into(), stored);
+        }
+        if complete {
+            // Texts no row holds any more.
+            self.texts.retain(|text| Arc::strong_count(text) > 1);
+        }
+    }
+
+    /// Every row: each instance's own, then its jobs'.
+    fn rows(&self) -> Vec<RegistryRow> {
+        let mut rows = Vec::new();
+        for registered in &self.instances {
+            rows.push(RegistryRow {
+                instance: registered.info.clone(),
+                heartbeat_at: registered.heartbeat_at,
+                job: None,
+            });
+            rows.extend(registered.jobs.iter().map(|(name, job)| RegistryRow {
+                instance: registered.info.clone(),
+                heartbeat_at: job.heartbeat_at,
+                job: Some(JobRegistration {
+                    name: name.to_string(),
+                    lock_name: job.lock_name.as_deref().unwrap_or(name).to_owned(),
+                    trigger: job.trigger.to_string(),
+                    zone: job.zone.as_deref().map(str::to_owned),
+                    next_fire: job.next_fire,
+                    following_fire: job.following_fire,
+                }),
+            }));
+        }
+        rows
+    }
+
+    /// Deletes at most `limit` rows written before `before`; returns how many. Job rows go
+    /// first: an instance's row is deleted once none of its job rows is left (they are never
+    /// newer than it, so an expired instance's job rows are expired too).
+    fn delete_before(&mut self, before: DateTime<Utc>, limit: usize) -> usize {
+        let mut left = limit;
+        for registered in &mut self.instances {
+            registered.jobs.retain(|_, job| {
+                if job.heartbeat_at < before && left > 0 {
+                    left -= 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        self.instances.retain(|r| {
+            if r.heartbeat_at < before && r.jobs.is_empty() && left > 0 {
+                left -= 1;
+                false
+            } else {
+                true
+            }
+        });
+        limit - left
     }
 }
 
@@ -64,40 +211,15 @@ impl OperationsStore for InMemoryLockProvider {
     async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
         let now = self.now().await;
         let mut rows = self.ops.rows();
-        let id = &beat.instance.instance_id;
-        // Where each of this instance's rows is, looked up once: a beat of 10,000 jobs would
-        // otherwise scan the registry once per job.
-        let found: Vec<Option<usize>> = {
-            let mine: std::collections::HashMap<Option<&str>, usize> = rows
-                .registry
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| &r.instance.instance_id == id)
-                .map(|(at, r)| (r.job.as_ref().map(|j| j.name.as_str()), at))
-                .collect();
-            std::iter::once(None)
-                .chain(beat.jobs.iter().map(|j| Some(j.name.as_str())))
-                .map(|name| mine.get(&name).copied())
-                .collect()
-        };
-        let jobs = std::iter::once(None).chain(beat.jobs.iter().map(Some));
-        for (job, at) in jobs.zip(found) {
-            let row = RegistryRow {
-                instance: beat.instance.clone(),
-                heartbeat_at: now,
-                job: job.cloned(),
-            };
-            match at {
-                Some(at) => rows.registry[at] = row,
-                None => rows.registry.push(row),
-            }
-        }
-        Ok(rows
-            .control
-            .iter()
-            .filter(|c| c.kind == ControlKind::Pause || c.claimed_by.is_none())
-            .cloned()
-            .collect())
+        rows.registry.beat(beat, now, true);
+        Ok(rows.pending_control())
+    }
+
+    async fn heartbeat_changes(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
+        let now = self.now().await;
+        let mut rows = self.ops.rows();
+        rows.registry.beat(beat, now, false);
+        Ok(rows.pending_control())
     }
 
     async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
@@ -212,7 +334,7 @@ impl OperationsStore for InMemoryLockProvider {
     }
 
     async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
-        Ok(self.ops.rows().registry.clone())
+        Ok(self.ops.rows().registry.rows())
     }
 
     async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError> {
@@ -304,7 +426,7 @@ impl OperationsStore for InMemoryLockProvider {
             Expired::ClaimedTriggers => rows.control.retain(|c| {
                 keep(c.kind == ControlKind::Trigger && c.claimed_at.is_some_and(|at| at < before))
             }),
-            Expired::StaleRegistry => rows.registry.retain(|r| keep(r.heartbeat_at < before)),
+            Expired::StaleRegistry => left -= rows.registry.delete_before(before, left),
             Expired::Actions => left -= self.ops.actions.delete_before(before, left),
         }
         Ok((limit as usize - left) as u64)

@@ -77,7 +77,9 @@ pub struct JobRegistration {
     pub following_fire: Option<DateTime<Utc>>,
 }
 
-/// What one heartbeat writes: the instance and every job it runs.
+/// What one heartbeat writes: the instance and its jobs' registrations, every one of them
+/// ([`OperationsStore::heartbeat`]) or those that changed since the last beat
+/// ([`OperationsStore::heartbeat_changes`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Heartbeat {
     /// The instance.
@@ -91,7 +93,9 @@ pub struct Heartbeat {
 pub struct RegistryRow {
     /// The instance.
     pub instance: InstanceInfo,
-    /// When this row was last written (database time).
+    /// When this row was last written (database time): the instance's last heartbeat for
+    /// its own row; for a job row, the last heartbeat that carried the job (a complete one,
+    /// or one after its registration changed).
     pub heartbeat_at: DateTime<Utc>,
     /// The job, or None for the instance's own row.
     pub job: Option<JobRegistration>,
@@ -465,9 +469,23 @@ pub trait OperationsStore: Send + Sync {
     /// and pauses (writing or reading the log then fails with `TableMissing`).
     async fn check(&self) -> Result<(), LockError>;
 
-    /// Upserts the instance's row and one row per job (one statement), and returns every
-    /// pause and every unclaimed trigger request.
+    /// A complete heartbeat: upserts the instance's row and one row per job of `beat`,
+    /// deletes the instance's other job rows (jobs it no longer runs, or ran before a
+    /// restart), and returns every pause and every unclaimed trigger request.
+    ///
+    /// Every row it writes gets the same `heartbeat_at` (the store's now); the deletion takes
+    /// the instance's job rows written before its own row, so two complete beats of one
+    /// instance must be at least the store's time resolution apart (a millisecond).
     async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError>;
+
+    /// A heartbeat of what changed: upserts the instance's row and the job rows of `beat`
+    /// (the registrations that changed since the last heartbeat, often none), leaves the
+    /// instance's other job rows as they are, and returns what
+    /// [`heartbeat`](Self::heartbeat) returns. What the scheduler sends every
+    /// `heartbeat_interval` between complete beats, so that an idle beat costs one row
+    /// whatever the number of jobs: a job row's `heartbeat_at` is when it last changed, and
+    /// whether its instance is alive is read from the instance's own row.
+    async fn heartbeat_changes(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError>;
 
     /// Claims trigger request `id` for `instance_id`; true for exactly one claimer.
     async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError>;

@@ -3,10 +3,14 @@
 //! history written around each body, and the housekeeping job that deletes old history.
 //!
 //! Decisions, and why:
-//! - **One heartbeat, every `heartbeat_interval` (1 s).** It upserts the instance's row and one
-//!   row per job in one statement, and reads the pauses and unclaimed trigger requests
-//!   (PostgreSQL: in that same statement; MySQL: a second statement; SQLite: one local
-//!   transaction). A fire adds no round trip for pause or trigger: the runner reads the pause
+//! - **One heartbeat, every `heartbeat_interval` (1 s).** It upserts the instance's row and the
+//!   rows of the jobs whose registration changed (next fire moved, job added) in one
+//!   statement, and reads the pauses and unclaimed trigger requests (PostgreSQL: in that same
+//!   statement; MySQL: a second statement; SQLite: one local transaction). An idle beat thus
+//!   writes one row whatever the number of jobs. Every [`COMPLETE_EVERY`]th beat, the first,
+//!   the one after a failed beat and the one after a job was removed are complete: every job's
+//!   row, and the rows of jobs no longer run deleted (a second statement). A job row's
+//!   `heartbeat_at` is when it last changed; whether it is live is its instance row's. A fire adds no round trip for pause or trigger: the runner reads the pause
 //!   set the last heartbeat brought back. So a pause takes effect on every instance from its
 //!   next heartbeat (at most one interval after `lockctl pause` returned, plus the
 //!   statement's time): fires in between still run.
@@ -21,11 +25,13 @@
 //!   lock is for correctness.
 
 use std::collections::HashSet;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use lock_trigger::TriggerKind;
 
+use super::status::JobState;
 use super::{Inner, Job, Trigger};
 use crate::clock::DatabaseClock;
 use crate::operations::{
@@ -66,6 +72,8 @@ pub(super) struct Operations {
     paused: RwLock<HashSet<String>>,
     /// The heartbeat is failing (logged once until it works again).
     failing: Mutex<bool>,
+    /// When the next complete beat is due, and how many jobs the registry holds.
+    beats: Mutex<Beats>,
     /// The live instances, for sharded and broadcast jobs (`shards.rs`).
     pub(super) members: super::shards::Members,
 }
@@ -127,6 +135,12 @@ impl Operations {
             operation_timeout,
             paused: RwLock::default(),
             failing: Mutex::new(false),
+            // The first beat is complete: it deletes the rows of a previous run of this
+            // instance id.
+            beats: Mutex::new(Beats {
+                since_complete: COMPLETE_EVERY,
+                known: 0,
+            }),
             members: Default::default(),
         }))
     }
@@ -244,39 +258,97 @@ impl Operations {
         }
     }
 
-    /// One heartbeat: registers this instance and its jobs, takes in the pauses, and claims
-    /// the trigger requests for jobs it runs.
-    async fn beat(&self, inner: &Inner) {
-        let jobs: Vec<JobRegistration> = inner
-            .jobs
-            .lock()
+    /// The registrations this beat sends: every job's when `complete`, else those whose next
+    /// fire moved since the registry got it (and jobs it never got). Returns them with the
+    /// value to remember per job once the beat succeeded, and whether the beat must be
+    /// complete after all (a job the registry holds is gone from the table: only a complete
+    /// beat deletes its row).
+    fn registrations(&self, inner: &Inner, complete: bool) -> Option<Registrations> {
+        let entries = inner.jobs.lock();
+        let now = inner.clock.now();
+        let mut out = Registrations::default();
+        if complete {
+            out.jobs.reserve_exact(entries.len());
+            out.sent.reserve_exact(entries.len());
+        }
+        // Jobs the registry holds a row of, and jobs it has none of yet.
+        let (mut known, mut fresh) = (0, 0);
+        for entry in entries
             .iter()
             .filter(|entry| entry.name().len() <= MAX_TEXT_LEN)
-            .map(|entry| {
-                let status = entry.state.status();
-                let trigger = entry.runner.job.trigger();
-                // While a fire runs its status has no next fire; the registry still gets the
-                // trigger's next slot, so a missed fire is judged by it.
-                let next_fire = status
-                    .next_fire
-                    .or_else(|| trigger.next_slot(inner.clock.now()).map(|s| s.instant()));
-                let following_fire = next_fire
-                    .and_then(|next| trigger.next_slot(next))
-                    .map(|s| s.instant());
-                JobRegistration {
-                    name: entry.name().to_owned(),
-                    lock_name: entry.lock_name().to_owned(),
-                    trigger: truncate(&status.trigger, MAX_TEXT_LEN).to_owned(),
-                    zone: zone_of(trigger),
-                    next_fire,
-                    following_fire,
-                }
-            })
-            .collect();
+        {
+            let trigger = entry.runner.job.trigger();
+            // While a fire runs its status has no next fire; the registry still gets the
+            // trigger's next slot, so a missed fire is judged by it.
+            let next_fire = entry
+                .state
+                .lock()
+                .next_fire
+                .or_else(|| trigger.next_slot(now).map(|s| s.instant()));
+            let key = registered_key(next_fire);
+            let before = entry.state.registered.load(Ordering::Relaxed);
+            if before != UNREGISTERED {
+                known += 1;
+            } else {
+                fresh += 1;
+            }
+            if !complete && before == key {
+                continue;
+            }
+            let following_fire = next_fire
+                .and_then(|next| trigger.next_slot(next))
+                .map(|s| s.instant());
+            out.jobs.push(JobRegistration {
+                name: entry.name().to_owned(),
+                lock_name: entry.lock_name().to_owned(),
+                trigger: truncate(&entry.state.trigger, MAX_TEXT_LEN).to_owned(),
+                zone: zone_of(trigger),
+                next_fire,
+                following_fire,
+            });
+            out.sent.push((entry.state.clone(), key));
+        }
+        if !complete && known < self.beats.lock().unwrap_or_else(|p| p.into_inner()).known {
+            return None;
+        }
+        out.known = if complete {
+            out.sent.len()
+        } else {
+            known + fresh
+        };
+        Some(out)
+    }
+
+    /// One heartbeat: registers this instance and what changed of its jobs (all of them every
+    /// [`COMPLETE_EVERY`] beats), takes in the pauses, and claims the trigger requests for
+    /// jobs it runs.
+    async fn beat(&self, inner: &Inner) {
+        let complete = {
+            let mut beats = self.beats.lock().unwrap_or_else(|p| p.into_inner());
+            beats.since_complete += 1;
+            beats.since_complete >= COMPLETE_EVERY
+        };
+        let (registrations, complete) = match self.registrations(inner, complete) {
+            Some(registrations) => (registrations, complete),
+            None => (
+                self.registrations(inner, true)
+                    .expect("a complete beat always has its registrations"),
+                true,
+            ),
+        };
         let mut instance = self.instance.clone();
         instance.clock_offset_ms = inner.clock.host_offset().num_milliseconds();
+        let Registrations { jobs, sent, known } = registrations;
         let beat = Heartbeat { instance, jobs };
-        let reply = tokio::time::timeout(self.operation_timeout, self.store().heartbeat(&beat))
+        let store = self.store();
+        let sending = async {
+            if complete {
+                store.heartbeat(&beat).await
+            } else {
+                store.heartbeat_changes(&beat).await
+            }
+        };
+        let reply = tokio::time::timeout(self.operation_timeout, sending)
             .await
             .unwrap_or_else(|_| {
                 Err(LockError::Timeout {
@@ -287,6 +359,14 @@ impl Operations {
             });
         let control = match reply {
             Ok(control) => {
+                for (state, key) in sent {
+                    state.registered.store(key, Ordering::Relaxed);
+                }
+                let mut beats = self.beats.lock().unwrap_or_else(|p| p.into_inner());
+                beats.known = known;
+                if complete {
+                    beats.since_complete = 0;
+                }
                 let mut failing = self.failing.lock().unwrap_or_else(|p| p.into_inner());
                 if std::mem::take(&mut *failing) {
                     tracing::info!("heartbeat works again");
@@ -294,6 +374,11 @@ impl Operations {
                 control
             }
             Err(error) => {
+                // What this beat carried may not have been written: the next one is complete.
+                self.beats
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .since_complete = COMPLETE_EVERY;
                 let mut failing = self.failing.lock().unwrap_or_else(|p| p.into_inner());
                 if !std::mem::replace(&mut *failing, true) {
                     tracing::warn!(
@@ -360,6 +445,7 @@ impl Operations {
         }
         let mut instance = self.instance.clone();
         instance.heartbeat_ms = 0;
+        // Complete and without jobs: their rows go, as the instance does.
         let beat = Heartbeat {
             instance,
             jobs: Vec::new(),
@@ -373,6 +459,39 @@ impl Operations {
             Err(_) => tracing::debug!("leaving the registry timed out"),
         }
     }
+}
+
+/// Every this many heartbeats, one is complete: it writes every job's row (not only those
+/// whose registration changed) and deletes the rows of jobs the instance no longer runs. It
+/// restores rows the store lost (a purge, a flushed Redis) within a minute at the default
+/// interval, and keeps every live job row far younger than the registry's retention.
+pub(super) const COMPLETE_EVERY: u32 = 60;
+
+/// [`JobState::registered`](super::status::JobState) of a job the registry has no row of.
+pub(super) const UNREGISTERED: i64 = i64::MIN;
+
+/// A next fire as [`JobState::registered`](super::status::JobState) keeps it: microseconds
+/// since the epoch, `i64::MAX` for none.
+fn registered_key(next_fire: Option<chrono::DateTime<chrono::Utc>>) -> i64 {
+    next_fire.map_or(i64::MAX, |at| at.timestamp_micros())
+}
+
+/// Heartbeat bookkeeping (under one mutex, touched once per beat).
+struct Beats {
+    /// Beats since the last complete one.
+    since_complete: u32,
+    /// How many of the scheduler's jobs the registry holds a row of, as of the last beat.
+    known: usize,
+}
+
+/// What one beat sends of the jobs.
+#[derive(Default)]
+struct Registrations {
+    jobs: Vec<JobRegistration>,
+    /// The jobs sent, with their [`registered_key`] to remember once written.
+    sent: Vec<(Arc<JobState>, i64)>,
+    /// How many jobs the registry holds a row of once this beat is written.
+    known: usize,
 }
 
 /// How often an instance deletes registry rows and claimed trigger requests older than

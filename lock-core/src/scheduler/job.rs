@@ -260,6 +260,11 @@ impl Job {
         &self.name
     }
 
+    /// The name, shared (the job's status holds it without a copy of its own).
+    pub(crate) fn shared_name(&self) -> Arc<str> {
+        self.name.clone()
+    }
+
     /// When it fires.
     pub fn trigger(&self) -> &Trigger {
         &self.trigger

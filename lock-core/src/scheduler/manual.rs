@@ -46,7 +46,7 @@ impl Scheduler {
                 .jobs
                 .states()
                 .iter()
-                .map(|s| s.name.clone())
+                .map(|s| s.name.to_string())
                 .collect();
             LockError::InvalidConfiguration(format!(
                 "Scheduler::trigger: no job named `{name}`; the jobs are: {}",

@@ -69,7 +69,10 @@ pub struct Scheduler {
 }
 
 struct Inner {
-    executor: LockingTaskExecutor,
+    /// Shared by every job's runner (a copy per job would be 150 bytes each).
+    executor: Arc<LockingTaskExecutor>,
+    /// The jobs' trigger texts, each kept once (`trigger_text`).
+    trigger_texts: std::sync::Mutex<std::collections::HashSet<Arc<str>>>,
     /// Cancelled when firing stops.
     stop: CancellationToken,
     /// The job loops (each awaits its running body).
@@ -86,6 +89,22 @@ struct Inner {
 }
 
 impl Inner {
+    /// `job`'s trigger text, shared with the jobs that have the same.
+    fn trigger_text(&self, job: &Job) -> Arc<str> {
+        let text = status::trigger_text(job);
+        let mut texts = self.trigger_texts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(shared) = texts.get(text.as_str()) {
+            return shared.clone();
+        }
+        // Texts of removed jobs go when the set has doubled since the last sweep.
+        if texts.len() >= 64 && texts.len().is_power_of_two() {
+            texts.retain(|t| Arc::strong_count(t) > 1);
+        }
+        let shared: Arc<str> = text.into();
+        texts.insert(shared.clone());
+        shared
+    }
+
     /// Starts `job`'s timer loop (its initial delay counted from `started`); used by `start()`
     /// and `add_job`.
     fn spawn_job(
@@ -94,11 +113,11 @@ impl Inner {
         config: LockConfiguration,
         started: tokio::time::Instant,
     ) -> JobEntry {
-        let state = Arc::new(JobState::new(&job));
+        let state = Arc::new(JobState::with_trigger(&job, self.trigger_text(&job)));
         let spread = shards::spread_of(&job, &config, self.ops.as_deref());
         // A job of its own so that `remove_job` can stop this loop alone.
         let stop = self.stop.child_token();
-        let runner = JobRunner {
+        let runner = Arc::new(JobRunner {
             job,
             config,
             executor: self.executor.clone(),
@@ -108,7 +127,7 @@ impl Inner {
             clock: self.clock.clone(),
             ops: self.ops.clone(),
             spread,
-        };
+        });
         let task = self.loops.spawn(runner.clone().run(started));
         JobEntry {
             state,
@@ -248,7 +267,7 @@ impl Scheduler {
                 .states()
                 .iter()
                 .filter(|job| job.in_body())
-                .map(|job| job.name.clone())
+                .map(|job| job.name.to_string())
                 .collect();
             if running.is_empty() {
                 return Ok(());
@@ -432,7 +451,8 @@ impl SchedulerBuilder {
         shards::require_registry(prepared.iter().map(|(job, _)| job), ops.is_some())?;
         install_scheduler_executor(&executor);
         let inner = Arc::new(Inner {
-            executor,
+            executor: Arc::new(executor),
+            trigger_texts: Default::default(),
             stop: CancellationToken::new(),
             loops: TaskTracker::new(),
             shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
@@ -448,6 +468,7 @@ impl SchedulerBuilder {
                 .refresh_until(clock_refresh, inner.stop.clone()),
         );
         let started = tokio::time::Instant::now();
+        inner.jobs.lock().reserve_exact(prepared.len());
         for (job, config) in prepared {
             let entry = inner.spawn_job(job, config, started);
             inner.jobs.push(entry);

@@ -31,7 +31,7 @@ use crate::{
 pub(super) struct JobRunner {
     pub(super) job: Job,
     pub(super) config: LockConfiguration,
-    pub(super) executor: LockingTaskExecutor,
+    pub(super) executor: Arc<LockingTaskExecutor>,
     pub(super) stop: CancellationToken,
     pub(super) state: Arc<JobState>,
     /// What the body's parameters are extracted from.
@@ -47,7 +47,7 @@ pub(super) struct JobRunner {
 impl JobRunner {
     /// A claimed trigger request: one manual run, waiting for the lock while another fire holds
     /// it (at most the job's `lock_at_most_for`).
-    pub(super) async fn run_requested(self, request: i64) {
+    pub(super) async fn run_requested(self: Arc<Self>, request: i64) {
         let deadline = tokio::time::Instant::now() + self.config.lock_at_most_for();
         loop {
             let outcome = self.fire_as(None, FireKind::Manual).await;
@@ -75,7 +75,10 @@ impl JobRunner {
         }
     }
 
-    pub(super) async fn run(self, started: tokio::time::Instant) {
+    /// The loop. It holds the runner by `Arc`, shared with the job table, and borrows it in
+    /// the slotted and fixed-delay loops: an idle job's task is the little a sleep needs,
+    /// not two copies of the runner (an `async fn`'s arguments stay in its future).
+    pub(super) async fn run(self: Arc<Self>, started: tokio::time::Instant) {
         let initial = started + self.job.trigger().initial_delay();
         match self.job.trigger().spec().kind.firing() {
             Firing::Slotted { .. } => self.run_slotted(initial).await,
@@ -85,7 +88,7 @@ impl JobRunner {
 
     /// Cron and fixed rate: sleep to each slot, fire it, repeat. A fire that overruns later
     /// slots skips them (they are logged), as Spring does.
-    async fn run_slotted(self, not_before: tokio::time::Instant) {
+    async fn run_slotted(&self, not_before: tokio::time::Instant) {
         if !self.sleep_until(not_before).await {
             return;
         }
@@ -134,7 +137,7 @@ impl JobRunner {
         }
     }
 
-    async fn run_fixed_delay(self, first: tokio::time::Instant, pause: Duration) {
+    async fn run_fixed_delay(&self, first: tokio::time::Instant, pause: Duration) {
         let mut next = first;
         loop {
             self.plan(self.clock.now() + (next - tokio::time::Instant::now()));

@@ -1,7 +1,7 @@
 //! What [`Scheduler::jobs`](super::Scheduler::jobs) reports of each job.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -56,30 +56,41 @@ pub struct JobStatus {
 }
 
 pub(super) struct JobState {
-    pub(super) name: String,
-    status: Mutex<JobStatus>,
+    pub(super) name: Arc<str>,
+    /// What [`JobStatus::trigger`] shows, shared by the jobs that show the same (10,000 jobs
+    /// of one schedule hold one text).
+    pub(super) trigger: Arc<str>,
+    progress: Mutex<Progress>,
     /// From the start of a fire until its body returns (or unwinds): what shutdown waits for
     /// and names at its timeout. A fire that is `running` but not in its body is releasing.
     in_body: AtomicBool,
+    /// The next fire the job registry holds for this job, as the heartbeat sent it
+    /// (`cluster.rs`): a beat writes the job's row only when it moved.
+    pub(super) registered: AtomicI64,
+}
+
+/// The changing part of a [`JobStatus`].
+#[derive(Default)]
+pub(super) struct Progress {
+    pub(super) next_fire: Option<DateTime<Utc>>,
+    pub(super) running: bool,
+    pub(super) last_outcome: Option<RunOutcome>,
+    pub(super) last_duration: Option<Duration>,
 }
 
 impl JobState {
     pub(super) fn new(job: &Job) -> Self {
+        Self::with_trigger(job, trigger_text(job).into())
+    }
+
+    /// With `trigger`, [`trigger_text`] of `job` (shared with other jobs).
+    pub(super) fn with_trigger(job: &Job, trigger: Arc<str>) -> Self {
         JobState {
-            name: job.name().to_owned(),
-            status: Mutex::new(JobStatus {
-                name: job.name().to_owned(),
-                // `cron `0 0 2 * * *` in UTC, 4 shards`: what lockctl and the registry show.
-                trigger: match job.distribution() {
-                    crate::Distribution::Single => job.trigger().to_string(),
-                    spread => format!("{}, {spread}", job.trigger()),
-                },
-                next_fire: None,
-                running: false,
-                last_outcome: None,
-                last_duration: None,
-            }),
+            name: job.shared_name(),
+            trigger,
+            progress: Mutex::default(),
             in_body: AtomicBool::new(false),
+            registered: AtomicI64::new(super::cluster::UNREGISTERED),
         }
     }
 
@@ -99,11 +110,28 @@ impl JobState {
         !in_body && self.lock().running
     }
 
-    pub(super) fn lock(&self) -> MutexGuard<'_, JobStatus> {
-        self.status.lock().unwrap_or_else(|p| p.into_inner())
+    pub(super) fn lock(&self) -> MutexGuard<'_, Progress> {
+        self.progress.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(super) fn status(&self) -> JobStatus {
-        self.lock().clone()
+        let progress = self.lock();
+        JobStatus {
+            name: self.name.to_string(),
+            trigger: self.trigger.to_string(),
+            next_fire: progress.next_fire,
+            running: progress.running,
+            last_outcome: progress.last_outcome.clone(),
+            last_duration: progress.last_duration,
+        }
+    }
+}
+
+/// `cron `0 0 2 * * *` in UTC, 4 shards`: what lockctl and the registry show of a job's
+/// trigger.
+pub(super) fn trigger_text(job: &Job) -> String {
+    match job.distribution() {
+        crate::Distribution::Single => job.trigger().to_string(),
+        spread => format!("{}, {spread}", job.trigger()),
     }
 }

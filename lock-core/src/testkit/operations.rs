@@ -110,6 +110,57 @@ pub async fn operations_store(provider: &dyn LockProvider) {
         "the second heartbeat updated the job row"
     );
 
+    // A beat of what changed writes the rows it carries and leaves the others; a complete
+    // one deletes the rows of jobs it does not carry. Apart by more than the stores' time
+    // resolution (a millisecond), as a scheduler's beats are.
+    let pause = || tokio::time::sleep(std::time::Duration::from_millis(5));
+    pause().await;
+    let changed = Heartbeat {
+        instance: instance.clone(),
+        jobs: vec![job(180)],
+    };
+    store
+        .heartbeat_changes(&changed)
+        .await
+        .expect("heartbeat of changes");
+    let registry = store.registry().await.expect("registry");
+    let row = |name: &str| {
+        registry
+            .iter()
+            .find(|r| r.job.as_ref().is_some_and(|j| j.name == name))
+            .cloned()
+    };
+    let own_at = registry
+        .iter()
+        .find(|r| r.job.is_none())
+        .expect("instance row")
+        .heartbeat_at;
+    assert!(own_at > own.heartbeat_at, "the instance row was written");
+    assert_eq!(row("report").and_then(|r| r.job), Some(job(180)));
+    let poll = row("poll").expect("the job row not carried is left as it was");
+    assert!(
+        poll.heartbeat_at < own_at,
+        "and keeps its heartbeat_at: {poll:?}"
+    );
+    pause().await;
+    store.heartbeat(&changed).await.expect("complete heartbeat");
+    let registry = store.registry().await.expect("registry");
+    let jobs: Vec<&str> = registry
+        .iter()
+        .filter_map(|r| r.job.as_ref().map(|j| j.name.as_str()))
+        .collect();
+    assert_eq!(
+        jobs,
+        ["report"],
+        "a complete heartbeat deletes the rows of jobs it does not carry"
+    );
+    pause().await;
+    store
+        .heartbeat(&beat(120))
+        .await
+        .expect("complete heartbeat");
+    assert_eq!(store.registry().await.expect("registry").len(), 3);
+
     // Pause: one row however often asked; resume removes it; both say whether they changed.
     assert!(store.pause("report", "op@host").await.expect("pause"));
     assert!(!store.pause("report", "op@host").await.expect("pause again"));

@@ -52,10 +52,13 @@ end
 }
 
 /// Heartbeat. KEYS: instances, heartbeats, control, control:open. ARGV: instance id, host,
-/// pid, version, started_at, clock_offset_ms, heartbeat_ms, then six per job: name,
-/// lock_name, trigger, zone, next_fire, following_fire (`""` for none). Upserts the
-/// instance's row and one per job with `heartbeat_at = now`, and returns every pause and
-/// unclaimed trigger request (control rows, oldest first).
+/// pid, version, started_at, clock_offset_ms, heartbeat_ms, complete (`1` or `0`), then six
+/// per job: name, lock_name, trigger, zone, next_fire, following_fire (`""` for none).
+/// Upserts the instance's row and one per job with `heartbeat_at = now`; when complete,
+/// deletes the instance's job rows written before (those of jobs it no longer runs: read
+/// from the heartbeats index, every row older than this beat, filtered by the field's
+/// instance prefix, once a minute per instance); returns every pause and unclaimed trigger
+/// request (control rows, oldest first).
 pub const HEARTBEAT: &str = ops_lua!(
     r#"
 local beat = ms(now)
@@ -69,7 +72,18 @@ local function put(r)
   redis.call('ZADD', KEYS[2], beat, field)
 end
 put(row(''))
-for i = 8, #ARGV - 5, 6 do
+if ARGV[8] == '1' then
+  -- `["<instance>",` : the start of every field of this instance's rows.
+  local own = cjson.encode({ARGV[1], ''})
+  local prefix = string.sub(own, 1, #own - 3)
+  for _, field in ipairs(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. beat)) do
+    if string.sub(field, 1, #prefix) == prefix then
+      redis.call('HDEL', KEYS[1], field)
+      redis.call('ZREM', KEYS[2], field)
+    end
+  end
+end
+for i = 9, #ARGV - 5, 6 do
   local r = row(ARGV[i])
   r.lock = ARGV[i + 1]
   r.trigger = ARGV[i + 2]

@@ -342,6 +342,14 @@ impl<T: Tables> OperationsStore for SqlxOperations<T> {
     }
 
     async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
+        let control = self.heartbeat_changes(beat).await?;
+        let id = text(&beat.instance.instance_id);
+        self.change("heartbeat", "", &self.sql.prune_jobs(), vec![id])
+            .await?;
+        Ok(control)
+    }
+
+    async fn heartbeat_changes(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
         let upsert = self.sql.heartbeat(beat.jobs.len() + 1);
         let rows = self
             .tables

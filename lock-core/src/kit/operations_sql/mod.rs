@@ -25,6 +25,7 @@
 mod create;
 mod dialect;
 mod heartbeat;
+mod prune;
 mod statements;
 
 use crate::operations::Expired;
