@@ -64,7 +64,7 @@ impl FromStr for Action {
 ///
 /// Written by whoever acts (the dashboard with `dashboard:<token name>`, `lockctl` with
 /// `lockctl:<user>`) after the action succeeded, and read back newest first by
-/// [`OperationsStore::actions`]. The texts are cut to the columns' lengths on write
+/// [`OperationsStore::actions`](super::OperationsStore::actions)(super::OperationsStore::actions). The texts are cut to the columns' lengths on write
 /// ([`MAX_TEXT_LEN`], [`MAX_DETAIL_LEN`]).
 ///
 /// ```
