@@ -11,7 +11,6 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use deadpool_postgres::Pool;
 use futures_util::TryStreamExt;
 use lock_core::LockError;
-use lock_core::kit::operations_sql::HEARTBEAT_PARAMS;
 use lock_core::kit::sql::postgres::{ENSURE_SCHEMA_LOCK, HistoryBatchStatements};
 use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
 use lock_core::operations::{
@@ -31,6 +30,9 @@ pub(crate) struct PgOperations {
     sql: OperationsSql,
     /// The batched start and end of runs (`operations_history.rs`).
     history: HistoryBatchStatements,
+    /// The heartbeat over arrays ([`OperationsSql::heartbeat_arrays`]): one text for every
+    /// beat.
+    heartbeat: String,
 }
 
 type Param<'a> = (&'a (dyn ToSql + Sync), Type);
@@ -56,7 +58,13 @@ impl PgOperations {
     pub(crate) fn new(pool: Pool, table: &ResolvedTable) -> Option<Self> {
         let sql = OperationsSql::new(SqlDialect::Postgres, table).ok()?;
         let history = HistoryBatchStatements::new(table);
-        Some(PgOperations { pool, sql, history })
+        let heartbeat = sql.heartbeat_arrays();
+        Some(PgOperations {
+            pool,
+            sql,
+            history,
+            heartbeat,
+        })
     }
 
     /// Creates the tables and indexes if missing, in one transaction serialized by an
@@ -244,61 +252,81 @@ fn registry_row(row: &Row) -> Result<RegistryRow, tokio_postgres::Error> {
     })
 }
 
-/// One registry row's values, owned, for binding.
-struct BeatValues {
-    instance_id: String,
-    job: String,
-    lock_name: String,
-    trigger: String,
-    zone: Option<String>,
-    next_fire: Option<NaiveDateTime>,
-    host: String,
+/// A heartbeat's values as [`OperationsSql::heartbeat_arrays`] binds them: the instance's
+/// fields once, each job field as one array (the instance's own row first, `job_name` `''`).
+struct BeatColumns<'a> {
+    instance: &'a InstanceInfo,
     pid: i64,
-    version: String,
     started_at: NaiveDateTime,
-    clock_offset_ms: i64,
-    heartbeat_ms: i64,
-    following_fire: Option<NaiveDateTime>,
+    jobs: Vec<&'a str>,
+    locks: Vec<&'a str>,
+    triggers: Vec<&'a str>,
+    zones: Vec<Option<&'a str>>,
+    next_fires: Vec<Option<NaiveDateTime>>,
+    following: Vec<Option<NaiveDateTime>>,
 }
 
-impl BeatValues {
-    fn all(beat: &Heartbeat) -> Vec<BeatValues> {
-        let i = &beat.instance;
-        let row = |job: Option<&JobRegistration>| BeatValues {
-            instance_id: i.instance_id.clone(),
-            job: job.map(|j| j.name.clone()).unwrap_or_default(),
-            lock_name: job.map(|j| j.lock_name.clone()).unwrap_or_default(),
-            trigger: job.map(|j| j.trigger.clone()).unwrap_or_default(),
-            zone: job.and_then(|j| j.zone.clone()),
-            next_fire: job.and_then(|j| j.next_fire).map(naive),
-            host: i.host.clone(),
-            pid: i64::from(i.pid),
-            version: i.version.clone(),
-            started_at: naive(i.started_at),
-            clock_offset_ms: i.clock_offset_ms,
-            heartbeat_ms: i.heartbeat_ms,
-            following_fire: job.and_then(|j| j.following_fire).map(naive),
+impl<'a> BeatColumns<'a> {
+    fn of(beat: &'a Heartbeat) -> Self {
+        let rows = beat.jobs.len() + 1;
+        let mut columns = BeatColumns {
+            instance: &beat.instance,
+            pid: i64::from(beat.instance.pid),
+            started_at: naive(beat.instance.started_at),
+            jobs: Vec::with_capacity(rows),
+            locks: Vec::with_capacity(rows),
+            triggers: Vec::with_capacity(rows),
+            zones: Vec::with_capacity(rows),
+            next_fires: Vec::with_capacity(rows),
+            following: Vec::with_capacity(rows),
         };
-        std::iter::once(row(None))
-            .chain(beat.jobs.iter().map(|j| row(Some(j))))
-            .collect()
+        columns.push("", "", "", None, None, None);
+        for job in &beat.jobs {
+            columns.push(
+                &job.name,
+                &job.lock_name,
+                &job.trigger,
+                job.zone.as_deref(),
+                job.next_fire.map(naive),
+                job.following_fire.map(naive),
+            );
+        }
+        columns
     }
 
-    fn params(&self) -> [Param<'_>; HEARTBEAT_PARAMS] {
+    fn push(
+        &mut self,
+        job: &'a str,
+        lock: &'a str,
+        trigger: &'a str,
+        zone: Option<&'a str>,
+        next_fire: Option<NaiveDateTime>,
+        following: Option<NaiveDateTime>,
+    ) {
+        self.jobs.push(job);
+        self.locks.push(lock);
+        self.triggers.push(trigger);
+        self.zones.push(zone);
+        self.next_fires.push(next_fire);
+        self.following.push(following);
+    }
+
+    fn params(&self) -> [Param<'_>; 13] {
+        let i = self.instance;
         [
-            (&self.instance_id, Type::TEXT),
-            (&self.job, Type::TEXT),
-            (&self.lock_name, Type::TEXT),
-            (&self.trigger, Type::TEXT),
-            (&self.zone, Type::TEXT),
-            (&self.next_fire, Type::TIMESTAMP),
-            (&self.host, Type::TEXT),
+            (&i.instance_id, Type::TEXT),
+            (&i.host, Type::TEXT),
             (&self.pid, Type::INT8),
-            (&self.version, Type::TEXT),
+            (&i.version, Type::TEXT),
             (&self.started_at, Type::TIMESTAMP),
-            (&self.clock_offset_ms, Type::INT8),
-            (&self.heartbeat_ms, Type::INT8),
-            (&self.following_fire, Type::TIMESTAMP),
+            (&i.clock_offset_ms, Type::INT8),
+            (&i.heartbeat_ms, Type::INT8),
+            (&self.jobs, Type::TEXT_ARRAY),
+            (&self.locks, Type::TEXT_ARRAY),
+            (&self.triggers, Type::TEXT_ARRAY),
+            (&self.zones, Type::TEXT_ARRAY),
+            (&self.next_fires, Type::TIMESTAMP_ARRAY),
+            (&self.following, Type::TIMESTAMP_ARRAY),
         ]
     }
 }
@@ -325,10 +353,9 @@ impl OperationsStore for PgOperations {
     }
 
     async fn heartbeat_changes(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
-        let values = BeatValues::all(beat);
-        let params: Vec<Param<'_>> = values.iter().flat_map(|v| v.params()).collect();
+        let columns = BeatColumns::of(beat);
         let rows = self
-            .query("heartbeat", "", &self.sql.heartbeat(values.len()), &params)
+            .query("heartbeat", "", &self.heartbeat, &columns.params())
             .await?;
         self.decode("heartbeat", || rows.iter().map(control_row).collect())
     }
