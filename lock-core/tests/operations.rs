@@ -383,3 +383,51 @@ async fn a_heartbeat_writes_a_job_row_only_when_it_changed_and_drops_removed_job
     assert!(job_row_at(&rows, "daily").is_some());
     scheduler.shutdown().await.unwrap();
 }
+
+/// With an interval of whole seconds, every beat after the first goes at half past a second
+/// of the database's clock: cron slots are whole seconds, and a beat there would meet the
+/// burst of their acquires at the database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn whole_second_heartbeats_go_at_half_past_a_second() {
+    let provider = Arc::new(InMemoryLockProvider::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .heartbeat_interval(Duration::from_secs(1))
+        .jobs([counting("idle", Duration::from_secs(3600), &runs)])
+        .start()
+        .await
+        .unwrap();
+    let store = provider.operations().unwrap();
+    let id = scheduler.executor().instance_id().to_owned();
+    // Each beat stamps the instance's row with the database's time (the in-memory provider's
+    // clock); the row is read every 20 ms, so every beat of these 3.5 s is seen.
+    let mut beats: Vec<DateTime<Utc>> = Vec::new();
+    let until = tokio::time::Instant::now() + Duration::from_millis(3500);
+    while tokio::time::Instant::now() < until {
+        let row = store
+            .registry()
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|r| r.instance.instance_id == id && r.job.is_none());
+        if let Some(row) = row
+            && beats.last() != Some(&row.heartbeat_at)
+        {
+            beats.push(row.heartbeat_at);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    scheduler.shutdown().await.unwrap();
+    assert!(beats.len() >= 3, "the first beat and two more: {beats:?}");
+    // The timer goes at .500 by the clock estimate (exact here: the provider's clock is this
+    // host's). 300 ms of margin for a loaded machine's timers; without the phase a beat falls
+    // anywhere in the second.
+    for beat in &beats[1..] {
+        let ms = beat.timestamp_subsec_millis();
+        assert!(
+            (500..800).contains(&ms),
+            "a beat after the first at {beat} ({ms} ms past the second): {beats:?}"
+        );
+    }
+}
