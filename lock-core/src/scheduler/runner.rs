@@ -78,20 +78,34 @@ impl JobRunner {
     /// The loop. It holds the runner by `Arc`, shared with the job table, and borrows it in
     /// the slotted and fixed-delay loops: an idle job's task is the little a sleep needs,
     /// not two copies of the runner (an `async fn`'s arguments stay in its future).
-    pub(super) async fn run(self: Arc<Self>, started: tokio::time::Instant) {
+    ///
+    /// Not an `async fn`: that would keep `started` in the future for the loop's whole life.
+    /// The initial delay is slept here, so the loops keep no argument either: every byte of
+    /// the future is in each idle job's task.
+    pub(super) fn run(
+        self: Arc<Self>,
+        started: tokio::time::Instant,
+    ) -> impl Future<Output = ()> + Send + 'static {
         let initial = started + self.job.trigger().initial_delay();
-        match self.job.trigger().spec().kind.firing() {
-            Firing::Slotted { .. } => self.run_slotted(initial).await,
-            Firing::AfterRun { delay } => self.run_fixed_delay(initial, delay).await,
+        async move {
+            // A fixed-delay job's first fire is the end of its initial delay; a slotted job
+            // plans its first slot once the delay has passed.
+            if let Firing::AfterRun { .. } = self.job.trigger().spec().kind.firing() {
+                self.plan(self.clock.now() + (initial - tokio::time::Instant::now()));
+            }
+            if !self.sleep_until(initial).await {
+                return;
+            }
+            match self.job.trigger().spec().kind.firing() {
+                Firing::Slotted { .. } => self.run_slotted().await,
+                Firing::AfterRun { delay } => self.run_fixed_delay(delay).await,
+            }
         }
     }
 
     /// Cron and fixed rate: sleep to each slot, fire it, repeat. A fire that overruns later
     /// slots skips them (they are logged), as Spring does.
-    async fn run_slotted(&self, not_before: tokio::time::Instant) {
-        if !self.sleep_until(not_before).await {
-            return;
-        }
+    async fn run_slotted(&self) {
         // Slots missed while no instance ran the job (`misfire`), before any regular slot.
         let mut last: Option<FireSlot> = Box::pin(self.catch_up_at_start()).await;
         loop {
@@ -137,15 +151,16 @@ impl JobRunner {
         }
     }
 
-    async fn run_fixed_delay(&self, first: tokio::time::Instant, pause: Duration) {
-        let mut next = first;
+    /// Fixed delay: the first fire once the initial delay has passed, then each `pause`
+    /// after the previous run ended.
+    async fn run_fixed_delay(&self, pause: Duration) {
         loop {
-            self.plan(self.clock.now() + (next - tokio::time::Instant::now()));
+            Box::pin(self.fire(None)).await;
+            let next = tokio::time::Instant::now() + pause;
+            self.plan(self.clock.now() + pause);
             if !self.sleep_until(next).await {
                 return;
             }
-            Box::pin(self.fire(None)).await;
-            next = tokio::time::Instant::now() + pause;
         }
     }
 
