@@ -282,6 +282,25 @@ async fn parent(mode: Mode) {
          handler/s: MariaDB Handler_commit; CPU/inst: one instance's on-CPU time over the window, \
          % of one core)"
     );
+    for r in &results {
+        let seconds: Vec<String> = r
+            .worst_per_second
+            .iter()
+            .map(|ms| format!("{ms:.0}"))
+            .collect();
+        println!(
+            "  worst lag of each second, {} {} x {} {} (ms): {}",
+            r.config.backend.name(),
+            r.config.instances,
+            r.config.jobs,
+            if r.config.batched {
+                "batched"
+            } else {
+                "per job"
+            },
+            seconds.join(" ")
+        );
+    }
     for r in results.iter().filter(|r| r.config.batched) {
         if let Some(base) = results.iter().find(|b| {
             !b.config.batched
@@ -340,6 +359,9 @@ struct Outcome {
     duplicates: usize,
     missed: usize,
     lag: Samples,
+    /// The largest lag of each second of the window (ms), in slot order: a stall of one
+    /// second shows apart from a steady cost.
+    worst_per_second: Vec<f64>,
     commits_per_sec: f64,
     handler_per_sec: Option<f64>,
     cpu_percent_per_instance: f64,
@@ -403,6 +425,7 @@ async fn run_config(
     .await
     .expect("children");
     let mut lag = Samples::new("lag");
+    let mut worst_per_second = vec![0.0_f64; config.secs as usize];
     let mut runs = HashMap::<(usize, i64), usize>::new();
     let mut cpu_ms = 0.0;
     for out in &children {
@@ -414,7 +437,10 @@ async fn run_config(
                     let slot: i64 = slot.parse().expect("slot");
                     *runs.entry((job.parse().expect("job"), slot)).or_default() += 1;
                     if (from..until).contains(&slot) {
-                        lag.push_nanos(lag_us.parse::<f64>().expect("lag") * 1e3);
+                        let lag_us = lag_us.parse::<f64>().expect("lag");
+                        lag.push_nanos(lag_us * 1e3);
+                        let second = ((slot - from) / 1000) as usize;
+                        worst_per_second[second] = worst_per_second[second].max(lag_us / 1e3);
                     }
                 }
                 ["U", ms] => cpu_ms += ms.parse::<f64>().expect("cpu ms"),
@@ -436,6 +462,7 @@ async fn run_config(
         duplicates: runs.values().filter(|&&n| n > 1).count(),
         missed: (config.jobs * config.secs as usize).saturating_sub(distinct),
         lag,
+        worst_per_second,
         commits_per_sec: (after.commits - before.commits) / secs,
         handler_per_sec: after
             .handler
