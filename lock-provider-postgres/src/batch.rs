@@ -81,7 +81,7 @@ impl PostgresLockProvider {
         let params = columns.params();
         let rows: Vec<Row> = self
             .session
-            .run(
+            .run_planned_each_time(
                 "acquire",
                 label,
                 if wait {
@@ -152,7 +152,7 @@ impl PostgresLockProvider {
         let params = columns.params();
         let rows: Vec<Row> = self
             .session
-            .run(
+            .run_planned_each_time(
                 "acquire",
                 label,
                 |s| &s.create_many,
@@ -208,7 +208,7 @@ impl PostgresLockProvider {
         let params: [&(dyn ToSql + Sync); 4] = [&names, &owners, &fences, &at_least];
         let rows: Vec<Row> = self
             .session
-            .run(
+            .run_planned_each_time(
                 "release",
                 label,
                 |s| &s.release_many,

@@ -226,12 +226,44 @@ impl Session {
         types: &[Type],
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<R, LockError> {
+        self.run_with(operation, lock, pick, types, params, self.statement_cache)
+            .await
+    }
+
+    /// [`run`](Self::run) for the batch statements over arrays: always sent unnamed, so the
+    /// server plans each execution for the arrays it is given. A prepared statement switches
+    /// to a generic plan after five executions when that one looks no costlier, and the
+    /// generic plan of these statements guesses a few array elements: it joined a thousand
+    /// names pairwise (nested loops over the statement's CTEs), 300 ms of the server's CPU
+    /// per batch on the connections whose plan had switched (the `burst` benchmark's stalled
+    /// seconds). Parsing and planning each batch costs about a millisecond, once per burst.
+    pub(crate) async fn run_planned_each_time<R: Reply>(
+        &self,
+        operation: &'static str,
+        lock: &str,
+        pick: fn(&Statements) -> &str,
+        types: &[Type],
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<R, LockError> {
+        self.run_with(operation, lock, pick, types, params, false)
+            .await
+    }
+
+    async fn run_with<R: Reply>(
+        &self,
+        operation: &'static str,
+        lock: &str,
+        pick: fn(&Statements) -> &str,
+        types: &[Type],
+        params: &[&(dyn ToSql + Sync)],
+        prepared: bool,
+    ) -> Result<R, LockError> {
         let mut retries = 0;
         loop {
             let client = self.client(operation, lock).await?;
             let attempt = async {
                 let statements = self.statements_for(&client).await?;
-                if !self.statement_cache {
+                if !prepared {
                     let typed = params.iter().copied().zip(types.iter().cloned()).collect();
                     return Ok(R::send_unnamed(&client, pick(&statements), typed).await?);
                 }
