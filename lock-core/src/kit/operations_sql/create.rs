@@ -61,8 +61,17 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
              clock_offset_ms {big} NOT NULL,\n  \
              heartbeat_ms {big} NOT NULL,\n  \
              following_fire {ts} NULL,\n  \
-             PRIMARY KEY (instance_id, job_name)\n)",
+             PRIMARY KEY (instance_id, job_name)\n){storage}",
             instances = t.instances.quoted,
+            // A job row is rewritten at each heartbeat that moved its next fire: room on its
+            // page keeps the update HOT (see `kit::sql::postgres::create_table`).
+            storage = match d {
+                SqlDialect::Postgres => format!(
+                    " WITH (fillfactor = {})",
+                    crate::kit::sql::postgres::FILLFACTOR
+                ),
+                _ => String::new(),
+            },
         ),
         format!(
             "CREATE TABLE IF NOT EXISTS {runs} (\n  \
