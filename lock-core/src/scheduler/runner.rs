@@ -108,26 +108,38 @@ impl JobRunner {
     async fn run_slotted(&self) {
         // Slots missed while no instance ran the job (`misfire`), before any regular slot.
         let mut last: Option<FireSlot> = Box::pin(self.catch_up_at_start()).await;
+        // The slot after `last`, computed before the sleep: the next slot when it is still
+        // ahead once the fire is done (nothing overran), so a fire computes one slot, not
+        // three, and none between its wake-up and its acquire (a thousand jobs due at one
+        // instant wake one after another).
+        let mut following: Option<FireSlot> = None;
         loop {
             let now = self.clock.now();
-            let after = match last {
-                Some(last) if last.instant() > now => last.instant(),
-                _ => now,
+            let slot = match following.filter(|next| next.instant() > now) {
+                Some(next) => next,
+                None => {
+                    let after = match last {
+                        Some(last) if last.instant() > now => last.instant(),
+                        _ => now,
+                    };
+                    let Some(slot) = self.job.trigger().next_slot(after) else {
+                        tracing::info!(
+                            job = self.job.name(),
+                            "trigger fires no more; job loop ends"
+                        );
+                        return;
+                    };
+                    if let Some(last) = last
+                        && !self.stop.is_cancelled()
+                        && self.job.trigger().next_slot(last.instant()) != Some(slot)
+                    {
+                        tracing::warn!(job = self.job.name(), last = %last, next = %slot, "the previous run overran; slots in between are skipped");
+                    }
+                    slot
+                }
             };
-            let Some(slot) = self.job.trigger().next_slot(after) else {
-                tracing::info!(
-                    job = self.job.name(),
-                    "trigger fires no more; job loop ends"
-                );
-                return;
-            };
-            if let Some(last) = last
-                && !self.stop.is_cancelled()
-                && self.job.trigger().next_slot(last.instant()) != Some(slot)
-            {
-                tracing::warn!(job = self.job.name(), last = %last, next = %slot, "the previous run overran; slots in between are skipped");
-            }
             self.plan(slot.instant());
+            following = self.job.trigger().next_slot(slot.instant());
             // On the monotonic clock, to the instant the database reaches the slot; re-planned
             // if a refresh finds that the database's clock moved.
             if !self.clock.sleep_until(slot.instant(), &self.stop).await {
@@ -135,7 +147,7 @@ impl JobRunner {
             }
             // While this fire runs, the gauge already shows the one after it: a long run is
             // not a passed next fire to the missed-run alert.
-            if let Some(following) = self.job.trigger().next_slot(slot.instant()) {
+            if let Some(following) = following {
                 self.config
                     .metrics()
                     .next_fire_at(following.unix_millis() as f64 / 1e3);
@@ -147,6 +159,8 @@ impl JobRunner {
             if let RunOutcome::LockFailed(_) = outcome {
                 // The database did not answer: the slot is missed (`misfire`).
                 last = Box::pin(self.recover(slot)).await.or(last);
+                // Recovery may have run later slots: the next one is computed from `last`.
+                following = None;
             }
         }
     }
