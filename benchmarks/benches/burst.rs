@@ -92,6 +92,13 @@ struct Config {
     batched: bool,
 }
 
+impl Config {
+    /// How the instances send their acquires and releases, as the output names it.
+    fn mode(&self) -> &'static str {
+        if self.batched { "batched" } else { "per job" }
+    }
+}
+
 /// The database's commit counter(s), read on one connection.
 enum Counter {
     Postgres(tokio_postgres::Client),
@@ -259,11 +266,7 @@ async fn parent(mode: Mode) {
             r.config.backend.name(),
             r.config.instances,
             r.config.jobs,
-            if r.config.batched {
-                "batched"
-            } else {
-                "per job"
-            },
+            r.config.mode(),
             r.config.secs,
             r.fires as f64 / r.config.secs as f64,
             r.duplicates,
@@ -293,11 +296,7 @@ async fn parent(mode: Mode) {
             r.config.backend.name(),
             r.config.instances,
             r.config.jobs,
-            if r.config.batched {
-                "batched"
-            } else {
-                "per job"
-            },
+            r.config.mode(),
             seconds.join(" ")
         );
     }
