@@ -11,6 +11,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::PostgresLockProvider;
+use crate::session::Plan;
 use crate::statements as sql;
 
 /// The most requests one batch statement carries: a thousand names, a few tens of kilobytes of
@@ -81,7 +82,7 @@ impl PostgresLockProvider {
         let params = columns.params();
         let rows: Vec<Row> = self
             .session
-            .run_planned_each_time(
+            .run_planned(
                 "acquire",
                 label,
                 if wait {
@@ -91,6 +92,7 @@ impl PostgresLockProvider {
                 },
                 sql::ACQUIRE_MANY_TYPES,
                 &params,
+                Plan::EachExecution,
             )
             .await?;
         let mut skipped = Vec::new();
@@ -152,12 +154,13 @@ impl PostgresLockProvider {
         let params = columns.params();
         let rows: Vec<Row> = self
             .session
-            .run_planned_each_time(
+            .run_planned(
                 "acquire",
                 label,
                 |s| &s.create_many,
                 sql::ACQUIRE_MANY_TYPES,
                 &params,
+                Plan::EachExecution,
             )
             .await?;
         let mut outcomes: Vec<Option<AcquireOutcome>> = vec![None; requests.len()];
@@ -208,12 +211,13 @@ impl PostgresLockProvider {
         let params: [&(dyn ToSql + Sync); 4] = [&names, &owners, &fences, &at_least];
         let rows: Vec<Row> = self
             .session
-            .run_planned_each_time(
+            .run_planned(
                 "release",
                 label,
                 |s| &s.release_many,
                 sql::RELEASE_MANY_TYPES,
                 &params,
+                Plan::EachExecution,
             )
             .await?;
         let mut released = vec![false; leases.len()];

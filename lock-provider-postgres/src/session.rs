@@ -80,6 +80,21 @@ impl From<tokio_postgres::Error> for Failure {
     }
 }
 
+/// How a statement is planned by the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// Prepared once per connection and kept (unless the statement cache is off).
+    Cached,
+    /// Sent unnamed, so the server plans each execution for the parameters it is given: the
+    /// batch statements over arrays. A prepared statement switches to a generic plan after
+    /// five executions when that one looks no costlier, and the generic plan of these
+    /// statements guesses a few array elements: it joined a thousand names pairwise (nested
+    /// loops over the statement's CTEs), 300 ms of the server's CPU per batch on the
+    /// connections whose plan had switched (the `burst` benchmark's stalled seconds).
+    /// Parsing and planning a batch costs about a millisecond, once per burst.
+    EachExecution,
+}
+
 /// What a statement's reply is read as: its rows (`Vec<Row>`), or how many rows it changed
 /// (`u64`). [`Session::run`] is generic over it, so each caller gets the type it asked for.
 pub(crate) trait Reply: Sized {
@@ -217,7 +232,8 @@ impl Session {
     }
 
     /// Runs one statement on a pooled connection, trying again when the connection turned out
-    /// to be dead or the statement stale (see [`RETRIES`]).
+    /// to be dead or the statement stale (see [`RETRIES`]); prepared once per connection unless
+    /// the statement cache is off.
     pub(crate) async fn run<R: Reply>(
         &self,
         operation: &'static str,
@@ -226,38 +242,21 @@ impl Session {
         types: &[Type],
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<R, LockError> {
-        self.run_with(operation, lock, pick, types, params, self.statement_cache)
+        self.run_planned(operation, lock, pick, types, params, Plan::Cached)
             .await
     }
 
-    /// [`run`](Self::run) for the batch statements over arrays: always sent unnamed, so the
-    /// server plans each execution for the arrays it is given. A prepared statement switches
-    /// to a generic plan after five executions when that one looks no costlier, and the
-    /// generic plan of these statements guesses a few array elements: it joined a thousand
-    /// names pairwise (nested loops over the statement's CTEs), 300 ms of the server's CPU
-    /// per batch on the connections whose plan had switched (the `burst` benchmark's stalled
-    /// seconds). Parsing and planning each batch costs about a millisecond, once per burst.
-    pub(crate) async fn run_planned_each_time<R: Reply>(
+    /// [`run`](Self::run), planned as `plan` says.
+    pub(crate) async fn run_planned<R: Reply>(
         &self,
         operation: &'static str,
         lock: &str,
         pick: fn(&Statements) -> &str,
         types: &[Type],
         params: &[&(dyn ToSql + Sync)],
+        plan: Plan,
     ) -> Result<R, LockError> {
-        self.run_with(operation, lock, pick, types, params, false)
-            .await
-    }
-
-    async fn run_with<R: Reply>(
-        &self,
-        operation: &'static str,
-        lock: &str,
-        pick: fn(&Statements) -> &str,
-        types: &[Type],
-        params: &[&(dyn ToSql + Sync)],
-        prepared: bool,
-    ) -> Result<R, LockError> {
+        let prepared = plan == Plan::Cached && self.statement_cache;
         let mut retries = 0;
         loop {
             let client = self.client(operation, lock).await?;
