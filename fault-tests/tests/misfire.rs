@@ -413,12 +413,22 @@ async fn timeout(provider: Provider) {
         first.cancelled,
         "cancelled() had resolved when it was dropped"
     );
-    let row = fx.lock_row("hang").await.expect("the lock row");
+    // The service records the end from the dropped body's guard, in a task of its own, while
+    // the executor releases the lease (coalesced over a few milliseconds): the end row can be
+    // visible before the release is, so the release is waited for, and its time bounded.
+    let row = test_support::process::eventually(
+        2 * SECOND,
+        "the dropped run's lease released",
+        || async {
+            let row = fx.lock_row("hang").await.expect("the lock row");
+            (row.fence as i64 != first.fence || !row.held).then_some(row)
+        },
+    )
+    .await;
     if row.fence as i64 == first.fence {
-        assert!(!row.held, "the lease was released: {row:?}");
         assert!(
             row.lock_until.timestamp_millis() <= ended + 1_000,
-            "{row:?}"
+            "released within a second of the drop: {row:?}"
         );
     }
     let slot = first.slot.unwrap();
