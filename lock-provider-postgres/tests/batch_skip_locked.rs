@@ -128,3 +128,98 @@ async fn a_locked_row_is_waited_for_after_the_free_rows_are_committed() {
         assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
     }
 }
+
+/// A row taken by the transaction the second statement waited for is refused as that
+/// transaction left it: held, by whom, and which slot it ran (a fire that asked ahead of its
+/// slot reads from this that the slot was taken and does not ask again at the slot).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_taken_during_the_wait_is_refused_with_its_new_holder_and_slot() {
+    let Some(provider) = common::provider(common::CONFORMANCE_TABLE).await else {
+        return;
+    };
+    let table = common::CONFORMANCE_TABLE;
+    let taken = testkit::unique_name("skip-taken");
+    let base = Utc::now();
+    let slot = |s: i64| FireSlot::new(base + TimeDelta::seconds(s));
+    let lease_for = Duration::from_secs(300);
+    let first = testkit::request(&taken, "setup", lease_for, Some(slot(0)));
+    let AcquireOutcome::Acquired(lease) = provider.acquire(&first).await.unwrap() else {
+        panic!("setup acquire refused");
+    };
+    assert!(provider.release(&lease, Duration::ZERO).await.unwrap());
+
+    // A rival takes the row for slot 1 in a transaction still open when the batch comes.
+    let mut rival = common::raw_client().await;
+    let rival_pid: i32 = rival
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let tx = rival.transaction().await.unwrap();
+    tx.execute(
+        &format!(
+            "UPDATE {table} SET lock_until = timezone('utc', CURRENT_TIMESTAMP) + interval '5 minutes', \
+             locked_by = 'rival', fence = fence + 1, \
+             last_fire = timezone('utc', to_timestamp($2::int8 / 1000.0)) WHERE name = $1"
+        ),
+        &[&&*taken, &slot(1).unix_millis()],
+    )
+    .await
+    .unwrap();
+
+    let requests = vec![testkit::request(&taken, "batch", lease_for, Some(slot(1)))];
+    let batch = {
+        let provider = provider.clone();
+        // Two requests make a batch of the provider's statements; the second a fresh name.
+        let mut requests = requests.clone();
+        requests.push(testkit::request(
+            &testkit::unique_name("skip-other"),
+            "batch",
+            lease_for,
+            Some(slot(1)),
+        ));
+        tokio::spawn(async move { provider.acquire_many(&requests).await })
+    };
+    // Wait (bounded) until the batch's second statement waits for the rival's row lock.
+    let observer = common::raw_client().await;
+    let mut waiting = false;
+    for _ in 0..200 {
+        let n: i64 = observer
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+                &[&rival_pid],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if n > 0 {
+            waiting = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(waiting, "the batch never waited for the rival's row");
+    tx.commit().await.unwrap();
+    let outcomes = batch.await.unwrap().unwrap();
+    let AcquireOutcome::Refused(refusal) = &outcomes[0] else {
+        panic!("{taken}: granted while the rival holds it: {outcomes:?}");
+    };
+    assert_eq!(
+        refusal.reason,
+        lock_core::RefusalReason::Held,
+        "{refusal:?}"
+    );
+    assert_eq!(refusal.locked_by.as_deref(), Some("rival"), "{refusal:?}");
+    assert_eq!(
+        refusal.last_fire.map(|at| at.timestamp_millis()),
+        Some(slot(1).unix_millis()),
+        "{refusal:?}"
+    );
+    assert!(
+        refusal.lock_until.is_some_and(|until| until > Utc::now()),
+        "{refusal:?}"
+    );
+    if let AcquireOutcome::Acquired(lease) = &outcomes[1] {
+        assert!(provider.release(lease, Duration::ZERO).await.unwrap());
+    }
+}

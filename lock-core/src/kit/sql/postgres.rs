@@ -73,9 +73,10 @@ pub struct LockStatements {
     /// slot ran) in the snapshot is neither locked nor written, and is refused.
     pub acquire_many: String,
     /// Acquire many, second statement, over the names [`Self::acquire_many`] skipped: the same
-    /// parameters and columns (`skipped` always false), but the free rows are locked in name
+    /// parameters and columns (`skipped` always false), but every row given is locked in name
     /// order (`ORDER BY name FOR UPDATE`), waiting for the transactions that hold them and
-    /// re-checking each row as they left it; two batches on overlapping names wait for each
+    /// re-checking each row as they left it, and a refused row is described as they left it
+    /// (holder, `lock_until`, `last_fire`); two batches on overlapping names wait for each
     /// other instead of deadlocking.
     pub acquire_many_wait: String,
     /// Create the missing rows of a batch (same parameters as `acquire_many`), inserted in name

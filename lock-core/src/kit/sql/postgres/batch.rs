@@ -52,7 +52,8 @@ impl BatchStatements {
              $5::int8[]) WITH ORDINALITY AS r(name, at_most, locked_by, slot, lead, ord)";
         // The batch runs in two autocommitted statements ([`LockStatements::acquire_many`],
         // then [`LockStatements::acquire_many_wait`] over the names the first skipped). They
-        // differ only in how `free` locks: SKIP LOCKED, or waiting in name order.
+        // differ in how they lock: the first the rows free in its snapshot, SKIP LOCKED; the
+        // second every row it is given, waiting, in name order.
         //
         // No lost slot: a row is refused without a wait only when the statement's snapshot
         // shows it held or its slot run, exactly as the single `acquire` refuses it. A row
@@ -92,7 +93,32 @@ impl BatchStatements {
             )
         };
         let acquire_many = acquire_many_with("FOR UPDATE OF t SKIP LOCKED", &skipped_if);
-        let acquire_many_wait = acquire_many_with("FOR UPDATE OF t", "false");
+        // The waiting statement locks every row it is given (few: those the first skipped),
+        // not only the free ones, and explains a refusal from the locked rows: after the wait
+        // a row lock reads the row as the transaction it waited for left it, where the
+        // statement's snapshot would show it as it was before (free, its slot not run). A
+        // refusal then says who holds the row and which slot last ran, and a fire that asked
+        // ahead of its slot can tell "this slot was taken" (final) from "a lease still held"
+        // (ask again at the slot) without a second statement.
+        let acquire_many_wait = format!(
+            "WITH r AS ({requests}), \
+            locked AS (\
+                SELECT t.{name} AS name, t.{until} AS lock_until, t.{by}::text AS locked_by, \
+                    {cur_last_fire} AS last_fire \
+                FROM {table} t JOIN r ON t.{name} = r.name \
+                ORDER BY t.{name} FOR UPDATE OF t), \
+            granted AS (\
+                UPDATE {table} t SET {until} = {NOW_MS} + r.at_most * interval '1 millisecond', \
+                    {at} = {NOW_MS}, {by} = r.locked_by{batch_set} \
+                FROM locked l, r WHERE t.{name} = l.name AND r.name = t.{name} \
+                    AND t.{until} <= {NOW}{batch_free} \
+                RETURNING r.ord, {granted_fence} AS fence) \
+            SELECT r.ord, g.fence AS granted, l.locked_by, l.lock_until, l.last_fire, \
+                COALESCE(l.lock_until > {NOW}, false) AS held, l.name IS NOT NULL AS present, \
+                {NOW} AS db_now, false AS skipped \
+            FROM r LEFT JOIN granted g ON g.ord = r.ord \
+                LEFT JOIN locked l ON l.name = r.name ORDER BY r.ord"
+        );
         let (batch_insert_vals, batch_create_guard) = if full {
             (
                 ", 1, r.slot".to_owned(),
