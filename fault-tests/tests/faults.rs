@@ -169,6 +169,12 @@ async fn holder_paused(provider: Provider) {
         )
         .await;
     let (mut paused, mut others) = take(instances, &first.instance);
+    // The body records its start, then makes its first fenced write: pause it after that write
+    // (pausing between the two would make the write a late one).
+    eventually(3 * SECOND, "the first run's fenced write", || async {
+        (fx.runs.guarded().await.unwrap().0 == first.fence).then_some(())
+    })
+    .await;
     paused.signal("STOP");
     // Let an extension already on the wire land, then read the lease the paused holder has.
     tokio::time::sleep(Duration::from_millis(300)).await;
