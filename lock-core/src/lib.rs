@@ -50,9 +50,9 @@ pub use provider::{
 };
 pub use run_once::{DEFAULT_RUN_ONCE_LEASE, DEFAULT_RUN_ONCE_WAIT, RunOnce, RunOnceOutcome};
 pub use scheduler::{
-    DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SHUTDOWN_TIMEOUT, HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB,
-    Job, JobStatus, RunOutcome, SHARD_TAKEOVER_DELAY, Scheduler, SchedulerBuilder, Trigger,
-    registered_jobs,
+    DEFAULT_ACQUIRE_AHEAD, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SHUTDOWN_TIMEOUT,
+    HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB, Job, JobStatus, RunOutcome, SHARD_TAKEOVER_DELAY,
+    Scheduler, SchedulerBuilder, Trigger, registered_jobs,
 };
 pub use scheduler::{JobOverride, OVERRIDE_ENV_PREFIX, override_env_key, parse_duration};
 pub use shutdown::shutdown_signal;

@@ -1,8 +1,11 @@
 //! Taking the lock: reentrancy, the bounded acquire call, and what a grant or refusal means.
 
 use crate::{
-    AcquireOutcome, FireSlot, JobContext, LockConfiguration, LockError, LockRequest, RefusalReason,
+    AcquireOutcome, FireSlot, JobContext, LockConfiguration, LockError, LockRequest, Refusal,
+    RefusalReason,
 };
+
+use tokio::time::Instant;
 
 use super::lease::LeaseGuard;
 use super::{LockingTaskExecutor, bounded, later};
@@ -17,10 +20,17 @@ pub(super) enum Acquired {
 
 impl LockingTaskExecutor {
     /// Takes the lock for one call, or says why the body runs without (reentrant) or not at all.
+    ///
+    /// `due`: a scheduled fire's slot on the monotonic clock. A fire that asks before it (the
+    /// scheduler's acquire-ahead) and is refused because a lease is still held, while its slot
+    /// has not run, asks once more when the slot comes: the lease may end before the slot (a
+    /// previous run's body, its `lock_at_least_for`), and the slot must not be lost to asking
+    /// early. Every refusal's lag is recorded here, a grant's at its body's start.
     pub(super) async fn acquire(
         &self,
         config: &LockConfiguration,
         slot: Option<FireSlot>,
+        due: Option<Instant>,
     ) -> Result<Acquired, LockError> {
         if let Some(ctx) = JobContext::current()
             && ctx.lock_name() == config.name()
@@ -39,36 +49,61 @@ impl LockingTaskExecutor {
             max_slot_lead: self.max_slot_lead,
         };
         let metrics = config.metrics();
-        metrics.attempt();
-        // The lease is measured from before the request: it cannot end later than this + at_most.
-        let in_flight = self.own_grants.begin(&request.name);
-        let requested_at = tokio::time::Instant::now();
-        let result = bounded(
-            "acquire",
-            config.name(),
-            requested_at,
-            later(requested_at, self.operation_timeout),
-            async {
-                match (&self.acquires, request.slot) {
-                    (Some(batch), Some(_)) => batch.submit(request.clone()).await,
-                    _ => self.provider.as_ref().acquire(&request).await,
+        let mut early = due.filter(|&due| Instant::now() < due);
+        let (outcome, requested_at) = loop {
+            metrics.attempt();
+            // The lease is measured from before the request: it cannot end later than this +
+            // at_most.
+            let in_flight = self.own_grants.begin(&request.name);
+            let requested_at = Instant::now();
+            let result = bounded(
+                "acquire",
+                config.name(),
+                requested_at,
+                later(requested_at, self.operation_timeout),
+                async {
+                    match (&self.acquires, request.slot) {
+                        (Some(batch), Some(_)) => batch.submit(request.clone()).await,
+                        _ => self.provider.as_ref().acquire(&request).await,
+                    }
+                },
+            )
+            .await;
+            let result = self.recover_lost_grant(&request, result).await;
+            if let Ok(AcquireOutcome::Acquired(lease)) = &result {
+                self.own_grants.saw(&request.name, lease.fence());
+            }
+            drop(in_flight);
+            match result {
+                Ok(AcquireOutcome::Refused(refusal))
+                    if early.take().is_some_and(|due| {
+                        may_be_free_at_slot(&refusal, slot) && Instant::now() < due
+                    }) =>
+                {
+                    tracing::trace!(lock = config.name(), slot = ?slot.map(|s| s.instant()), locked_by = refusal.locked_by.as_deref(), "lock held ahead of the slot; asking again at the slot");
+                    // Shutdown before the slot: the loop would not have fired it at all.
+                    let shutdown = async {
+                        tokio::select! {
+                            biased;
+                            _ = self.shutdown.cancelled() => true,
+                            _ = tokio::time::sleep_until(due.unwrap_or_else(Instant::now)) => false,
+                        }
+                    };
+                    if shutdown.await {
+                        break (AcquireOutcome::Refused(refusal), requested_at);
+                    }
                 }
-            },
-        )
-        .await;
-        let result = self.recover_lost_grant(&request, result).await;
-        if let Ok(AcquireOutcome::Acquired(lease)) = &result {
-            self.own_grants.saw(&request.name, lease.fence());
-        }
-        drop(in_flight);
-        let outcome = match result {
-            Ok(outcome) => outcome,
-            Err(error) => {
-                metrics.error();
-                tracing::error!(lock = config.name(), slot = ?slot.map(|s| s.instant()), error = &error as &dyn std::error::Error, "lock acquire failed; body not run");
-                return Err(error);
+                Ok(outcome) => break (outcome, requested_at),
+                Err(error) => {
+                    metrics.error();
+                    tracing::error!(lock = config.name(), slot = ?slot.map(|s| s.instant()), error = &error as &dyn std::error::Error, "lock acquire failed; body not run");
+                    return Err(error);
+                }
             }
         };
+        if let (AcquireOutcome::Refused(_), Some(due)) = (&outcome, due) {
+            metrics.fire_lag(Instant::now().saturating_duration_since(due));
+        }
         match outcome {
             AcquireOutcome::Acquired(lease) => {
                 metrics.acquired();
@@ -83,7 +118,7 @@ impl LockingTaskExecutor {
                     lease: Some(lease),
                     lock_at_least_for: config.lock_at_least_for(),
                     metrics: metrics.clone(),
-                    started: tokio::time::Instant::now(),
+                    started: Instant::now(),
                     requested_at,
                     operation_timeout: self.operation_timeout,
                 };
@@ -136,4 +171,16 @@ impl LockingTaskExecutor {
             }
         }
     }
+}
+
+/// Whether a lock refused before its slot may still be free when the slot comes: refused as
+/// held (or for a reason the provider could not tell) while its last run, as far as the
+/// refusal shows, is older than this slot. A slot already run (by the instance that won it
+/// ahead, say) or too far ahead is final.
+fn may_be_free_at_slot(refusal: &Refusal, slot: Option<FireSlot>) -> bool {
+    let slot_run = matches!(
+        (refusal.last_fire, slot),
+        (Some(last), Some(slot)) if last >= slot.instant()
+    );
+    matches!(refusal.reason, RefusalReason::Held | RefusalReason::Unknown) && !slot_run
 }

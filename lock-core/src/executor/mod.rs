@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
@@ -96,6 +97,8 @@ pub struct LockingTaskExecutor {
     defaults: LockDefaults,
     operation_timeout: Duration,
     max_slot_lead: Duration,
+    // How long before its slot a scheduler's fire takes its lock; zero outside a scheduler.
+    acquire_ahead: Duration,
     // The runtime that synchronous locked calls from outside any runtime block on.
     runtime: Option<tokio::runtime::Handle>,
     // Grants seen and acquires in flight, so that a lost grant is told from any other.
@@ -159,6 +162,7 @@ impl LockingTaskExecutor {
             defaults: LockDefaults::default(),
             operation_timeout: DEFAULT_OPERATION_TIMEOUT,
             max_slot_lead: DEFAULT_MAX_SLOT_LEAD,
+            acquire_ahead: Duration::ZERO,
             runtime: tokio::runtime::Handle::try_current().ok(),
             own_grants: OwnGrants::default(),
             acquires: None,
@@ -285,6 +289,29 @@ impl LockingTaskExecutor {
         self.max_slot_lead
     }
 
+    /// Sets how long before its slot a scheduler's fire takes its lock
+    /// ([`SchedulerBuilder::acquire_ahead`](crate::SchedulerBuilder::acquire_ahead)).
+    pub(crate) fn with_acquire_ahead(mut self, ahead: Duration) -> Self {
+        self.acquire_ahead = ahead.min(MAX_DURATION);
+        self
+    }
+
+    /// How long before its slot a scheduler's cron or fixed-rate fire takes its lock
+    /// ([`SchedulerBuilder::acquire_ahead`](crate::SchedulerBuilder::acquire_ahead); zero for
+    /// an executor outside a scheduler): at most half the
+    /// [`max_slot_lead`](Self::max_slot_lead), so the database never refuses an early acquire
+    /// as a slot too far ahead.
+    ///
+    /// ```
+    /// use lock_core::{InMemoryLockProvider, LockingTaskExecutor};
+    /// use std::time::Duration;
+    /// let executor = LockingTaskExecutor::new(InMemoryLockProvider::new());
+    /// assert_eq!(executor.acquire_ahead(), Duration::ZERO);
+    /// ```
+    pub fn acquire_ahead(&self) -> Duration {
+        self.acquire_ahead.min(self.max_slot_lead / 2)
+    }
+
     /// Replaces the instance id written to `locked_by` (1 to 255 bytes). Make it unique per
     /// process: release and extend trust it to tell this instance's leases from others'.
     pub fn with_instance_id(mut self, id: impl Into<Arc<str>>) -> Result<Self, LockError> {
@@ -353,24 +380,32 @@ impl LockingTaskExecutor {
         slot: Option<FireSlot>,
         body: F,
     ) -> Result<LockOutcome<F::Output>, LockError> {
-        self.execute_fire(config, slot, FireKind::of_slot(slot), body)
+        self.execute_fire(config, slot, FireKind::of_slot(slot), None, body)
             .await
     }
 
     /// [`execute_in_slot`](Self::execute_in_slot) with the body's fire kind given: the
     /// scheduler's fires (whose timer loop boxes each fire, so an idle loop stays small).
+    ///
+    /// `due`: a scheduled fire's slot on the monotonic clock (when the database's clock
+    /// reaches it). The lock may be decided before it (the scheduler's acquire-ahead); the body
+    /// starts no earlier, and the fire's lag is measured from it (`acquire.rs`).
     pub(crate) async fn execute_fire<F: Future>(
         &self,
         config: &LockConfiguration,
         slot: Option<FireSlot>,
         kind: FireKind,
+        due: Option<Instant>,
         body: F,
     ) -> Result<LockOutcome<F::Output>, LockError> {
-        match self.acquire(config, slot).await? {
+        match self.acquire(config, slot, due).await? {
             Acquired::Reentrant => Ok(LockOutcome::Executed(body.await)),
             Acquired::Skipped => Ok(LockOutcome::Skipped),
-            Acquired::Lease(guard, ctx) => {
-                let ctx = ctx.for_fire(kind, config.shard());
+            Acquired::Lease(mut guard, ctx) => {
+                let ctx = self
+                    .at_slot(config, due, ctx.for_fire(kind, config.shard()))
+                    .await;
+                guard.started = Instant::now();
                 let out = self
                     .run_holding(config, &ctx, guard, ctx.clone().scope(body))
                     .await;
@@ -405,28 +440,32 @@ impl LockingTaskExecutor {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.execute_blocking_fire(config, slot, FireKind::of_slot(slot), body)
+        self.execute_blocking_fire(config, slot, FireKind::of_slot(slot), None, body)
             .await
     }
 
     /// [`execute_blocking_in_slot`](Self::execute_blocking_in_slot) with the body's fire kind
-    /// given.
+    /// and the slot's `due` instant given (as [`execute_fire`](Self::execute_fire)).
     pub(crate) async fn execute_blocking_fire<F, T>(
         &self,
         config: &LockConfiguration,
         slot: Option<FireSlot>,
         kind: FireKind,
+        due: Option<Instant>,
         body: F,
     ) -> Result<LockOutcome<T>, LockError>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        let ctx = match self.acquire(config, slot).await? {
+        let ctx = match self.acquire(config, slot, due).await? {
             Acquired::Reentrant => JobContext::current(),
             Acquired::Skipped => return Ok(LockOutcome::Skipped),
-            Acquired::Lease(guard, ctx) => {
-                let ctx = ctx.for_fire(kind, config.shard());
+            Acquired::Lease(mut guard, ctx) => {
+                let ctx = self
+                    .at_slot(config, due, ctx.for_fire(kind, config.shard()))
+                    .await;
+                guard.started = Instant::now();
                 let run = ctx.clone();
                 let task = tokio::task::spawn_blocking(move || run.enter_blocking(body));
                 let out = self
@@ -469,7 +508,7 @@ impl LockingTaskExecutor {
         body: impl FnOnce() -> T,
     ) -> Result<LockOutcome<T>, LockError> {
         let runtime = self.runtime.as_ref();
-        let (mut guard, ctx) = match block_on(runtime, self.acquire(config, None))? {
+        let (mut guard, ctx) = match block_on(runtime, self.acquire(config, None, None))? {
             Acquired::Reentrant => return Ok(LockOutcome::Executed(body())),
             Acquired::Skipped => return Ok(LockOutcome::Skipped),
             Acquired::Lease(guard, ctx) => (guard, ctx),
@@ -492,6 +531,37 @@ impl LockingTaskExecutor {
         match result {
             Ok(out) => Ok(LockOutcome::Executed(out)),
             Err(panic) => std::panic::resume_unwind(panic),
+        }
+    }
+
+    /// Waits for a scheduled fire's slot (`due`, on the monotonic clock) when its lock was
+    /// granted ahead of it, records how late the body starts after the slot, and returns the
+    /// body's context. The caller counts the run's duration (`scheduled_job_duration_seconds`)
+    /// from then, not from the grant: the wait is not the job's.
+    ///
+    /// A fire granted before shutdown began whose slot comes after it still runs, as a normal
+    /// run: the slot is taken (every other instance was refused it), so only this body can run
+    /// it, and a body that saw `cancelled()` resolved at its start might drop it. Its context
+    /// is therefore not cancelled by that shutdown, which waits for it as for any running
+    /// body.
+    async fn at_slot(
+        &self,
+        config: &LockConfiguration,
+        due: Option<Instant>,
+        ctx: JobContext,
+    ) -> JobContext {
+        let Some(due) = due else { return ctx };
+        let early = Instant::now() < due;
+        if early {
+            tokio::time::sleep_until(due).await;
+        }
+        config
+            .metrics()
+            .fire_lag(Instant::now().saturating_duration_since(due));
+        if early && self.shutdown.is_cancelled() {
+            ctx.with_cancel(CancellationToken::new())
+        } else {
+            ctx
         }
     }
 

@@ -24,6 +24,7 @@ use chrono::TimeDelta;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub use batching::DEFAULT_ACQUIRE_AHEAD;
 pub use cluster::{DEFAULT_HEARTBEAT_INTERVAL, HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB};
 pub use job::{Job, registered_jobs};
 pub use overrides::{JobOverride, OVERRIDE_ENV_PREFIX, override_env_key, parse_duration};
@@ -185,6 +186,8 @@ pub struct SchedulerBuilder {
     overrides: overrides::Overrides,
     /// `.batch_window(..)` (`batching.rs`).
     batch_window: Option<Duration>,
+    /// `.acquire_ahead(..)` (`batching.rs`).
+    acquire_ahead: Option<Duration>,
 }
 
 impl Scheduler {
@@ -383,6 +386,7 @@ impl SchedulerBuilder {
         if let Some(window) = self.batch_window {
             executor = executor.with_batch_window(window);
         }
+        executor = executor.with_acquire_ahead(self.acquire_ahead.unwrap_or(DEFAULT_ACQUIRE_AHEAD));
         let clock_refresh = self.clock_refresh.unwrap_or(DEFAULT_CLOCK_REFRESH);
         if clock_refresh.is_zero() {
             return Err(LockError::InvalidConfiguration(

@@ -140,9 +140,25 @@ impl JobRunner {
             };
             self.plan(slot.instant());
             following = self.job.trigger().next_slot(slot.instant());
-            // On the monotonic clock, to the instant the database reaches the slot; re-planned
-            // if a refresh finds that the database's clock moved.
-            if !self.clock.sleep_until(slot.instant(), &self.stop).await {
+            // The fire asks for its lock ahead of the slot (the body starts at the slot): by
+            // at most half the lease (a body starts with most of its lease left), and
+            // at most half the way back to the previous slot (a fast fixed rate, every 100 ms,
+            // would otherwise ask while its previous run still holds the lock). Computed here,
+            // not kept across the sleep: every byte of the loop's future is in each idle job's
+            // task.
+            let ahead = self
+                .executor
+                .acquire_ahead()
+                .min(self.config.lock_at_most_for() / 2);
+            let ahead = chrono::TimeDelta::from_std(ahead).unwrap_or(chrono::TimeDelta::zero());
+            let wake = match last {
+                Some(last) if last.instant() < slot.instant() => (slot.instant() - ahead)
+                    .max(last.instant() + (slot.instant() - last.instant()) / 2),
+                _ => slot.instant() - ahead,
+            };
+            // On the monotonic clock, to the instant the database reaches `wake`; re-planned if
+            // a refresh finds that the database's clock moved.
+            if !self.clock.sleep_until(wake, &self.stop).await {
                 return;
             }
             // While this fire runs, the gauge already shows the one after it: a long run is
@@ -241,15 +257,6 @@ impl JobRunner {
             status.running = true;
             status.next_fire = None;
         }
-        // A catch-up's slot is missed by definition: its lateness is not the timer's.
-        if let (Some(slot), FireKind::Scheduled) = (slot, kind) {
-            // By the database's clock. A fire a hair early (inside the estimate's error)
-            // counts as no lag.
-            let lag = (self.clock.now() - slot.instant())
-                .to_std()
-                .unwrap_or(Duration::ZERO);
-            self.config.metrics().fire_lag(lag);
-        }
         let started = tokio::time::Instant::now();
         let outcome = AssertUnwindSafe(self.execute(slot, kind, recorder.clone()))
             .catch_unwind()
@@ -316,6 +323,13 @@ impl JobRunner {
         recorder: Option<RunRecorder>,
     ) -> Result<LockOutcome<(Attempted, bool)>, LockError> {
         let executor = &self.executor;
+        // When the database reaches a scheduled fire's slot: the body starts no earlier, and
+        // its lag is measured from it. A catch-up's slot is missed by definition: its lateness
+        // is not the timer's.
+        let due = match (slot, kind) {
+            (Some(slot), FireKind::Scheduled) => Some(self.clock.instant_at(slot.instant())),
+            _ => None,
+        };
         let values = &self.values;
         let state = &self.state;
         let attempts = Attempts {
@@ -327,17 +341,21 @@ impl JobRunner {
         match self.job.body() {
             Body::Registered(JobBody::Async(body)) => {
                 let fut = noting_end(state.clone(), attempts.run(|| body(values)));
-                executor.execute_fire(&self.config, slot, kind, fut).await
+                executor
+                    .execute_fire(&self.config, slot, kind, due, fut)
+                    .await
             }
             Body::Async(body) => {
                 let fut = noting_end(state.clone(), attempts.run(|| body(values.clone())));
-                executor.execute_fire(&self.config, slot, kind, fut).await
+                executor
+                    .execute_fire(&self.config, slot, kind, due, fut)
+                    .await
             }
             Body::Registered(JobBody::Blocking(body)) => {
                 let (body, values, ended) = (*body, values.clone(), BodyEnd(state.clone()));
                 let attempts = attempts.for_blocking();
                 executor
-                    .execute_blocking_fire(&self.config, slot, kind, move || {
+                    .execute_blocking_fire(&self.config, slot, kind, due, move || {
                         let _ended = ended;
                         (attempts.run(|| body(&values)), cancelled_now())
                     })
@@ -347,7 +365,7 @@ impl JobRunner {
                 let (body, values, ended) = (body.clone(), values.clone(), BodyEnd(state.clone()));
                 let attempts = attempts.for_blocking();
                 executor
-                    .execute_blocking_fire(&self.config, slot, kind, move || {
+                    .execute_blocking_fire(&self.config, slot, kind, due, move || {
                         let _ended = ended;
                         (attempts.run(|| body(&values)), cancelled_now())
                     })
