@@ -1,13 +1,16 @@
 //! Bursts: N instances (OS processes) x J jobs all due every second, with acquires and releases
-//! batched and, in the same run, sent one by one (`batch_window(Duration::ZERO)`).
+//! batched and, in the same run, sent one by one (`batch_window(Duration::ZERO)`), and batched
+//! but asked at the slot instead of ahead of it (`acquire_ahead(Duration::ZERO)`).
 //!
 //! `cargo bench -p benchmarks --bench burst` runs, on PostgreSQL and on MariaDB, 4 instances x
-//! 1,000 jobs and 8 instances x 100 jobs (the contention bench's largest row), each batched and
-//! per job, 20 s per configuration; without `--bench` (as under `cargo test`) a smoke pass of 2
-//! instances x 20 jobs, 2 s, on each database and in both modes. Reads `LOCK_TEST_POSTGRES_URL`
-//! and `LOCK_TEST_MYSQL_URL`; an unreachable server fails the bench when `CI` is set and is
-//! skipped (`SKIPPED`) otherwise. `BURST_SHAPES=4x1000` and `BURST_DATABASES=postgres` (or
-//! `mariadb`; comma-separated lists) narrow a run to those configurations.
+//! 1,000 jobs and 8 instances x 100 jobs (the contention bench's largest row), each per job,
+//! batched asking at the slot and batched asking ahead (the defaults), 20 s per configuration;
+//! without `--bench` (as under `cargo test`) a smoke pass of 2 instances x 20 jobs, 2 s, on
+//! each database and in the three modes. Reads `LOCK_TEST_POSTGRES_URL` and
+//! `LOCK_TEST_MYSQL_URL`; an unreachable server fails the bench when `CI` is set and is skipped
+//! (`SKIPPED`) otherwise. `BURST_SHAPES=4x1000` (any `NxJ`, comma-separated),
+//! `BURST_DATABASES=postgres` (or `mariadb`) and `BURST_MODES=batched` (or `per-job`,
+//! `at-slot`) narrow a run to those configurations.
 //!
 //! Each instance is this binary re-executed (`--burst-child ...`) running a `Scheduler` on the
 //! provider `lock_providers` opens for the URL, with the same job names and `cron = "* * * *
@@ -23,7 +26,8 @@
 //! Per configuration it prints fires per second, duplicates (a (job, slot) run by more than
 //! one instance), missed (a (job, slot) of the window that nobody ran), the fire lag's p50,
 //! p99 and maximum, commits per second and the CPU of one instance; then the targets: p99 lag
-//! under 50 ms and fewer than 50 commits per second for 4 x 1,000 on PostgreSQL, batched.
+//! under 50 ms and fewer than 50 commits per second for 4 x 1,000 on PostgreSQL, batched (the
+//! defaults).
 
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
@@ -90,12 +94,24 @@ struct Config {
     jobs: usize,
     secs: u64,
     batched: bool,
+    /// Fires ask for their locks ahead of the slot (the default
+    /// [`lock_core::DEFAULT_ACQUIRE_AHEAD`]), or at it.
+    ahead: bool,
 }
 
 impl Config {
     /// How the instances send their acquires and releases, as the output names it.
     fn mode(&self) -> &'static str {
-        if self.batched { "batched" } else { "per job" }
+        match (self.batched, self.ahead) {
+            (false, _) => "per job",
+            (true, false) => "at slot",
+            (true, true) => "batched",
+        }
+    }
+
+    /// The configuration the targets are judged on: the defaults.
+    fn is_default(&self) -> bool {
+        self.batched && self.ahead
     }
 }
 
@@ -183,18 +199,29 @@ async fn parent(mode: Mode) {
         Mode::Full => (&[(4, 1000), (8, 100)], 20),
         Mode::Smoke => (&[(2, 20)], 2),
     };
-    // `BURST_SHAPES=4x1000` and `BURST_DATABASES=postgres` (or `mariadb`) narrow a run to
-    // the configurations asked for.
+    // `BURST_SHAPES`, `BURST_DATABASES` and `BURST_MODES` narrow a run to the configurations
+    // asked for.
     let wanted = |var: &str, item: &str| {
         std::env::var(var).map_or(true, |list| {
             list.split(',').any(|w| w.trim().eq_ignore_ascii_case(item))
         })
     };
-    let shapes: Vec<(usize, usize)> = shapes
-        .iter()
-        .copied()
-        .filter(|(n, j)| wanted("BURST_SHAPES", &format!("{n}x{j}")))
-        .collect();
+    // Any `NxJ` may be asked for, not only the table's rows (to take a lag apart: one
+    // instance alone, fewer jobs).
+    let shapes: Vec<(usize, usize)> = match std::env::var("BURST_SHAPES") {
+        Ok(list) => list
+            .split(',')
+            .map(|shape| {
+                shape
+                    .trim()
+                    .split_once('x')
+                    .and_then(|(n, j)| Some((n.parse().ok()?, j.parse().ok()?)))
+                    .filter(|&(n, j): &(usize, usize)| n > 0 && j > 0)
+                    .unwrap_or_else(|| panic!("BURST_SHAPES: `{shape}` is not NxJ (4x1000)"))
+            })
+            .collect(),
+        Err(_) => shapes.to_vec(),
+    };
     let mut results = Vec::new();
     for backend in [Backend::Postgres, Backend::MariaDb] {
         let key = match backend {
@@ -220,14 +247,23 @@ async fn parent(mode: Mode) {
             .unwrap_or_else(|e| panic!("open the {} bench table: {e}", backend.name()));
         let clock = opened.provider().clone();
         for &(instances, jobs) in &shapes {
-            // Per job first, then batched: the same load, one after the other.
-            for batched in [false, true] {
+            // Per job first, then batched asking at the slot, then the defaults (batched,
+            // asking ahead): the same load, one after the other.
+            for (batched, ahead, name) in [
+                (false, true, "per-job"),
+                (true, false, "at-slot"),
+                (true, true, "batched"),
+            ] {
+                if !wanted("BURST_MODES", name) {
+                    continue;
+                }
                 let config = Config {
                     backend,
                     instances,
                     jobs,
                     secs,
                     batched,
+                    ahead,
                 };
                 results.push(run_config(&table, config, &mut counter, clock.as_ref()).await);
             }
@@ -300,7 +336,7 @@ async fn parent(mode: Mode) {
             seconds.join(" ")
         );
     }
-    for r in results.iter().filter(|r| r.config.batched) {
+    for r in results.iter().filter(|r| r.config.is_default()) {
         if let Some(base) = results.iter().find(|b| {
             !b.config.batched
                 && b.config.backend == r.config.backend
@@ -331,7 +367,7 @@ async fn parent(mode: Mode) {
         verdict(missed == 0, mode.judged())
     );
     if let Some(r) = results.iter().find(|r| {
-        r.config.batched
+        r.config.is_default()
             && r.config.backend == Backend::Postgres
             && (r.config.instances, r.config.jobs) == (4, 1000)
     }) {
@@ -380,7 +416,11 @@ async fn run_config(
         },
         config.instances,
         config.jobs,
-        if config.batched { "b" } else { "s" }
+        match (config.batched, config.ahead) {
+            (false, _) => "s",
+            (true, false) => "a",
+            (true, true) => "b",
+        }
     );
     // Whole seconds of the database's clock, far enough ahead for every child to start.
     let db_now = clock.database_time().await.expect("the database's time");
@@ -401,6 +441,7 @@ async fn run_config(
                     &label,
                     &index.to_string(),
                     if config.batched { "1" } else { "0" },
+                    if config.ahead { "1" } else { "0" },
                 ])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -481,6 +522,7 @@ struct ChildArgs {
     label: String,
     index: usize,
     batched: bool,
+    ahead: bool,
 }
 
 impl ChildArgs {
@@ -494,6 +536,7 @@ impl ChildArgs {
             label: args[5].clone(),
             index: args[6].parse().expect("index"),
             batched: args[7] == "1",
+            ahead: args[8] == "1",
         }
     }
 
@@ -539,6 +582,11 @@ impl ChildArgs {
                 std::process::id()
             ))
             .batch_window(window)
+            .acquire_ahead(if self.ahead {
+                lock_core::DEFAULT_ACQUIRE_AHEAD
+            } else {
+                Duration::ZERO
+            })
             .jobs(jobs)
             .start()
             .await
