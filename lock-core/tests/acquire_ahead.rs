@@ -96,6 +96,37 @@ fn every_second(name: &str, runs: &Arc<Mutex<Vec<Started>>>) -> Job {
     })
 }
 
+/// One scheduler with the job `tick` every second, asking `ahead`.
+async fn one_instance(
+    provider: &Noting,
+    runs: &Arc<Mutex<Vec<Started>>>,
+    ahead: Duration,
+) -> Scheduler {
+    Scheduler::builder()
+        .lock_provider(provider.clone())
+        .acquire_ahead(ahead)
+        .jobs([every_second("tick", runs)])
+        .start()
+        .await
+        .unwrap()
+}
+
+/// Another instance takes the lock of `tick` (no slot) for `how_long`.
+async fn hold(provider: &Noting, how_long: Duration) {
+    let held = provider
+        .inner
+        .acquire(&LockRequest {
+            name: "tick".into(),
+            locked_by: "another".into(),
+            lock_at_most_for: how_long,
+            slot: None,
+            max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+        })
+        .await
+        .unwrap();
+    assert!(matches!(held, AcquireOutcome::Acquired(_)));
+}
+
 /// The next whole second at least `margin` away.
 fn next_second_after(margin: Duration) -> DateTime<Utc> {
     let earliest = Utc::now() + TimeDelta::from_std(margin).unwrap();
@@ -206,26 +237,8 @@ async fn a_lease_that_ends_before_the_slot_does_not_lose_it() {
     let slot = next_second_after(Duration::from_millis(800));
     let lease_end = slot - TimeDelta::milliseconds(20);
     let held_for = (lease_end - Utc::now()).to_std().unwrap();
-    let held = provider
-        .inner
-        .acquire(&LockRequest {
-            name: "tick".into(),
-            locked_by: "another".into(),
-            lock_at_most_for: held_for,
-            slot: None,
-            max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
-        })
-        .await
-        .unwrap();
-    assert!(matches!(held, AcquireOutcome::Acquired(_)));
-    let scheduler = Scheduler::builder()
-        .lock_provider(provider.clone())
-        .instance_id("late")
-        .acquire_ahead(Duration::from_millis(500))
-        .jobs([every_second("tick", &runs)])
-        .start()
-        .await
-        .unwrap();
+    hold(&provider, held_for).await;
+    let scheduler = one_instance(&provider, &runs, Duration::from_millis(500)).await;
     sleep_until(slot + TimeDelta::milliseconds(500)).await;
     scheduler.shutdown().await.unwrap();
     let runs = runs.lock().unwrap().clone();
@@ -258,13 +271,7 @@ async fn a_lease_that_ends_before_the_slot_does_not_lose_it() {
 async fn shutdown_after_an_early_grant_runs_the_slot_uncancelled() {
     let provider = Noting::default();
     let runs = Arc::new(Mutex::new(Vec::new()));
-    let scheduler = Scheduler::builder()
-        .lock_provider(provider.clone())
-        .acquire_ahead(Duration::from_millis(490))
-        .jobs([every_second("tick", &runs)])
-        .start()
-        .await
-        .unwrap();
+    let scheduler = one_instance(&provider, &runs, Duration::from_millis(490)).await;
     // A grant of a slot still 300 ms or more away, then shutdown.
     let slot = asked_ahead(&provider, true).await;
     scheduler.shutdown().await.unwrap();
@@ -292,24 +299,8 @@ async fn a_fire_refused_ahead_does_not_ask_again_after_shutdown() {
     let runs = Arc::new(Mutex::new(Vec::new()));
     // Held for a minute: every fire ahead is refused (held, the slot not run) and waits to ask
     // again at its slot.
-    provider
-        .inner
-        .acquire(&LockRequest {
-            name: "tick".into(),
-            locked_by: "another".into(),
-            lock_at_most_for: Duration::from_secs(60),
-            slot: None,
-            max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
-        })
-        .await
-        .unwrap();
-    let scheduler = Scheduler::builder()
-        .lock_provider(provider.clone())
-        .acquire_ahead(Duration::from_millis(490))
-        .jobs([every_second("tick", &runs)])
-        .start()
-        .await
-        .unwrap();
+    hold(&provider, Duration::from_secs(60)).await;
+    let scheduler = one_instance(&provider, &runs, Duration::from_millis(490)).await;
     let slot = asked_ahead(&provider, false).await;
     scheduler.shutdown().await.unwrap();
     sleep_until(slot + TimeDelta::milliseconds(100)).await;
