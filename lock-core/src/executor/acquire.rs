@@ -1,11 +1,13 @@
-//! Taking the lock: reentrancy, the bounded acquire call, and what a grant or refusal means.
+//! Taking the lock: reentrancy, the bounded acquire call, what a grant or refusal means, and
+//! for a fire that asked ahead of its slot, the wait for the slot.
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::{
     AcquireOutcome, FireSlot, JobContext, LockConfiguration, LockError, LockRequest, Refusal,
     RefusalReason,
 };
-
-use tokio::time::Instant;
 
 use super::lease::LeaseGuard;
 use super::{LockingTaskExecutor, bounded, later};
@@ -169,6 +171,37 @@ impl LockingTaskExecutor {
                 );
                 Ok(Acquired::Skipped)
             }
+        }
+    }
+
+    /// Waits for a scheduled fire's slot (`due`, on the monotonic clock) when its lock was
+    /// granted ahead of it, records how late the body starts after the slot, and returns the
+    /// body's context. The caller counts the run's duration (`scheduled_job_duration_seconds`)
+    /// from then, not from the grant: the wait is not the job's.
+    ///
+    /// A fire granted before shutdown began whose slot comes after it still runs, as a normal
+    /// run: the slot is taken (every other instance was refused it), so only this body can run
+    /// it, and a body that saw `cancelled()` resolved at its start might drop it. Its context
+    /// is therefore not cancelled by that shutdown, which waits for it as for any running
+    /// body.
+    pub(super) async fn at_slot(
+        &self,
+        config: &LockConfiguration,
+        due: Option<Instant>,
+        ctx: JobContext,
+    ) -> JobContext {
+        let Some(due) = due else { return ctx };
+        let early = Instant::now() < due;
+        if early {
+            tokio::time::sleep_until(due).await;
+        }
+        config
+            .metrics()
+            .fire_lag(Instant::now().saturating_duration_since(due));
+        if early && self.shutdown.is_cancelled() {
+            ctx.with_cancel(CancellationToken::new())
+        } else {
+            ctx
         }
     }
 }

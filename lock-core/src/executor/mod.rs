@@ -534,37 +534,6 @@ impl LockingTaskExecutor {
         }
     }
 
-    /// Waits for a scheduled fire's slot (`due`, on the monotonic clock) when its lock was
-    /// granted ahead of it, records how late the body starts after the slot, and returns the
-    /// body's context. The caller counts the run's duration (`scheduled_job_duration_seconds`)
-    /// from then, not from the grant: the wait is not the job's.
-    ///
-    /// A fire granted before shutdown began whose slot comes after it still runs, as a normal
-    /// run: the slot is taken (every other instance was refused it), so only this body can run
-    /// it, and a body that saw `cancelled()` resolved at its start might drop it. Its context
-    /// is therefore not cancelled by that shutdown, which waits for it as for any running
-    /// body.
-    async fn at_slot(
-        &self,
-        config: &LockConfiguration,
-        due: Option<Instant>,
-        ctx: JobContext,
-    ) -> JobContext {
-        let Some(due) = due else { return ctx };
-        let early = Instant::now() < due;
-        if early {
-            tokio::time::sleep_until(due).await;
-        }
-        config
-            .metrics()
-            .fire_lag(Instant::now().saturating_duration_since(due));
-        if early && self.shutdown.is_cancelled() {
-            ctx.with_cancel(CancellationToken::new())
-        } else {
-            ctx
-        }
-    }
-
     /// Drives `body` (with keep-alive if configured) and releases the lease afterwards,
     /// re-raising a panic of the body after the release.
     async fn run_holding<T>(
