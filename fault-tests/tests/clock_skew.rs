@@ -127,10 +127,14 @@ async fn clock_skew(provider: Provider) {
         assert_eq!(errors, 0, "{}", instance.stderr.text());
     }
 
-    // Every run of every job with a slot, on every instance, started within 100 ms of its
+    // Every run of every job with a slot, on every instance, started within a second of its
     // slot by the database's clock (`started` is the database's time of the body's insert,
     // one round trip after the grant): slots are the database's time, and each instance
-    // sleeps until the database reaches them, whatever its own clock says.
+    // sleeps until the database reaches them, whatever its own clock says (600 s off). Runs
+    // start 1-3 ms after their slot; a second, not 100 ms, because the database itself
+    // sometimes stalls for a few hundred milliseconds on the loaded CI machine (in one run
+    // every instance's run of one second started 231-233 ms late, all others 1-3 ms: see
+    // BENCHMARKS.md, bursts), which is no clock's doing.
     let runs = fx.all_runs().await;
     assert!(
         duplicate_slots(&runs).is_empty(),
@@ -146,7 +150,7 @@ async fn clock_skew(provider: Provider) {
     for run in runs.iter().filter(|r| r.slot.is_some()) {
         let lag = run.started - run.slot.unwrap();
         assert!(
-            (-5..=100).contains(&lag),
+            (-5..=1_000).contains(&lag),
             "{} started {lag} ms after its slot by the database's clock: {run:?}",
             run.instance
         );
