@@ -67,32 +67,40 @@ impl BatchStatements {
         // touches only the rows it has just locked), so it cannot be part of a wait cycle, and it
         // commits (releasing its locks) before the second statement starts: the second holds no
         // row lock when it begins and then locks in name order, like every other batch's second
-        // statement, and single-row statements hold one row each. A loser writes nothing in
-        // either statement: a refused row is neither locked nor updated.
-        let skipped_if =
-            format!("g.ord IS NULL AND t.{name} IS NOT NULL AND t.{until} <= {NOW}{batch_free}");
-        let acquire_many_with = |lock: &str, skipped: &str| {
+        // statement, and single-row statements hold one row each. A loser writes nothing in the
+        // first statement (a refused row is neither locked nor updated); the second, for the
+        // few rows another transaction was changing, locks them but updates only those it
+        // grants.
+        //
+        // `granted`: the UPDATE of both, over the rows its statement has locked (the CTE
+        // `locked`, with a `name` column), re-checked as they are now.
+        let granted = |locked: &str| {
             format!(
-                "WITH r AS ({requests}), \
-                free AS (\
-                    SELECT t.{name} AS name FROM {table} t JOIN r ON t.{name} = r.name \
-                    WHERE t.{until} <= {NOW}{batch_free} \
-                    ORDER BY t.{name} {lock}), \
-                granted AS (\
+                "granted AS (\
                     UPDATE {table} t SET {until} = {NOW_MS} + r.at_most * interval '1 millisecond', \
                         {at} = {NOW_MS}, {by} = r.locked_by{batch_set} \
-                    FROM free f, r WHERE t.{name} = f.name AND r.name = t.{name} \
+                    FROM {locked} l, r WHERE t.{name} = l.name AND r.name = t.{name} \
                         AND t.{until} <= {NOW}{batch_free} \
-                    RETURNING r.ord, {granted_fence} AS fence) \
-                SELECT r.ord, g.fence AS granted, \
-                    t.{by}::text AS locked_by, t.{until} AS lock_until, {cur_last_fire} AS last_fire, \
-                    COALESCE(t.{until} > {NOW}, false) AS held, t.{name} IS NOT NULL AS present, \
-                    {NOW} AS db_now, COALESCE({skipped}, false) AS skipped \
-                FROM r LEFT JOIN granted g ON g.ord = r.ord \
-                    LEFT JOIN {table} t ON t.{name} = r.name ORDER BY r.ord"
+                    RETURNING r.ord, {granted_fence} AS fence)"
             )
         };
-        let acquire_many = acquire_many_with("FOR UPDATE OF t SKIP LOCKED", &skipped_if);
+        let skipped_if =
+            format!("g.ord IS NULL AND t.{name} IS NOT NULL AND t.{until} <= {NOW}{batch_free}");
+        let acquire_many = format!(
+            "WITH r AS ({requests}), \
+            free AS (\
+                SELECT t.{name} AS name FROM {table} t JOIN r ON t.{name} = r.name \
+                WHERE t.{until} <= {NOW}{batch_free} \
+                ORDER BY t.{name} FOR UPDATE OF t SKIP LOCKED), \
+            {granted} \
+            SELECT r.ord, g.fence AS granted, \
+                t.{by}::text AS locked_by, t.{until} AS lock_until, {cur_last_fire} AS last_fire, \
+                COALESCE(t.{until} > {NOW}, false) AS held, t.{name} IS NOT NULL AS present, \
+                {NOW} AS db_now, COALESCE({skipped_if}, false) AS skipped \
+            FROM r LEFT JOIN granted g ON g.ord = r.ord \
+                LEFT JOIN {table} t ON t.{name} = r.name ORDER BY r.ord",
+            granted = granted("free"),
+        );
         // The waiting statement locks every row it is given (few: those the first skipped),
         // not only the free ones, and explains a refusal from the locked rows: after the wait
         // a row lock reads the row as the transaction it waited for left it, where the
@@ -107,17 +115,13 @@ impl BatchStatements {
                     {cur_last_fire} AS last_fire \
                 FROM {table} t JOIN r ON t.{name} = r.name \
                 ORDER BY t.{name} FOR UPDATE OF t), \
-            granted AS (\
-                UPDATE {table} t SET {until} = {NOW_MS} + r.at_most * interval '1 millisecond', \
-                    {at} = {NOW_MS}, {by} = r.locked_by{batch_set} \
-                FROM locked l, r WHERE t.{name} = l.name AND r.name = t.{name} \
-                    AND t.{until} <= {NOW}{batch_free} \
-                RETURNING r.ord, {granted_fence} AS fence) \
+            {granted} \
             SELECT r.ord, g.fence AS granted, l.locked_by, l.lock_until, l.last_fire, \
                 COALESCE(l.lock_until > {NOW}, false) AS held, l.name IS NOT NULL AS present, \
                 {NOW} AS db_now, false AS skipped \
             FROM r LEFT JOIN granted g ON g.ord = r.ord \
-                LEFT JOIN locked l ON l.name = r.name ORDER BY r.ord"
+                LEFT JOIN locked l ON l.name = r.name ORDER BY r.ord",
+            granted = granted("locked"),
         );
         let (batch_insert_vals, batch_create_guard) = if full {
             (
