@@ -51,6 +51,7 @@ impl LockingTaskExecutor {
             max_slot_lead: self.max_slot_lead,
         };
         let metrics = config.metrics();
+        // Only the first answer, and only one asked ahead of the slot, may be asked again.
         let mut early = due.filter(|&due| Instant::now() < due);
         let (outcome, requested_at) = loop {
             metrics.attempt();
@@ -76,31 +77,27 @@ impl LockingTaskExecutor {
                 self.own_grants.saw(&request.name, lease.fence());
             }
             drop(in_flight);
-            match result {
-                Ok(AcquireOutcome::Refused(refusal))
-                    if early.take().is_some_and(|due| {
-                        may_be_free_at_slot(&refusal, slot) && Instant::now() < due
-                    }) =>
-                {
-                    tracing::trace!(lock = config.name(), slot = ?slot.map(|s| s.instant()), locked_by = refusal.locked_by.as_deref(), "lock held ahead of the slot; asking again at the slot");
-                    // Shutdown before the slot: the loop would not have fired it at all.
-                    let shutdown = async {
-                        tokio::select! {
-                            biased;
-                            _ = self.shutdown.cancelled() => true,
-                            _ = tokio::time::sleep_until(due.unwrap_or_else(Instant::now)) => false,
-                        }
-                    };
-                    if shutdown.await {
-                        break (AcquireOutcome::Refused(refusal), requested_at);
-                    }
-                }
-                Ok(outcome) => break (outcome, requested_at),
+            let outcome = match result {
+                Ok(outcome) => outcome,
                 Err(error) => {
                     metrics.error();
                     tracing::error!(lock = config.name(), slot = ?slot.map(|s| s.instant()), error = &error as &dyn std::error::Error, "lock acquire failed; body not run");
                     return Err(error);
                 }
+            };
+            let ask_again_at = early.take().filter(|&at| {
+                Instant::now() < at
+                    && matches!(&outcome, AcquireOutcome::Refused(r) if may_be_free_at_slot(r, slot))
+            });
+            let Some(at) = ask_again_at else {
+                break (outcome, requested_at);
+            };
+            tracing::trace!(lock = config.name(), slot = ?slot.map(|s| s.instant()), "lock held ahead of the slot; asking again at the slot");
+            // Shutdown before the slot: the loop would not have fired it at all.
+            tokio::select! {
+                biased;
+                _ = self.shutdown.cancelled() => break (outcome, requested_at),
+                _ = tokio::time::sleep_until(at) => {}
             }
         };
         if let (AcquireOutcome::Refused(_), Some(due)) = (&outcome, due) {
