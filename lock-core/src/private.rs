@@ -1,7 +1,7 @@
 //! What the macros expand to. Not public API: names here may change in any release.
 //!
-//! The macros emit paths into this module only (`::lock_core::__private::...`), so users depend
-//! on `lock-core` alone.
+//! The macros emit paths into this module only (`::scheduled_locks::__private::...`, which
+//! re-exports it, or `::lock_core::__private::...`), so users depend on one crate.
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -15,7 +15,9 @@ pub use lock_trigger::{self, CronSpec, Distribution, TriggerKind, TriggerSpec};
 
 use crate::executor::default_executor_shared;
 pub use crate::extract::fire_context;
-use crate::extract::{ExtractError, FromJob, StateMap};
+/// The extractors' state, named by the expansion of a blocking job's body.
+pub use crate::extract::StateMap;
+use crate::extract::{ExtractError, FromJob};
 use crate::{
     JobContext, LockConfiguration, LockDefaults, LockError, LockOutcome, LockingTaskExecutor,
 };

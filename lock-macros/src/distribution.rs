@@ -10,6 +10,7 @@ use crate::args::Args;
 use crate::errors::Errors;
 use crate::valid::Values;
 use lock_trigger::{Distribution, DistributionError};
+use crate::root::PRIVATE;
 
 /// The checked distribution, with where it was written.
 pub(crate) struct Spread {
@@ -60,9 +61,9 @@ impl Spread {
     /// `ScheduledJob::distribution`'s value.
     pub(crate) fn tokens(&self) -> TokenStream {
         match self.distribution {
-            Distribution::Single => quote!(::lock_core::__private::Distribution::Single),
-            Distribution::Shards(n) => quote!(::lock_core::__private::Distribution::Shards(#n)),
-            Distribution::Broadcast => quote!(::lock_core::__private::Distribution::Broadcast),
+            Distribution::Single => quote!(#PRIVATE::Distribution::Single),
+            Distribution::Shards(n) => quote!(#PRIVATE::Distribution::Shards(#n)),
+            Distribution::Broadcast => quote!(#PRIVATE::Distribution::Broadcast),
         }
     }
 

@@ -10,6 +10,7 @@ use crate::args::{self, Args};
 use crate::errors::Errors;
 use crate::keys::Macro;
 use crate::params::Params;
+use crate::root::PRIVATE;
 use crate::valid::{self, Lock, Trigger};
 
 /// Expands `#[scheduled]` or `#[scheduler_lock]` (`this`), whichever of the two runs first:
@@ -219,11 +220,11 @@ fn parts<'a>(func: &'a ItemFn, lock: &Lock, name: &LitStr) -> Parts<'a> {
         // With every key given, `..DEFAULT` adds nothing; it stays so that the expansion is
         // the same whatever is given.
         #[allow(clippy::needless_update)]
-        static __LOCK_SPEC: ::lock_core::__private::LockSpec =
-            ::lock_core::__private::LockSpec::new(::lock_core::__private::lock_trigger::LockSpec {
+        static __LOCK_SPEC: #PRIVATE::LockSpec =
+            #PRIVATE::LockSpec::new(#PRIVATE::lock_trigger::LockSpec {
                 name: #name,
                 #(#fields,)*
-                ..::lock_core::__private::lock_trigger::LockSpec::DEFAULT
+                ..#PRIVATE::lock_trigger::LockSpec::DEFAULT
             });
     };
     Parts { func, ret, spec }
@@ -261,11 +262,11 @@ fn with_body(func: &ItemFn, extra_attrs: TokenStream, body: TokenStream) -> Toke
 /// `TriggerSpec::new(kind)`, with the options given set on top.
 fn trigger_tokens(trigger: &Trigger) -> TokenStream {
     let Trigger { kind, fields, .. } = trigger;
-    let spec = quote!(::lock_core::__private::TriggerSpec::new(#kind));
+    let spec = quote!(#PRIVATE::TriggerSpec::new(#kind));
     if fields.is_empty() {
         return spec;
     }
-    quote!(::lock_core::__private::TriggerSpec { #(#fields,)* ..#spec })
+    quote!(#PRIVATE::TriggerSpec { #(#fields,)* ..#spec })
 }
 
 /// A `#[scheduled]` function (with or without `#[scheduler_lock]`).
@@ -362,7 +363,8 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///             },
 /// ```
 ///
-/// (All paths in the output are absolute, `::lock_core::__private::...` and
+/// (All paths in the output are absolute: `::scheduled_locks::__private::...`, or
+/// `::lock_core::__private::...` in a crate without the facade (`root.rs`), and
 /// `::core::time::Duration`; each key's part comes from its row in `keys::KEYS`.) A nested function
 /// cannot see the outer function's generics or `Self`; `valid::signature` rejects the first,
 /// and inside an `impl` block the body must name its type instead of `Self`.
@@ -378,19 +380,21 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
     // the return type (an error type without `Debug`) at the return type.
     let span = func.sig.ident.span();
     let ret_span = ret_span(func);
-    let into_result = quote_spanned!(ret_span=> ::lock_core::__private::JobReturn::into_job_result);
+    // The paths of spanned tokens carry the same span, so a diagnostic points where it did.
+    let (at_name, at_ret) = (PRIVATE.spanned(span), PRIVATE.spanned(ret_span));
+    let into_result = quote_spanned!(ret_span=> #at_ret::JobReturn::into_job_result);
     let args = params.forward();
     let (nested, job_body, direct_call) = if func.sig.asyncness.is_some() {
         let job_body = if params.is_empty() {
             quote_spanned! {span=>
-                ::lock_core::__private::JobBody::Async(|_| ::std::boxed::Box::pin(async {
+                #at_name::JobBody::Async(|_| ::std::boxed::Box::pin(async {
                     #into_result(__lock_body().await)
                 }))
             }
         } else {
             let extract = params.extract(quote!(&__lock_state));
             quote_spanned! {span=>
-                ::lock_core::__private::JobBody::Async(|__lock_state| {
+                #at_name::JobBody::Async(|__lock_state| {
                     let __lock_state = ::std::sync::Arc::clone(__lock_state);
                     ::std::boxed::Box::pin(async move {
                         #extract
@@ -403,7 +407,7 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
             quote!(async fn __lock_body(#inputs) -> #ret #block),
             job_body,
             quote_spanned! {ret_span=>
-                ::lock_core::__private::run_locked(&__LOCK_SPEC, __lock_body(#args)).await
+                #at_ret::run_locked(&__LOCK_SPEC, __lock_body(#args)).await
             },
         )
     } else {
@@ -416,15 +420,15 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
         (
             quote!(fn __lock_body(#inputs) -> #ret #block),
             quote! {
-                ::lock_core::__private::JobBody::Blocking(
-                    |__lock_state: &::lock_core::StateMap| -> ::lock_core::__private::JobResult {
+                #PRIVATE::JobBody::Blocking(
+                    |__lock_state: &#PRIVATE::StateMap| -> #PRIVATE::JobResult {
                         #extract
                         #into_result(__lock_body(#args))
                     },
                 )
             },
             quote_spanned! {ret_span=>
-                ::lock_core::__private::run_locked_blocking(&__LOCK_SPEC, #direct_body)
+                #at_ret::run_locked_blocking(&__LOCK_SPEC, #direct_body)
             },
         )
     };
@@ -434,8 +438,8 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
         #nested
         #spec
         #extractors
-        ::lock_core::__private::inventory::submit! {
-            ::lock_core::__private::ScheduledJob {
+        #PRIVATE::inventory::submit! {
+            #PRIVATE::ScheduledJob {
                 name: #name,
                 trigger: #trigger,
                 lock: &__LOCK_SPEC,
@@ -488,9 +492,10 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
 fn locked_fn(func: &ItemFn, lock: &Lock, name: &LitStr) -> TokenStream {
     let Parts { func, ret, spec } = parts(func, lock, name);
     let block = &func.block;
+    let at_ret = PRIVATE.spanned(ret_span(func));
     let call = if func.sig.asyncness.is_some() {
         quote_spanned! {ret_span(func)=>
-            ::lock_core::__private::run_locked(&__LOCK_SPEC, async move {
+            #at_ret::run_locked(&__LOCK_SPEC, async move {
                 let __lock_ret: #ret = #block;
                 #[allow(unreachable_code)]
                 __lock_ret
@@ -499,7 +504,7 @@ fn locked_fn(func: &ItemFn, lock: &Lock, name: &LitStr) -> TokenStream {
         }
     } else {
         quote_spanned! {ret_span(func)=>
-            ::lock_core::__private::run_locked_blocking(&__LOCK_SPEC, move || -> #ret #block)
+            #at_ret::run_locked_blocking(&__LOCK_SPEC, move || -> #ret #block)
         }
     };
     with_body(func, TokenStream::new(), quote!(#spec #call))

@@ -11,6 +11,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use crate::valid::Values;
+use crate::root::PRIVATE;
 
 /// Which attribute a key belongs to.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -136,7 +137,7 @@ pub(crate) const KEYS: [Key; 18] = [
                     false => quote!(::core::option::Option::None),
                 };
                 Some(quote! {
-                    ::lock_core::__private::TriggerKind::Cron(::lock_core::__private::CronSpec {
+                    #PRIVATE::TriggerKind::Cron(#PRIVATE::CronSpec {
                         expr: #expr,
                         zone: #zone,
                     })
@@ -167,7 +168,7 @@ pub(crate) const KEYS: [Key; 18] = [
         role: Role::Trigger {
             kind: |values| {
                 let period = duration(values.duration("fixed_rate")?);
-                Some(quote!(::lock_core::__private::TriggerKind::FixedRate { period: #period }))
+                Some(quote!(#PRIVATE::TriggerKind::FixedRate { period: #period }))
             },
             hint: "fixed_rate = \"5s\"",
         },
@@ -182,7 +183,7 @@ pub(crate) const KEYS: [Key; 18] = [
         role: Role::Trigger {
             kind: |values| {
                 let delay = duration(values.duration("fixed_delay")?);
-                Some(quote!(::lock_core::__private::TriggerKind::FixedDelay { delay: #delay }))
+                Some(quote!(#PRIVATE::TriggerKind::FixedDelay { delay: #delay }))
             },
             hint: "fixed_delay = \"5s\"",
         },
@@ -216,7 +217,7 @@ pub(crate) const KEYS: [Key; 18] = [
                     "catch_up" => quote!(CatchUp),
                     _ => quote!(Skip),
                 };
-                Some(quote!(misfire: ::lock_core::__private::lock_trigger::MisfirePolicy::#policy))
+                Some(quote!(misfire: #PRIVATE::lock_trigger::MisfirePolicy::#policy))
             }),
         },
     },

@@ -8,6 +8,7 @@ mod errors;
 mod expand;
 mod keys;
 mod params;
+mod root;
 mod valid;
 
 use proc_macro::TokenStream;

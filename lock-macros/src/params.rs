@@ -5,6 +5,7 @@ use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, Type};
+use crate::root::PRIVATE;
 
 /// Each parameter's name in the outer function (the nested body keeps the patterns as
 /// written) and its type.
@@ -79,8 +80,8 @@ impl Params {
             .map(|(i, ty)| {
                 let name = extractor(i);
                 quote_spanned! {ty.span()=>
-                    const #name: ::lock_core::__private::Extractor<#ty> =
-                        ::lock_core::__private::extractor::<#ty>();
+                    const #name: #PRIVATE::Extractor<#ty> =
+                        #PRIVATE::extractor::<#ty>();
                 }
             })
             .collect()
@@ -110,7 +111,7 @@ impl Params {
         let names = &self.names;
         let extractors = (0..self.types.len()).map(extractor);
         quote! {
-            let __lock_ctx = ::lock_core::__private::fire_context()?;
+            let __lock_ctx = #PRIVATE::fire_context()?;
             #(let #names = #extractors.extract(&__lock_ctx, #state)?;)*
         }
     }

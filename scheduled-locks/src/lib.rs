@@ -1,0 +1,103 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+// The root: what a newcomer holds in mind. Everything else lives in the modules below.
+pub use lock_core::{
+    FireKind, Job, JobContext, LockError, Scheduler, SchedulerBuilder, State, Trigger,
+    assert_locked, scheduled, scheduler_lock, shutdown_signal,
+};
+
+/// What the macros expand to; not public API.
+#[doc(hidden)]
+pub use lock_core::__private;
+
+pub mod provider;
+pub mod scheduler;
+
+/// The cluster's state next to the lock table: the job registry and heartbeats, run history,
+/// pauses, trigger requests and the action log, as the scheduler writes them and operators
+/// read them.
+pub mod cluster {
+    pub use lock_core::operations::*;
+}
+
+/// Running one job's body in a test, without a scheduler or a database.
+///
+/// ```
+/// use scheduled_locks::testing::TestFire;
+/// use scheduled_locks::{Job, JobContext, Trigger};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let every_second = Trigger::fixed_rate(std::time::Duration::from_secs(1))?;
+/// let job = Job::new("tick", every_second, |ctx: JobContext| async move {
+///     assert_eq!(ctx.fence(), 7);
+/// });
+/// assert!(TestFire::new().fence(7).run_job(&job).await.is_ok());
+/// # Ok::<(), scheduled_locks::LockError>(()) }).unwrap();
+/// ```
+pub mod testing {
+    pub use lock_core::testing::*;
+}
+
+/// The `metrics` facade's names for what the scheduler records (feature `metrics`).
+#[cfg(feature = "metrics")]
+#[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+pub mod metrics {
+    pub use lock_core::metrics::*;
+}
+
+/// Locked jobs on an existing `tokio_cron_scheduler::JobScheduler` (feature
+/// `tokio-cron-scheduler`).
+#[cfg(feature = "tokio-cron-scheduler")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio-cron-scheduler")))]
+pub mod tokio_cron_scheduler {
+    pub use lock_core::tcs::*;
+}
+
+/// PostgreSQL through deadpool-postgres (feature `postgres`): [`PostgresLockProvider`].
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub mod postgres {
+    pub use lock_provider_postgres::*;
+}
+
+/// MySQL and MariaDB through mysql_async (feature `mysql`): [`MySqlLockProvider`].
+#[cfg(feature = "mysql")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mysql")))]
+pub mod mysql {
+    pub use lock_provider_mysql::*;
+}
+
+/// SQLite through rusqlite, bundled (feature `sqlite`, on by default): [`SqliteLockProvider`].
+#[cfg(feature = "sqlite")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
+pub mod sqlite {
+    pub use lock_provider_sqlite::*;
+}
+
+/// Redis through redis-rs (feature `redis`): [`RedisLockProvider`].
+#[cfg(feature = "redis")]
+#[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
+pub mod redis {
+    pub use lock_provider_redis::*;
+}
+
+/// The service's own sqlx pool (features `sqlx-postgres`, `sqlx-mysql`, `sqlx-sqlite`):
+/// [`SqlxLockProvider`].
+#[cfg(any(feature = "sqlx-postgres", feature = "sqlx-mysql", feature = "sqlx-sqlite"))]
+#[cfg_attr(
+    docsrs,
+    doc(cfg(any(feature = "sqlx-postgres", feature = "sqlx-mysql", feature = "sqlx-sqlite")))
+)]
+pub mod sqlx {
+    pub use lock_provider_sqlx::*;
+}
+
+/// The cluster's web dashboard as an axum router (feature `dashboard`).
+#[cfg(feature = "dashboard")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dashboard")))]
+pub mod dashboard {
+    pub use lock_dashboard::*;
+}
