@@ -35,7 +35,7 @@ pub(crate) struct Cli {
         global = true,
         env = "LOCKCTL_TABLE",
         hide_env_values = true,
-        default_value = lock_core::DEFAULT_TABLE,
+        default_value = lock_providers::DEFAULT_TABLE,
         value_name = "NAME"
     )]
     pub(crate) table: String,

@@ -2,14 +2,15 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+pub mod batching;
 mod clock;
 mod config;
 mod context;
+pub mod encoding;
 mod error;
 mod executor;
 mod extract;
 mod instance;
-pub mod kit;
 mod memory;
 pub mod metrics;
 pub mod operations;
@@ -39,7 +40,6 @@ pub use executor::{
 };
 pub use extract::{BlockingJobHandler, ExtractError, FromJob, JobHandler, State, StateMap};
 pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};
-pub use kit::{ColumnNames, DEFAULT_TABLE, validate_identifier, validate_table_name};
 pub use lock_macros::{scheduled, scheduler_lock};
 pub use lock_trigger::MisfirePolicy;
 pub use lock_trigger::{Distribution, MAX_SHARDS};

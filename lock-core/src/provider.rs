@@ -293,7 +293,7 @@ pub struct LockRecord {
 /// The conformance suite in `lock_core::testkit` (feature `testkit`) checks all of these.
 ///
 /// A new backend follows the checklist "Adding a provider" in the [crate docs](crate): this
-/// trait, the SQL provider kit [`kit`](crate::kit), `conformance_tests!`, the
+/// trait, the SQL provider kit `lock-sql`, `conformance_tests!`, the
 /// `lock_providers::open` registry and the fault-test backend.
 ///
 /// ```
@@ -352,7 +352,7 @@ pub trait LockProvider: Send + Sync + 'static {
         &self,
         requests: &[LockRequest],
     ) -> Result<Vec<AcquireOutcome>, LockError> {
-        crate::kit::batch::acquire_each(self, requests).await
+        crate::batching::acquire_each(self, requests).await
     }
 
     /// [`acquire_many`](Self::acquire_many), telling each outcome to `decided` (with its

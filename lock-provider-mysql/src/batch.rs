@@ -1,10 +1,10 @@
 //! Batches: many acquires (or releases) in one text query and one transaction; the text is the
-//! provider kit's ([`lock_core::kit::sql::mysql`], `Statements::acquire_batch`).
+//! provider kit's ([`lock_sql::sql::mysql`], `Statements::acquire_batch`).
 
 use std::time::Duration;
 
-use lock_core::kit::sql::mysql::BATCH_EXTRA_PACKETS;
 use lock_core::{AcquireOutcome, Lease, LockError, LockRequest, validate_lock_name};
+use lock_sql::sql::mysql::BATCH_EXTRA_PACKETS;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row};
 

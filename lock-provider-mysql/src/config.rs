@@ -12,4 +12,4 @@
 //! assert!(LockTableConfig::default().with_table("locks; DROP TABLE users").validate().is_err());
 //! ```
 
-pub use lock_core::kit::LockTableConfig;
+pub use lock_sql::{ColumnNames, LockTableConfig};

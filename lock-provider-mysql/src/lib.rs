@@ -11,7 +11,7 @@ mod session;
 mod statements;
 mod table;
 
-pub use config::LockTableConfig;
+pub use config::{ColumnNames, LockTableConfig};
 pub use connection::SslMode;
 pub use provider::MySqlLockProvider;
 

@@ -1,5 +1,5 @@
 //! The operations tables (job registry, run history, control) on MySQL and MariaDB: the kit's
-//! statements ([`lock_core::kit::operations_sql`]) bound and read with mysql_async.
+//! statements ([`lock_sql::operations_sql`]) bound and read with mysql_async.
 //!
 //! Times are `DATETIME(3)` holding UTC (`UTC_TIMESTAMP(3)`), so the session time zone plays no
 //! part. The heartbeat is the registry upsert (one statement) followed by a read of the
@@ -10,11 +10,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use lock_core::LockError;
-use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
 use lock_core::operations::{
     Action, ActionRecord, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo,
     JobRegistration, OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
 };
+use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 use mysql_async::prelude::{FromValue, Queryable};
 use mysql_async::{Conn, Pool, Row, Value};
 
@@ -82,7 +82,7 @@ fn run_row(row: &Row) -> Result<RunRecord, String> {
         slot: get::<Option<NaiveDateTime>>(row, 2)?.map(utc),
         fire_kind: kind.parse().unwrap_or(lock_core::FireKind::Scheduled),
         instance_id: get(row, 4)?,
-        fence: lock_core::kit::fence_from_sql(get(row, 5)?),
+        fence: lock_core::encoding::fence_from_sql(get(row, 5)?),
         started_at: utc(get(row, 6)?),
         ended_at: get::<Option<NaiveDateTime>>(row, 7)?.map(utc),
         outcome: outcome.parse().unwrap_or(RunState::Running),

@@ -5,11 +5,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use lock_core::kit::batch::{acquire_each, batchable};
-use lock_core::kit::{ColumnNames, fence_from_sql};
+use lock_core::batching::{acquire_each, batchable};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, validate_lock_name,
 };
+use lock_sql::{ColumnNames, fence_from_sql};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Opts, OptsBuilder, Pool, TxOpts};
 
@@ -86,7 +86,7 @@ impl MySqlLockProvider {
     ///
     /// ```
     /// # fn run(pool: lock_provider_mysql::mysql_async::Pool) -> Result<(), lock_core::LockError> {
-    /// use lock_core::ColumnNames;
+    /// use lock_provider_mysql::ColumnNames;
     /// use lock_provider_mysql::{LockTableConfig, MySqlLockProvider};
     ///
     /// let config = LockTableConfig::default()
@@ -98,7 +98,7 @@ impl MySqlLockProvider {
     pub fn with_config(pool: Pool, config: LockTableConfig) -> Result<Self, LockError> {
         let table = Table::new(&config)?;
         let operations = config
-            .resolve(lock_core::kit::IdentifierStyle::MYSQL)
+            .resolve(lock_sql::IdentifierStyle::MYSQL)
             .ok()
             .and_then(|resolved| MySqlOperations::new(pool.clone(), &resolved));
         Ok(MySqlLockProvider {
@@ -243,7 +243,7 @@ impl MySqlLockProvider {
     ///
     /// ```
     /// # fn run(pool: lock_provider_mysql::mysql_async::Pool) -> Result<(), lock_core::LockError> {
-    /// use lock_core::ColumnNames;
+    /// use lock_provider_mysql::ColumnNames;
     /// use lock_provider_mysql::MySqlLockProvider;
     /// let columns = ColumnNames { locked_by: "owner".into(), ..ColumnNames::default() };
     /// let provider = MySqlLockProvider::new(pool).with_columns(columns)?;
@@ -371,7 +371,7 @@ impl LockProvider for MySqlLockProvider {
     }
 
     /// One text query, one transaction: the acquire statement of each request in name order
-    /// (see `lock_core::kit::sql::mysql::Statements::acquire_batch`).
+    /// (see `lock_sql::sql::mysql::Statements::acquire_batch`).
     async fn acquire_many(
         &self,
         requests: &[LockRequest],

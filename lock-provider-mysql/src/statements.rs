@@ -1,13 +1,13 @@
 //! The statements the provider runs: their SQL text, the order of their parameters and the
 //! decoding of the acquire's OK packet are the provider kit's
-//! ([`lock_core::kit::sql::mysql`], shared with every other MySQL driver's provider); what is
+//! ([`lock_sql::sql::mysql`], shared with every other MySQL driver's provider); what is
 //! mysql_async's is the parameter and row types.
 
 use chrono::NaiveDateTime;
-use lock_core::kit::sql::SqlValue;
+use lock_sql::sql::SqlValue;
 use mysql_async::{Params, Value};
 
-pub(crate) use lock_core::kit::sql::mysql::{NOW_PRECISE, Statements};
+pub(crate) use lock_sql::sql::mysql::{NOW_PRECISE, Statements};
 
 /// The kit's parameters as mysql_async's positional parameters.
 pub(crate) fn params(values: Vec<SqlValue>) -> Params {

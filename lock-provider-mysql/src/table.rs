@@ -1,8 +1,8 @@
 //! The lock table: its name, DDL and the checks of an existing table's shape are the provider
-//! kit's ([`lock_core::kit::sql::mysql`]); what is mysql_async's is the type a catalog row is
+//! kit's ([`lock_sql::sql::mysql`]); what is mysql_async's is the type a catalog row is
 //! decoded into.
 
-pub(crate) use lock_core::kit::sql::mysql::{COLUMNS_QUERY, ColumnInfo, Shape, Table};
+pub(crate) use lock_sql::sql::mysql::{COLUMNS_QUERY, ColumnInfo, Shape, Table};
 
 /// [`COLUMNS_QUERY`]'s row as the driver decodes it.
 pub(crate) type ColumnRow = (String, String, Option<u64>, Option<String>, String, String);

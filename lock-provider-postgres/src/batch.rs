@@ -1,12 +1,12 @@
 //! Batches: many acquires (or releases) in one statement over arrays
 //! ([`LockProvider::acquire_many`](lock_core::LockProvider::acquire_many)); the SQL text is the
-//! provider kit's ([`lock_core::kit::sql::postgres::LockStatements::acquire_many`]).
+//! provider kit's ([`lock_sql::sql::postgres::LockStatements::acquire_many`]).
 
 use chrono::NaiveDateTime;
-use lock_core::kit::{at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockRequest, Refusal, RefusalReason, validate_lock_name,
 };
+use lock_sql::{at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
@@ -120,7 +120,7 @@ impl PostgresLockProvider {
                     return Ok((at, Some(Said::Skipped)));
                 }
                 let db_now = row.try_get::<_, NaiveDateTime>(7)?.and_utc();
-                let refusal = lock_core::kit::sql::postgres::refusal(
+                let refusal = lock_sql::sql::postgres::refusal(
                     request,
                     row.try_get(2)?,
                     row.try_get(3)?,

@@ -3,7 +3,7 @@
 //!
 //! On PostgreSQL the names are folded to lower case, exactly as PostgreSQL folds the unquoted
 //! names of ShedLock's own DDL, and then double-quoted, so a reserved word such as `user` works
-//! as a column name ([`IdentifierStyle::POSTGRES`](lock_core::kit::IdentifierStyle::POSTGRES)).
+//! as a column name ([`IdentifierStyle::POSTGRES`](lock_sql::IdentifierStyle::POSTGRES)).
 //!
 //! ```
 //! use lock_provider_postgres::LockTableConfig;
@@ -14,4 +14,4 @@
 //! assert!(bad.validate().is_err());
 //! ```
 
-pub use lock_core::kit::LockTableConfig;
+pub use lock_sql::{ColumnNames, LockTableConfig};

@@ -14,7 +14,7 @@ mod table;
 #[cfg(feature = "tls")]
 mod tls;
 
-pub use config::LockTableConfig;
+pub use config::{ColumnNames, LockTableConfig};
 pub use connection::ConnectionConfig;
 pub use provider::PostgresLockProvider;
 pub use ssl_mode::SslMode;

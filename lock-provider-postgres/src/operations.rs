@@ -1,5 +1,5 @@
 //! The operations tables (job registry, run history, control) on PostgreSQL: the kit's
-//! statements ([`lock_core::kit::operations_sql`]) bound and read with tokio-postgres.
+//! statements ([`lock_sql::operations_sql`]) bound and read with tokio-postgres.
 //!
 //! Every statement is sent unnamed with its parameter types (one round trip, nothing left on
 //! the server connection, so it works behind PgBouncer in transaction mode too). The
@@ -11,12 +11,12 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use deadpool_postgres::Pool;
 use futures_util::TryStreamExt;
 use lock_core::LockError;
-use lock_core::kit::sql::postgres::{ENSURE_SCHEMA_LOCK, HistoryBatchStatements};
-use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
 use lock_core::operations::{
     ActionRecord, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
     OperationsStore, RegistryRow, RunEnd, RunRecord, RunStart, RunState,
 };
+use lock_sql::sql::postgres::{ENSURE_SCHEMA_LOCK, HistoryBatchStatements};
+use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
@@ -200,7 +200,7 @@ fn run_row(row: &Row) -> Result<RunRecord, tokio_postgres::Error> {
         slot: row.try_get::<_, Option<NaiveDateTime>>(2)?.map(utc),
         fire_kind: kind.parse().unwrap_or(lock_core::FireKind::Scheduled),
         instance_id: row.try_get(4)?,
-        fence: lock_core::kit::fence_from_sql(row.try_get(5)?),
+        fence: lock_core::encoding::fence_from_sql(row.try_get(5)?),
         started_at: utc(row.try_get(6)?),
         ended_at: row.try_get::<_, Option<NaiveDateTime>>(7)?.map(utc),
         outcome: outcome.parse().unwrap_or(RunState::Running),

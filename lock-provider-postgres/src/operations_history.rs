@@ -2,8 +2,8 @@
 //! statement over arrays (the kit's [`HistoryBatchStatements`]).
 
 use lock_core::LockError;
-use lock_core::kit::sql::postgres::HistoryBatchStatements;
 use lock_core::operations::{RunEnd, RunStart};
+use lock_sql::sql::postgres::HistoryBatchStatements;
 use tokio_postgres::types::Type;
 
 use super::{PgOperations, naive};

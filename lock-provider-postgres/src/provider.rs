@@ -7,13 +7,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use deadpool_postgres::Pool;
-use lock_core::kit::batch::{acquire_each, batchable};
-use lock_core::kit::{
-    ColumnNames, IdentifierStyle, at_least_millis, fence_from_sql, fence_to_sql, lease_millis,
-};
+use lock_core::batching::{acquire_each, batchable};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
     RefusalReason, validate_lock_name,
+};
+use lock_sql::{
+    ColumnNames, IdentifierStyle, at_least_millis, fence_from_sql, fence_to_sql, lease_millis,
 };
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
@@ -87,7 +87,7 @@ impl PostgresLockProvider {
     /// #     config.url = Some("postgres://app@localhost/app".into());
     /// #     config.create_pool(Some(dp::Runtime::Tokio1), NoTls).unwrap() // connects lazily
     /// # }
-    /// use lock_core::ColumnNames;
+    /// use lock_provider_postgres::ColumnNames;
     /// use lock_provider_postgres::{LockTableConfig, PostgresLockProvider};
     ///
     /// let config = LockTableConfig {
@@ -217,7 +217,7 @@ impl PostgresLockProvider {
     /// #     config.url = Some("postgres://app@localhost/app".into());
     /// #     config.create_pool(Some(dp::Runtime::Tokio1), NoTls).unwrap() // connects lazily
     /// # }
-    /// use lock_core::ColumnNames;
+    /// use lock_provider_postgres::ColumnNames;
     /// use lock_provider_postgres::PostgresLockProvider;
     ///
     /// let columns = ColumnNames { name: "lock_name".into(), ..ColumnNames::default() };
@@ -419,11 +419,9 @@ impl LockProvider for PostgresLockProvider {
             let last_fire: Option<NaiveDateTime> = row.try_get(3)?;
             let held: bool = row.try_get(4)?;
             let db_now = utc(row.try_get::<_, NaiveDateTime>(5)?);
-            Ok(AcquireOutcome::Refused(
-                lock_core::kit::sql::postgres::refusal(
-                    request, locked_by, lock_until, last_fire, held, db_now,
-                ),
-            ))
+            Ok(AcquireOutcome::Refused(lock_sql::sql::postgres::refusal(
+                request, locked_by, lock_until, last_fire, held, db_now,
+            )))
         };
         parse().map_err(|e| self.session.row_error("acquire", name, e))
     }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use deadpool_postgres::{Object, Pool};
 use futures_util::TryStreamExt;
 use lock_core::LockError;
-use lock_core::kit::ResolvedTable;
+use lock_sql::ResolvedTable;
 use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};

@@ -1,5 +1,5 @@
 //! The statements the provider runs: their SQL text is the provider kit's
-//! ([`lock_core::kit::sql::postgres`], shared with every other PostgreSQL driver's provider);
+//! ([`lock_sql::sql::postgres`], shared with every other PostgreSQL driver's provider);
 //! what is tokio-postgres's is the parameter types each is prepared with.
 
 use tokio_postgres::types::Type;
@@ -13,7 +13,7 @@ use tokio_postgres::types::Type;
 /// println!("{}\n{}", statements.acquire, statements.release);
 /// # Ok(()) }
 /// ```
-pub use lock_core::kit::sql::postgres::LockStatements;
+pub use lock_sql::sql::postgres::LockStatements;
 
 /// The statements for one table in one shape.
 pub(crate) type Statements = LockStatements;

@@ -1,9 +1,9 @@
 //! The lock table: what an existing table looks like in the catalog, and how `ensure_schema`
 //! creates or migrates it. The DDL, the catalog query and the shape checks are the provider
-//! kit's ([`lock_core::kit::sql::postgres`]); running them is tokio-postgres's.
+//! kit's ([`lock_sql::sql::postgres`]); running them is tokio-postgres's.
 
-use lock_core::kit::ResolvedTable;
-use lock_core::kit::sql::postgres as sql;
+use lock_sql::ResolvedTable;
+use lock_sql::sql::postgres as sql;
 use tokio_postgres::GenericClient;
 use tokio_postgres::types::Type;
 
@@ -20,8 +20,8 @@ use tokio_postgres::types::Type;
 /// }
 /// # Ok(()) }
 /// ```
-pub use lock_core::kit::sql::postgres::TableShape;
-pub(crate) use lock_core::kit::sql::postgres::{add_extension_columns, create_table, shape_of};
+pub use lock_sql::sql::postgres::TableShape;
+pub(crate) use lock_sql::sql::postgres::{add_extension_columns, create_table, shape_of};
 
 /// The table as found in the catalog.
 #[derive(Debug)]

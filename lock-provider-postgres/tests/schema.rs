@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use lock_core::{AcquireOutcome, ColumnNames, FireSlot, LockError, LockProvider, testkit};
+use lock_core::{AcquireOutcome, FireSlot, LockError, LockProvider, testkit};
+use lock_provider_postgres::ColumnNames;
 use lock_provider_postgres::{LockTableConfig, PostgresLockProvider, TableShape};
 
 /// ShedLock's own PostgreSQL DDL, from its README: four columns, no extension.

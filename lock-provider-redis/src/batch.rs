@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use lock_core::kit::{at_least_millis, fence_to_sql, lease_millis};
+use lock_core::encoding::{at_least_millis, fence_to_sql, lease_millis};
 use lock_core::{AcquireOutcome, Lease, LockError, LockRequest, validate_lock_name};
 use redis::{ErrorKind, Script, ServerErrorKind, Value};
 

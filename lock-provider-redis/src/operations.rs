@@ -139,7 +139,7 @@ fn run_row(row: &[Value]) -> Result<RunRecord, ReplyError> {
             .parse()
             .unwrap_or(FireKind::Scheduled),
         instance_id: required_text(row, 4, "instance")?,
-        fence: lock_core::kit::fence_from_sql(required_int(row, 5, "fence")?),
+        fence: lock_core::encoding::fence_from_sql(required_int(row, 5, "fence")?),
         started_at: required_time(row, 6, "start")?,
         ended_at: opt_time(field(row, 7))?,
         outcome: required_text(row, 8, "outcome")?
@@ -521,11 +521,6 @@ impl OperationsStore for RedisLockProvider {
                 .await?
             }
             Expired::Actions => self.delete_actions(args[0].clone(), limit).await?,
-            other => {
-                return Err(LockError::InvalidConfiguration(format!(
-                    "this version of lock-provider-redis cannot delete {other:?}"
-                )));
-            }
         };
         Ok(u64::try_from(deleted).unwrap_or(0))
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use lock_core::kit::{at_least_millis, fence_to_sql, lease_millis};
+use lock_core::encoding::{at_least_millis, fence_to_sql, lease_millis};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
     RefusalReason, validate_lock_name,
@@ -495,7 +495,7 @@ pub(crate) fn acquire_outcome(
             let fence = int(field(2))?.ok_or("a grant without a fence")?;
             Ok(AcquireOutcome::Acquired(Lease::granted(
                 request,
-                lock_core::kit::fence_from_sql(fence),
+                lock_core::encoding::fence_from_sql(fence),
             )))
         }
         Some(1) => refusal(RefusalReason::Held),

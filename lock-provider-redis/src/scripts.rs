@@ -285,7 +285,7 @@ pub(crate) fn parse_row(
         lock_until,
         locked_at: opt_time(locked_at)?.unwrap_or(DateTime::UNIX_EPOCH),
         locked_by: text(locked_by)?.unwrap_or_default(),
-        fence: int(fence)?.map_or(0, lock_core::kit::fence_from_sql),
+        fence: int(fence)?.map_or(0, lock_core::encoding::fence_from_sql),
         last_fire: opt_time(last_fire)?,
         held: lock_until > now,
     };

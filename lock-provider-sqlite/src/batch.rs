@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use lock_core::kit::{at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockRequest, Refusal, RefusalReason, validate_lock_name,
 };
+use lock_sql::{at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
 use rusqlite::{OptionalExtension, params};
 
 use crate::SqliteLockProvider;

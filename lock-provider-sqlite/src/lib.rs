@@ -10,7 +10,7 @@ mod session;
 mod statements;
 mod table;
 
-pub use config::LockTableConfig;
+pub use config::{ColumnNames, LockTableConfig};
 pub use provider::SqliteLockProvider;
 /// The SQLite driver this provider is built on (bundled SQLite), re-exported so that one
 /// dependency line is enough, e.g. to inspect the lock table with your own connection.

@@ -1,5 +1,5 @@
 //! The operations tables (job registry, run history, control) in the SQLite file: the kit's
-//! statements ([`lock_core::kit::operations_sql`]) on the provider's one connection.
+//! statements ([`lock_sql::operations_sql`]) on the provider's one connection.
 //!
 //! Times are SQLite's own clock as the lock table stores them (`YYYY-MM-DD HH:MM:SS.SSS`,
 //! UTC). The heartbeat's upsert and its read of the control table run in one immediate
@@ -10,11 +10,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use lock_core::LockError;
-use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
 use lock_core::operations::{
     Action, ActionRecord, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo,
     JobRegistration, OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
 };
+use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 use rusqlite::types::Value;
 use rusqlite::{Connection, Row, params_from_iter};
 
@@ -92,7 +92,7 @@ fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
         slot: opt_time(row, 2)?,
         fire_kind: kind.parse().unwrap_or(lock_core::FireKind::Scheduled),
         instance_id: row.get(4)?,
-        fence: lock_core::kit::fence_from_sql(row.get(5)?),
+        fence: lock_core::encoding::fence_from_sql(row.get(5)?),
         started_at: time(row, 6)?,
         ended_at: opt_time(row, 7)?,
         outcome: outcome.parse().unwrap_or(RunState::Running),

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::Utc;
-use lock_core::kit::batch::{acquire_each, batchable};
-use lock_core::kit::{ColumnNames, at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
+use lock_core::batching::{acquire_each, batchable};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
     RefusalReason, validate_lock_name,
 };
+use lock_sql::{ColumnNames, at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::config::LockTableConfig;
@@ -112,7 +112,7 @@ impl SqliteLockProvider {
     /// is not a plain identifier or the table's schema is not `main`.
     ///
     /// ```no_run
-    /// use lock_core::ColumnNames;
+    /// use lock_provider_sqlite::ColumnNames;
     /// use lock_provider_sqlite::{LockTableConfig, SqliteLockProvider, rusqlite::Connection};
     ///
     /// let config = LockTableConfig::default()
@@ -167,7 +167,7 @@ impl SqliteLockProvider {
     /// validated; a bad one is [`LockError::InvalidConfiguration`].
     ///
     /// ```no_run
-    /// use lock_core::ColumnNames;
+    /// use lock_provider_sqlite::ColumnNames;
     /// use lock_provider_sqlite::SqliteLockProvider;
     /// let columns = ColumnNames { locked_by: "owner".into(), ..ColumnNames::default() };
     /// let provider = SqliteLockProvider::open("locks.db")?.with_columns(columns)?;

@@ -1,11 +1,11 @@
 //! The statements the provider runs: their SQL text is the provider kit's
-//! ([`lock_core::kit::sql::sqlite`], shared with every other SQLite driver's provider).
+//! ([`lock_sql::sql::sqlite`], shared with every other SQLite driver's provider).
 
 use chrono::{DateTime, Utc};
 use lock_core::{Refusal, RefusalReason};
 use rusqlite::{Connection, OptionalExtension, params};
 
-pub(crate) use lock_core::kit::sql::sqlite::{Statements, slot_text};
+pub(crate) use lock_sql::sql::sqlite::{Statements, slot_text};
 
 /// The row of `name` as a refusal: `Held` while `lock_until > now`, `SlotAlreadyRun` when
 /// `slot` is not after `last_fire`, `Unknown` when neither (the lease looks free). `None` when

@@ -1,11 +1,11 @@
 //! The lock table: its name, DDL and column checks are the provider kit's
-//! ([`lock_core::kit::sql::sqlite`]); how `ensure_schema` runs them on a rusqlite connection is
+//! ([`lock_sql::sql::sqlite`]); how `ensure_schema` runs them on a rusqlite connection is
 //! here.
 
-use lock_core::kit::sql::sqlite::TABLE_COLUMNS;
+use lock_sql::sql::sqlite::TABLE_COLUMNS;
 use rusqlite::{Connection, params};
 
-pub(crate) use lock_core::kit::sql::sqlite::Table;
+pub(crate) use lock_sql::sql::sqlite::Table;
 
 /// Creates the table if needed and adds the missing extension columns, on a connection
 /// inside a write transaction. `Ok(Err(missing))` names ShedLock columns an existing table

@@ -6,11 +6,9 @@ mod common;
 use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
-use lock_core::{
-    AcquireOutcome, ColumnNames, FireSlot, LockError, LockProvider, RefusalReason, testkit,
-};
-use lock_provider_sqlite::SqliteLockProvider;
+use lock_core::{AcquireOutcome, FireSlot, LockError, LockProvider, RefusalReason, testkit};
 use lock_provider_sqlite::rusqlite::Connection;
+use lock_provider_sqlite::{ColumnNames, SqliteLockProvider};
 
 const LONG: Duration = Duration::from_secs(300);
 

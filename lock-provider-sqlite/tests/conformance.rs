@@ -10,7 +10,7 @@ lock_core::conformance_tests!(async { Some(common::fresh_provider().await) });
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn suite_on_custom_table_and_column_names() {
     let (dir, _) = common::fresh_provider().await;
-    let columns = lock_core::ColumnNames {
+    let columns = lock_provider_sqlite::ColumnNames {
         name: "job".into(),
         lock_until: "until_at".into(),
         locked_at: "taken_at".into(),

@@ -22,11 +22,6 @@
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use lock_core::kit::sql::SqlValue;
-use lock_core::kit::sql::mysql::{Shape, Statements, Table};
-use lock_core::kit::sql::postgres::{LockStatements, TableShape};
-use lock_core::kit::sql::sqlite;
-use lock_core::kit::{IdentifierStyle, LockTableConfig};
 use lock_core::{AcquireOutcome, Lease, LockProvider, LockRequest};
 use lock_provider_sqlx::SqlxLockProvider;
 use lock_provider_sqlx::sqlx::mysql::{MySqlArguments, MySqlPoolOptions};
@@ -36,6 +31,11 @@ use lock_provider_sqlx::sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
 };
 use lock_provider_sqlx::sqlx::{self, AssertSqlSafe, MySql, MySqlPool, PgPool, Row};
+use lock_sql::sql::SqlValue;
+use lock_sql::sql::mysql::{Shape, Statements, Table};
+use lock_sql::sql::postgres::{LockStatements, TableShape};
+use lock_sql::sql::sqlite;
+use lock_sql::{IdentifierStyle, LockTableConfig};
 use test_support::{Mode, Samples, Unit, stats};
 
 /// Provider-cycle time over by-hand-cycle time must stay at or under this.

@@ -25,7 +25,7 @@ pub use provider::SqlxLockProvider;
 /// use lock_provider_sqlx::LockTableConfig;
 /// assert!(LockTableConfig::default().with_table("ops.shedlock").validate().is_ok());
 /// ```
-pub use lock_core::kit::LockTableConfig;
+pub use lock_sql::{ColumnNames, LockTableConfig};
 
 /// What [`SqlxLockProvider::check_schema`] found: every column (exclusion, fencing,
 /// once-per-slot), or ShedLock's four only (exclusion, until `ensure_schema()`).
@@ -38,7 +38,7 @@ pub use lock_core::kit::LockTableConfig;
 /// }
 /// # Ok(()) }
 /// ```
-pub use lock_core::kit::sql::postgres::TableShape;
+pub use lock_sql::sql::postgres::TableShape;
 
 /// The sqlx crate, re-exported so that the pool types are the provider's own.
 ///

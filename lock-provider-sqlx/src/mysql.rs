@@ -1,4 +1,4 @@
-//! The MySQL and MariaDB backend: the kit's MySQL statements ([`lock_core::kit::sql::mysql`], the
+//! The MySQL and MariaDB backend: the kit's MySQL statements ([`lock_sql::sql::mysql`], the
 //! very text and parameter order `lock-provider-mysql` runs) on a [`MySqlPool`].
 //!
 //! sqlx sets every MySQL connection's session time zone to `+00:00` unless the pool was built
@@ -10,12 +10,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use lock_core::kit::sql::SqlValue;
-use lock_core::kit::sql::mysql::{
-    COLUMNS_QUERY, ColumnInfo, NOW_PRECISE, Shape, Statements, Table,
-};
-use lock_core::kit::{ResolvedTable, fence_from_sql};
 use lock_core::{AcquireOutcome, Lease, LockError, LockRecord, LockRequest};
+use lock_sql::sql::SqlValue;
+use lock_sql::sql::mysql::{COLUMNS_QUERY, ColumnInfo, NOW_PRECISE, Shape, Statements, Table};
+use lock_sql::{ResolvedTable, fence_from_sql};
 use sqlx::mysql::{MySqlArguments, MySqlPool, MySqlRow};
 use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, MySql, Row};

@@ -1,4 +1,4 @@
-//! The PostgreSQL backend: the kit's PostgreSQL statements ([`lock_core::kit::sql::postgres`],
+//! The PostgreSQL backend: the kit's PostgreSQL statements ([`lock_sql::sql::postgres`],
 //! the very text `lock-provider-postgres` runs) on a [`PgPool`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use lock_core::kit::sql::SqlValue;
-use lock_core::kit::sql::postgres::{self as sql, LockStatements, TableShape};
-use lock_core::kit::{ResolvedTable, at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockRecord, LockRequest, Refusal, RefusalReason,
 };
+use lock_sql::sql::SqlValue;
+use lock_sql::sql::postgres::{self as sql, LockStatements, TableShape};
+use lock_sql::{ResolvedTable, at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
 use sqlx::postgres::{PgPool, PgRow};
 use sqlx::{AssertSqlSafe, Postgres as Pg, Row};
 
@@ -372,11 +372,9 @@ impl PgBackend {
             let last_fire: Option<NaiveDateTime> = row.try_get(3)?;
             let held: bool = row.try_get(4)?;
             let db_now = utc(row.try_get::<NaiveDateTime, _>(5)?);
-            Ok(AcquireOutcome::Refused(
-                lock_core::kit::sql::postgres::refusal(
-                    request, locked_by, lock_until, last_fire, held, db_now,
-                ),
-            ))
+            Ok(AcquireOutcome::Refused(lock_sql::sql::postgres::refusal(
+                request, locked_by, lock_until, last_fire, held, db_now,
+            )))
         };
         parse().map_err(|e| self.error("acquire", name, e))
     }

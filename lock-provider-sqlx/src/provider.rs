@@ -6,13 +6,13 @@ use std::time::Duration;
 use crate::TableShape;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-#[cfg(feature = "postgres")]
-use lock_core::kit::IdentifierStyle;
-use lock_core::kit::{ColumnNames, LockTableConfig};
 use lock_core::operations::OperationsStore;
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, validate_lock_name,
 };
+#[cfg(feature = "postgres")]
+use lock_sql::IdentifierStyle;
+use lock_sql::{ColumnNames, LockTableConfig};
 
 #[cfg(feature = "mysql")]
 use crate::mysql::MySqlBackend;
@@ -23,7 +23,7 @@ use crate::sqlite::SqliteBackend;
 
 /// Locks in the ShedLock-compatible table, on a sqlx pool the service already has: the same
 /// table, statements and guarantees as `lock-provider-postgres` and `lock-provider-mysql`
-/// (the SQL is the provider kit's, [`lock_core::kit::sql`]), without a second pool.
+/// (the SQL is the provider kit's, [`lock_sql::sql`]), without a second pool.
 ///
 /// - **Database time**: every `now` is the server's; a client whose clock is wrong can
 ///   neither steal nor keep a lock longer.
@@ -175,8 +175,8 @@ impl SqlxLockProvider {
         pool: sqlx::MySqlPool,
         config: LockTableConfig,
     ) -> Result<Self, LockError> {
-        let table = lock_core::kit::sql::mysql::Table::new(&config)?;
-        let resolved = config.resolve(lock_core::kit::IdentifierStyle::MYSQL)?;
+        let table = lock_sql::sql::mysql::Table::new(&config)?;
+        let resolved = config.resolve(lock_sql::IdentifierStyle::MYSQL)?;
         Ok(SqlxLockProvider {
             backend: Backend::MySql(MySqlBackend::new(pool, table, &resolved)),
             config,
@@ -312,7 +312,7 @@ impl SqlxLockProvider {
         pool: sqlx::SqlitePool,
         config: LockTableConfig,
     ) -> Result<Self, LockError> {
-        let table = lock_core::kit::sql::sqlite::Table::new(&config)?;
+        let table = lock_sql::sql::sqlite::Table::new(&config)?;
         Ok(SqlxLockProvider {
             backend: Backend::Sqlite(SqliteBackend::new(pool, table)),
             config,
@@ -358,7 +358,7 @@ impl SqlxLockProvider {
     ///
     /// ```no_run
     /// # fn run(provider: lock_provider_sqlx::SqlxLockProvider) -> Result<(), lock_core::LockError> {
-    /// use lock_core::ColumnNames;
+    /// use lock_provider_sqlx::ColumnNames;
     /// let columns = ColumnNames { locked_by: "owner".into(), ..ColumnNames::default() };
     /// let provider = provider.with_columns(columns)?;
     /// # Ok(()) }

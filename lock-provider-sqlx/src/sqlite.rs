@@ -1,4 +1,4 @@
-//! The SQLite backend: the kit's SQLite statements ([`lock_core::kit::sql::sqlite`], the very
+//! The SQLite backend: the kit's SQLite statements ([`lock_sql::sql::sqlite`], the very
 //! text `lock-provider-sqlite` runs) on a [`SqlitePool`].
 //!
 //! As in `lock-provider-sqlite`, a losing acquire is settled by a plain read (no write lock);
@@ -13,11 +13,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use lock_core::kit::sql::sqlite::{Statements, Table, slot_text};
-use lock_core::kit::{at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockRecord, LockRequest, Refusal, RefusalReason,
 };
+use lock_sql::sql::sqlite::{Statements, Table, slot_text};
+use lock_sql::{at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 
@@ -117,12 +117,11 @@ impl SqliteBackend {
             sqlx::raw_sql(AssertSqlSafe(table.create_table.clone()))
                 .execute(&mut *tx)
                 .await?;
-            let present: Vec<String> =
-                sqlx::query_scalar(lock_core::kit::sql::sqlite::TABLE_COLUMNS)
-                    .bind(&table.resolved.name)
-                    .bind(&table.schema)
-                    .fetch_all(&mut *tx)
-                    .await?;
+            let present: Vec<String> = sqlx::query_scalar(lock_sql::sql::sqlite::TABLE_COLUMNS)
+                .bind(&table.resolved.name)
+                .bind(&table.schema)
+                .fetch_all(&mut *tx)
+                .await?;
             let missing = match table.migration(&present) {
                 Ok(ddl) => {
                     for statement in ddl {

@@ -20,7 +20,7 @@ pub(crate) trait Database: fmt::Display + fmt::Debug + Send + Sync {
     /// the SQL rule, `table` or `schema.table` of plain identifiers; a provider whose "table"
     /// is something else (Redis: a key prefix) has its own rule.
     fn check_table(&self, table: &str) -> Result<(), LockError> {
-        lock_core::validate_table_name(table).map(drop)
+        lock_sql::validate_table_name(table).map(drop)
     }
 
     /// Connects (or opens the file), points the provider at `options.table_name()` and, for

@@ -12,6 +12,8 @@ mod sqlite;
 mod sqlx;
 
 pub use database::UrlError;
+/// The lock table a URL opens unless told otherwise: ShedLock's `shedlock`.
+pub use lock_sql::DEFAULT_TABLE;
 pub use open::{OpenError, OpenOptions, OpenedProvider, SchemaAction};
 pub use registry::LockDatabase;
 

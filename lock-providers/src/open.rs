@@ -7,7 +7,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use lock_core::{DEFAULT_TABLE, LockError, LockProvider};
+use lock_core::{LockError, LockProvider};
+use lock_sql::DEFAULT_TABLE;
 
 use crate::UrlError;
 
@@ -130,7 +131,7 @@ impl OpenOptions {
     /// The lock table's name, as given.
     ///
     /// ```
-    /// assert_eq!(lock_providers::OpenOptions::new().table_name(), lock_core::DEFAULT_TABLE);
+    /// assert_eq!(lock_providers::OpenOptions::new().table_name(), lock_sql::DEFAULT_TABLE);
     /// ```
     pub fn table_name(&self) -> &str {
         &self.table

@@ -86,10 +86,18 @@ pub mod redis {
 
 /// The service's own sqlx pool (features `sqlx-postgres`, `sqlx-mysql`, `sqlx-sqlite`):
 /// [`SqlxLockProvider`].
-#[cfg(any(feature = "sqlx-postgres", feature = "sqlx-mysql", feature = "sqlx-sqlite"))]
+#[cfg(any(
+    feature = "sqlx-postgres",
+    feature = "sqlx-mysql",
+    feature = "sqlx-sqlite"
+))]
 #[cfg_attr(
     docsrs,
-    doc(cfg(any(feature = "sqlx-postgres", feature = "sqlx-mysql", feature = "sqlx-sqlite")))
+    doc(cfg(any(
+        feature = "sqlx-postgres",
+        feature = "sqlx-mysql",
+        feature = "sqlx-sqlite"
+    )))
 )]
 pub mod sqlx {
     pub use lock_provider_sqlx::*;

@@ -14,7 +14,8 @@ mod row;
 mod sqlite;
 
 use async_trait::async_trait;
-use lock_core::{BoxError, validate_identifier};
+use lock_core::BoxError;
+use lock_sql::validate_identifier;
 
 use crate::Backend;
 pub use row::Run;

@@ -34,12 +34,22 @@ use chrono::{DateTime, Utc};
 
 use crate::{FireKind, LockError};
 
-pub use crate::kit::operations_sql::{MAX_DETAIL_LEN, MAX_ERROR_LEN, MAX_TEXT_LEN};
 pub use actions::{Action, ActionRecord};
 pub use cluster::{
     ClusterOptions, ClusterView, DEFAULT_MISSED_GRACE, GONE_AFTER_HEARTBEATS, InstanceView,
     JobView, RunView,
 };
+
+/// The longest error text kept in a history row, in bytes (cut at a character boundary).
+pub const MAX_ERROR_LEN: usize = 1000;
+
+/// The longest job name, instance id, trigger text or requester the operations tables keep, in
+/// characters (`VARCHAR(255)`).
+pub const MAX_TEXT_LEN: usize = 255;
+
+/// The longest detail an action log row keeps, in bytes (cut at a character boundary;
+/// `VARCHAR(1000)`).
+pub const MAX_DETAIL_LEN: usize = 1000;
 
 /// Who an instance is, as the registry keeps it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -297,8 +307,10 @@ pub struct RunRecord {
 }
 
 /// What housekeeping deletes, in bounded batches.
+///
+/// Exhaustive on purpose: every store must delete every kind, so a new kind is a compile error
+/// in each store rather than a housekeeping failure at run time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Expired {
     /// History rows started before the cut-off.
     Runs,
@@ -314,7 +326,7 @@ pub enum Expired {
 /// is the store's own clock.
 ///
 /// The in-memory provider implements it in memory; the SQL providers with the statements of
-/// [`kit::operations_sql`](crate::kit::operations_sql); the Redis provider with one Lua script
+/// `lock_sql::operations_sql`; the Redis provider with one Lua script
 /// per operation on keys of its own.
 #[async_trait]
 pub trait OperationsStore: Send + Sync {
@@ -432,7 +444,7 @@ pub trait OperationsStore: Send + Sync {
     /// The instances' own rows of the registry (`job` None), without their jobs' rows: what
     /// the ranks of sharded and broadcast jobs are taken from, at each heartbeat. The default
     /// filters [`registry`](Self::registry); the SQL providers read only those rows
-    /// ([`OperationsSql::instances`](crate::kit::OperationsSql::instances)).
+    /// (`lock_sql::OperationsSql::instances`).
     async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
         let mut rows = self.registry().await?;
         rows.retain(|row| row.job.is_none());

@@ -1,5 +1,5 @@
 //! The operations tables (job registry, run history, control) on the sqlx pool: the kit's
-//! statements ([`lock_core::kit::operations_sql`], the very text `lock-provider-postgres`,
+//! statements ([`lock_sql::operations_sql`], the very text `lock-provider-postgres`,
 //! `-mysql` and `-sqlite` run) with the same parameters and the same reading of the rows.
 //!
 //! [`SqlxOperations`] is the store, written once; a backend ([`Tables`]) only says how to run
@@ -25,12 +25,12 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use lock_core::kit::{OperationsSql, ResolvedTable, SqlDialect};
 use lock_core::operations::{
     Action, ActionRecord, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo,
     JobRegistration, OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
 };
 use lock_core::{FireKind, LockError};
+use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 
 /// One value bound to a statement; each backend binds it with its own types (times as UTC
 /// `NaiveDateTime` in PostgreSQL and MySQL, as fixed-width text in SQLite).
@@ -254,7 +254,7 @@ fn run_row<R: Columns>(row: &R) -> Result<RunRecord, sqlx::Error> {
         slot: row.opt_time(2)?,
         fire_kind: row.text(3)?.parse().unwrap_or(FireKind::Scheduled),
         instance_id: row.text(4)?,
-        fence: lock_core::kit::fence_from_sql(row.int(5)?),
+        fence: lock_core::encoding::fence_from_sql(row.int(5)?),
         started_at: row.time(6)?,
         ended_at: row.opt_time(7)?,
         outcome: row.text(8)?.parse().unwrap_or(RunState::Running),

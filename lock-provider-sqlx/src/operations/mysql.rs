@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use lock_core::kit::{OperationsSql, SqlDialect};
+use lock_sql::{OperationsSql, SqlDialect};
 use sqlx::mysql::{MySqlArguments, MySqlPool, MySqlRow};
 use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, MySql, Row};

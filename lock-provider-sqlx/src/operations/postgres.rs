@@ -5,8 +5,8 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use lock_core::kit::sql::postgres::ENSURE_SCHEMA_LOCK;
-use lock_core::kit::{OperationsSql, SqlDialect};
+use lock_sql::sql::postgres::ENSURE_SCHEMA_LOCK;
+use lock_sql::{OperationsSql, SqlDialect};
 use sqlx::postgres::{PgArguments, PgPool, PgRow};
 use sqlx::query::Query;
 use sqlx::{AssertSqlSafe, Postgres, Row};

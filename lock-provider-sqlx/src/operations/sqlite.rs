@@ -6,7 +6,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use lock_core::kit::{OperationsSql, SqlDialect};
+use lock_sql::{OperationsSql, SqlDialect};
 use sqlx::query::Query;
 use sqlx::sqlite::{SqliteArguments, SqlitePool, SqliteRow};
 use sqlx::{AssertSqlSafe, Row, Sqlite};

@@ -15,9 +15,9 @@
 mod batch;
 mod history;
 
-use crate::LockError;
-use crate::kit::{MAX_INSTANCE_ID_LEN, MAX_LOCK_NAME_LEN, ResolvedTable};
+use crate::{MAX_INSTANCE_ID_LEN, MAX_LOCK_NAME_LEN, ResolvedTable};
 pub use history::HistoryBatchStatements;
+use lock_core::LockError;
 
 /// The database's clock, UTC, as a zone-less timestamp: what every comparison uses. A column
 /// value on the millisecond grid is `<=` this exactly when it is `<=` [`NOW_MS`].
@@ -38,8 +38,8 @@ pub const NOW_MS: &str = "date_trunc('milliseconds', timezone('utc', CURRENT_TIM
 /// force unlock and reset slot `$1` name; list and now none.
 ///
 /// ```
-/// use lock_core::kit::{IdentifierStyle, LockTableConfig};
-/// use lock_core::kit::sql::postgres::{LockStatements, TableShape};
+/// use lock_sql::{IdentifierStyle, LockTableConfig};
+/// use lock_sql::sql::postgres::{LockStatements, TableShape};
 ///
 /// let table = LockTableConfig::default().resolve(IdentifierStyle::POSTGRES)?;
 /// let statements = LockStatements::new(&table, TableShape::Full);
@@ -60,7 +60,7 @@ pub struct LockStatements {
     pub create: String,
     /// Release, with asynchronous commit of its own transaction.
     pub release: String,
-    /// Acquire many ([`crate::LockProvider::acquire_many`]), first of two statements: the
+    /// Acquire many ([`lock_core::LockProvider::acquire_many`]), first of two statements: the
     /// parameters of `acquire` as arrays, one element per request (`$1` text[], `$2` int8[],
     /// `$3` text[], `$4` timestamp[], `$5` int8[]), names distinct. One row per request, in
     /// order: `ord` (1-based), `granted` fence or NULL, the row as it was (`locked_by`,
@@ -283,7 +283,7 @@ impl LockStatements {
 /// What the lock table supports, as found in the catalog by [`shape_of`].
 ///
 /// ```
-/// use lock_core::kit::sql::postgres::TableShape;
+/// use lock_sql::sql::postgres::TableShape;
 /// assert_ne!(TableShape::Full, TableShape::ShedLockOnly);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -379,8 +379,8 @@ pub fn ensure_schema_lock_key(table: &ResolvedTable) -> String {
 /// table has every column.
 ///
 /// ```
-/// use lock_core::kit::{IdentifierStyle, LockTableConfig};
-/// use lock_core::kit::sql::postgres::schema_change;
+/// use lock_sql::{IdentifierStyle, LockTableConfig};
+/// use lock_sql::sql::postgres::schema_change;
 ///
 /// let table = LockTableConfig::default().resolve(IdentifierStyle::POSTGRES)?;
 /// assert!(schema_change(&table, None).unwrap().starts_with("CREATE TABLE"));
@@ -502,14 +502,14 @@ fn timestamp_precision(ty: &str) -> u32 {
 /// snapshot yet not granted was taken by another instance after the snapshot: what it shows is
 /// stale, so only the reason is reported.
 pub fn refusal(
-    request: &crate::LockRequest,
+    request: &lock_core::LockRequest,
     locked_by: Option<String>,
     lock_until: Option<chrono::NaiveDateTime>,
     last_fire: Option<chrono::NaiveDateTime>,
     held: bool,
     database_now: chrono::DateTime<chrono::Utc>,
-) -> crate::Refusal {
-    use crate::{Refusal, RefusalReason};
+) -> lock_core::Refusal {
+    use lock_core::{Refusal, RefusalReason};
     if request.slot_too_far_ahead(database_now) {
         return Refusal::slot_in_future(database_now);
     }

@@ -1,6 +1,6 @@
 //! The SQL dialects the operations statements are written in, and what differs between them.
 
-use crate::kit::IdentifierStyle;
+use crate::IdentifierStyle;
 
 /// The SQL dialects the kit writes the operations statements in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 use super::*;
-use crate::kit::MAX_LOCK_NAME_LEN;
+use crate::MAX_LOCK_NAME_LEN;
 
 fn rows(columns: &[(&str, &str)]) -> Vec<ColumnInfo> {
     columns

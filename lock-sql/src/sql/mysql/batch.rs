@@ -16,8 +16,8 @@ use std::fmt::Write;
 use std::time::Duration;
 
 use super::Statements;
-use crate::kit::sql::SqlValue;
-use crate::{Lease, LockRequest};
+use crate::sql::SqlValue;
+use lock_core::{Lease, LockRequest};
 
 /// The OK packets of a batch text: one for `START TRANSACTION`, one per statement, one for
 /// `COMMIT`.
@@ -30,8 +30,8 @@ impl Statements {
     /// [`acquire_outcome`](Self::acquire_outcome) as alone.
     ///
     /// ```
-    /// use lock_core::kit::LockTableConfig;
-    /// use lock_core::kit::sql::mysql::{Shape, Statements, Table};
+    /// use lock_sql::LockTableConfig;
+    /// use lock_sql::sql::mysql::{Shape, Statements, Table};
     /// use lock_core::testkit::request;
     /// use std::time::Duration;
     ///

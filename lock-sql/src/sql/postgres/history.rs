@@ -1,16 +1,16 @@
 //! The run-history batch statements of PostgreSQL
-//! ([`OperationsStore::runs_started`](crate::operations::OperationsStore::runs_started) and
-//! [`runs_ended`](crate::operations::OperationsStore::runs_ended)): the single statements'
+//! ([`OperationsStore::runs_started`](lock_core::operations::OperationsStore::runs_started) and
+//! [`runs_ended`](lock_core::operations::OperationsStore::runs_ended)): the single statements'
 //! columns and clock, over arrays.
 
 use super::NOW_MS;
-use crate::kit::{IdentifierStyle, ResolvedTable};
+use crate::{IdentifierStyle, ResolvedTable};
 
 /// The batched start and end of runs in `<lock table>_runs`.
 ///
 /// ```
-/// use lock_core::kit::{IdentifierStyle, LockTableConfig};
-/// use lock_core::kit::sql::postgres::HistoryBatchStatements;
+/// use lock_sql::{IdentifierStyle, LockTableConfig};
+/// use lock_sql::sql::postgres::HistoryBatchStatements;
 /// let table = LockTableConfig::default().with_table("ops.shedlock").resolve(IdentifierStyle::POSTGRES)?;
 /// let sql = HistoryBatchStatements::new(&table);
 /// assert!(sql.runs_started.contains(r#"INSERT INTO "ops"."shedlock_runs""#));

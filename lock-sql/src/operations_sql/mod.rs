@@ -13,7 +13,7 @@
 //! its driver's types (times as UTC `NaiveDateTime`, or SQLite's text).
 //!
 //! ```
-//! use lock_core::kit::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
+//! use lock_sql::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
 //!
 //! let table = LockTableConfig::default().with_table("ops.shedlock").resolve(IdentifierStyle::POSTGRES)?;
 //! let sql = OperationsSql::new(SqlDialect::Postgres, &table)?;
@@ -28,21 +28,13 @@ mod heartbeat;
 mod prune;
 mod statements;
 
-use crate::operations::Expired;
+use lock_core::operations::Expired;
 
 pub use dialect::SqlDialect;
 pub use heartbeat::HEARTBEAT_PARAMS;
 
-/// The longest error text kept in a history row, in bytes (cut at a character boundary).
-pub const MAX_ERROR_LEN: usize = 1000;
-
-/// The longest job name, instance id, trigger text or requester the operations tables keep, in
-/// characters (`VARCHAR(255)`).
-pub const MAX_TEXT_LEN: usize = 255;
-
-/// The longest detail an action log row keeps, in bytes (cut at a character boundary;
-/// `VARCHAR(1000)`).
-pub const MAX_DETAIL_LEN: usize = 1000;
+/// The limits of the operations tables' columns, which every store (SQL or not) keeps.
+pub use lock_core::operations::{MAX_DETAIL_LEN, MAX_ERROR_LEN, MAX_TEXT_LEN};
 
 /// The four operations tables' names, for messages (`schema.table` or `table`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,7 +53,7 @@ impl OperationsTables {
     /// The four names, comma-separated.
     ///
     /// ```
-    /// # use lock_core::kit::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
+    /// # use lock_sql::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
     /// let table = LockTableConfig::default().resolve(IdentifierStyle::ANSI)?;
     /// let sql = OperationsSql::new(SqlDialect::Sqlite, &table)?;
     /// assert_eq!(
@@ -130,7 +122,7 @@ pub struct OperationsSql {
     /// four tables (what `ensure_schema()` looks for before it runs any DDL).
     pub probe: Vec<String>,
     /// The same for the three tables the scheduler needs (registry, history, control): what
-    /// [`OperationsStore::check`](crate::operations::OperationsStore::check) reads. The
+    /// [`OperationsStore::check`](lock_core::operations::OperationsStore::check) reads. The
     /// action log is not among them: only the tools that act write it, and a deployment whose
     /// `ensure_schema()` has not created it yet keeps its registry, history and pauses.
     pub check: Vec<String>,
@@ -188,7 +180,7 @@ pub struct OperationsSql {
 }
 
 impl OperationsSql {
-    /// The batched delete of [`OperationsStore::delete_expired`](crate::operations::OperationsStore::delete_expired)
+    /// The batched delete of [`OperationsStore::delete_expired`](lock_core::operations::OperationsStore::delete_expired)
     /// for `what`: `1` before, `2` limit.
     pub fn delete_expired(&self, what: Expired) -> &str {
         match what {
@@ -200,13 +192,13 @@ impl OperationsSql {
     }
 
     /// PostgreSQL: the key under which `ensure_schema()` creates these tables, as `$1` of
-    /// [`sql::postgres::ENSURE_SCHEMA_LOCK`](crate::kit::sql::postgres::ENSURE_SCHEMA_LOCK) in
+    /// [`sql::postgres::ENSURE_SCHEMA_LOCK`](crate::sql::postgres::ENSURE_SCHEMA_LOCK) in
     /// the creating transaction (a concurrent `CREATE TABLE IF NOT EXISTS` of one name can fail
     /// there). The same for every driver, so that instances of the tokio-postgres and the sqlx
     /// providers starting at once are serialized too.
     ///
     /// ```
-    /// # use lock_core::kit::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
+    /// # use lock_sql::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
     /// let table = LockTableConfig::default().resolve(IdentifierStyle::POSTGRES)?;
     /// let sql = OperationsSql::new(SqlDialect::Postgres, &table)?;
     /// assert_eq!(sql.schema_lock_key(), "lock-provider-postgres operations shedlock_runs");

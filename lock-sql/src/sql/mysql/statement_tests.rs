@@ -1,6 +1,6 @@
 use super::*;
-use crate::FireSlot;
-use crate::kit::LockTableConfig;
+use crate::LockTableConfig;
+use lock_core::FireSlot;
 use std::sync::Arc;
 
 fn statements(extended: bool) -> Statements {
@@ -20,7 +20,7 @@ fn request() -> LockRequest {
         locked_by: Arc::from("me"),
         lock_at_most_for: Duration::from_micros(10),
         slot: FireSlot::from_unix_millis(1_700_000_000_000),
-        max_slot_lead: crate::DEFAULT_MAX_SLOT_LEAD,
+        max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
     }
 }
 

@@ -4,8 +4,8 @@ use super::{
     ACTION_COLUMNS, CONTROL_COLUMNS, OperationsSql, OperationsTables, REGISTRY_COLUMNS,
     RUN_COLUMNS, SqlDialect, TableName, TableNames, create,
 };
-use crate::LockError;
-use crate::kit::{MAX_IDENTIFIER_LEN, ResolvedTable, validate_identifier};
+use crate::{MAX_IDENTIFIER_LEN, ResolvedTable, validate_identifier};
+use lock_core::LockError;
 
 impl OperationsSql {
     /// The statements for the operations tables next to `lock_table`. Fails when a derived

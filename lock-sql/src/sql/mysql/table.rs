@@ -8,8 +8,8 @@ use super::*;
 /// backticks.
 ///
 /// ```
-/// use lock_core::kit::LockTableConfig;
-/// use lock_core::kit::sql::mysql::Table;
+/// use lock_sql::LockTableConfig;
+/// use lock_sql::sql::mysql::Table;
 ///
 /// let table = Table::new(&LockTableConfig::default().with_table("ops.locks"))?;
 /// assert!(table.create_ddl().starts_with("CREATE TABLE IF NOT EXISTS `ops`.`locks`"));
@@ -60,7 +60,7 @@ impl Table {
         &self.resolved(role).catalog
     }
 
-    fn resolved(&self, role: Column) -> &crate::kit::Column {
+    fn resolved(&self, role: Column) -> &crate::Column {
         let c = &self.resolved.columns;
         match role {
             Column::Name => &c.name,

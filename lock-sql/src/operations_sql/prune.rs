@@ -1,5 +1,5 @@
 //! The complete heartbeat's second statement (see
-//! [`OperationsStore::heartbeat`](crate::operations::OperationsStore::heartbeat)).
+//! [`OperationsStore::heartbeat`](lock_core::operations::OperationsStore::heartbeat)).
 
 use super::{OperationsSql, SqlDialect};
 
@@ -10,7 +10,7 @@ impl OperationsSql {
     /// instance id.
     ///
     /// ```
-    /// # use lock_core::kit::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
+    /// # use lock_sql::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
     /// let table = LockTableConfig::default().resolve(IdentifierStyle::MYSQL)?;
     /// let sql = OperationsSql::new(SqlDialect::MySql, &table)?;
     /// assert_eq!(sql.prune_jobs().matches('?').count(), 1);

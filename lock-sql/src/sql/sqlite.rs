@@ -4,7 +4,7 @@
 //! Every time is SQLite's own clock: `strftime('%Y-%m-%d %H:%M:%f','now')` gives UTC wall time
 //! as `YYYY-MM-DD HH:MM:SS.SSS`, a fixed-width text that sorts chronologically, so plain text
 //! comparisons order it correctly at millisecond precision. Durations travel as integer
-//! milliseconds, rounded by the kit's rule (`crate::kit::lease_millis`: up, and a lease at
+//! milliseconds, rounded by the kit's rule (`crate::lease_millis`: up, and a lease at
 //! least 1 ms), and are added in SQL with a `+N.NNN seconds` modifier (SQLite keeps its
 //! internal clock in whole milliseconds, so no float error reaches the stored value). SQLite
 //! evaluates `'now'` once per statement step, so every `now` inside one statement is the same
@@ -12,11 +12,11 @@
 
 use chrono::{DateTime, Datelike, Utc};
 
-use crate::LockError;
-use crate::kit::{
+use crate::{
     IdentifierStyle, LockTableConfig, MAX_INSTANCE_ID_LEN, MAX_LOCK_NAME_LEN, ResolvedTable,
     validate_table_name,
 };
+use lock_core::LockError;
 
 /// `?1` table, `?2` schema: the table's column names.
 pub const TABLE_COLUMNS: &str = "SELECT name FROM pragma_table_info(?1, ?2)";
@@ -24,8 +24,8 @@ pub const TABLE_COLUMNS: &str = "SELECT name FROM pragma_table_info(?1, ?2)";
 /// The lock table, resolved once, with its DDL.
 ///
 /// ```
-/// use lock_core::kit::LockTableConfig;
-/// use lock_core::kit::sql::sqlite::Table;
+/// use lock_sql::LockTableConfig;
+/// use lock_sql::sql::sqlite::Table;
 ///
 /// assert!(Table::new(&LockTableConfig::default().with_table("aux.locks")).is_err());
 /// let table = Table::new(&LockTableConfig::default().with_table("main.locks"))?;
@@ -96,8 +96,8 @@ impl Table {
     /// extension columns, or `Err` with the configured ShedLock columns that match nothing.
     ///
     /// ```
-    /// use lock_core::kit::LockTableConfig;
-    /// use lock_core::kit::sql::sqlite::Table;
+    /// use lock_sql::LockTableConfig;
+    /// use lock_sql::sql::sqlite::Table;
     ///
     /// let table = Table::new(&LockTableConfig::default())?;
     /// let shedlock = ["name", "lock_until", "locked_at", "locked_by"].map(String::from);
@@ -145,8 +145,8 @@ fn plus_millis(base: &str, param: u8) -> String {
 /// The statements for one lock table.
 ///
 /// ```
-/// use lock_core::kit::LockTableConfig;
-/// use lock_core::kit::sql::sqlite::{Statements, Table};
+/// use lock_sql::LockTableConfig;
+/// use lock_sql::sql::sqlite::{Statements, Table};
 ///
 /// let statements = Statements::new(Table::new(&LockTableConfig::default())?);
 /// assert!(statements.acquire.starts_with(r#"INSERT INTO "shedlock" AS cur"#));

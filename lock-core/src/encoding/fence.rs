@@ -21,8 +21,8 @@ use crate::Lease;
 ///     slot: None,
 ///     max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
 /// };
-/// assert_eq!(lock_core::kit::fence_to_sql(&Lease::granted(&request, 7)), 7);
-/// assert_eq!(lock_core::kit::fence_to_sql(&Lease::granted(&request, u64::MAX)), -1);
+/// assert_eq!(lock_core::encoding::fence_to_sql(&Lease::granted(&request, 7)), 7);
+/// assert_eq!(lock_core::encoding::fence_to_sql(&Lease::granted(&request, u64::MAX)), -1);
 /// ```
 pub fn fence_to_sql(lease: &Lease) -> i64 {
     i64::try_from(lease.fence()).unwrap_or(-1)
@@ -32,8 +32,8 @@ pub fn fence_to_sql(lease: &Lease) -> i64 {
 /// failing every acquire.
 ///
 /// ```
-/// assert_eq!(lock_core::kit::fence_from_sql(41), 41);
-/// assert_eq!(lock_core::kit::fence_from_sql(-5), 0);
+/// assert_eq!(lock_core::encoding::fence_from_sql(41), 41);
+/// assert_eq!(lock_core::encoding::fence_from_sql(-5), 0);
 /// ```
 pub fn fence_from_sql(stored: i64) -> u64 {
     u64::try_from(stored).unwrap_or(0)

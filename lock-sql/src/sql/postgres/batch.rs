@@ -2,7 +2,7 @@
 //! `acquire`, `create` and `release`, over arrays.
 
 use super::{NOW, NOW_MS};
-use crate::kit::ResolvedTable;
+use crate::ResolvedTable;
 
 /// `acquire_many`, `acquire_many_wait`, `create_many` and `release_many` for one table.
 pub(super) struct BatchStatements {

@@ -21,7 +21,7 @@ use chrono::NaiveDateTime;
 /// driver's own value type.
 ///
 /// ```
-/// use lock_core::kit::sql::SqlValue;
+/// use lock_sql::sql::SqlValue;
 /// let value = SqlValue::Int(1000);
 /// assert_eq!(value, SqlValue::Int(1000));
 /// ```

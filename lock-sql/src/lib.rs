@@ -1,7 +1,8 @@
-//! The provider kit: what every SQL lock provider needs, written once.
+//! The SQL of the lock and cluster tables: what every SQL lock provider needs, written once.
 //!
-//! A provider crate (`lock-provider-postgres`, `-mysql`, `-sqlite`, the next one) builds its
-//! statements from these pieces instead of its own copies:
+//! A provider crate (`lock-provider-postgres`, `-mysql`, `-sqlite`, `-sqlx`, the next one)
+//! builds its statements from these pieces instead of its own copies (Redis needs none of
+//! it: its scripts share only [`lock_core::encoding`]):
 //!
 //! - **the configuration**: [`LockTableConfig`] (table and [`ColumnNames`], with `with_table`
 //!   and `with_columns`), which every provider crate re-exports as its config type;
@@ -11,7 +12,7 @@
 //!   columns can go straight into `format!`;
 //! - **durations**: the one rounding rule, [`lease_millis`] and [`at_least_millis`]: a lease is
 //!   never shorter than asked and never 0 (rounded up to the column's millisecond, at least one),
-//!   and capped at [`MAX_INTERVAL`] (see [the rule](duration));
+//!   and capped at [`MAX_INTERVAL`] (see [the rule](lock_core::encoding), which Redis shares);
 //! - **fences**: [`fence_to_sql`] and [`fence_from_sql`] between a lease's `u64` and the
 //!   `BIGINT` column;
 //! - **limits**: [`MAX_LOCK_NAME_LEN`] (the `name` column, `VARCHAR(64)`),
@@ -24,11 +25,11 @@
 //! Every provider crate has the same layout: `config.rs` (the config type, re-exported),
 //! `table.rs` (the DDL and the checks of an existing table's shape), `statements.rs` (the SQL),
 //! `session.rs` (connections and statement handling), `provider.rs` (the
-//! [`LockProvider`](crate::LockProvider) impl), and a `lib.rs` that re-exports the driver crate.
+//! [`LockProvider`](lock_core::LockProvider) impl), and a `lib.rs` that re-exports the driver crate.
 //! The steps to add one are in the crate documentation ("Adding a provider").
 //!
 //! ```
-//! use lock_core::kit::{self, IdentifierStyle, LockTableConfig};
+//! use lock_sql::{self as kit, IdentifierStyle, LockTableConfig};
 //! use std::time::Duration;
 //!
 //! let table = LockTableConfig::default().with_table("ops.shedlock").resolve(IdentifierStyle::ANSI)?;
@@ -42,19 +43,19 @@
 //! # Ok::<(), lock_core::LockError>(())
 //! ```
 
-pub mod batch;
-pub mod duration;
-mod fence;
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
 mod ident;
 pub mod operations_sql;
 pub mod sql;
 mod table;
 
-pub use crate::config::MAX_LOCK_NAME_LEN;
-pub use crate::instance::MAX_INSTANCE_ID_LEN;
-pub use duration::{COLUMN_UNIT, MAX_INTERVAL, at_least_millis, lease_millis};
-pub use fence::{fence_from_sql, fence_to_sql};
 pub use ident::{IdentifierStyle, MAX_IDENTIFIER_LEN, validate_identifier};
+pub use lock_core::encoding::{
+    COLUMN_UNIT, MAX_INTERVAL, at_least_millis, fence_from_sql, fence_to_sql, lease_millis,
+};
+pub use lock_core::{MAX_INSTANCE_ID_LEN, MAX_LOCK_NAME_LEN};
 pub use operations_sql::{OperationsSql, OperationsTables, SqlDialect};
 pub use table::{
     Column, ColumnNames, DEFAULT_TABLE, LockTableConfig, ResolvedColumns, ResolvedTable,

@@ -1,5 +1,5 @@
 use super::*;
-use crate::kit::{IdentifierStyle, LockTableConfig};
+use crate::{IdentifierStyle, LockTableConfig};
 
 #[test]
 fn schema_qualified_tables_and_their_indexes() {

@@ -3,7 +3,7 @@
 //! other three) and leaves the rest alone.
 
 use super::{MAX_DETAIL_LEN, MAX_ERROR_LEN, MAX_TEXT_LEN, SqlDialect, TableName, TableNames};
-use crate::kit::ResolvedTable;
+use crate::ResolvedTable;
 
 /// `CREATE TABLE IF NOT EXISTS` for the four tables, then their indexes (inline in MySQL,
 /// which has no `CREATE INDEX IF NOT EXISTS`).
@@ -66,10 +66,8 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
             // A job row is rewritten at each heartbeat that moved its next fire: room on its
             // page keeps the update HOT (see `kit::sql::postgres::create_table`).
             storage = match d {
-                SqlDialect::Postgres => format!(
-                    " WITH (fillfactor = {})",
-                    crate::kit::sql::postgres::FILLFACTOR
-                ),
+                SqlDialect::Postgres =>
+                    format!(" WITH (fillfactor = {})", crate::sql::postgres::FILLFACTOR),
                 _ => String::new(),
             },
         ),

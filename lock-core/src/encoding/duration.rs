@@ -29,7 +29,7 @@ pub const COLUMN_UNIT: Duration = Duration::from_millis(1);
 /// rounded up, at least 1, at most [`MAX_INTERVAL`].
 ///
 /// ```
-/// use lock_core::kit::lease_millis;
+/// use lock_core::encoding::lease_millis;
 /// use std::time::Duration;
 ///
 /// assert_eq!(lease_millis(Duration::from_millis(1500)), 1500);
@@ -45,7 +45,7 @@ pub fn lease_millis(lease: Duration) -> i64 {
 /// 0 stays 0 (the release ends the lease now).
 ///
 /// ```
-/// use lock_core::kit::at_least_millis;
+/// use lock_core::encoding::at_least_millis;
 /// use std::time::Duration;
 ///
 /// assert_eq!(at_least_millis(Duration::ZERO), 0);

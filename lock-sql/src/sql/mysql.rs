@@ -4,7 +4,7 @@
 //!
 //! Every time is the server's `UTC_TIMESTAMP(3)` (evaluated once per statement, so all its uses
 //! in one statement agree); durations travel as microsecond intervals holding whole
-//! milliseconds, rounded by the kit's rule (`crate::kit::lease_millis`), so that
+//! milliseconds, rounded by the kit's rule (`crate::lease_millis`), so that
 //! `now + interval` stays on the columns' millisecond grid and no lease is shorter than asked. The shapes follow
 //! ShedLock's `MySqlServerTimeStatementsSource`, with two changes:
 //!
@@ -30,12 +30,12 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 
-use crate::kit::sql::SqlValue;
-use crate::kit::{
+use crate::sql::SqlValue;
+use crate::{
     ColumnNames, IdentifierStyle, LockTableConfig, MAX_INSTANCE_ID_LEN, ResolvedTable,
     at_least_millis, fence_to_sql, lease_millis,
 };
-use crate::{AcquireOutcome, Lease, LockError, LockRequest, Refusal, RefusalReason};
+use lock_core::{AcquireOutcome, Lease, LockError, LockRequest, Refusal, RefusalReason};
 
 /// `last_insert_id` at or above this is a refusal; below it, a fence. 2^62: no fence gets there.
 const REFUSED: u64 = 1 << 62;
@@ -63,8 +63,8 @@ pub const NOW_PRECISE: &str = "SELECT UTC_TIMESTAMP(6)";
 /// The statements for one table of one shape, with the parameters each takes in order.
 ///
 /// ```
-/// use lock_core::kit::LockTableConfig;
-/// use lock_core::kit::sql::mysql::{Shape, Statements, Table};
+/// use lock_sql::LockTableConfig;
+/// use lock_sql::sql::mysql::{Shape, Statements, Table};
 ///
 /// let table = Table::new(&LockTableConfig::default())?;
 /// let statements = Statements::new(&table, Shape { extended: true, zone_sensitive: false });

@@ -12,9 +12,9 @@ pub const MAX_IDENTIFIER_LEN: usize = 63;
 /// can never carry SQL.
 ///
 /// ```
-/// assert!(lock_core::validate_identifier("shedlock").is_ok());
-/// assert!(lock_core::validate_identifier("1abc").is_err());
-/// assert!(lock_core::validate_identifier("lock\"; --").is_err());
+/// assert!(lock_sql::validate_identifier("shedlock").is_ok());
+/// assert!(lock_sql::validate_identifier("1abc").is_err());
+/// assert!(lock_sql::validate_identifier("lock\"; --").is_err());
 /// ```
 pub fn validate_identifier(identifier: &str) -> Result<(), &'static str> {
     let bytes = identifier.as_bytes();
@@ -38,7 +38,7 @@ pub fn validate_identifier(identifier: &str) -> Result<(), &'static str> {
 /// the same way before quoting them, to name the same column as ShedLock's DDL).
 ///
 /// ```
-/// use lock_core::kit::IdentifierStyle;
+/// use lock_sql::IdentifierStyle;
 ///
 /// assert_eq!(IdentifierStyle::POSTGRES.quote("ShedLock"), r#""shedlock""#);
 /// assert_eq!(IdentifierStyle::MYSQL.quote("ShedLock"), "`ShedLock`");
@@ -72,7 +72,7 @@ impl IdentifierStyle {
     /// The name as the database's catalog holds it (folded where the style says so).
     ///
     /// ```
-    /// use lock_core::kit::IdentifierStyle;
+    /// use lock_sql::IdentifierStyle;
     /// assert_eq!(IdentifierStyle::POSTGRES.fold("Lock_Until"), "lock_until");
     /// assert_eq!(IdentifierStyle::MYSQL.fold("Lock_Until"), "Lock_Until");
     /// ```

@@ -10,7 +10,7 @@ use crate::{AcquireOutcome, LockError, LockProvider, LockRequest};
 /// read its own first write; the executor never sends that, the contract allows it).
 ///
 /// ```
-/// use lock_core::kit::batch::batchable;
+/// use lock_core::batching::batchable;
 /// use lock_core::{DEFAULT_MAX_SLOT_LEAD, LockRequest};
 /// use std::time::Duration;
 ///
@@ -39,7 +39,7 @@ pub fn batchable(requests: &[LockRequest], max: usize) -> bool {
 /// [`batchable`] refuses.
 ///
 /// ```
-/// use lock_core::kit::batch::acquire_each;
+/// use lock_core::batching::acquire_each;
 /// use lock_core::{AcquireOutcome, DEFAULT_MAX_SLOT_LEAD, InMemoryLockProvider, LockRequest};
 /// use std::time::Duration;
 ///

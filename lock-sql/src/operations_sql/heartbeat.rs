@@ -10,7 +10,7 @@ impl OperationsSql {
     /// (13 per row).
     ///
     /// ```
-    /// # use lock_core::kit::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
+    /// # use lock_sql::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
     /// let table = LockTableConfig::default().resolve(IdentifierStyle::MYSQL)?;
     /// let sql = OperationsSql::new(SqlDialect::MySql, &table)?;
     /// assert_eq!(sql.heartbeat(2).matches('?').count(), 26);
@@ -70,7 +70,7 @@ impl OperationsSql {
     /// ([`CONTROL_COLUMNS`](super::CONTROL_COLUMNS)).
     ///
     /// ```
-    /// # use lock_core::kit::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
+    /// # use lock_sql::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
     /// let table = LockTableConfig::default().resolve(IdentifierStyle::POSTGRES)?;
     /// let sql = OperationsSql::new(SqlDialect::Postgres, &table)?;
     /// let beat = sql.heartbeat_arrays();

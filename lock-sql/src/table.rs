@@ -1,8 +1,8 @@
 //! The lock table's name and columns: what a provider is configured with, checked before any
 //! SQL is built from it.
 
-use crate::LockError;
-use crate::kit::ident::{IdentifierStyle, validate_identifier};
+use crate::ident::{IdentifierStyle, validate_identifier};
+use lock_core::LockError;
 
 /// The default table name, as in ShedLock.
 pub const DEFAULT_TABLE: &str = "shedlock";
@@ -14,7 +14,7 @@ pub const DEFAULT_TABLE: &str = "shedlock";
 /// checked by [`ColumnNames::validate`] before it is put into SQL.
 ///
 /// ```
-/// use lock_core::kit::ColumnNames;
+/// use lock_sql::ColumnNames;
 /// let columns = ColumnNames { locked_by: "owner".into(), ..ColumnNames::default() };
 /// assert!(columns.validate().is_ok());
 /// let bad = ColumnNames { name: "name; DROP TABLE x".into(), ..ColumnNames::default() };
@@ -83,10 +83,10 @@ impl ColumnNames {
 /// parts.
 ///
 /// ```
-/// assert_eq!(lock_core::validate_table_name("ops.shedlock").unwrap(), (Some("ops"), "shedlock"));
-/// assert_eq!(lock_core::validate_table_name("shedlock").unwrap(), (None, "shedlock"));
-/// assert!(lock_core::validate_table_name("a.b.c").is_err());
-/// assert!(lock_core::validate_table_name("shedlock; DROP TABLE users").is_err());
+/// assert_eq!(lock_sql::validate_table_name("ops.shedlock").unwrap(), (Some("ops"), "shedlock"));
+/// assert_eq!(lock_sql::validate_table_name("shedlock").unwrap(), (None, "shedlock"));
+/// assert!(lock_sql::validate_table_name("a.b.c").is_err());
+/// assert!(lock_sql::validate_table_name("shedlock; DROP TABLE users").is_err());
 /// ```
 pub fn validate_table_name(table: &str) -> Result<(Option<&str>, &str), LockError> {
     let invalid = |reason: &str| {
@@ -114,7 +114,7 @@ pub fn validate_table_name(table: &str) -> Result<(Option<&str>, &str), LockErro
 /// unchecked string.
 ///
 /// ```
-/// use lock_core::kit::{ColumnNames, LockTableConfig};
+/// use lock_sql::{ColumnNames, LockTableConfig};
 ///
 /// let config = LockTableConfig::default()
 ///     .with_table("ops.shedlock")
@@ -145,7 +145,7 @@ impl LockTableConfig {
     /// [`validate`](Self::validate) and when a provider is built from it.
     ///
     /// ```
-    /// let config = lock_core::kit::LockTableConfig::default().with_table("job_locks");
+    /// let config = lock_sql::LockTableConfig::default().with_table("job_locks");
     /// assert_eq!(config.table, "job_locks");
     /// ```
     pub fn with_table(self, table: impl Into<String>) -> Self {
@@ -158,7 +158,7 @@ impl LockTableConfig {
     /// The same configuration with other column names.
     ///
     /// ```
-    /// use lock_core::kit::{ColumnNames, LockTableConfig};
+    /// use lock_sql::{ColumnNames, LockTableConfig};
     /// let columns = ColumnNames { name: "job".into(), ..ColumnNames::default() };
     /// assert_eq!(LockTableConfig::default().with_columns(columns).columns.name, "job");
     /// ```
@@ -169,7 +169,7 @@ impl LockTableConfig {
     /// Checks the table and column names; the error says which name is wrong and why.
     ///
     /// ```
-    /// use lock_core::kit::{ColumnNames, LockTableConfig};
+    /// use lock_sql::{ColumnNames, LockTableConfig};
     ///
     /// let config = LockTableConfig::default()
     ///     .with_columns(ColumnNames { fence: "name".into(), ..ColumnNames::default() });
@@ -184,7 +184,7 @@ impl LockTableConfig {
     /// statements use, in the database's [`IdentifierStyle`].
     ///
     /// ```
-    /// use lock_core::kit::{IdentifierStyle, LockTableConfig};
+    /// use lock_sql::{IdentifierStyle, LockTableConfig};
     ///
     /// let table = LockTableConfig::default()
     ///     .with_table("Ops.ShedLock")
@@ -237,7 +237,7 @@ pub struct ResolvedTable {
     pub schema: Option<String>,
     /// The bare table name as the catalog holds it.
     pub name: String,
-    /// `schema.table` or `table`, for messages and [`LockProvider::describe`](crate::LockProvider::describe).
+    /// `schema.table` or `table`, for messages and [`LockProvider::describe`](lock_core::LockProvider::describe).
     pub display: String,
     /// The quoted, possibly schema-qualified name, for SQL text.
     pub qualified: String,
@@ -273,7 +273,7 @@ impl ResolvedColumns {
 /// `format!` of SQL text.
 ///
 /// ```
-/// use lock_core::kit::{IdentifierStyle, LockTableConfig};
+/// use lock_sql::{IdentifierStyle, LockTableConfig};
 /// let table = LockTableConfig::default().resolve(IdentifierStyle::MYSQL)?;
 /// assert_eq!(format!("SELECT {} FROM {}", table.columns.name, table.qualified), "SELECT `name` FROM `shedlock`");
 /// # Ok::<(), lock_core::LockError>(())
