@@ -38,10 +38,11 @@ use benchmarks::process::{sleep_until_wall, thread_cpu_between};
 use benchmarks::stats::verdict;
 use benchmarks::{Mode, Samples, Unit};
 use chrono::{DateTime, TimeDelta, Utc};
-use lock_core::{Job, JobContext, LockProvider, Scheduler, Trigger};
+use lock_core::{JobContext, LockProvider};
 use lock_provider_mysql::mysql_async::{self, prelude::Queryable};
 use lock_provider_postgres::tokio_postgres::{self, NoTls};
 use lock_providers::{OpenOptions, SchemaAction};
+use lock_scheduler::{Job, Scheduler, Trigger};
 use test_support::process::expect_success;
 
 const CHILD_FLAG: &str = "--burst-child";
@@ -95,7 +96,7 @@ struct Config {
     secs: u64,
     batched: bool,
     /// Fires ask for their locks ahead of the slot (the default
-    /// [`lock_core::DEFAULT_ACQUIRE_AHEAD`]), or at it.
+    /// [`lock_scheduler::DEFAULT_ACQUIRE_AHEAD`]), or at it.
     ahead: bool,
 }
 
@@ -583,7 +584,7 @@ impl ChildArgs {
             ))
             .batch_window(window)
             .acquire_ahead(if self.ahead {
-                lock_core::DEFAULT_ACQUIRE_AHEAD
+                lock_scheduler::DEFAULT_ACQUIRE_AHEAD
             } else {
                 Duration::ZERO
             })

@@ -28,12 +28,12 @@ use benchmarks::stats::verdict;
 use benchmarks::{Mode, Samples, Unit};
 use chrono::{DateTime, TimeDelta, Utc};
 use lock_core::{
-    AcquireOutcome, Job, JobContext, Lease, LockError, LockProvider, LockRecord, LockRequest,
-    Scheduler, Trigger,
+    AcquireOutcome, JobContext, Lease, LockError, LockProvider, LockRecord, LockRequest,
 };
 use lock_provider_postgres::PostgresLockProvider;
 use lock_provider_postgres::deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use lock_provider_postgres::tokio_postgres::{self, NoTls};
+use lock_scheduler::{Job, Scheduler, Trigger};
 use test_support::process::expect_success;
 
 const CHILD_FLAG: &str = "--contention-child";

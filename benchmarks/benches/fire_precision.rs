@@ -25,7 +25,8 @@ use benchmarks::process::{Usage, sleep_until_wall, thread_cpu_between};
 use benchmarks::stats::verdict;
 use benchmarks::{Mode, Samples, Unit};
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use lock_core::{InMemoryLockProvider, Job, JobContext, Scheduler, Trigger};
+use lock_core::{InMemoryLockProvider, JobContext};
+use lock_scheduler::{Job, Scheduler, Trigger};
 
 /// p99 of the lag from slot to body start, in milliseconds.
 const P99_TARGET_MS: f64 = 20.0;

@@ -28,7 +28,8 @@ use benchmarks::Mode;
 use benchmarks::process::Usage;
 use benchmarks::stats::verdict;
 use chrono::{TimeDelta, Utc};
-use lock_core::{InMemoryLockProvider, Job, Scheduler, Trigger};
+use lock_core::InMemoryLockProvider;
+use lock_scheduler::{Job, Scheduler, Trigger};
 use test_support::process::expect_success;
 
 /// CPU over the window, in percent of one core, with 10,000 jobs.

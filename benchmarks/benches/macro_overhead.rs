@@ -28,11 +28,13 @@ use benchmarks::stats::{median_difference_line, ratio_line};
 use benchmarks::{Mode, Samples, Unit};
 use std::sync::Arc;
 
-use lock_core::__private::{BoxFuture, JobBody, JobResult, LockSpec, ScheduledJob, lock_trigger};
 use lock_core::{
-    InMemoryLockProvider, JobContext, LockConfiguration, LockOutcome, LockingTaskExecutor, State,
-    StateMap, scheduled, scheduler_lock,
+    InMemoryLockProvider, JobContext, LockConfiguration, LockOutcome, LockingTaskExecutor,
 };
+use lock_scheduler::__private::{
+    BoxFuture, JobBody, JobResult, LockSpec, ScheduledJob, lock_trigger,
+};
+use lock_scheduler::{State, StateMap, scheduled, scheduler_lock};
 use test_support::time_batch;
 
 /// Macro path over the by-hand call.
@@ -60,7 +62,7 @@ async fn fire_extracting(State(pool): State<Pool>, ctx: JobContext) {
 
 /// The registered async body of the job `name`.
 fn registered(name: &str) -> fn(&Arc<StateMap>) -> BoxFuture<JobResult> {
-    let job = lock_core::__private::inventory::iter::<ScheduledJob>
+    let job = lock_scheduler::__private::inventory::iter::<ScheduledJob>
         .into_iter()
         .find(|job| job.name == name)
         .expect("registered");
@@ -138,13 +140,13 @@ async fn run(mode: Mode) {
                 }),
                 2 => time_batch!(lookup, BATCH, keep, {
                     // The macro path's own lookup: the shared default executor, an `Arc` clone.
-                    black_box(lock_core::__private::executor_for(&SPEC));
+                    black_box(lock_scheduler::__private::executor_for(&SPEC));
                 }),
                 3 => time_batch!(resolve, BATCH, keep, {
                     black_box(SPEC.configuration(&executor).unwrap());
                 }),
                 4 => time_batch!(hand_lookup, BATCH, keep, {
-                    let executor = lock_core::__private::executor_for(&SPEC);
+                    let executor = lock_scheduler::__private::executor_for(&SPEC);
                     let outcome = executor.execute_with_lock(&config, async {}).await;
                     assert_eq!(outcome.unwrap(), LockOutcome::Executed(()));
                 }),

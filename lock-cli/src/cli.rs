@@ -178,11 +178,11 @@ fn parse_refresh(value: &str) -> Result<std::time::Duration, String> {
     if value.trim() == "0" || value.trim() == "0s" {
         return Ok(std::time::Duration::ZERO);
     }
-    lock_core::parse_duration(value).map_err(|e| e.to_string())
+    lock_scheduler::parse_duration(value).map_err(|e| e.to_string())
 }
 
 fn parse_grace(value: &str) -> Result<std::time::Duration, String> {
-    lock_core::parse_duration(value).map_err(|e| e.to_string())
+    lock_scheduler::parse_duration(value).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -53,7 +53,7 @@ pub(crate) async fn run(
         );
     }
     axum::serve(listener, app)
-        .with_graceful_shutdown(lock_core::shutdown_signal())
+        .with_graceful_shutdown(lock_scheduler::shutdown_signal())
         .await
         .map_err(|e| Failure::runtime_message(format!("the dashboard on {address} failed: {e}")))
 }

@@ -20,8 +20,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use common::{assert_exit, lockctl, stdout};
-use lock_core::{Job, JobContext, Scheduler, Trigger};
+use lock_core::JobContext;
 use lock_providers::{OpenOptions, SchemaAction};
+use lock_scheduler::{Job, Scheduler, Trigger};
 use serde_json::Value;
 use test_support::process::{Process, eventually};
 
@@ -121,7 +122,7 @@ fn service(url: &str, table: &str, instance: &str) -> ExitCode {
             .map_err(|e| e.to_string())?;
         say("READY".to_owned());
         // A SIGTERM ends the scheduler: `long` is cut by the shutdown timeout; that is fine.
-        let _ = scheduler.run_until(lock_core::shutdown_signal()).await;
+        let _ = scheduler.run_until(lock_scheduler::shutdown_signal()).await;
         opened.close().await;
         Ok::<(), String>(())
     };

@@ -5,6 +5,11 @@ use std::collections::HashSet;
 
 use crate::{AcquireOutcome, LockError, LockProvider, LockRequest};
 
+/// The coalescer the executor batches acquires and releases with, for stores above this crate
+/// that batch their own writes the same way (the scheduler's run history).
+pub use crate::executor::batch::{Batched, Coalescer, MAX_WINDOWS, RELEASE_WINDOWS, Tell};
+pub use crate::executor::later;
+
 /// Whether one batch statement may decide `requests`: at least two (one goes through the
 /// plain acquire), at most `max`, and no name twice (a statement deciding a row twice would
 /// read its own first write; the executor never sends that, the contract allows it).

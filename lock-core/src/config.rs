@@ -117,7 +117,8 @@ impl LockConfiguration {
         })
     }
 
-    pub(crate) fn metrics(&self) -> &LockMetrics {
+    #[doc(hidden)]
+    pub fn metrics(&self) -> &LockMetrics {
         self.metrics.get_or_init(|| LockMetrics::new(&self.name))
     }
 
@@ -173,7 +174,8 @@ impl LockConfiguration {
     }
 
     /// The same lock, for shard `(index, total)` (a clone shares the name and metrics).
-    pub(crate) fn with_shard(mut self, shard: (u32, u32)) -> Self {
+    #[doc(hidden)] // For `lock-scheduler`; not part of the API.
+    pub fn with_shard(mut self, shard: (u32, u32)) -> Self {
         self.shard = Some(shard);
         self
     }

@@ -59,15 +59,25 @@ struct ContextInner {
 
 /// Why a body runs: a scheduled fire, a catch-up run of a missed slot, or a manual run.
 ///
-/// A fire of the scheduler's timer is `Scheduled`; [`Scheduler::trigger`](crate::Scheduler::trigger),
+/// A fire of the scheduler's timer is `Scheduled`; `Scheduler::trigger`,
 /// a direct call of a `#[scheduler_lock]` function and
 /// [`LockingTaskExecutor::execute_with_lock`](crate::LockingTaskExecutor::execute_with_lock)
 /// are `Manual`; `CatchUp` is a run of a slot missed while no instance was up.
 ///
 /// ```
-/// use lock_core::FireKind;
-/// let ctx = lock_core::testing::TestFire::new().context();
-/// assert_eq!(ctx.fire_kind(), FireKind::Scheduled);
+/// use lock_core::{FireKind, InMemoryLockProvider, JobContext, LockConfiguration, LockingTaskExecutor};
+/// use std::time::Duration;
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// let executor = LockingTaskExecutor::new(InMemoryLockProvider::new());
+/// let config = LockConfiguration::new("report", Duration::from_secs(60), Duration::ZERO)?;
+/// let ctx = executor
+///     .execute_with_lock(&config, async { JobContext::current().expect("inside the lock") })
+///     .await?
+///     .executed()
+///     .expect("the lock was free");
+/// // A locked call outside a scheduler is a manual run.
+/// assert_eq!(ctx.fire_kind(), FireKind::Manual);
+/// # Ok::<(), lock_core::LockError>(()) }).unwrap();
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FireKind {
@@ -96,7 +106,8 @@ impl JobContext {
         Self::with_kind(lease, cancel, FireKind::Manual)
     }
 
-    pub(crate) fn with_kind(lease: Lease, cancel: CancellationToken, fire_kind: FireKind) -> Self {
+    #[doc(hidden)] // For `lock-scheduler`; not part of the API.
+    pub fn with_kind(lease: Lease, cancel: CancellationToken, fire_kind: FireKind) -> Self {
         JobContext {
             inner: Arc::new(ContextInner {
                 lease,
@@ -110,7 +121,8 @@ impl JobContext {
 
     /// The same context for a fire of `kind` running `shard` (the executor builds a context
     /// before it knows who asked for the lock).
-    pub(crate) fn for_fire(self, kind: FireKind, shard: Option<(u32, u32)>) -> Self {
+    #[doc(hidden)] // For `lock-scheduler`; not part of the API.
+    pub fn for_fire(self, kind: FireKind, shard: Option<(u32, u32)>) -> Self {
         if self.inner.fire_kind == kind && self.inner.shard == shard {
             return self;
         }
@@ -145,10 +157,18 @@ impl JobContext {
     /// Process your share of the work by it, e.g. the rows with `id % total = index`.
     ///
     /// ```
-    /// use lock_core::JobContext;
-    /// let ctx = lock_core::testing::TestFire::new().context();
+    /// use lock_core::{FireKind, InMemoryLockProvider, JobContext, LockConfiguration, LockingTaskExecutor};
+    /// use std::time::Duration;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let executor = LockingTaskExecutor::new(InMemoryLockProvider::new());
+    /// let config = LockConfiguration::new("report", Duration::from_secs(60), Duration::ZERO)?;
+    /// let ctx = executor
+    ///     .execute_with_lock(&config, async { JobContext::current().expect("inside the lock") })
+    ///     .await?
+    ///     .executed()
+    ///     .expect("the lock was free");
     /// assert_eq!(ctx.shard(), None);
-    /// # fn process(_: JobContext) {}
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
     /// ```
     pub fn shard(&self) -> Option<(u32, u32)> {
         self.inner.shard
@@ -180,24 +200,35 @@ impl JobContext {
     }
 
     /// Why this body runs: a scheduled fire, a catch-up run, or a manual run
-    /// ([`Scheduler::trigger`](crate::Scheduler::trigger), a direct call).
+    /// (`Scheduler::trigger`, a direct call).
     pub fn fire_kind(&self) -> FireKind {
         self.inner.fire_kind
     }
 
     /// Which attempt of this run the body is: 1 for the first, 2 for the first retry, and so
-    /// on (a job with `#[scheduler_lock(retries = N)]` or [`Job::with_retries`](crate::Job::with_retries)
+    /// on (a job with `#[scheduler_lock(retries = N)]` or `Job::with_retries`
     /// is run again under the same lease and slot when it fails). Always 1 outside retries.
     ///
     /// ```
-    /// let ctx = lock_core::testing::TestFire::new().context();
+    /// use lock_core::{FireKind, InMemoryLockProvider, JobContext, LockConfiguration, LockingTaskExecutor};
+    /// use std::time::Duration;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let executor = LockingTaskExecutor::new(InMemoryLockProvider::new());
+    /// let config = LockConfiguration::new("report", Duration::from_secs(60), Duration::ZERO)?;
+    /// let ctx = executor
+    ///     .execute_with_lock(&config, async { JobContext::current().expect("inside the lock") })
+    ///     .await?
+    ///     .executed()
+    ///     .expect("the lock was free");
     /// assert_eq!(ctx.attempt(), 1);
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
     /// ```
     pub fn attempt(&self) -> u32 {
         self.inner.attempt.load(Ordering::Relaxed)
     }
 
-    pub(crate) fn set_attempt(&self, attempt: u32) {
+    #[doc(hidden)] // For `lock-scheduler`; not part of the API.
+    pub fn set_attempt(&self, attempt: u32) {
         self.inner.attempt.store(attempt, Ordering::Relaxed);
     }
 
@@ -228,21 +259,25 @@ impl JobContext {
         self.inner.cancel.is_cancelled()
     }
 
-    pub(crate) fn cancel_token(&self) -> &CancellationToken {
+    #[doc(hidden)] // For `lock-scheduler`; not part of the API.
+    pub fn cancel_token(&self) -> &CancellationToken {
         &self.inner.cancel
     }
 
-    pub(crate) fn lease(&self) -> &Lease {
+    #[doc(hidden)] // For `lock-scheduler`; not part of the API.
+    pub fn lease(&self) -> &Lease {
         &self.inner.lease
     }
 
-    pub(crate) async fn scope<F: Future>(self, fut: F) -> F::Output {
+    #[doc(hidden)] // For `lock-scheduler`; not part of the API.
+    pub async fn scope<F: Future>(self, fut: F) -> F::Output {
         CURRENT.scope(self, fut).await
     }
 
     /// Runs `f` with this context visible to [`JobContext::current`] on the current thread
     /// (for synchronous bodies on the blocking pool).
-    pub(crate) fn enter_blocking<R>(self, f: impl FnOnce() -> R) -> R {
+    #[doc(hidden)] // For `lock-scheduler`; not part of the API.
+    pub fn enter_blocking<R>(self, f: impl FnOnce() -> R) -> R {
         struct Restore(Option<JobContext>);
         impl Drop for Restore {
             fn drop(&mut self) {

@@ -116,7 +116,7 @@ pub enum LockError {
     },
 
     /// A locked function was called but no lock provider has been installed (no
-    /// [`Scheduler`](crate::Scheduler) started and no
+    /// `Scheduler` started and no
     /// [`install_default_executor`](crate::install_default_executor) call). The body did not run.
     #[error(
         "lock {name:?}: no lock provider is installed, so the body was not run; start a \
@@ -128,7 +128,7 @@ pub enum LockError {
         name: String,
     },
 
-    /// [`Scheduler::shutdown`](crate::Scheduler::shutdown) waited its `shutdown_timeout` and
+    /// `Scheduler::shutdown` waited its `shutdown_timeout` and
     /// these jobs were still running: they keep their leases until they end or their
     /// `lock_at_most_for` passes (releasing a lease under a running body would let another
     /// instance run the job concurrently).

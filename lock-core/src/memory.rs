@@ -17,7 +17,7 @@ use crate::{
 /// fencing, once-per-slot, `lock_at_least_for`) on a monotonic clock.
 ///
 /// Use it for tests, for a single process whose jobs must not overlap, or for several
-/// [`Scheduler`](crate::Scheduler)s in one process. It does not coordinate separate processes:
+/// `Scheduler`s in one process. It does not coordinate separate processes:
 /// use a database provider for that.
 ///
 /// ```

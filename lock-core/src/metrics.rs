@@ -74,43 +74,43 @@ macro_rules! lock_metrics {
     };
 
     (@record timestamp $field:ident $constant:ident; $set:ident) => {
-        pub(crate) fn $set(&self, seconds_since_epoch: f64) {
+        pub fn $set(&self, seconds_since_epoch: f64) {
             self.$field
                 .get_or_init(|| ::metrics::gauge!(super::$constant, super::JOB_LABEL => self.name.clone()))
                 .set(seconds_since_epoch);
         }
     };
     (@record counter $field:ident $constant:ident; $add:ident) => {
-        pub(crate) fn $add(&self) {
+        pub fn $add(&self) {
             self.$field.increment(1);
         }
     };
     (@record gauge $field:ident $constant:ident; $up:ident, $down:ident) => {
-        pub(crate) fn $up(&self) {
+        pub fn $up(&self) {
             self.$field.increment(1.0);
         }
-        pub(crate) fn $down(&self) {
+        pub fn $down(&self) {
             self.$field.decrement(1.0);
         }
     };
     (@record histogram $field:ident $constant:ident; $record:ident) => {
-        pub(crate) fn $record(&self, value: Duration) {
+        pub fn $record(&self, value: Duration) {
             self.$field.record(value.as_secs_f64());
         }
     };
 
     (@noop counter; $add:ident) => {
-        pub(crate) fn $add(&self) {}
+        pub fn $add(&self) {}
     };
     (@noop gauge; $up:ident, $down:ident) => {
-        pub(crate) fn $up(&self) {}
-        pub(crate) fn $down(&self) {}
+        pub fn $up(&self) {}
+        pub fn $down(&self) {}
     };
     (@noop histogram; $record:ident) => {
-        pub(crate) fn $record(&self, _value: Duration) {}
+        pub fn $record(&self, _value: Duration) {}
     };
     (@noop timestamp; $set:ident) => {
-        pub(crate) fn $set(&self, _seconds_since_epoch: f64) {}
+        pub fn $set(&self, _seconds_since_epoch: f64) {}
     };
 
     ($(
@@ -141,21 +141,23 @@ macro_rules! lock_metrics {
         /// ```
         pub const ALL: &[&str] = &[$($constant),*];
 
+        // The recorders are named after their metric (the table above documents them).
         #[cfg(feature = "metrics")]
+        #[allow(missing_docs)]
         mod enabled {
             use std::sync::Arc;
             use std::time::Duration;
 
             /// The handles of one lock.
             #[derive(Clone, Debug)]
-            pub(crate) struct LockMetrics {
+            pub struct LockMetrics {
                 /// The label's value, for handles registered later (timestamps).
                 name: Arc<str>,
                 $($field: lock_metrics!(@handle $kind),)*
             }
 
             impl LockMetrics {
-                pub(crate) fn new(name: &Arc<str>) -> Self {
+                pub fn new(name: &Arc<str>) -> Self {
                     LockMetrics {
                         name: name.clone(),
                         $($field: lock_metrics!(@register $kind super::$constant, name.clone()),)*
@@ -167,16 +169,17 @@ macro_rules! lock_metrics {
         }
 
         #[cfg(not(feature = "metrics"))]
+        #[allow(missing_docs)]
         mod disabled {
             use std::sync::Arc;
             use std::time::Duration;
 
             /// Without the `metrics` feature every call compiles to nothing.
             #[derive(Clone, Debug)]
-            pub(crate) struct LockMetrics;
+            pub struct LockMetrics;
 
             impl LockMetrics {
-                pub(crate) fn new(_name: &Arc<str>) -> Self {
+                pub fn new(_name: &Arc<str>) -> Self {
                     LockMetrics
                 }
 
@@ -230,14 +233,18 @@ lock_metrics! {
     JOB_CATCH_UP_TOTAL = "scheduled_job_catch_up_total", counter catch_ups => catch_up;
 }
 
+// Public for the scheduler (`lock-scheduler` records the job metrics through the handles each
+// job's configuration holds); not part of the API.
 #[cfg(not(feature = "metrics"))]
-pub(crate) use disabled::LockMetrics;
+#[doc(hidden)]
+pub use disabled::LockMetrics;
 #[cfg(feature = "metrics")]
-pub(crate) use enabled::LockMetrics;
+#[doc(hidden)]
+pub use enabled::LockMetrics;
 
 impl LockMetrics {
     /// A body that held the lock for `took` ended: one fewer active, one more duration.
-    pub(crate) fn finished(&self, took: Duration) {
+    pub fn finished(&self, took: Duration) {
         self.ended();
         self.held_for(took);
     }

@@ -1,26 +1,19 @@
-//! What the macros expand to. Not public API: names here may change in any release.
+//! What `#[scheduler_lock]` expands to. Not public API: names here may change in any release.
 //!
-//! The macros emit paths into this module only (`::scheduled_locks::__private::...`, which
-//! re-exports it, or `::lock_core::__private::...`), so users depend on one crate.
+//! The macros emit paths into one `__private` module only: `lock_scheduler`'s (which adds what
+//! `#[scheduled]` registers to this one), re-exported by `scheduled_locks`, or this one in a
+//! crate that depends on `lock-core` alone and locks calls without a scheduler.
 
 use std::fmt::Debug;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 
-pub use inventory;
-/// The vocabulary the expansion is written in (`TriggerSpec`, `TriggerKind`, `CronSpec`, and
-/// `lock_trigger::LockSpec` inside [`LockSpec`]).
-pub use lock_trigger::{self, CronSpec, Distribution, TriggerKind, TriggerSpec};
+/// The vocabulary the expansion is written in (`lock_trigger::LockSpec` inside [`LockSpec`]).
+pub use lock_trigger;
 
 use crate::executor::default_executor_shared;
-/// The extractors' state, named by the expansion of a blocking job's body.
-pub use crate::extract::StateMap;
-pub use crate::extract::fire_context;
-use crate::extract::{ExtractError, FromJob};
-use crate::{
-    JobContext, LockConfiguration, LockDefaults, LockError, LockOutcome, LockingTaskExecutor,
-};
+use crate::{LockConfiguration, LockDefaults, LockError, LockOutcome, LockingTaskExecutor};
 
 /// A boxed job future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -80,36 +73,6 @@ impl LockSpec {
     }
 }
 
-/// How the scheduler calls the function's body (without the function's own lock wrapper: the
-/// scheduler takes the lock itself, with the fire's slot). The body extracts its parameters
-/// from the state and the fire's context, inside the lock.
-#[derive(Debug, Clone, Copy)]
-pub enum JobBody {
-    /// An `async fn`.
-    Async(fn(&Arc<StateMap>) -> BoxFuture<JobResult>),
-    /// A synchronous `fn`, run on the blocking pool.
-    Blocking(fn(&StateMap) -> JobResult),
-}
-
-/// One `#[scheduled]` function, registered at link time with `inventory::submit!`.
-#[derive(Debug)]
-pub struct ScheduledJob {
-    /// The job's name: its lock's `name`, written in either attribute.
-    pub name: &'static str,
-    /// When it fires.
-    pub trigger: TriggerSpec,
-    /// How it is locked.
-    pub lock: &'static LockSpec,
-    /// What it runs.
-    pub body: JobBody,
-    /// Checks the parameters' extractors against the registered state (at start).
-    pub check: fn(&StateMap) -> Vec<ExtractError>,
-    /// How each slot's work is spread (`shards = N`, `broadcast = true`).
-    pub distribution: Distribution,
-}
-
-inventory::collect!(ScheduledJob);
-
 /// The return types a locked function may have: `()` and `Result<(), E>`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned by a locked function",
@@ -136,35 +99,6 @@ impl<E: Debug> JobReturn for Result<(), E> {
     }
     fn into_job_result(self) -> JobResult {
         self.map_err(|e| format!("{e:?}"))
-    }
-}
-
-/// One parameter's extractor, as a `const` in the expansion. Building it is the only place
-/// the `FromJob` bound is checked, so a parameter that is not an extractor is reported once,
-/// on its type; the uses go through the function pointers.
-pub struct Extractor<T> {
-    check: fn(&StateMap) -> Result<(), ExtractError>,
-    extract: fn(&JobContext, &StateMap) -> Result<T, ExtractError>,
-}
-
-/// `T`'s extractor (a function, not `Extractor::new`, so that a type that is not an extractor
-/// gets `FromJob`'s own message).
-pub const fn extractor<T: FromJob>() -> Extractor<T> {
-    Extractor {
-        check: T::check,
-        extract: T::from_job,
-    }
-}
-
-impl<T> Extractor<T> {
-    /// Adds `T`'s check failure, if any, to `missing`.
-    pub fn check(&self, state: &StateMap, missing: &mut Vec<ExtractError>) {
-        missing.extend((self.check)(state).err());
-    }
-
-    /// The value for this fire (`ctx` from [`fire_context`]).
-    pub fn extract(&self, ctx: &JobContext, state: &StateMap) -> Result<T, String> {
-        (self.extract)(ctx, state).map_err(|e| e.to_string())
     }
 }
 

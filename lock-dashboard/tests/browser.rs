@@ -19,9 +19,10 @@ use chrono::{DateTime, TimeDelta, Utc};
 use common::{ALICE_SECRET, call, provider, serve_app};
 use fantoccini::{Client, ClientBuilder, Locator};
 use lock_core::operations::ControlKind;
-use lock_core::{Job, JobContext, LockProvider, Scheduler, Trigger};
+use lock_core::{JobContext, LockProvider};
 use lock_dashboard::{Dashboard, Token};
 use lock_provider_postgres::PostgresLockProvider;
+use lock_scheduler::{Job, Scheduler, Trigger};
 use test_support::process::{eventually, free_port};
 
 /// Long enough for a loaded 2-core machine to start a browser or see two heartbeats (1 s).

@@ -137,7 +137,7 @@ fn own_attribute() -> TokenStream {
 
 /// Finds the other macro's attribute on `func`, returns which it is, its argument tokens and
 /// the attribute (for error spans), and leaves it with the handled marker as arguments.
-/// Attributes are matched by the last path segment, so `#[lock_core::scheduled]` counts too. A
+/// Attributes are matched by the last path segment, so `#[lock_scheduler::scheduled]` counts too. A
 /// repeated attribute is an error.
 fn take_other_attribute(
     this: Macro,

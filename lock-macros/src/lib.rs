@@ -17,8 +17,8 @@ use keys::Macro;
 
 /// Runs a function on a schedule, once per fire across all instances of the service.
 ///
-/// Use it through `lock_core::scheduled`. Every `#[scheduled]` function in the binary is
-/// registered at link time; `lock_core::Scheduler` finds and runs them, taking the lock for
+/// Use it through `lock_scheduler::scheduled`. Every `#[scheduled]` function in the binary is
+/// registered at link time; `lock_scheduler::Scheduler` finds and runs them, taking the lock for
 /// each fire (a cron or fixed-rate fire carries its scheduled instant, so a slot runs once even
 /// on instances whose clocks disagree).
 ///
@@ -60,9 +60,9 @@ use keys::Macro;
 /// `async fn` or `fn` (run on tokio's blocking pool), without generics or `self`, returning `()`
 /// or `Result<(), E>` with `E: Debug + From<LockError>` (an `Err` is logged as the run's
 /// failure; a direct call whose lock could not be asked for returns `Err(E::from(error))`).
-/// Its parameters are extractors, filled at each fire: `lock_core::State<T>` for a value
+/// Its parameters are extractors, filled at each fire: `lock_scheduler::State<T>` for a value
 /// registered with `Scheduler::builder().state(value)`, `lock_core::JobContext`, or any type
-/// implementing `lock_core::FromJob`; `Scheduler::start()` checks what each job needs before
+/// implementing `lock_scheduler::FromJob`; `Scheduler::start()` checks what each job needs before
 /// any fires.
 /// The future of an `async fn` must be `Send`. Inside an `impl` block, the body cannot use
 /// `Self` (name the type instead): the body moves into a nested function.
@@ -72,7 +72,8 @@ use keys::Macro;
 /// (one trigger, `zone` with `cron` only, ...). All mistakes are reported at once.
 ///
 /// ```
-/// use lock_core::{JobContext, scheduled, scheduler_lock};
+/// use lock_core::JobContext;
+/// use lock_scheduler::{scheduled, scheduler_lock};
 ///
 /// #[scheduled(cron = "0 5 1 * * *", zone = "Asia/Shanghai")]
 /// #[scheduler_lock(name = "sync_bill", lock_at_most_for = "30m", lock_at_least_for = "10s")]
@@ -89,7 +90,7 @@ use keys::Macro;
 /// }
 ///
 /// // Registered at link time, found by the scheduler:
-/// let names: Vec<_> = lock_core::__private::inventory::iter::<lock_core::__private::ScheduledJob>
+/// let names: Vec<_> = lock_scheduler::__private::inventory::iter::<lock_scheduler::__private::ScheduledJob>
 ///     .into_iter()
 ///     .map(|job| job.lock.spec.name)
 ///     .collect();
@@ -99,7 +100,7 @@ use keys::Macro;
 /// A mistake is a compile error at the offending value:
 ///
 /// ```compile_fail
-/// #[lock_core::scheduled(cron = "*/5 * * * *", name = "tick")] // five fields: seconds are missing
+/// #[lock_scheduler::scheduled(cron = "*/5 * * * *", name = "tick")] // five fields: seconds are missing
 /// async fn tick() {}
 /// ```
 #[proc_macro_attribute]
@@ -126,7 +127,7 @@ pub fn scheduled(args: TokenStream, item: TokenStream) -> TokenStream {
 /// Durations are in `humantime` syntax (`"30m"`, `"1h 30m"`, `"500ms"`), with millisecond
 /// precision; `lock_at_least_for` may not exceed `lock_at_most_for`.
 ///
-/// Calls need a lock provider: a started `lock_core::Scheduler` installs one, or call
+/// Calls need a lock provider: a started `lock_scheduler::Scheduler` installs one, or call
 /// `lock_core::install_default_executor`. Without one, a call panics (the body never runs
 /// unlocked). Inside the body, `lock_core::JobContext::current()` gives the lock's name, the
 /// fencing token and a cancellation signal. A locked body that calls another function locked

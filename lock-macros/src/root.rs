@@ -1,9 +1,10 @@
 //! Where the expansion's paths start: the crate the user depends on.
 //!
 //! A service depends on `scheduled-locks` alone, so `::lock_core` does not resolve in its code;
-//! the workspace's own crates and a provider author's tests depend on `lock-core` directly.
-//! The expansion names whichever of the two the calling crate's `Cargo.toml` has (renamed or
-//! not), preferring the facade, so both keep working with one macro.
+//! the workspace's own crates depend on `lock-scheduler` (whose `__private` has what
+//! `#[scheduled]` registers) or, to lock calls without a scheduler, on `lock-core` alone. The
+//! expansion names the first of the three the calling crate's `Cargo.toml` has (renamed or
+//! not), so every one keeps working with one macro.
 
 use proc_macro_crate::{FoundCrate, crate_name};
 use proc_macro2::{Ident, Span, TokenStream};
@@ -35,11 +36,13 @@ impl ToTokens for PrivatePath {
     }
 }
 
-/// The calling crate's name for `scheduled-locks`, else for `lock-core`, else `lock_core`
-/// (so that a crate with neither gets rustc's "unresolved `lock_core`" rather than a panic).
+/// The calling crate's name for `scheduled-locks`, else for `lock-scheduler`, else for
+/// `lock-core`, else `lock_core` (so that a crate with none gets rustc's "unresolved
+/// `lock_core`" rather than a panic).
 fn root_crate() -> String {
     for (package, lib) in [
         ("scheduled-locks", "scheduled_locks"),
+        ("lock-scheduler", "lock_scheduler"),
         ("lock-core", "lock_core"),
     ] {
         match crate_name(package) {

@@ -176,7 +176,7 @@ fn parameters(sig: &Signature, errors: &mut Errors) {
                 ty,
                 "a #[scheduled] function cannot take `impl Trait`: the scheduler builds each \
                  parameter from its type; take an extractor: `State<T>` for a value registered \
-                 with `.state(value)`, `JobContext`, or a type implementing `lock_core::FromJob`",
+                 with `.state(value)`, `JobContext`, or a type implementing `scheduled_locks::scheduler::FromJob`",
             ),
             _ => {}
         }

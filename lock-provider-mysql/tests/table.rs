@@ -9,8 +9,8 @@ use std::time::Duration;
 use chrono::Utc;
 
 use lock_core::{AcquireOutcome, FireSlot, LockError, LockProvider, RefusalReason, testkit};
-use lock_provider_mysql::{ColumnNames, MySqlLockProvider};
 use lock_provider_mysql::mysql_async::{Opts, OptsBuilder, Pool, prelude::Queryable};
+use lock_provider_mysql::{ColumnNames, MySqlLockProvider};
 
 const LONG: Duration = Duration::from_secs(300);
 

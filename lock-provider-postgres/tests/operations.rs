@@ -99,7 +99,8 @@ async fn ensure_schema_adds_the_action_log_to_older_operations_tables() {
 async fn a_bursts_history_rows_share_a_few_statements() {
     use std::time::Duration;
 
-    use lock_core::{Job, LockProvider, Scheduler, Trigger};
+    use lock_core::LockProvider;
+    use lock_scheduler::{Job, Scheduler, Trigger};
 
     let table = common::unique_table("ops_burst");
     let _drop = common::drop_table(&table);

@@ -13,12 +13,13 @@ use std::time::Duration;
 use lock_core::operations::{
     ControlKind, Heartbeat, InstanceInfo, JobRegistration, OperationsStore, RunStart, RunState,
 };
-use lock_core::{FireKind, FireSlot, Job, LockError, LockProvider, Scheduler, Trigger};
+use lock_core::{FireKind, FireSlot, LockError, LockProvider};
 use lock_provider_mysql::MySqlLockProvider;
 use lock_provider_postgres::PostgresLockProvider;
 use lock_provider_sqlite::SqliteLockProvider;
 use lock_provider_sqlx::SqlxLockProvider;
 use lock_provider_sqlx::sqlx::{self, AssertSqlSafe};
+use lock_scheduler::{Job, Scheduler, Trigger};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_operations_tables_keep_the_store_contract() {

@@ -4,14 +4,14 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The root: what a newcomer holds in mind. Everything else lives in the modules below.
-pub use lock_core::{
-    FireKind, Job, JobContext, LockError, Scheduler, SchedulerBuilder, State, Trigger,
-    assert_locked, scheduled, scheduler_lock, shutdown_signal,
+pub use lock_core::{FireKind, JobContext, LockError, assert_locked};
+pub use lock_scheduler::{
+    Job, Scheduler, SchedulerBuilder, State, Trigger, scheduled, scheduler_lock, shutdown_signal,
 };
 
 /// What the macros expand to; not public API.
 #[doc(hidden)]
-pub use lock_core::__private;
+pub use lock_scheduler::__private;
 
 pub mod provider;
 pub mod scheduler;
@@ -38,7 +38,7 @@ pub mod cluster {
 /// # Ok::<(), scheduled_locks::LockError>(()) }).unwrap();
 /// ```
 pub mod testing {
-    pub use lock_core::testing::*;
+    pub use lock_scheduler::testing::*;
 }
 
 /// The `metrics` facade's names for what the scheduler records (feature `metrics`).
@@ -53,7 +53,7 @@ pub mod metrics {
 #[cfg(feature = "tokio-cron-scheduler")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio-cron-scheduler")))]
 pub mod tokio_cron_scheduler {
-    pub use lock_core::tcs::*;
+    pub use lock_scheduler::tcs::*;
 }
 
 /// PostgreSQL through deadpool-postgres (feature `postgres`): [`PostgresLockProvider`].

@@ -13,8 +13,9 @@
 //! # Ok::<(), scheduled_locks::LockError>(())
 //! ```
 
-pub use lock_core::{
+pub use lock_core::default_instance_id;
+pub use lock_scheduler::{
     BlockingJobHandler, Distribution, ExtractError, FromJob, JobHandler, JobOverride, JobStatus,
-    MisfirePolicy, OVERRIDE_ENV_PREFIX, RunOutcome, StateMap, default_instance_id,
-    override_env_key, parse_duration, registered_jobs,
+    MisfirePolicy, OVERRIDE_ENV_PREFIX, RunOutcome, StateMap, override_env_key, parse_duration,
+    registered_jobs,
 };

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lock_core::{
-    ExtractError, FromJob, InMemoryLockProvider, Job, JobContext, LockError, Scheduler, State,
-    StateMap, Trigger, scheduled, scheduler_lock,
+use lock_core::{InMemoryLockProvider, JobContext, LockError};
+use lock_scheduler::{
+    ExtractError, FromJob, Job, Scheduler, State, StateMap, Trigger, scheduled, scheduler_lock,
 };
 
 /// Every body run, by any job of this binary.
@@ -146,7 +146,7 @@ async fn jobs_get_registered_state_and_context_and_missing_state_refuses_to_star
 
     // With the state registered, every job runs with it.
     let pool = pool();
-    let jobs = lock_core::registered_jobs()
+    let jobs = lock_scheduler::registered_jobs()
         .unwrap()
         .into_iter()
         .chain([runtime_job]);
@@ -174,7 +174,7 @@ async fn jobs_get_registered_state_and_context_and_missing_state_refuses_to_star
     for job in scheduler.jobs() {
         assert_eq!(
             job.last_outcome,
-            Some(lock_core::RunOutcome::Succeeded),
+            Some(lock_scheduler::RunOutcome::Succeeded),
             "{job:?}"
         );
     }

@@ -5,7 +5,7 @@ use jobs_lib as _;
 
 #[test]
 fn a_library_crates_jobs_are_registered_once_the_binary_names_it() {
-    let names: Vec<String> = lock_core::registered_jobs()
+    let names: Vec<String> = lock_scheduler::registered_jobs()
         .unwrap()
         .iter()
         .map(|job| job.name().to_owned())

@@ -4,7 +4,8 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use lock_core::{InMemoryLockProvider, Scheduler};
+use lock_core::InMemoryLockProvider;
+use lock_scheduler::Scheduler;
 
 /// Collects the formatted log lines.
 #[derive(Clone, Default)]
@@ -31,7 +32,7 @@ async fn starting_with_no_jobs_warns_why_and_how_to_fix_it() {
     let _guard = tracing::subscriber::set_default(subscriber);
 
     // `jobs-lib` is a dependency of this crate, but this binary does not name it.
-    assert!(lock_core::registered_jobs().unwrap().is_empty());
+    assert!(lock_scheduler::registered_jobs().unwrap().is_empty());
     let scheduler = Scheduler::builder()
         .lock_provider(InMemoryLockProvider::new())
         .start()

@@ -10,8 +10,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lock_core::{
     AcquireOutcome, InMemoryLockProvider, Lease, LockError, LockProvider, LockRecord, LockRequest,
-    LockingTaskExecutor, scheduled, scheduler_lock,
+    LockingTaskExecutor,
 };
+use lock_scheduler::{scheduled, scheduler_lock};
 
 /// A provider whose database is down: every call fails (or, with `held`, the lock is taken
 /// elsewhere).

@@ -9,11 +9,13 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use lock_core::__private::{CronSpec, JobBody, ScheduledJob, TriggerKind, TriggerSpec, inventory};
 use lock_core::{
     AcquireOutcome, FireSlot, InMemoryLockProvider, JobContext, LockRequest, LockingTaskExecutor,
-    StateMap, scheduled, scheduler_lock,
 };
+use lock_scheduler::__private::{
+    CronSpec, JobBody, ScheduledJob, TriggerKind, TriggerSpec, inventory,
+};
+use lock_scheduler::{StateMap, scheduled, scheduler_lock};
 
 /// Installs one executor for the whole binary (the first test to run installs it).
 fn executor() -> LockingTaskExecutor {

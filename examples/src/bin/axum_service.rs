@@ -7,7 +7,7 @@
 //! kill -TERM <pid>    # what Kubernetes sends: HTTP drains, the job stops, its lease is released
 //! ```
 //!
-//! On SIGTERM or SIGINT ([`lock_core::shutdown_signal`]) one token is cancelled; axum stops
+//! On SIGTERM or SIGINT ([`lock_scheduler::shutdown_signal`]) one token is cancelled; axum stops
 //! accepting connections and finishes the requests in flight (`with_graceful_shutdown`) while
 //! the scheduler stops firing, resolves the running body's `cancelled()`, waits for it and
 //! releases its lease (`run_until`). The process exits 0 when both are done, 1 if either failed
@@ -25,8 +25,9 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
-use lock_core::{Job, JobContext, LockConfiguration, RunOutcome, Scheduler, Trigger};
+use lock_core::{JobContext, LockConfiguration};
 use lock_provider_postgres::PostgresLockProvider;
+use lock_scheduler::{Job, RunOutcome, Scheduler, Trigger};
 use tokio_util::sync::CancellationToken;
 
 /// Below Kubernetes' default 30 s grace period, with room for a preStop sleep of 5 s and the
@@ -151,7 +152,7 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     tokio::spawn({
         let stop = stop.clone();
         async move {
-            lock_core::shutdown_signal().await;
+            lock_scheduler::shutdown_signal().await;
             stop.cancel();
         }
     });

@@ -28,10 +28,9 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use lock_core::{
-    InMemoryLockProvider, Job, JobStatus, LockConfiguration, RunOutcome, Scheduler, Trigger,
-};
+use lock_core::{InMemoryLockProvider, LockConfiguration};
 use lock_provider_sqlite::SqliteLockProvider;
+use lock_scheduler::{Job, JobStatus, RunOutcome, Scheduler, Trigger};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 
 /// Histogram buckets (seconds). Histograms rather than the exporter's default summaries,
@@ -230,7 +229,7 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     let stop = async {
         match options.seconds {
             Some(seconds) => tokio::time::sleep(Duration::from_secs(seconds)).await,
-            None => lock_core::shutdown_signal().await,
+            None => lock_scheduler::shutdown_signal().await,
         }
     };
     tokio::pin!(stop);

@@ -8,8 +8,9 @@
 
 use std::time::Duration;
 
-use lock_core::{JobContext, Scheduler, scheduled, scheduler_lock};
+use lock_core::JobContext;
 use lock_provider_sqlite::SqliteLockProvider;
+use lock_scheduler::{Scheduler, scheduled, scheduler_lock};
 
 #[scheduled(cron = "*/2 * * * * *", zone = "Asia/Shanghai")]
 // A lease of 5 periods: a crashed holder stops the job for 10 s at most.
@@ -44,7 +45,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 .await?
         }
         // Graceful: stops firing, cancels and awaits running jobs, releases their locks.
-        None => scheduler.run_until(lock_core::shutdown_signal()).await?,
+        None => {
+            scheduler
+                .run_until(lock_scheduler::shutdown_signal())
+                .await?
+        }
     }
     Ok(())
 }

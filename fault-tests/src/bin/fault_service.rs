@@ -28,10 +28,8 @@ use std::time::Duration;
 use test_support::skip::chain;
 
 use fault_tests::{Backend, RunsTable, SchemaAction};
-use lock_core::{
-    BoxError, Job, JobContext, LockConfiguration, Scheduler, Trigger, registered_jobs, scheduled,
-    scheduler_lock,
-};
+use lock_core::{BoxError, JobContext, LockConfiguration};
+use lock_scheduler::{Job, Scheduler, Trigger, registered_jobs, scheduled, scheduler_lock};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};

@@ -31,7 +31,7 @@ type Instant = tokio::time::Instant;
 pub const DEFAULT_BATCH_WINDOW: Duration = Duration::from_millis(1);
 
 /// The longest a batch stays open, in windows, while fires keep joining it.
-pub(super) const MAX_WINDOWS: u32 = 50;
+pub const MAX_WINDOWS: u32 = 50;
 
 /// The window of releases, in acquire windows: a release waits at most this many windows (5 ms
 /// at the default) past `max(the body's end, lock_at_least_for)` for others to join it. The
@@ -39,13 +39,13 @@ pub(super) const MAX_WINDOWS: u32 = 50;
 /// they released in dozens of statements a second per instance, with 5 ms in a handful. The
 /// lock is held those few milliseconds longer, which no fire of a cron schedule (one a second
 /// at most) can see.
-pub(super) const RELEASE_WINDOWS: u32 = 5;
+pub const RELEASE_WINDOWS: u32 = 5;
 
 /// Where a batched call tells each item's answer, by the item's index.
-pub(crate) type Tell<O> = Arc<dyn Fn(usize, O) + Send + Sync>;
+pub type Tell<O> = Arc<dyn Fn(usize, O) + Send + Sync>;
 
 /// What one batched call sends: a request (or a lease to release) and its own reply.
-pub(crate) trait Batched: Send + 'static {
+pub trait Batched: Send + 'static {
     /// What the caller gets back.
     type Out: Send + 'static;
     /// The lock name: two items of one name never share a batch.
@@ -178,7 +178,7 @@ struct State<T: Batched> {
 }
 
 /// Collects items for `window`, then sends them in one call; shared by clones of an executor.
-pub(crate) struct Coalescer<T: Batched> {
+pub struct Coalescer<T: Batched> {
     provider: Arc<dyn LockProvider>,
     window: Duration,
     max: usize,
@@ -188,7 +188,7 @@ pub(crate) struct Coalescer<T: Batched> {
 impl<T: Batched> Coalescer<T> {
     /// A coalescer on `provider`, or `None` when the provider does not batch or the window is
     /// zero (batching off).
-    pub(crate) fn new(provider: &Arc<dyn LockProvider>, window: Duration) -> Option<Arc<Self>> {
+    pub fn new(provider: &Arc<dyn LockProvider>, window: Duration) -> Option<Arc<Self>> {
         let max = T::max(provider.as_ref());
         (max > 1 && !window.is_zero()).then(|| {
             Arc::new(Coalescer {
@@ -210,7 +210,7 @@ impl<T: Batched> Coalescer<T> {
     /// Sends `item` with the others of its window and waits for its own answer. Dropping the
     /// returned future does not withdraw the item: the batch is sent anyway (the executor reads
     /// a lock back after an acquire whose answer it did not wait for).
-    pub(crate) async fn submit(self: &Arc<Self>, item: T) -> Result<T::Out, LockError> {
+    pub async fn submit(self: &Arc<Self>, item: T) -> Result<T::Out, LockError> {
         let (tx, rx) = oneshot::channel();
         let name = item.name().clone();
         let (timer, full) = {

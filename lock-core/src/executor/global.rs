@@ -15,7 +15,7 @@ tokio::task_local! {
 
 /// Installs the executor that direct calls of `#[scheduler_lock]` functions use.
 ///
-/// [`SchedulerBuilder::start`](crate::SchedulerBuilder::start) installs its own executor when
+/// `SchedulerBuilder::start` installs its own executor when
 /// none is installed yet (or the installed one belongs to a scheduler that has shut down), so
 /// this is only needed when a program calls locked functions without a scheduler, or wants
 /// another executor than the first scheduler's. A later call replaces the executor.
@@ -38,7 +38,8 @@ pub fn install_default_executor(executor: LockingTaskExecutor) {
 /// Installs a starting scheduler's executor unless a live one is installed: a second
 /// scheduler in the process does not take over the direct calls of the first. Returns
 /// whether it was installed.
-pub(crate) fn install_scheduler_executor(executor: &LockingTaskExecutor) -> bool {
+#[doc(hidden)] // For `lock-scheduler`'s `start()`; not part of the API.
+pub fn install_scheduler_executor(executor: &LockingTaskExecutor) -> bool {
     let mut slot = DEFAULT_EXECUTOR
         .write()
         .unwrap_or_else(|poisoned| poisoned.into_inner());

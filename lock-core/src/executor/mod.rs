@@ -6,10 +6,9 @@
 //! default executor that direct calls of `#[scheduler_lock]` functions use.
 
 mod acquire;
-mod batch;
+pub(crate) mod batch;
 mod blocking;
 mod global;
-mod history;
 mod lease;
 mod recover;
 
@@ -30,9 +29,9 @@ use acquire::Acquired;
 pub use batch::DEFAULT_BATCH_WINDOW;
 use batch::{Coalescer, RELEASE_WINDOWS, Release};
 use blocking::{block_on, join_blocking};
+pub(crate) use global::default_executor_shared;
+pub use global::install_scheduler_executor;
 pub use global::{default_executor, install_default_executor, with_default_executor};
-pub(crate) use global::{default_executor_shared, install_scheduler_executor};
-pub(crate) use history::HistoryBatches;
 use lease::{LeaseGuard, keep_alive};
 use recover::OwnGrants;
 
@@ -107,8 +106,6 @@ pub struct LockingTaskExecutor {
     // `None` when the provider does not batch or batching is off.
     acquires: Option<Arc<Coalescer<crate::LockRequest>>>,
     releases: Option<Arc<Coalescer<Release>>>,
-    // Run-history rows, coalesced the same way (`history.rs`).
-    history: Option<Arc<HistoryBatches>>,
     batch_window: Duration,
 }
 
@@ -167,7 +164,6 @@ impl LockingTaskExecutor {
             own_grants: OwnGrants::default(),
             acquires: None,
             releases: None,
-            history: None,
             batch_window: Duration::ZERO,
         }
         .with_batch_window(DEFAULT_BATCH_WINDOW)
@@ -198,14 +194,7 @@ impl LockingTaskExecutor {
         self.batch_window = window;
         self.acquires = Coalescer::new(&self.provider, window);
         self.releases = Coalescer::new(&self.provider, window.saturating_mul(RELEASE_WINDOWS));
-        self.history = HistoryBatches::new(&self.provider, window);
         self
-    }
-
-    /// The coalesced run-history writes, when the provider's store batches them and batching
-    /// is on.
-    pub(crate) fn history_batches(&self) -> Option<&Arc<HistoryBatches>> {
-        self.history.as_ref()
     }
 
     /// The batch window (zero: batching off).
@@ -290,14 +279,15 @@ impl LockingTaskExecutor {
     }
 
     /// Sets how long before its slot a scheduler's fire takes its lock
-    /// ([`SchedulerBuilder::acquire_ahead`](crate::SchedulerBuilder::acquire_ahead)).
-    pub(crate) fn with_acquire_ahead(mut self, ahead: Duration) -> Self {
+    /// (`SchedulerBuilder::acquire_ahead`).
+    #[doc(hidden)] // For `lock-scheduler`; not part of the API.
+    pub fn with_acquire_ahead(mut self, ahead: Duration) -> Self {
         self.acquire_ahead = ahead.min(MAX_DURATION);
         self
     }
 
     /// How long before its slot a scheduler's cron or fixed-rate fire takes its lock
-    /// ([`SchedulerBuilder::acquire_ahead`](crate::SchedulerBuilder::acquire_ahead); zero for
+    /// (`SchedulerBuilder::acquire_ahead`; zero for
     /// an executor outside a scheduler): at most half the
     /// [`max_slot_lead`](Self::max_slot_lead), so the database never refuses an early acquire
     /// as a slot too far ahead.
@@ -336,7 +326,8 @@ impl LockingTaskExecutor {
     }
 
     /// Resolves every running body's [`JobContext::cancelled`]; later bodies start cancelled.
-    pub(crate) fn shutdown_token(&self) -> &CancellationToken {
+    #[doc(hidden)] // For `lock-scheduler`; not part of the API.
+    pub fn shutdown_token(&self) -> &CancellationToken {
         &self.shutdown
     }
 
@@ -390,7 +381,8 @@ impl LockingTaskExecutor {
     /// `due`: a scheduled fire's slot on the monotonic clock (when the database's clock
     /// reaches it). The lock may be decided before it (the scheduler's acquire-ahead); the body
     /// starts no earlier, and the fire's lag is measured from it (`acquire.rs`).
-    pub(crate) async fn execute_fire<F: Future>(
+    #[doc(hidden)] // For `lock-scheduler`; not part of the API.
+    pub async fn execute_fire<F: Future>(
         &self,
         config: &LockConfiguration,
         slot: Option<FireSlot>,
@@ -446,7 +438,8 @@ impl LockingTaskExecutor {
 
     /// [`execute_blocking_in_slot`](Self::execute_blocking_in_slot) with the body's fire kind
     /// and the slot's `due` instant given (as [`execute_fire`](Self::execute_fire)).
-    pub(crate) async fn execute_blocking_fire<F, T>(
+    #[doc(hidden)] // For `lock-scheduler`; not part of the API.
+    pub async fn execute_blocking_fire<F, T>(
         &self,
         config: &LockConfiguration,
         slot: Option<FireSlot>,
@@ -564,7 +557,8 @@ impl LockingTaskExecutor {
 
 /// `at + duration` without overflow: a deadline past what the clock can count is as good as
 /// never, so it saturates about 30 years ahead (as tokio's own far-future deadline does).
-fn later(at: tokio::time::Instant, duration: Duration) -> tokio::time::Instant {
+/// `at + duration`, or far in the future where that overflows the clock.
+pub fn later(at: tokio::time::Instant, duration: Duration) -> tokio::time::Instant {
     const FAR: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
     at.checked_add(duration)
         .or_else(|| at.checked_add(FAR))

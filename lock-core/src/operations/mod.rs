@@ -4,7 +4,7 @@
 //! A provider offers them through [`LockProvider::operations`](crate::LockProvider::operations)
 //! (an [`OperationsStore`]); a provider without them (the default) keeps working exactly as
 //! before, and the scheduler logs once what it cannot do. The scheduler writes the registry
-//! and the history ([`SchedulerBuilder::history`](crate::SchedulerBuilder::history)), honours
+//! and the history (`SchedulerBuilder::history`), honours
 //! pauses and claims trigger requests; [`ClusterView`] reads it all back for an operator
 //! (`lockctl status`, `history`, `instances`).
 //!

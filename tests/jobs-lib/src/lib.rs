@@ -7,7 +7,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 /// Runs every night at 02:00 UTC.
 #[scheduled(cron = "0 0 2 * * *", name = "nightly_report")]

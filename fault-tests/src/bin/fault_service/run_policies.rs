@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use lock_core::{BoxError, JobContext, scheduled, scheduler_lock};
+use lock_core::{BoxError, JobContext};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 use super::{context, runs, slot_ms};
 

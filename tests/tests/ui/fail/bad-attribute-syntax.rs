@@ -1,4 +1,4 @@
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduled(cron "0 0 * * * *", name = "missing_equals")]
 async fn missing_equals() {}

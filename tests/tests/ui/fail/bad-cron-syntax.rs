@@ -1,5 +1,5 @@
 // The cron parser is the runtime's: its message is shown at the expression.
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 #[scheduled(cron = "0 60 * * * *", name = "minute_out_of_range")]
 async fn minute_out_of_range() {}

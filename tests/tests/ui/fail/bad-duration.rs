@@ -1,5 +1,5 @@
 // Durations are humantime strings; the message shows the accepted shapes.
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduled(fixed_rate = "5 sec please", name = "rate")]
 async fn rate() {}

@@ -1,5 +1,5 @@
 // A skipped call has nothing to return, so only `()` and `Result<(), E>` are allowed.
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduled(fixed_rate = "1m", name = "count")]
 async fn count() -> u32 {

@@ -1,5 +1,5 @@
 // `const fn` cannot take a lock; the scheduler cannot call `unsafe fn` or honour an ABI.
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduler_lock(name = "constant")]
 const fn constant() {}

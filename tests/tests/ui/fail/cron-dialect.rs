@@ -1,5 +1,5 @@
 // Spring's Quartz forms are accepted exactly where Spring accepts them.
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 // Spring: "No day-of-week before 'L'".
 #[scheduled(cron = "0 0 0 ? * L", name = "bare_last_weekday")]

@@ -1,5 +1,5 @@
 // Spring cron has six fields (seconds first); a Unix five-field expression gets a hint.
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 #[scheduled(cron = "*/5 * * * *", name = "every_five_minutes")]
 async fn every_five_minutes() {}

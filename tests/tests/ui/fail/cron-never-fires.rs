@@ -1,5 +1,5 @@
 // A cron that can never fire is refused at compile time, not logged at run time.
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 #[scheduled(cron = "0 0 0 30 2 *", name = "february_thirtieth")]
 async fn february_thirtieth() {}

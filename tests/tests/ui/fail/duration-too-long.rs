@@ -1,6 +1,6 @@
 // Over 1000 years is refused at compile time, as `LockConfiguration::new` and the run-time
 // `Trigger` constructors refuse it (lock_trigger::MAX_DURATION).
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduler_lock(name = "lease_too_long", lock_at_most_for = "1001years")]
 async fn lease_too_long() {}

@@ -1,5 +1,5 @@
 // An `Err` is logged with `{:?}`: the error type must implement Debug.
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 struct Opaque;
 

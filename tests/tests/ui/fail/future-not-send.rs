@@ -1,5 +1,5 @@
 // The scheduler runs jobs on tokio's multi-thread runtime: the body's future must be Send.
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 use std::rc::Rc;
 
 #[scheduled(fixed_rate = "1m", name = "holds_an_rc")]

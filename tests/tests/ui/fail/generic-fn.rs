@@ -1,4 +1,4 @@
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 #[scheduled(fixed_rate = "1m", name = "generic")]
 async fn generic<T: Default>() {}

@@ -1,4 +1,4 @@
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 struct Billing;
 

@@ -1,4 +1,4 @@
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 #[scheduled(fixed_rate = "2s", misfire = "fire_one", name = "near_miss")]
 async fn near_miss() {}

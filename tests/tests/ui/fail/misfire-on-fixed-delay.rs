@@ -1,4 +1,4 @@
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 // A fixed-delay job has no slots that could be missed: every misfire key is refused.
 #[scheduled(

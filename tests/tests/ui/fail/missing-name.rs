@@ -1,7 +1,7 @@
 // Every lock names itself: a name derived from the module path would change when the function
 // moves, and old and new instances would take different locks during a rolling deploy. The
 // error proposes the function's name and says what the former default was.
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduled(fixed_rate = "1m")]
 async fn scheduled_alone() {}

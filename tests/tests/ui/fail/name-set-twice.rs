@@ -1,5 +1,5 @@
 // The lock's name is written once: in #[scheduled] or in #[scheduler_lock], not in both.
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduled(fixed_rate = "1m", name = "rate")]
 #[scheduler_lock(name = "rate", lock_at_most_for = "5m")]

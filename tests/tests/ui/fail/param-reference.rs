@@ -1,6 +1,6 @@
 // The scheduler builds each parameter anew at each fire: references and `impl Trait` are
 // refused with what to take instead.
-use lock_core::{State, scheduled};
+use lock_scheduler::{State, scheduled};
 
 #[scheduled(fixed_rate = "1m", name = "borrows")]
 async fn borrows(_pool: &State<String>) {}

@@ -1,4 +1,4 @@
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduled(fixed_rate = "1m")]
 #[scheduler_lock(name = "too_many", retries = 1000)]

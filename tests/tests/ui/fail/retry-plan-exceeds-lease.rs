@@ -1,4 +1,4 @@
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 // 10 s + 20 s + 40 s of pauses cannot fit in a 60 s lease without keep-alive.
 #[scheduled(cron = "0 */5 * * * *")]

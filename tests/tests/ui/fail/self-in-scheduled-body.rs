@@ -1,6 +1,6 @@
 // A #[scheduled] body moves into a nested function, where `Self` is not in scope; rustc says
 // to name the type instead.
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 struct Billing;
 

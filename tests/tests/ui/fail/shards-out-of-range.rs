@@ -1,5 +1,5 @@
 // `shards` takes an integer literal from 1 to 1024.
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 #[scheduled(fixed_rate = "1m", shards = 0, name = "no_shards")]
 async fn no_shards() {}

@@ -1,5 +1,5 @@
 // A job runs a fixed number of shards or once per live instance, not both.
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 #[scheduled(cron = "0 * * * * *", shards = 4, broadcast = true, name = "both")]
 async fn both() {}

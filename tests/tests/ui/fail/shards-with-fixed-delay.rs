@@ -1,5 +1,5 @@
 // A fixed-delay job has no slots: neither shards nor broadcast apply.
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 #[scheduled(fixed_delay = "5s", shards = 4, name = "sharded_delay")]
 async fn sharded_delay() {}

@@ -1,6 +1,6 @@
 // Each fire gets a clone of the registered value: `State<T>` needs `T: Clone` (share a
 // service object as `State<Arc<Service>>`).
-use lock_core::{State, scheduled};
+use lock_scheduler::{State, scheduled};
 
 struct Service;
 

@@ -1,4 +1,4 @@
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 #[scheduled(cron = "0 0 * * * *", fixed_rate = "1h", name = "cron_and_rate")]
 async fn cron_and_rate() {}

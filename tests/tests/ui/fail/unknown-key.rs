@@ -1,5 +1,5 @@
 // An unknown key lists the valid ones; a key of the other attribute says where it belongs.
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduled(crontab = "0 0 * * * *", name = "misspelled")]
 async fn misspelled() {}

@@ -1,4 +1,4 @@
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 #[scheduled(cron = "0 5 1 * * *", zone = "Mars/Olympus_Mons", name = "on_mars")]
 async fn on_mars() {}

@@ -1,4 +1,4 @@
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduled(cron = 5)]
 #[scheduler_lock(name = "literal_of_the_wrong_kind", keep_alive = "yes")]

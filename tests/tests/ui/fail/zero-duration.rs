@@ -1,5 +1,5 @@
 // A zero lease, period or delay is refused; a zero initial delay or at-least is fine.
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduler_lock(name = "zero_lease", lock_at_most_for = "0s", lock_at_least_for = "0s")]
 async fn zero_lease() {}

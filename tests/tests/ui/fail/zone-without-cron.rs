@@ -1,4 +1,4 @@
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 #[scheduled(fixed_rate = "1h", zone = "Europe/Berlin", name = "rate_in_zone")]
 async fn rate_in_zone() {}

@@ -3,8 +3,9 @@
 
 #![deny(warnings)]
 
-use lock_core::__private::{ScheduledJob, inventory};
-use lock_core::{InMemoryLockProvider, JobContext, LockingTaskExecutor, scheduled, scheduler_lock};
+use lock_scheduler::__private::{ScheduledJob, inventory};
+use lock_core::{InMemoryLockProvider, JobContext, LockingTaskExecutor};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 struct Billing;
 

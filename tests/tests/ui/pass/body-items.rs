@@ -4,8 +4,8 @@
 
 #![deny(warnings)]
 
-use lock_core::__private::{ScheduledJob, inventory};
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::__private::{ScheduledJob, inventory};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 /// Sends the daily digest.
 #[scheduled(cron = "@daily", name = "digest")]

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use lock_core::__private::{CronSpec, ScheduledJob, TriggerKind, TriggerSpec, inventory};
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::__private::{CronSpec, ScheduledJob, TriggerKind, TriggerSpec, inventory};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduled(cron = "0 5 1 * * *", zone = "Asia/Shanghai")]
 #[scheduler_lock(name = "sync_bill", lock_at_most_for = "30m", lock_at_least_for = "10s")]
@@ -16,7 +16,7 @@ async fn sync_bill() {}
 async fn send_reports() {}
 
 #[lock_core::scheduler_lock(name = "full_paths")]
-#[lock_core::scheduled(fixed_rate = "10s")]
+#[lock_scheduler::scheduled(fixed_rate = "10s")]
 async fn full_paths() {}
 
 fn job(lock: &str) -> &'static ScheduledJob {

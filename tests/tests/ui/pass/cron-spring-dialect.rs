@@ -1,5 +1,5 @@
 // Spring's Quartz day forms, also inside lists, as users bring them from `@Scheduled`.
-use lock_core::scheduled;
+use lock_scheduler::scheduled;
 
 #[scheduled(cron = "0 0 0 1W,15,LW * ?", name = "first_mid_last_weekday")]
 async fn first_mid_last_weekday() {}

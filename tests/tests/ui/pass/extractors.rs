@@ -6,10 +6,9 @@
 
 use std::sync::Arc;
 
-use lock_core::__private::{ScheduledJob, inventory};
-use lock_core::{
-    ExtractError, FromJob, JobContext, LockError, State, StateMap, scheduled, scheduler_lock,
-};
+use lock_scheduler::__private::{ScheduledJob, inventory};
+use lock_core::{JobContext, LockError};
+use lock_scheduler::{ExtractError, FromJob, State, StateMap, scheduled, scheduler_lock};
 
 #[derive(Clone)]
 struct Pool;

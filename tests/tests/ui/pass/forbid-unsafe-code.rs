@@ -4,8 +4,8 @@
 #![forbid(unsafe_code)]
 #![deny(warnings)]
 
-use lock_core::__private::{ScheduledJob, inventory};
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::__private::{ScheduledJob, inventory};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduled(cron = "0 */5 * * * *")]
 #[scheduler_lock(name = "no-unsafe")]

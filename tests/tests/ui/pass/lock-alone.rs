@@ -3,7 +3,7 @@
 
 #![deny(warnings)]
 
-use lock_core::__private::{ScheduledJob, inventory};
+use lock_scheduler::__private::{ScheduledJob, inventory};
 use lock_core::{InMemoryLockProvider, JobContext, LockingTaskExecutor, scheduler_lock};
 use std::fmt::Display;
 

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
-use lock_core::__private::{ScheduledJob, inventory};
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::__private::{ScheduledJob, inventory};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduled(fixed_rate = "1m", name = "defaults")]
 async fn defaults() {}

@@ -4,7 +4,8 @@
 
 #![deny(warnings)]
 
-use lock_core::{InMemoryLockProvider, LockError, LockingTaskExecutor, scheduled, scheduler_lock};
+use lock_core::{InMemoryLockProvider, LockError, LockingTaskExecutor};
+use lock_scheduler::{scheduled, scheduler_lock};
 use std::io;
 
 #[derive(Debug)]

@@ -1,6 +1,6 @@
-use lock_core::__private::lock_trigger::MisfirePolicy;
-use lock_core::__private::{ScheduledJob, inventory};
-use lock_core::{scheduled, scheduler_lock};
+use lock_scheduler::__private::lock_trigger::MisfirePolicy;
+use lock_scheduler::__private::{ScheduledJob, inventory};
+use lock_scheduler::{scheduled, scheduler_lock};
 use std::time::Duration;
 
 #[scheduled(cron = "0 0 3 * * *", misfire = "fire_once", misfire_grace = "6h")]

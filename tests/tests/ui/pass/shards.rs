@@ -3,8 +3,8 @@
 
 #![deny(warnings)]
 
-use lock_core::__private::{Distribution, ScheduledJob, inventory};
-use lock_core::scheduled;
+use lock_scheduler::__private::{Distribution, ScheduledJob, inventory};
+use lock_scheduler::scheduled;
 
 #[scheduled(cron = "0 0 2 * * *", shards = 4, name = "sync_bill")]
 async fn sync_bill() {}

@@ -3,8 +3,9 @@
 
 #![deny(warnings)]
 
-use lock_core::__private::{JobBody, ScheduledJob, inventory};
-use lock_core::{InMemoryLockProvider, JobContext, LockingTaskExecutor, scheduled, scheduler_lock};
+use lock_scheduler::__private::{JobBody, ScheduledJob, inventory};
+use lock_core::{InMemoryLockProvider, JobContext, LockingTaskExecutor};
+use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduled(fixed_rate = "1h")]
 #[scheduler_lock(name = "sync-cleanup")]
@@ -36,7 +37,7 @@ fn main() {
         let JobBody::Blocking(body) = job.body else { unreachable!() };
         let executor = lock_core::default_executor().unwrap();
         let config = job.lock.configuration(&executor).unwrap();
-        let state = lock_core::StateMap::default();
+        let state = lock_scheduler::StateMap::default();
         let out = executor.execute_blocking_in_slot(&config, None, move || body(&state)).await.unwrap();
         assert_eq!(out.executed(), Some(Ok(())));
     });

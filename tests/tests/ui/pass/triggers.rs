@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use lock_core::__private::{CronSpec, ScheduledJob, TriggerKind, TriggerSpec, inventory};
-use lock_core::scheduled;
+use lock_scheduler::__private::{CronSpec, ScheduledJob, TriggerKind, TriggerSpec, inventory};
+use lock_scheduler::scheduled;
 
 #[scheduled(cron = "0 5 1 * * *", zone = "Asia/Shanghai", name = "cron_in_zone")]
 async fn cron_in_zone() {}

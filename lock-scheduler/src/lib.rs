@@ -1,0 +1,28 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
+mod clock;
+mod extract;
+mod history_batches;
+mod scheduler;
+mod shutdown;
+#[cfg(feature = "tokio-cron-scheduler")]
+pub mod tcs;
+
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+pub mod testing;
+
+pub use clock::DEFAULT_CLOCK_REFRESH;
+pub use extract::{BlockingJobHandler, ExtractError, FromJob, JobHandler, State, StateMap};
+pub use lock_macros::{scheduled, scheduler_lock};
+pub use lock_trigger::{Distribution, MAX_SHARDS, MisfirePolicy};
+pub use scheduler::{
+    DEFAULT_ACQUIRE_AHEAD, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SHUTDOWN_TIMEOUT,
+    HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB, Job, JobOverride, JobStatus, OVERRIDE_ENV_PREFIX,
+    RunOutcome, SHARD_TAKEOVER_DELAY, Scheduler, SchedulerBuilder, Trigger, override_env_key,
+    parse_duration, registered_jobs,
+};
+pub use shutdown::shutdown_signal;

@@ -1,0 +1,567 @@
+//! The scheduler's part in operating a cluster (see [`lock_core::operations`]): the heartbeat that
+//! registers this instance and its jobs and brings back pauses and trigger requests, the run
+//! history written around each body, and the housekeeping job that deletes old history.
+//!
+//! Decisions, and why:
+//! - **One heartbeat, every `heartbeat_interval` (1 s).** It upserts the instance's row and the
+//!   rows of the jobs whose registration changed (next fire moved, job added) in one
+//!   statement, and reads the pauses and unclaimed trigger requests (PostgreSQL: in that same
+//!   statement; MySQL: a second statement; SQLite: one local transaction). An idle beat thus
+//!   writes one row whatever the number of jobs. Every [`COMPLETE_EVERY`]th beat, the first,
+//!   the one after a failed beat and the one after a job was removed are complete: every job's
+//!   row, and the rows of jobs no longer run deleted (a second statement). A job row's
+//!   `heartbeat_at` is when it last changed; whether it is live is its instance row's. With
+//!   an interval of whole seconds, the beats after the first go at half past a second of the
+//!   database's clock, away from the whole seconds cron slots fire at (`off_the_second`). A fire adds no round trip for pause or trigger: the runner reads the pause
+//!   set the last heartbeat brought back. So a pause takes effect on every instance from its
+//!   next heartbeat (at most one interval after `lockctl pause` returned, plus the
+//!   statement's time): fires in between still run.
+//! - **A manual trigger waits for the lock.** A request claimed while the job runs (here or
+//!   elsewhere) is retried every 250 ms until the lock is free, for at most the job's
+//!   `lock_at_most_for`; it then runs once with `FireKind::Manual`, even if the job is paused
+//!   (an operator's explicit request). Only a live instance that runs the job claims it, and
+//!   exactly one does (an atomic claim).
+//! - **History is written around the body, not in the lock's statements** (`history.rs`): a
+//!   start row as the body starts (the body does not wait for it), its end after the body.
+//!   A failure to write it is logged and never stops the body: history is for operators, the
+//!   lock is for correctness.
+
+use std::collections::HashSet;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use lock_trigger::TriggerKind;
+
+use super::status::JobState;
+use super::{Inner, Job, Trigger};
+use crate::clock::DatabaseClock;
+use crate::history_batches::HistoryBatches;
+use lock_core::operations::{
+    ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration, MAX_TEXT_LEN, OperationsStore,
+    truncate,
+};
+use lock_core::{LockConfiguration, LockError, LockProvider};
+
+/// The default [`SchedulerBuilder::heartbeat_interval`](crate::SchedulerBuilder::heartbeat_interval):
+/// one second, so a trigger request is picked up within about a second and a pause is in
+/// force everywhere about a second after it was asked for.
+pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The name (and lock name) of the housekeeping job that deletes history older than the
+/// retention, added by [`SchedulerBuilder::history`](crate::SchedulerBuilder::history).
+pub const HOUSEKEEPING_JOB: &str = "lock_core_history_housekeeping";
+
+/// Rows one housekeeping statement deletes at most: small enough that a statement never holds
+/// a big table's locks for long.
+pub const HOUSEKEEPING_BATCH: u32 = 500;
+
+/// Statements per kind of row per housekeeping run at most; what is left waits for the next.
+const HOUSEKEEPING_MAX_BATCHES: u32 = 20;
+
+/// Registry rows of instances gone for longer than this (or the retention, if longer) are
+/// deleted by housekeeping, and by each instance's hourly sweep.
+const REGISTRY_RETENTION: Duration = Duration::from_secs(24 * 3600);
+
+/// What the scheduler needs of the operations tables while it runs.
+pub(super) struct Operations {
+    provider: Arc<dyn LockProvider>,
+    instance: InstanceInfo,
+    /// History kept this long; None: no history.
+    retention: Option<Duration>,
+    pub(super) interval: Duration,
+    operation_timeout: Duration,
+    /// The jobs paused cluster-wide, as of the last heartbeat.
+    paused: RwLock<HashSet<String>>,
+    /// The heartbeat is failing (logged once until it works again).
+    failing: Mutex<bool>,
+    /// When the next complete beat is due, and how many jobs the registry holds.
+    beats: Mutex<Beats>,
+    /// The live instances, for sharded and broadcast jobs (`shards.rs`).
+    pub(super) members: super::shards::Members,
+    /// The run history's coalesced writes, when the store batches them and batching is on.
+    history_batches: Option<Arc<HistoryBatches>>,
+}
+
+impl Operations {
+    /// The operations of `provider`, when it keeps them and its tables exist; otherwise logs
+    /// once what is missing and returns None (the scheduler then runs as without them).
+    pub(super) async fn set_up(
+        provider: &Arc<dyn LockProvider>,
+        instance_id: &str,
+        retention: Option<Duration>,
+        interval: Duration,
+        operation_timeout: Duration,
+        batch_window: Duration,
+        clock: &DatabaseClock,
+    ) -> Option<Arc<Self>> {
+        let Some(store) = provider.operations() else {
+            if retention.is_some() {
+                tracing::warn!(
+                    provider = %provider.describe(),
+                    "run history was asked for, but this provider keeps no operations tables: \
+                     no history, job registry, pause or trigger requests; the jobs run as usual"
+                );
+            } else {
+                tracing::debug!(provider = %provider.describe(), "provider keeps no operations tables");
+            }
+            return None;
+        };
+        let checked = tokio::time::timeout(operation_timeout, store.check()).await;
+        let error = match checked {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e.to_string()),
+            Err(_) => Some(format!("no answer within {operation_timeout:?}")),
+        };
+        if let Some(error) = error {
+            tracing::warn!(
+                tables = %store.tables(),
+                %error,
+                "the operations tables are missing or unreadable: no job registry, run history, \
+                 pause or trigger requests for this instance (the jobs run as usual); call the \
+                 provider's ensure_schema() to create {}",
+                store.tables()
+            );
+            return None;
+        }
+        let host = gethostname::gethostname().to_string_lossy().into_owned();
+        Some(Arc::new(Operations {
+            history_batches: HistoryBatches::new(provider, batch_window),
+            provider: provider.clone(),
+            instance: InstanceInfo {
+                instance_id: instance_id.to_owned(),
+                host: truncate(&host, MAX_TEXT_LEN).to_owned(),
+                pid: std::process::id(),
+                version: env!("CARGO_PKG_VERSION").to_owned(),
+                started_at: lock_core::FireSlot::new(clock.now()).instant(),
+                clock_offset_ms: 0,
+                heartbeat_ms: i64::try_from(interval.as_millis()).unwrap_or(i64::MAX),
+            },
+            retention,
+            interval,
+            operation_timeout,
+            paused: RwLock::default(),
+            failing: Mutex::new(false),
+            // The first beat is complete: it deletes the rows of a previous run of this
+            // instance id.
+            beats: Mutex::new(Beats {
+                since_complete: COMPLETE_EVERY,
+                known: 0,
+            }),
+            members: Default::default(),
+        }))
+    }
+
+    fn store(&self) -> &dyn OperationsStore {
+        self.provider
+            .operations()
+            .expect("set_up found the provider's operations tables")
+    }
+
+    /// Whether `job` was paused cluster-wide at the last heartbeat.
+    pub(super) fn is_paused(&self, job: &str) -> bool {
+        self.paused
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(job)
+    }
+
+    /// Whether runs are written to the history.
+    pub(super) fn keeps_history(&self) -> bool {
+        self.retention.is_some()
+    }
+
+    /// The run history's coalesced writes (None: each row on its own).
+    pub(super) fn history_batches(&self) -> Option<&Arc<HistoryBatches>> {
+        self.history_batches.as_ref()
+    }
+
+    /// The housekeeping job: deletes history older than the retention in bounded batches,
+    /// every quarter of the retention (between 1 s and 1 h), under its own lock.
+    pub(super) fn housekeeping_job(self: &Arc<Self>) -> Result<Option<Job>, LockError> {
+        let Some(retention) = self.retention else {
+            return Ok(None);
+        };
+        let every = (retention / 4).clamp(Duration::from_secs(1), Duration::from_secs(3600));
+        let ops = self.clone();
+        let job = Job::new(HOUSEKEEPING_JOB, Trigger::fixed_rate(every)?, move || {
+            let ops = ops.clone();
+            async move { ops.housekeep(retention).await }
+        })
+        .with_lock(LockConfiguration::new(
+            HOUSEKEEPING_JOB,
+            Duration::from_secs(300),
+            Duration::ZERO,
+        )?);
+        Ok(Some(job))
+    }
+
+    async fn housekeep(&self, retention: Duration) -> Result<(), LockError> {
+        let now = self.provider.database_time().await?;
+        let cut = |keep: Duration| {
+            now - chrono::TimeDelta::from_std(keep).unwrap_or(chrono::TimeDelta::MAX / 2)
+        };
+        let store = self.store();
+        let mut deleted = 0;
+        for (what, before) in [
+            (Expired::Runs, cut(retention)),
+            (Expired::ClaimedTriggers, cut(retention)),
+            (
+                Expired::StaleRegistry,
+                cut(retention.max(REGISTRY_RETENTION)),
+            ),
+        ] {
+            for _ in 0..HOUSEKEEPING_MAX_BATCHES {
+                let n = store
+                    .delete_expired(what, before, HOUSEKEEPING_BATCH)
+                    .await?;
+                deleted += n;
+                if n < u64::from(HOUSEKEEPING_BATCH) {
+                    break;
+                }
+            }
+        }
+        // The action log ages with the history. A deployment whose tables predate it has
+        // none until its next `ensure_schema`: that is no reason to fail the housekeeping.
+        for _ in 0..HOUSEKEEPING_MAX_BATCHES {
+            match store
+                .delete_expired(Expired::Actions, cut(retention), HOUSEKEEPING_BATCH)
+                .await
+            {
+                Ok(n) => {
+                    deleted += n;
+                    if n < u64::from(HOUSEKEEPING_BATCH) {
+                        break;
+                    }
+                }
+                Err(error) => {
+                    tracing::debug!(
+                        error = &error as &dyn std::error::Error,
+                        "the action log's old rows were not deleted"
+                    );
+                    break;
+                }
+            }
+        }
+        tracing::debug!(deleted, ?retention, "history housekeeping");
+        Ok(())
+    }
+
+    /// Deletes registry rows not refreshed for [`REGISTRY_RETENTION`] (instances long gone,
+    /// jobs removed) and trigger requests claimed that long ago, one bounded batch each.
+    async fn sweep_registry(&self, clock: &DatabaseClock) {
+        let before = clock.now()
+            - chrono::TimeDelta::from_std(REGISTRY_RETENTION).unwrap_or(chrono::TimeDelta::MAX / 2);
+        for what in [Expired::StaleRegistry, Expired::ClaimedTriggers] {
+            let delete = self
+                .store()
+                .delete_expired(what, before, HOUSEKEEPING_BATCH);
+            match tokio::time::timeout(self.operation_timeout, delete).await {
+                Ok(Ok(deleted)) => tracing::debug!(?what, deleted, "registry sweep"),
+                Ok(Err(error)) => tracing::debug!(
+                    ?what,
+                    error = &error as &dyn std::error::Error,
+                    "registry sweep failed; tried again in an hour"
+                ),
+                Err(_) => {
+                    tracing::debug!(?what, "registry sweep timed out; tried again in an hour")
+                }
+            }
+        }
+    }
+
+    /// The registrations this beat sends: every job's when `complete`, else those whose next
+    /// fire moved since the registry got it (and jobs it never got). Returns them with the
+    /// value to remember per job once the beat succeeded, and whether the beat must be
+    /// complete after all (a job the registry holds is gone from the table: only a complete
+    /// beat deletes its row).
+    fn registrations(&self, inner: &Inner, complete: bool) -> Option<Registrations> {
+        let entries = inner.jobs.lock();
+        let now = inner.clock.now();
+        let mut out = Registrations::default();
+        if complete {
+            out.jobs.reserve_exact(entries.len());
+            out.sent.reserve_exact(entries.len());
+        }
+        // Jobs the registry holds a row of, and jobs it has none of yet.
+        let (mut known, mut fresh) = (0, 0);
+        for entry in entries
+            .iter()
+            .filter(|entry| entry.name().len() <= MAX_TEXT_LEN)
+        {
+            let trigger = entry.runner.job.trigger();
+            // While a fire runs its status has no next fire; the registry still gets the
+            // trigger's next slot, so a missed fire is judged by it.
+            let next_fire = entry
+                .state
+                .lock()
+                .next_fire
+                .or_else(|| trigger.next_slot(now).map(|s| s.instant()));
+            let key = registered_key(next_fire);
+            let before = entry.state.registered.load(Ordering::Relaxed);
+            if before != UNREGISTERED {
+                known += 1;
+            } else {
+                fresh += 1;
+            }
+            if !complete && before == key {
+                continue;
+            }
+            let following_fire = next_fire
+                .and_then(|next| trigger.next_slot(next))
+                .map(|s| s.instant());
+            out.jobs.push(JobRegistration {
+                name: entry.name().to_owned(),
+                lock_name: entry.lock_name().to_owned(),
+                trigger: truncate(&entry.state.trigger, MAX_TEXT_LEN).to_owned(),
+                zone: zone_of(trigger),
+                next_fire,
+                following_fire,
+            });
+            out.sent.push((entry.state.clone(), key));
+        }
+        if !complete && known < self.beats.lock().unwrap_or_else(|p| p.into_inner()).known {
+            return None;
+        }
+        out.known = if complete {
+            out.sent.len()
+        } else {
+            known + fresh
+        };
+        Some(out)
+    }
+
+    /// One heartbeat: registers this instance and what changed of its jobs (all of them every
+    /// [`COMPLETE_EVERY`] beats), takes in the pauses, and claims the trigger requests for
+    /// jobs it runs.
+    async fn beat(&self, inner: &Inner) {
+        let complete = {
+            let mut beats = self.beats.lock().unwrap_or_else(|p| p.into_inner());
+            beats.since_complete += 1;
+            beats.since_complete >= COMPLETE_EVERY
+        };
+        let (registrations, complete) = match self.registrations(inner, complete) {
+            Some(registrations) => (registrations, complete),
+            None => (
+                self.registrations(inner, true)
+                    .expect("a complete beat always has its registrations"),
+                true,
+            ),
+        };
+        let mut instance = self.instance.clone();
+        instance.clock_offset_ms = inner.clock.host_offset().num_milliseconds();
+        let Registrations { jobs, sent, known } = registrations;
+        let beat = Heartbeat { instance, jobs };
+        let store = self.store();
+        let sending = async {
+            if complete {
+                store.heartbeat(&beat).await
+            } else {
+                store.heartbeat_changes(&beat).await
+            }
+        };
+        let reply = tokio::time::timeout(self.operation_timeout, sending)
+            .await
+            .unwrap_or_else(|_| {
+                Err(LockError::Timeout {
+                    operation: "heartbeat",
+                    lock: String::new(),
+                    after: self.operation_timeout,
+                })
+            });
+        let control = match reply {
+            Ok(control) => {
+                for (state, key) in sent {
+                    state.registered.store(key, Ordering::Relaxed);
+                }
+                let mut beats = self.beats.lock().unwrap_or_else(|p| p.into_inner());
+                beats.known = known;
+                if complete {
+                    beats.since_complete = 0;
+                }
+                let mut failing = self.failing.lock().unwrap_or_else(|p| p.into_inner());
+                if std::mem::take(&mut *failing) {
+                    tracing::info!("heartbeat works again");
+                }
+                control
+            }
+            Err(error) => {
+                // What this beat carried may not have been written: the next one is complete.
+                self.beats
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .since_complete = COMPLETE_EVERY;
+                let mut failing = self.failing.lock().unwrap_or_else(|p| p.into_inner());
+                if !std::mem::replace(&mut *failing, true) {
+                    tracing::warn!(
+                        error = &error as &dyn std::error::Error,
+                        "heartbeat failed; pauses and trigger requests are not seen until it works again (the jobs keep running)"
+                    );
+                } else {
+                    tracing::debug!(
+                        error = &error as &dyn std::error::Error,
+                        "heartbeat failed again"
+                    );
+                }
+                return;
+            }
+        };
+        if self.members.wanted() {
+            let now = inner.clock.now();
+            let store = self.store();
+            self.members
+                .refresh(store, now, self.operation_timeout)
+                .await;
+        }
+        let paused: HashSet<String> = control
+            .iter()
+            .filter(|c| c.kind == ControlKind::Pause)
+            .map(|c| c.job.clone())
+            .collect();
+        *self.paused.write().unwrap_or_else(|p| p.into_inner()) = paused;
+        for request in control.iter().filter(|c| c.kind == ControlKind::Trigger) {
+            let Some(runner) = inner.jobs.runner(&request.job) else {
+                continue;
+            };
+            if inner.stop.is_cancelled() {
+                return;
+            }
+            let claim = self
+                .store()
+                .claim_trigger(request.id, &self.instance.instance_id);
+            match tokio::time::timeout(self.operation_timeout, claim).await {
+                Ok(Ok(true)) => {
+                    tracing::info!(job = %request.job, request = request.id, requested_by = %request.requested_by, "manual run requested; claimed by this instance");
+                    inner.loops.spawn(runner.run_requested(request.id));
+                }
+                Ok(Ok(false)) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(job = %request.job, error = &error as &dyn std::error::Error, "could not claim a trigger request")
+                }
+                Err(_) => {
+                    tracing::warn!(job = %request.job, "claiming a trigger request timed out")
+                }
+            }
+        }
+    }
+}
+
+impl Operations {
+    /// At a graceful stop of a scheduler with sharded or broadcast jobs: one last heartbeat
+    /// with a zero interval, which marks this instance gone at once (it counts as gone after
+    /// [`GONE_AFTER_HEARTBEATS`](lock_core::operations::GONE_AFTER_HEARTBEATS) intervals), so the
+    /// others re-rank at their next heartbeat instead of after five.
+    pub(super) async fn leave(&self) {
+        if !self.members.wanted() {
+            return;
+        }
+        let mut instance = self.instance.clone();
+        instance.heartbeat_ms = 0;
+        // Complete and without jobs: their rows go, as the instance does.
+        let beat = Heartbeat {
+            instance,
+            jobs: Vec::new(),
+        };
+        match tokio::time::timeout(self.operation_timeout, self.store().heartbeat(&beat)).await {
+            Ok(Ok(_)) => tracing::debug!("left the registry"),
+            Ok(Err(error)) => tracing::debug!(
+                error = &error as &dyn std::error::Error,
+                "leaving the registry failed; the others see this instance gone after its heartbeats stop"
+            ),
+            Err(_) => tracing::debug!("leaving the registry timed out"),
+        }
+    }
+}
+
+/// Every this many heartbeats, one is complete: it writes every job's row (not only those
+/// whose registration changed) and deletes the rows of jobs the instance no longer runs. It
+/// restores rows the store lost (a purge, a flushed Redis) within a minute at the default
+/// interval, and keeps every live job row far younger than the registry's retention.
+pub(super) const COMPLETE_EVERY: u32 = 60;
+
+/// [`JobState::registered`](super::status::JobState) of a job the registry has no row of.
+pub(super) const UNREGISTERED: i64 = i64::MIN;
+
+/// A next fire as [`JobState::registered`](super::status::JobState) keeps it: microseconds
+/// since the epoch, `i64::MAX` for none.
+fn registered_key(next_fire: Option<chrono::DateTime<chrono::Utc>>) -> i64 {
+    next_fire.map_or(i64::MAX, |at| at.timestamp_micros())
+}
+
+/// Heartbeat bookkeeping (under one mutex, touched once per beat).
+struct Beats {
+    /// Beats since the last complete one.
+    since_complete: u32,
+    /// How many of the scheduler's jobs the registry holds a row of, as of the last beat.
+    known: usize,
+}
+
+/// What one beat sends of the jobs.
+#[derive(Default)]
+struct Registrations {
+    jobs: Vec<JobRegistration>,
+    /// The jobs sent, with their [`registered_key`] to remember once written.
+    sent: Vec<(Arc<JobState>, i64)>,
+    /// How many jobs the registry holds a row of once this beat is written.
+    known: usize,
+}
+
+/// How often an instance deletes registry rows and claimed trigger requests older than
+/// [`REGISTRY_RETENTION`], with or without history (pods come and go; their rows must not
+/// pile up): one bounded statement of each kind per instance per hour.
+const REGISTRY_SWEEP: Duration = Duration::from_secs(3600);
+
+/// Heartbeats every interval until the scheduler stops, and sweeps the registry every
+/// [`REGISTRY_SWEEP`].
+pub(super) async fn heartbeat_loop(inner: Arc<Inner>, ops: Arc<Operations>) {
+    let mut ticker = tokio::time::interval(ops.interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut next_sweep = tokio::time::Instant::now() + REGISTRY_SWEEP;
+    let mut phased = false;
+    loop {
+        tokio::select! {
+            biased;
+            _ = inner.stop.cancelled() => {
+                // After the last beat, never racing one.
+                ops.leave().await;
+                return;
+            }
+            _ = ticker.tick() => {}
+        }
+        ops.beat(&inner).await;
+        if !std::mem::replace(&mut phased, true)
+            && let Some(at) = off_the_second(&inner.clock, ops.interval)
+        {
+            ticker.reset_at(at);
+        }
+        if tokio::time::Instant::now() >= next_sweep {
+            next_sweep += REGISTRY_SWEEP;
+            ops.sweep_registry(&inner.clock).await;
+        }
+    }
+}
+
+/// When the beat after the first goes, for an interval of whole seconds: about an interval
+/// after now, at half past a second of the database's clock (then every interval, so every
+/// beat stays there). Cron slots are whole seconds, and a burst of fires at a whole second
+/// takes its first tens of milliseconds; a beat that upserts a thousand job rows at that
+/// moment competed with the burst's acquire statements for the database and delayed the fires
+/// (the `burst` benchmark). Other intervals (under a second, or with a fraction) keep the
+/// phase of the scheduler's start.
+fn off_the_second(clock: &DatabaseClock, interval: Duration) -> Option<tokio::time::Instant> {
+    if interval < Duration::from_secs(1) || interval.subsec_nanos() != 0 {
+        return None;
+    }
+    let earliest = clock.now() + chrono::TimeDelta::from_std(interval).ok()?
+        - chrono::TimeDelta::milliseconds(500);
+    let past_half = i64::from(earliest.timestamp_subsec_millis()) - 500;
+    let at = earliest + chrono::TimeDelta::milliseconds((1000 - past_half).rem_euclid(1000));
+    Some(clock.instant_at(at))
+}
+
+fn zone_of(trigger: &Trigger) -> Option<String> {
+    match &trigger.spec().kind {
+        TriggerKind::Cron(schedule) => Some(schedule.zone().name().to_owned()),
+        _ => None,
+    }
+}

@@ -1,0 +1,156 @@
+//! The run history written around each body: a start row as the body starts, its end after
+//! the body (and each retry's attempt) ended.
+//!
+//! Decisions, and why:
+//! - **The body never waits for its start row.** The start is written by a task of its own
+//!   while the body runs; the end waits for it (it needs the row's id). A fire's lag is the
+//!   lock's alone, and the start time is the store's clock when the row was written (a few
+//!   milliseconds after the body started under a burst).
+//! - **Rows coalesce** when the store batches them and batching is on: the starts (and the
+//!   ends) of the runs of one burst go in one statement each (`executor/history.rs`).
+//! - A failure to write is logged and never stops the body: history is for operators, the
+//!   lock is for correctness.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+
+use super::status::RunOutcome;
+use crate::history_batches::HistoryBatches;
+use lock_core::operations::{MAX_ERROR_LEN, OperationsStore, RunEnd, RunStart, RunState, truncate};
+use lock_core::{FireKind, JobContext, LockProvider, LockingTaskExecutor};
+
+/// Writes one fire's history: a start row per attempt and its end.
+#[derive(Clone)]
+pub(super) struct RunRecorder {
+    provider: Arc<dyn LockProvider>,
+    batches: Option<Arc<HistoryBatches>>,
+    operation_timeout: Duration,
+    job: Arc<str>,
+    kind: FireKind,
+    /// The start row being written (its id, once written).
+    start: Arc<Mutex<Option<JoinHandle<Option<i64>>>>>,
+}
+
+impl RunRecorder {
+    /// A recorder for one fire of `job` (its history name) through `executor`'s provider,
+    /// coalescing its rows through `batches` when the store batches them.
+    pub(super) fn new(
+        executor: &LockingTaskExecutor,
+        batches: Option<&Arc<HistoryBatches>>,
+        job: &str,
+        kind: FireKind,
+    ) -> Self {
+        RunRecorder {
+            provider: executor.provider().clone(),
+            batches: batches.cloned(),
+            operation_timeout: executor.operation_timeout(),
+            job: job.into(),
+            kind,
+            start: Arc::default(),
+        }
+    }
+
+    fn store(&self) -> Option<&dyn OperationsStore> {
+        self.provider.operations()
+    }
+
+    /// Starts writing the start row, from inside the body's scope (its context says fence and
+    /// slot); returns at once.
+    pub(super) async fn started(&self) {
+        self.started_blocking();
+    }
+
+    /// [`started`](Self::started), from a blocking body's thread too: it only spawns.
+    pub(super) fn started_blocking(&self) {
+        let Some(ctx) = JobContext::current() else {
+            return;
+        };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let run = RunStart {
+            job: self.job.to_string(),
+            slot: ctx.scheduled_at(),
+            fire_kind: self.kind,
+            instance_id: ctx.instance_id().to_owned(),
+            fence: ctx.fence(),
+        };
+        let this = self.clone();
+        let write = handle.spawn(async move {
+            let write = async {
+                match &this.batches {
+                    Some(batches) => batches.started(run).await,
+                    None => match this.store() {
+                        Some(store) => store.run_started(&run).await,
+                        None => Ok(0),
+                    },
+                }
+            };
+            match tokio::time::timeout(this.operation_timeout, write).await {
+                Ok(Ok(id)) => Some(id),
+                Ok(Err(error)) => {
+                    tracing::warn!(
+                        job = %this.job,
+                        error = &error as &dyn std::error::Error,
+                        "the start of this run was not written to the history; the job runs anyway"
+                    );
+                    None
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        job = %this.job,
+                        "writing the start of this run to the history timed out; the job runs anyway"
+                    );
+                    None
+                }
+            }
+        });
+        *self.start.lock().unwrap_or_else(|p| p.into_inner()) = Some(write);
+    }
+
+    /// The end of the run, from its outcome; nothing when no start row was written (the body
+    /// did not run, or the start failed).
+    pub(super) async fn ended(&self, outcome: &RunOutcome, stopping: bool) {
+        let Some(start) = self.start.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+            return;
+        };
+        let Ok(Some(id)) = start.await else {
+            return;
+        };
+        let (state, error) = match outcome {
+            RunOutcome::Succeeded => (RunState::Succeeded, None),
+            RunOutcome::Cancelled if stopping => (RunState::Cancelled, None),
+            RunOutcome::Cancelled => (RunState::LockLost, None),
+            RunOutcome::Failed(error) => (RunState::Failed, Some(error.as_str())),
+            RunOutcome::Panicked(message) => (RunState::Panicked, Some(message.as_str())),
+            RunOutcome::TimedOut => (RunState::TimedOut, None),
+            // The body did not run: no start row either.
+            _ => return,
+        };
+        let end = RunEnd::new(id, state, error.map(|e| truncate(e, MAX_ERROR_LEN)));
+        let write = async {
+            match (&self.batches, self.store()) {
+                (Some(batches), _) => batches.ended(end, &self.job).await,
+                (None, Some(store)) => {
+                    store
+                        .run_ended(end.id, end.outcome, end.error.as_deref())
+                        .await
+                }
+                (None, None) => Ok(()),
+            }
+        };
+        match tokio::time::timeout(self.operation_timeout, write).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(
+                job = %self.job,
+                error = &error as &dyn std::error::Error,
+                "the end of this run was not written to the history; it shows as running"
+            ),
+            Err(_) => {
+                tracing::warn!(job = %self.job, "writing the end of this run to the history timed out")
+            }
+        }
+    }
+}

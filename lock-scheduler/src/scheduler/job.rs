@@ -1,0 +1,382 @@
+//! A job: a name, a trigger, a lock and a body.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::attempts::RunPolicy;
+use crate::__private::{self, BoxFuture, JobBody, JobResult, LockSpec, ScheduledJob};
+use crate::{BlockingJobHandler, Distribution, ExtractError, JobHandler, StateMap, Trigger};
+use lock_core::{JobContext, LockConfiguration, LockError, LockingTaskExecutor};
+
+/// One job the [`Scheduler`](crate::Scheduler) runs: a name, a [`Trigger`], how it is locked
+/// and what it runs.
+///
+/// Every `#[scheduled]` function in the binary is a job already ([`registered_jobs`]); build
+/// one by hand for schedules only known at run time:
+///
+/// ```
+/// use lock_core::LockConfiguration;
+/// use lock_scheduler::{Job, Trigger};
+/// use std::time::Duration;
+///
+/// let job = Job::new("cleanup", Trigger::fixed_rate(Duration::from_secs(60))?, || async {
+///     // ... delete expired sessions
+///     Ok::<(), std::io::Error>(())
+/// })
+/// .with_lock(LockConfiguration::new("cleanup", Duration::from_secs(300), Duration::from_secs(5))?);
+/// assert_eq!(job.name(), "cleanup");
+/// # Ok::<(), lock_core::LockError>(())
+/// ```
+#[derive(Clone)]
+pub struct Job {
+    name: Arc<str>,
+    trigger: Trigger,
+    lock: JobLock,
+    body: Body,
+    /// Checks the body's extractors against the registered state (at start).
+    check: fn(&StateMap) -> Vec<ExtractError>,
+    /// Retries and timeout of each run.
+    run: RunPolicy,
+    /// How each slot's work is spread over the cluster.
+    distribution: Distribution,
+}
+
+#[derive(Clone)]
+enum JobLock {
+    /// From the macro: resolved against the executor's defaults at start.
+    Spec(&'static LockSpec),
+    Config(LockConfiguration),
+    /// The job's own name, the executor's defaults.
+    Default,
+}
+
+#[derive(Clone)]
+pub(crate) enum Body {
+    Registered(JobBody),
+    Async(Arc<dyn Fn(Arc<StateMap>) -> BoxFuture<JobResult> + Send + Sync>),
+    Blocking(Arc<dyn Fn(&StateMap) -> JobResult + Send + Sync>),
+}
+
+impl fmt::Debug for Job {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Job")
+            .field("name", &self.name)
+            .field("trigger", &self.trigger)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Job {
+    /// A job running the async closure `body` at each fire. `body` returns `()` or
+    /// `Result<(), E>`; an `Err` is logged as a failed run.
+    ///
+    /// Its parameters, if any, are extractors ([`FromJob`](crate::FromJob)), as for a
+    /// `#[scheduled]` function: [`State<T>`](crate::State) for a value registered with
+    /// [`SchedulerBuilder::state`](crate::SchedulerBuilder::state), and
+    /// [`JobContext`](lock_core::JobContext).
+    ///
+    /// ```
+    /// use lock_core::JobContext;
+    /// use lock_scheduler::{Job, State, Trigger};
+    /// use std::time::Duration;
+    ///
+    /// #[derive(Clone)]
+    /// struct Pool;
+    ///
+    /// let job = Job::new(
+    ///     "purge",
+    ///     Trigger::fixed_rate(Duration::from_secs(60))?,
+    ///     |State(_pool): State<Pool>, ctx: JobContext| async move {
+    ///         println!("purging with fence {}", ctx.fence());
+    ///     },
+    /// );
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    ///
+    /// The job is locked under its own name with the scheduler's default `lock_at_most_for`
+    /// unless [`with_lock`](Self::with_lock) says otherwise.
+    pub fn new<H, Args>(name: impl Into<Arc<str>>, trigger: Trigger, body: H) -> Self
+    where
+        H: JobHandler<Args>,
+    {
+        let body = Arc::new(body);
+        Job {
+            name: name.into(),
+            trigger,
+            lock: JobLock::Default,
+            body: Body::Async(Arc::new(move |state| body.clone().call(state))),
+            check: H::check,
+            run: RunPolicy::default(),
+            distribution: Distribution::Single,
+        }
+    }
+
+    /// A job running the synchronous closure `body` on tokio's blocking pool at each fire.
+    ///
+    /// ```
+    /// # use lock_core::{Job, Trigger};
+    /// let job = Job::blocking("export", Trigger::cron("0 0 3 * * *")?, || {
+    ///     // ... write a file
+    /// });
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    ///
+    /// Its parameters are extractors, as for [`Job::new`].
+    pub fn blocking<H, Args>(name: impl Into<Arc<str>>, trigger: Trigger, body: H) -> Self
+    where
+        H: BlockingJobHandler<Args>,
+    {
+        Job {
+            name: name.into(),
+            trigger,
+            lock: JobLock::Default,
+            body: Body::Blocking(Arc::new(move |state| body.call(state))),
+            check: H::check,
+            run: RunPolicy::default(),
+            distribution: Distribution::Single,
+        }
+    }
+
+    /// Locks the job with `config` (name, `lock_at_most_for`, `lock_at_least_for`,
+    /// keep-alive) instead of its own name and the scheduler's defaults.
+    #[must_use]
+    pub fn with_lock(mut self, config: LockConfiguration) -> Self {
+        self.lock = JobLock::Config(config);
+        self
+    }
+
+    /// Runs the body again, up to `retries` times, when it returns `Err` or panics
+    /// (`#[scheduler_lock(retries = N, retry_backoff = "..")]`): under the same lease and
+    /// slot, after a pause of `backoff`, doubled at each further retry (capped at
+    /// `max(backoff, 10 min)`, less a random jitter of up to a quarter). Without keep-alive the
+    /// lease is extended to a whole `lock_at_most_for` before each retry, and the pauses must
+    /// fit in `lock_at_most_for` ([`start`](crate::SchedulerBuilder::start) refuses a plan
+    /// that does not). [`JobContext::attempt`] tells the body which attempt it is.
+    ///
+    /// ```
+    /// use lock_core::JobContext;
+    /// use lock_scheduler::{Job, Trigger};
+    /// use std::time::Duration;
+    ///
+    /// let job = Job::new("sync", Trigger::cron("0 */5 * * * *")?, |ctx: JobContext| async move {
+    ///     if ctx.attempt() < 3 { Err("upstream busy") } else { Ok(()) }
+    /// })
+    /// .with_retries(2, Duration::from_secs(10));
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    #[must_use]
+    pub fn with_retries(mut self, retries: u32, backoff: Duration) -> Self {
+        self.run.retries = retries;
+        self.run.backoff = backoff;
+        self
+    }
+
+    /// Bounds each attempt of a run (`#[scheduler_lock(timeout = "..")]`): at `timeout` the
+    /// body's [`JobContext::cancelled`] resolves; a body still running a grace later (a tenth
+    /// of the timeout, between 1 s and 30 s) is **dropped**: its future is never polled again, so no code after the `.await` it is
+    /// suspended at runs, while the destructors of everything it holds do run (guards,
+    /// connections returned to their pools, transactions rolled back by their drop). The run
+    /// is recorded as [`RunOutcome::TimedOut`](crate::RunOutcome::TimedOut), is not retried,
+    /// and the lease is released. A blocking body (`Job::blocking`, a sync `fn`) cannot be
+    /// dropped: it is told to stop, and keeps the lease until it returns.
+    ///
+    /// ```
+    /// use lock_scheduler::{Job, Trigger};
+    /// use std::time::Duration;
+    ///
+    /// let job = Job::new("report", Trigger::cron("0 0 * * * *")?, || async {})
+    ///     .with_timeout(Duration::from_secs(300));
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    #[must_use]
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.run.timeout = Some(timeout);
+        self
+    }
+
+    pub(crate) fn run_policy(&self) -> RunPolicy {
+        self.run
+    }
+
+    /// Runs each slot as `total` shards, as `#[scheduled(shards = N)]` does: shard `i` is
+    /// locked under `<lock name>#<i>` (own lease, fence and once-per-slot record), runs exactly
+    /// once per slot somewhere in the cluster, and its body reads `(i, total)` from
+    /// [`JobContext::shard`]. Shards spread over the live instances; see the README's "Sharded
+    /// and broadcast jobs".
+    ///
+    /// [`start`](crate::SchedulerBuilder::start) refuses a count outside `1..=`
+    /// [`MAX_SHARDS`](crate::MAX_SHARDS), a fixed-delay trigger (no slots), and a lock name
+    /// whose shard names would exceed 64 bytes.
+    ///
+    /// ```
+    /// use lock_core::JobContext;
+    /// use lock_scheduler::{Distribution, Job, Trigger};
+    ///
+    /// let job = Job::new("sync_bill", Trigger::cron("0 0 2 * * *")?, |ctx: JobContext| async move {
+    ///     let (index, total) = ctx.shard().expect("a sharded job's fire");
+    ///     println!("bills with id % {total} = {index}");
+    /// })
+    /// .with_shards(4);
+    /// assert_eq!(job.distribution(), Distribution::Shards(4));
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    #[must_use]
+    pub fn with_shards(mut self, total: u32) -> Self {
+        self.distribution = Distribution::Shards(total);
+        self
+    }
+
+    /// Runs each slot on every live instance, as `#[scheduled(broadcast = true)]` does: the
+    /// body reads `(rank, live instances)` from [`JobContext::shard`], the rank being this
+    /// instance's position among the live instances of the cluster registry; each (slot, rank)
+    /// runs once, under the lock `<lock name>#<rank>`.
+    ///
+    /// Needs the provider's operations tables (the registry): without them
+    /// [`start`](crate::SchedulerBuilder::start) fails naming the job. A fixed-delay trigger is
+    /// refused too.
+    ///
+    /// ```
+    /// use lock_scheduler::{Distribution, Job, Trigger};
+    /// use std::time::Duration;
+    ///
+    /// let job = Job::new("evict_local_cache", Trigger::fixed_rate(Duration::from_secs(60))?, || async {})
+    ///     .broadcast();
+    /// assert_eq!(job.distribution(), Distribution::Broadcast);
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    #[must_use]
+    pub fn broadcast(mut self) -> Self {
+        self.distribution = Distribution::Broadcast;
+        self
+    }
+
+    /// How each slot's work is spread: [`Distribution::Single`] unless
+    /// [`with_shards`](Self::with_shards) or [`broadcast`](Self::broadcast) said otherwise.
+    pub fn distribution(&self) -> Distribution {
+        self.distribution
+    }
+
+    /// The job's name (for `#[scheduled]` functions, their lock's name).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The name, shared (the job's status holds it without a copy of its own).
+    pub(crate) fn shared_name(&self) -> Arc<str> {
+        self.name.clone()
+    }
+
+    /// When it fires.
+    pub fn trigger(&self) -> &Trigger {
+        &self.trigger
+    }
+
+    /// The job firing on `trigger` instead (a configuration override).
+    pub(crate) fn with_trigger(mut self, trigger: Trigger) -> Self {
+        self.trigger = trigger;
+        self
+    }
+
+    /// The name the job is locked under (before any executor's defaults apply).
+    pub(crate) fn lock_name(&self) -> &str {
+        match &self.lock {
+            JobLock::Spec(spec) => spec.name(),
+            JobLock::Config(config) => config.name(),
+            JobLock::Default => &self.name,
+        }
+    }
+
+    pub(crate) fn body(&self) -> &Body {
+        &self.body
+    }
+
+    /// Runs the body once with `ctx` as its context, without a lock (for
+    /// [`testing`](crate::testing)). A panic of the body continues in the caller.
+    pub(crate) async fn run_body(&self, ctx: JobContext, values: Arc<StateMap>) -> JobResult {
+        match &self.body {
+            Body::Registered(JobBody::Async(body)) => ctx.scope(body(&values)).await,
+            Body::Async(body) => ctx.scope(body(values)).await,
+            Body::Registered(JobBody::Blocking(body)) => {
+                let body = *body;
+                run_blocking(ctx, move || body(&values)).await
+            }
+            Body::Blocking(body) => {
+                let body = body.clone();
+                run_blocking(ctx, move || body(&values)).await
+            }
+        }
+    }
+
+    /// What the body's parameters need and `state` lacks.
+    pub(crate) fn missing_state(&self, state: &StateMap) -> Vec<ExtractError> {
+        (self.check)(state)
+    }
+
+    /// The lock configuration under `executor`'s defaults.
+    pub(crate) fn lock_configuration(
+        &self,
+        executor: &LockingTaskExecutor,
+    ) -> Result<LockConfiguration, LockError> {
+        let result = match &self.lock {
+            JobLock::Spec(spec) => spec.configuration(executor),
+            JobLock::Config(config) => Ok(config.clone()),
+            JobLock::Default => {
+                let defaults = executor.defaults();
+                LockConfiguration::new(self.name.clone(), defaults.lock_at_most_for, Duration::ZERO)
+                    .map(|c| c.with_keep_alive(defaults.keep_alive))
+            }
+        };
+        result.map_err(|e| LockError::InvalidConfiguration(format!("job `{}`: {e}", self.name)))
+    }
+
+    fn from_registered(job: &'static ScheduledJob) -> Result<Self, LockError> {
+        let context =
+            |e: LockError| LockError::InvalidConfiguration(format!("job `{}`: {e}", job.name));
+        let trigger = Trigger::from_spec(&job.trigger).map_err(context)?;
+        Ok(Job {
+            name: job.name.into(),
+            trigger,
+            lock: JobLock::Spec(job.lock),
+            body: Body::Registered(job.body),
+            check: job.check,
+            run: RunPolicy::of_spec(&job.lock.spec),
+            distribution: job.distribution,
+        })
+    }
+}
+
+async fn run_blocking(
+    ctx: JobContext,
+    body: impl FnOnce() -> JobResult + Send + 'static,
+) -> JobResult {
+    match tokio::task::spawn_blocking(move || ctx.enter_blocking(body)).await {
+        Ok(result) => result,
+        Err(error) => match error.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(error) => Err(format!("the blocking body did not complete: {error}")),
+        },
+    }
+}
+
+/// Every `#[scheduled]` function linked into this binary, sorted by name.
+///
+/// [`SchedulerBuilder::start`](crate::SchedulerBuilder::start) runs these unless
+/// [`SchedulerBuilder::jobs`](crate::SchedulerBuilder::jobs) is given; filter this list to run
+/// only some of them:
+///
+/// ```
+/// let jobs: Vec<lock_scheduler::Job> = lock_scheduler::registered_jobs()?
+///     .into_iter()
+///     .filter(|job| job.name().starts_with("billing-"))
+///     .collect();
+/// # Ok::<(), lock_core::LockError>(())
+/// ```
+pub fn registered_jobs() -> Result<Vec<Job>, LockError> {
+    let mut jobs = __private::inventory::iter::<ScheduledJob>
+        .into_iter()
+        .map(Job::from_registered)
+        .collect::<Result<Vec<_>, _>>()?;
+    jobs.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(jobs)
+}

@@ -1,0 +1,417 @@
+//! One job's timer loop: sleep to each fire, run it under the job's lock, record the outcome.
+//!
+//! Every slot is the database's time: the loop asks the [`DatabaseClock`] for "now" and sleeps
+//! on the monotonic clock until the database reaches the slot, so this host's wall clock
+//! plays no part in when a job fires or which slot it claims.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::FutureExt;
+use lock_trigger::Firing;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::Job;
+use super::attempts::{Attempted, Attempts};
+use super::cluster::Operations;
+use super::history::RunRecorder;
+use super::job::Body;
+use super::shards::Spread;
+use super::status::{JobState, RunOutcome};
+use crate::__private::JobBody;
+use crate::StateMap;
+use crate::clock::DatabaseClock;
+use lock_core::{
+    FireKind, FireSlot, LockConfiguration, LockError, LockOutcome, LockingTaskExecutor,
+};
+
+/// One job's timer loop (a clone runs the job's manual fires).
+#[derive(Clone)]
+pub(super) struct JobRunner {
+    pub(super) job: Job,
+    pub(super) config: LockConfiguration,
+    pub(super) executor: Arc<LockingTaskExecutor>,
+    pub(super) stop: CancellationToken,
+    pub(super) state: Arc<JobState>,
+    /// What the body's parameters are extracted from.
+    pub(super) values: Arc<StateMap>,
+    /// The database's clock: slots are its time.
+    pub(super) clock: DatabaseClock,
+    /// The operations tables (pauses, history), when the provider keeps them.
+    pub(super) ops: Option<Arc<Operations>>,
+    /// A sharded or broadcast job's shard locks (`shards.rs`); None for one run per slot.
+    pub(super) spread: Option<Arc<Spread>>,
+}
+
+impl JobRunner {
+    /// A claimed trigger request: one manual run, waiting for the lock while another fire holds
+    /// it (at most the job's `lock_at_most_for`).
+    pub(super) async fn run_requested(self: Arc<Self>, request: i64) {
+        let deadline = tokio::time::Instant::now() + self.config.lock_at_most_for();
+        loop {
+            let outcome = self.fire_as(None, FireKind::Manual).await;
+            if outcome != RunOutcome::Skipped {
+                tracing::info!(
+                    job = self.job.name(),
+                    request,
+                    ?outcome,
+                    "requested manual run done"
+                );
+                return;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(
+                    job = self.job.name(),
+                    request,
+                    "requested manual run gave up: the lock stayed held for the job's lock_at_most_for"
+                );
+                return;
+            }
+            tokio::select! {
+                _ = self.stop.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+            }
+        }
+    }
+
+    /// The loop. It holds the runner by `Arc`, shared with the job table, and borrows it in
+    /// the slotted and fixed-delay loops: an idle job's task is the little a sleep needs,
+    /// not two copies of the runner (an `async fn`'s arguments stay in its future).
+    ///
+    /// Not an `async fn`: that would keep `started` in the future for the loop's whole life.
+    /// The initial delay is slept here, so the loops keep no argument either: every byte of
+    /// the future is in each idle job's task.
+    pub(super) fn run(
+        self: Arc<Self>,
+        started: tokio::time::Instant,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let initial = started + self.job.trigger().initial_delay();
+        async move {
+            // A fixed-delay job's first fire is the end of its initial delay; a slotted job
+            // plans its first slot once the delay has passed.
+            if let Firing::AfterRun { .. } = self.job.trigger().spec().kind.firing() {
+                self.plan(self.clock.now() + (initial - tokio::time::Instant::now()));
+            }
+            if !self.sleep_until(initial).await {
+                return;
+            }
+            match self.job.trigger().spec().kind.firing() {
+                Firing::Slotted { .. } => self.run_slotted().await,
+                Firing::AfterRun { delay } => self.run_fixed_delay(delay).await,
+            }
+        }
+    }
+
+    /// Cron and fixed rate: sleep to each slot, fire it, repeat. A fire that overruns later
+    /// slots skips them (they are logged), as Spring does.
+    async fn run_slotted(&self) {
+        // Slots missed while no instance ran the job (`misfire`), before any regular slot.
+        let mut last: Option<FireSlot> = Box::pin(self.catch_up_at_start()).await;
+        // The slot after `last`, computed before the sleep: the next slot when it is still
+        // ahead once the fire is done (nothing overran), so a fire computes one slot, not
+        // three, and none between its wake-up and its acquire (a thousand jobs due at one
+        // instant wake one after another).
+        let mut following: Option<FireSlot> = None;
+        loop {
+            let now = self.clock.now();
+            let slot = match following.filter(|next| next.instant() > now) {
+                Some(next) => next,
+                None => {
+                    let after = match last {
+                        Some(last) if last.instant() > now => last.instant(),
+                        _ => now,
+                    };
+                    let Some(slot) = self.job.trigger().next_slot(after) else {
+                        tracing::info!(
+                            job = self.job.name(),
+                            "trigger fires no more; job loop ends"
+                        );
+                        return;
+                    };
+                    if let Some(last) = last
+                        && !self.stop.is_cancelled()
+                        && self.job.trigger().next_slot(last.instant()) != Some(slot)
+                    {
+                        tracing::warn!(job = self.job.name(), last = %last, next = %slot, "the previous run overran; slots in between are skipped");
+                    }
+                    slot
+                }
+            };
+            self.plan(slot.instant());
+            following = self.job.trigger().next_slot(slot.instant());
+            // The fire asks for its lock ahead of the slot (the body starts at the slot): by
+            // at most half the lease (a body starts with most of its lease left), and
+            // at most half the way back to the previous slot (a fast fixed rate, every 100 ms,
+            // would otherwise ask while its previous run still holds the lock). Computed here,
+            // not kept across the sleep: every byte of the loop's future is in each idle job's
+            // task.
+            let ahead = self
+                .executor
+                .acquire_ahead()
+                .min(self.config.lock_at_most_for() / 2);
+            let ahead = chrono::TimeDelta::from_std(ahead).unwrap_or(chrono::TimeDelta::zero());
+            let wake = match last {
+                Some(last) if last.instant() < slot.instant() => (slot.instant() - ahead)
+                    .max(last.instant() + (slot.instant() - last.instant()) / 2),
+                _ => slot.instant() - ahead,
+            };
+            // On the monotonic clock, to the instant the database reaches `wake`; re-planned if
+            // a refresh finds that the database's clock moved.
+            if !self.clock.sleep_until(wake, &self.stop).await {
+                return;
+            }
+            // While this fire runs, the gauge already shows the one after it: a long run is
+            // not a passed next fire to the missed-run alert.
+            if let Some(following) = following {
+                self.config
+                    .metrics()
+                    .next_fire_at(following.unix_millis() as f64 / 1e3);
+            }
+            // Boxed: while the loop sleeps it holds a pointer, not the fire's kilobytes of
+            // state (10,000 idle jobs); one allocation per fire.
+            let outcome = Box::pin(self.fire_as(Some(slot), FireKind::Scheduled)).await;
+            last = Some(slot);
+            if let RunOutcome::LockFailed(_) = outcome {
+                // The database did not answer: the slot is missed (`misfire`).
+                last = Box::pin(self.recover(slot)).await.or(last);
+                // Recovery may have run later slots: the next one is computed from `last`.
+                following = None;
+            }
+        }
+    }
+
+    /// Fixed delay: the first fire once the initial delay has passed, then each `pause`
+    /// after the previous run ended.
+    async fn run_fixed_delay(&self, pause: Duration) {
+        loop {
+            Box::pin(self.fire(None)).await;
+            let next = tokio::time::Instant::now() + pause;
+            self.plan(self.clock.now() + pause);
+            if !self.sleep_until(next).await {
+                return;
+            }
+        }
+    }
+
+    /// Records the next fire (database time) in the status and its gauge.
+    fn plan(&self, next: chrono::DateTime<chrono::Utc>) {
+        self.state.lock().next_fire = Some(next);
+        self.config
+            .metrics()
+            .next_fire_at(next.timestamp_millis() as f64 / 1e3);
+    }
+
+    /// Sleeps until `deadline`; false if the scheduler stopped first.
+    async fn sleep_until(&self, deadline: tokio::time::Instant) -> bool {
+        tokio::select! {
+            biased;
+            _ = self.stop.cancelled() => false,
+            _ = tokio::time::sleep_until(deadline) => true,
+        }
+    }
+
+    async fn fire(&self, slot: Option<FireSlot>) {
+        self.fire_as(slot, FireKind::Scheduled).await;
+    }
+
+    /// Runs one fire of `kind`: under the job's lock, or for a sharded or broadcast job each
+    /// of its shards under its own (`shards.rs`).
+    pub(super) async fn fire_as(&self, slot: Option<FireSlot>, kind: FireKind) -> RunOutcome {
+        match &self.spread {
+            Some(spread) => self.fire_spread(spread, slot, kind).await,
+            None => self.fire_one(slot, kind).await,
+        }
+    }
+
+    /// Runs one fire of `kind` under this runner's lock and records its outcome in the status.
+    pub(super) async fn fire_one(&self, slot: Option<FireSlot>, kind: FireKind) -> RunOutcome {
+        // A manual run is an operator's explicit request: it runs even while paused.
+        if kind != FireKind::Manual
+            && self
+                .ops
+                .as_ref()
+                .is_some_and(|ops| ops.is_paused(self.job.name()))
+        {
+            tracing::debug!(job = self.job.name(), slot = ?slot.map(|s| s.instant()), "job paused cluster-wide; fire refused");
+            self.config.metrics().paused();
+            self.state.lock().last_outcome = Some(RunOutcome::Paused);
+            return RunOutcome::Paused;
+        }
+        let recorder = self
+            .ops
+            .as_ref()
+            .filter(|ops| ops.keeps_history())
+            .map(|ops| {
+                RunRecorder::new(
+                    &self.executor,
+                    ops.history_batches(),
+                    &self.history_name(),
+                    kind,
+                )
+            });
+        let span = tracing::info_span!(
+            "fire",
+            job = self.job.name(),
+            slot = slot.map(tracing::field::display),
+            instance = self.executor.instance_id(),
+            shard = self.config.shard().map(|(index, _)| index),
+            fence = tracing::field::Empty,
+        );
+        self.state.set_in_body(true);
+        {
+            let mut status = self.state.lock();
+            status.running = true;
+            status.next_fire = None;
+        }
+        let started = tokio::time::Instant::now();
+        let outcome = AssertUnwindSafe(self.execute(slot, kind, recorder.clone()))
+            .catch_unwind()
+            .instrument(span.clone())
+            .await;
+        let elapsed = started.elapsed();
+        let outcome = match outcome {
+            Ok(Ok(LockOutcome::Executed((Attempted::TimedOut, _)))) => {
+                span.in_scope(|| {
+                    tracing::error!(?elapsed, timeout = ?self.job.run_policy().timeout, "job timed out")
+                });
+                RunOutcome::TimedOut
+            }
+            Ok(Ok(LockOutcome::Executed((Attempted::Returned(Ok(())), true)))) => {
+                span.in_scope(|| {
+                    tracing::info!(
+                        ?elapsed,
+                        "job cancelled: the body returned after cancelled() resolved (shutdown or lost lock)"
+                    )
+                });
+                self.config.metrics().cancelled();
+                RunOutcome::Cancelled
+            }
+            Ok(Ok(LockOutcome::Executed((Attempted::Returned(Ok(())), false)))) => {
+                span.in_scope(|| tracing::debug!(?elapsed, "job succeeded"));
+                // Unix time by the database's clock, like every time here: a host whose clock
+                // is off would otherwise shift the alert comparing it with Prometheus' `time()`.
+                let now = self.clock.now().timestamp_micros() as f64 / 1e6;
+                self.config.metrics().succeeded_at(now);
+                RunOutcome::Succeeded
+            }
+            // An error stays a failure even when cancelled: the body said what went wrong.
+            Ok(Ok(LockOutcome::Executed((Attempted::Returned(Err(error)), _)))) => {
+                span.in_scope(|| tracing::error!(?elapsed, %error, "job failed"));
+                self.config.metrics().failure();
+                RunOutcome::Failed(error)
+            }
+            Ok(Ok(LockOutcome::Skipped)) => RunOutcome::Skipped,
+            // Logged by the executor; the next fire tries again.
+            Ok(Err(error)) => RunOutcome::LockFailed(error.to_string()),
+            Err(panic) => {
+                let message = panic_message(&*panic);
+                span.in_scope(|| tracing::error!(?elapsed, panic = %message, "job panicked"));
+                self.config.metrics().failure();
+                RunOutcome::Panicked(message)
+            }
+        };
+        if let Some(recorder) = recorder {
+            recorder.ended(&outcome, self.stop.is_cancelled()).await;
+        }
+        // Skipped or refused: no body ran to clear it.
+        self.state.set_in_body(false);
+        let mut status = self.state.lock();
+        status.running = false;
+        status.last_outcome = Some(outcome.clone());
+        status.last_duration = Some(elapsed);
+        outcome
+    }
+
+    async fn execute(
+        &self,
+        slot: Option<FireSlot>,
+        kind: FireKind,
+        recorder: Option<RunRecorder>,
+    ) -> Result<LockOutcome<(Attempted, bool)>, LockError> {
+        let executor = &self.executor;
+        // When the database reaches a scheduled fire's slot: the body starts no earlier, and
+        // its lag is measured from it. A catch-up's slot is missed by definition: its lateness
+        // is not the timer's.
+        let due = match (slot, kind) {
+            (Some(slot), FireKind::Scheduled) => Some(self.clock.instant_at(slot.instant())),
+            _ => None,
+        };
+        let values = &self.values;
+        let state = &self.state;
+        let attempts = Attempts {
+            policy: self.job.run_policy(),
+            config: &self.config,
+            executor,
+            recorder,
+        };
+        match self.job.body() {
+            Body::Registered(JobBody::Async(body)) => {
+                let fut = noting_end(state.clone(), attempts.run(|| body(values)));
+                executor
+                    .execute_fire(&self.config, slot, kind, due, fut)
+                    .await
+            }
+            Body::Async(body) => {
+                let fut = noting_end(state.clone(), attempts.run(|| body(values.clone())));
+                executor
+                    .execute_fire(&self.config, slot, kind, due, fut)
+                    .await
+            }
+            Body::Registered(JobBody::Blocking(body)) => {
+                let (body, values, ended) = (*body, values.clone(), BodyEnd(state.clone()));
+                let attempts = attempts.for_blocking();
+                executor
+                    .execute_blocking_fire(&self.config, slot, kind, due, move || {
+                        let _ended = ended;
+                        (attempts.run(|| body(&values)), cancelled_now())
+                    })
+                    .await
+            }
+            Body::Blocking(body) => {
+                let (body, values, ended) = (body.clone(), values.clone(), BodyEnd(state.clone()));
+                let attempts = attempts.for_blocking();
+                executor
+                    .execute_blocking_fire(&self.config, slot, kind, due, move || {
+                        let _ended = ended;
+                        (attempts.run(|| body(&values)), cancelled_now())
+                    })
+                    .await
+            }
+        }
+    }
+}
+
+/// Marks the end of a body when dropped: returned, panicked, or never run (skipped).
+struct BodyEnd(Arc<JobState>);
+
+impl Drop for BodyEnd {
+    fn drop(&mut self) {
+        self.0.set_in_body(false);
+    }
+}
+
+/// The body's output, and whether its `cancelled()` had resolved when it returned; marks the
+/// body's end before the lease is released.
+async fn noting_end<T>(state: Arc<JobState>, body: impl Future<Output = T>) -> (T, bool) {
+    let _ended = BodyEnd(state);
+    let out = body.await;
+    (out, cancelled_now())
+}
+
+/// Whether the running body's [`JobContext::cancelled`](lock_core::JobContext::cancelled) has
+/// resolved; read inside the body's scope, where its context is current.
+fn cancelled_now() -> bool {
+    lock_core::JobContext::current().is_some_and(|ctx| ctx.is_cancelled())
+}
+
+pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}

@@ -1,0 +1,410 @@
+//! Sharded and broadcast jobs: one slot's work spread over the live instances.
+//!
+//! Decisions, and why:
+//! - **Each shard is a lock of its own**, `<lock name>#<index>`, with its own lease, fence and
+//!   once-per-slot record (`last_fire`), and each is fired through the same per-fire path as
+//!   an unsharded job ([`JobRunner::fire_one`] with the shard's [`LockConfiguration`]): pause,
+//!   history, metrics and whatever else applies to a fire applies per shard. Exactly once per
+//!   (slot, shard) is the lock's guarantee, whoever tries; the spread below only decides who
+//!   tries first.
+//! - **Spread by rank.** An instance's rank `r` among the `n` live instances comes from the
+//!   cluster registry, read right after each heartbeat (one statement reading the instances'
+//!   own rows, only in a scheduler with such jobs; never per fire). At a slot it fires at once the shards
+//!   with `index % n == r`, and [`SHARD_TAKEOVER_DELAY`] later (at most a quarter of the gap between
+//!   slots) tries the others, which run only where their preferred instance did not: that is
+//!   how the shards of an instance that died are run from the next slot (once their leases
+//!   have ended), before the registry notices it is gone. Without a registry (a provider with
+//!   no operations tables) the rank is a stable hash of the instance id, preferring one shard.
+//!   With fewer instances than shards an instance runs several shards concurrently; with at
+//!   least as many, each runs at most one.
+//! - **Broadcast** runs rank `r` of `n` on each instance, locked as `<lock name>#<r>` with the
+//!   slot: if two instances see the same rank during a membership change, one runs it. It
+//!   needs the registry; `start` refuses a broadcast job without it. An instance that stops
+//!   gracefully leaves the registry at once (its last heartbeat says so), so the others
+//!   re-rank at their next heartbeat; a killed one counts as gone after
+//!   [`GONE_AFTER_HEARTBEATS`] intervals.
+//! - **A manual run** (`Scheduler::trigger`, a trigger request) of a sharded job runs every
+//!   shard on this instance; of a broadcast job, this instance's rank.
+//! - **History and metrics carry the shard in the name**: a shard's runs are kept under
+//!   `<job>#<index>` and its metrics under the shard's lock name (label `scheduled_job`), so
+//!   the history tables need no new column and `lockctl history 'job#2'` shows one shard.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use lock_trigger::{Distribution, Firing, MAX_SHARDS};
+
+use super::Job;
+use super::runner::JobRunner;
+use super::status::{JobState, RunOutcome};
+use lock_core::operations::{GONE_AFTER_HEARTBEATS, OperationsStore};
+use lock_core::{FireKind, FireSlot, LockConfiguration, LockError};
+
+/// How long after a slot an instance tries the shards other instances prefer (at most a
+/// quarter of the time between two slots): long enough for a live preferred instance's
+/// acquire to commit first on a loaded host, short enough that a dead instance's shard starts
+/// well within its slot.
+pub const SHARD_TAKEOVER_DELAY: Duration = Duration::from_millis(250);
+
+/// A sharded or broadcast job's locks, one per shard (or rank).
+pub(super) struct Spread {
+    distribution: Distribution,
+    /// The job's own lock, which the shards' locks derive from.
+    base: LockConfiguration,
+    /// Each shard's lock and status. Fixed shards: built at start. Broadcast: built at a
+    /// rank's first fire. A shard's own status, so that concurrent shards do not clear each
+    /// other's "in its body"; the job's status covers the whole fire (`fire_spread`).
+    shards: Vec<OnceLock<(LockConfiguration, Arc<JobState>)>>,
+    takeover: Duration,
+}
+
+/// Checks a job's distribution at start: the count, a slotted trigger, the derived names.
+pub(super) fn check_job(job: &Job, config: &LockConfiguration) -> Result<(), LockError> {
+    let distribution = job.distribution();
+    if distribution == Distribution::Single {
+        return Ok(());
+    }
+    let refuse =
+        |why: String| LockError::InvalidConfiguration(format!("job `{}`: {why}", job.name()));
+    if let Firing::AfterRun { .. } = job.trigger().spec().kind.firing() {
+        return Err(refuse(format!(
+            "a job with {distribution} needs a cron or fixed-rate trigger: each shard runs once \
+             per slot, and a fixed-delay job has no slots"
+        )));
+    }
+    distribution
+        .check(config.name())
+        .map_err(|e| refuse(e.to_string()))
+}
+
+/// Refuses to start a broadcast job without the registry (which gives the ranks).
+pub(super) fn require_registry<'a>(
+    jobs: impl IntoIterator<Item = &'a Job>,
+    has_registry: bool,
+) -> Result<(), LockError> {
+    if has_registry {
+        return Ok(());
+    }
+    let broadcast: Vec<&str> = jobs
+        .into_iter()
+        .filter(|job| job.distribution() == Distribution::Broadcast)
+        .map(Job::name)
+        .collect();
+    if broadcast.is_empty() {
+        return Ok(());
+    }
+    Err(LockError::InvalidConfiguration(format!(
+        "broadcast job(s) {} need the cluster registry (the provider's operations tables) to \
+         know the live instances, and this scheduler has none: use a provider that keeps them \
+         and call its ensure_schema(), or remove `broadcast`",
+        broadcast
+            .iter()
+            .map(|name| format!("`{name}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )))
+}
+
+/// The spread of a job about to be spawned (checked at start by [`check_job`]); asks the
+/// heartbeat to keep the view of the live instances when there is one.
+pub(super) fn spread_of(
+    job: &Job,
+    config: &LockConfiguration,
+    ops: Option<&super::cluster::Operations>,
+) -> Option<Arc<Spread>> {
+    let spread = Spread::for_job(job, config).unwrap_or_else(|error| {
+        // check_job refused this at start already.
+        tracing::error!(job = job.name(), %error, "the job's shard locks are invalid; it runs unsharded");
+        None
+    })?;
+    if let Some(ops) = ops {
+        ops.members.want();
+    }
+    Some(spread)
+}
+
+impl Spread {
+    /// The locks of `job` (None for an unsharded job); `config` is the job's own lock.
+    pub(super) fn for_job(
+        job: &Job,
+        config: &LockConfiguration,
+    ) -> Result<Option<Arc<Spread>>, LockError> {
+        let distribution = job.distribution();
+        let count = match distribution {
+            Distribution::Single => return Ok(None),
+            Distribution::Shards(n) => n,
+            Distribution::Broadcast => MAX_SHARDS,
+        };
+        let shards = (0..count).map(|_| OnceLock::new()).collect();
+        let min_gap = match job.trigger().spec().kind.firing() {
+            Firing::Slotted { min_gap } => min_gap,
+            Firing::AfterRun { delay } => delay,
+        };
+        let spread = Spread {
+            distribution,
+            base: config.clone(),
+            shards,
+            takeover: SHARD_TAKEOVER_DELAY.min(min_gap / 4),
+        };
+        if let Distribution::Shards(n) = distribution {
+            for index in 0..n {
+                spread.shard(index, job)?;
+            }
+        }
+        Ok(Some(Arc::new(spread)))
+    }
+
+    /// The lock and status of shard (or rank) `index` of `job`.
+    fn shard(
+        &self,
+        index: u32,
+        job: &Job,
+    ) -> Result<&(LockConfiguration, Arc<JobState>), LockError> {
+        let slot = &self.shards[index as usize];
+        if let Some(shard) = slot.get() {
+            return Ok(shard);
+        }
+        let base = &self.base;
+        let lock = LockConfiguration::new(
+            self.distribution.lock_name(base.name(), index),
+            base.lock_at_most_for(),
+            base.lock_at_least_for(),
+        )?
+        .with_keep_alive(base.keep_alive());
+        Ok(slot.get_or_init(|| (lock, Arc::new(JobState::new(job)))))
+    }
+}
+
+impl JobRunner {
+    /// The runner of shard `index` of `total`: this one with the shard's lock.
+    fn shard(&self, spread: &Spread, index: u32, total: u32) -> Result<JobRunner, LockError> {
+        let (lock, state) = spread.shard(index, &self.job)?;
+        Ok(JobRunner {
+            config: lock.clone().with_shard((index, total)),
+            state: state.clone(),
+            spread: None,
+            ..self.clone()
+        })
+    }
+
+    /// The name a run is kept under in the history: the job's, with `#<index>` for a shard.
+    pub(super) fn history_name(&self) -> Cow<'_, str> {
+        match self.config.shard() {
+            Some((index, _)) => Cow::Owned(format!("{}#{index}", self.job.name())),
+            None => Cow::Borrowed(self.job.name()),
+        }
+    }
+
+    /// One fire of a sharded or broadcast job: each shard through [`JobRunner::fire_one`].
+    pub(super) async fn fire_spread(
+        &self,
+        spread: &Spread,
+        slot: Option<FireSlot>,
+        kind: FireKind,
+    ) -> RunOutcome {
+        // The job's status covers the whole fire: running, and "in its body" (what shutdown
+        // waits for and names) until every shard here has ended.
+        self.state.set_in_body(true);
+        {
+            let mut status = self.state.lock();
+            status.running = true;
+            status.next_fire = None;
+        }
+        let started = tokio::time::Instant::now();
+        let instance = self.executor.instance_id();
+        let members = self.ops.as_ref().map(|ops| &ops.members);
+        let outcome = match spread.distribution {
+            Distribution::Broadcast => {
+                match members.and_then(|m| m.rank_of(instance)) {
+                    Some((rank, count)) if rank < MAX_SHARDS => {
+                        match self.shard(spread, rank, count) {
+                            Ok(runner) => runner.fire_one(slot, kind).await,
+                            Err(error) => RunOutcome::LockFailed(error.to_string()),
+                        }
+                    }
+                    // Not in the registry's view yet (before the first heartbeat), or over the
+                    // limit of ranks.
+                    _ => {
+                        tracing::debug!(
+                            job = self.job.name(),
+                            "broadcast fire skipped: this instance has no rank among the live instances yet"
+                        );
+                        RunOutcome::Skipped
+                    }
+                }
+            }
+            Distribution::Shards(total) => {
+                let (rank, count) = members
+                    .and_then(|m| m.rank_of(instance))
+                    .unwrap_or_else(|| (stable_hash(instance) % total, total));
+                let (first, later): (Vec<u32>, Vec<u32>) = match (slot, kind) {
+                    // A scheduled slot: this instance's shards first, the others as takeover.
+                    (Some(_), FireKind::Scheduled | FireKind::CatchUp) => {
+                        (0..total).partition(|index| index % count == rank)
+                    }
+                    // A manual run: every shard, here.
+                    _ => ((0..total).collect(), Vec::new()),
+                };
+                let fire = |index: u32| async move {
+                    match self.shard(spread, index, total) {
+                        Ok(runner) => runner.fire_one(slot, kind).await,
+                        Err(error) => RunOutcome::LockFailed(error.to_string()),
+                    }
+                };
+                let own = futures_util::future::join_all(first.into_iter().map(&fire));
+                let takeover = async {
+                    if later.is_empty() {
+                        return Vec::new();
+                    }
+                    tokio::select! {
+                        biased;
+                        _ = self.stop.cancelled() => return Vec::new(),
+                        _ = tokio::time::sleep(spread.takeover) => {}
+                    }
+                    futures_util::future::join_all(later.into_iter().map(&fire)).await
+                };
+                let (own, taken) = tokio::join!(own, takeover);
+                combine(own.into_iter().chain(taken))
+            }
+            Distribution::Single => self.fire_one(slot, kind).await,
+        };
+        self.state.set_in_body(false);
+        let mut status = self.state.lock();
+        status.running = false;
+        status.last_outcome = Some(outcome.clone());
+        status.last_duration = Some(started.elapsed());
+        outcome
+    }
+}
+
+/// One outcome for a fire of several shards: the first failure, else success if any shard
+/// ran here, else the first other outcome (skipped: the shards ran elsewhere).
+fn combine(outcomes: impl Iterator<Item = RunOutcome>) -> RunOutcome {
+    let mut best: Option<RunOutcome> = None;
+    for outcome in outcomes {
+        let rank = |o: &RunOutcome| match o {
+            RunOutcome::Failed(_) | RunOutcome::Panicked(_) | RunOutcome::LockFailed(_) => 3,
+            RunOutcome::Cancelled => 2,
+            RunOutcome::Succeeded => 1,
+            _ => 0,
+        };
+        if best.as_ref().is_none_or(|b| rank(&outcome) > rank(b)) {
+            best = Some(outcome);
+        }
+    }
+    best.unwrap_or(RunOutcome::Skipped)
+}
+
+/// FNV-1a: the same on every instance and every build, unlike `std`'s hasher.
+fn stable_hash(text: &str) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in text.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash
+}
+
+/// The live instances, as of the last heartbeat: what ranks are taken from.
+#[derive(Default)]
+pub(super) struct Members {
+    /// A sharded or broadcast job runs here: the heartbeat reads the registry.
+    wanted: AtomicBool,
+    /// The live instances' ids, sorted.
+    live: RwLock<Arc<[String]>>,
+}
+
+impl Members {
+    /// Asks the heartbeat to keep the view (a sharded or broadcast job was added).
+    pub(super) fn want(&self) {
+        self.wanted.store(true, Ordering::Relaxed);
+    }
+
+    pub(super) fn wanted(&self) -> bool {
+        self.wanted.load(Ordering::Relaxed)
+    }
+
+    /// `instance`'s position among the live instances and their number.
+    fn rank_of(&self, instance: &str) -> Option<(u32, u32)> {
+        let live = self.live.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let rank = live.binary_search_by(|id| id.as_str().cmp(instance)).ok()?;
+        Some((u32::try_from(rank).ok()?, u32::try_from(live.len()).ok()?))
+    }
+
+    /// Reads the registry (right after this instance's heartbeat) and keeps the instances
+    /// alive at `now` (database time). A failed read keeps the previous view.
+    pub(super) async fn refresh(
+        &self,
+        store: &dyn OperationsStore,
+        now: DateTime<Utc>,
+        timeout: Duration,
+    ) {
+        let rows = match tokio::time::timeout(timeout, store.instances()).await {
+            Ok(Ok(rows)) => rows,
+            Ok(Err(error)) => {
+                tracing::debug!(
+                    error = &error as &dyn std::error::Error,
+                    "reading the live instances failed; the shards keep the last view"
+                );
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(
+                    "reading the live instances timed out; the shards keep the last view"
+                );
+                return;
+            }
+        };
+        let mut live: Vec<String> = rows
+            .into_iter()
+            .filter(|row| row.job.is_none())
+            .filter(|row| {
+                let window = TimeDelta::milliseconds(
+                    row.instance.heartbeat_ms.max(1) * GONE_AFTER_HEARTBEATS,
+                );
+                now - row.heartbeat_at <= window
+            })
+            .map(|row| row.instance.instance_id)
+            .collect();
+        live.sort();
+        live.dedup();
+        *self.live.write().unwrap_or_else(|p| p.into_inner()) = live.into();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_combine_to_the_worst_that_ran() {
+        let all = |o: Vec<RunOutcome>| combine(o.into_iter());
+        assert_eq!(all(vec![]), RunOutcome::Skipped);
+        assert_eq!(
+            all(vec![RunOutcome::Skipped, RunOutcome::Succeeded]),
+            RunOutcome::Succeeded
+        );
+        assert_eq!(
+            all(vec![
+                RunOutcome::Succeeded,
+                RunOutcome::Failed("x".into()),
+                RunOutcome::Skipped
+            ]),
+            RunOutcome::Failed("x".into())
+        );
+        assert_eq!(stable_hash("a"), stable_hash("a"));
+        assert_ne!(stable_hash("a"), stable_hash("b"));
+    }
+
+    #[test]
+    fn ranks_are_positions_among_the_sorted_live_ids() {
+        let members = Members::default();
+        *members.live.write().unwrap() = vec!["a".to_owned(), "c".to_owned()].into();
+        assert_eq!(members.rank_of("a"), Some((0, 2)));
+        assert_eq!(members.rank_of("c"), Some((1, 2)));
+        assert_eq!(members.rank_of("b"), None);
+    }
+}

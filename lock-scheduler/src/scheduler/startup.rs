@@ -1,0 +1,141 @@
+//! What `start()` checks before any job fires: unique job names, one job per lock name, each
+//! job's lock configuration, and every job's parameters against the registered state; and
+//! what it warns about: no jobs, leases many periods long.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use chrono::Utc;
+use lock_trigger::Firing;
+
+use super::Job;
+use crate::StateMap;
+use lock_core::{LockConfiguration, LockError, LockingTaskExecutor};
+
+/// The jobs with their lock configurations, or every problem of the first kind found.
+pub(super) fn prepare(
+    jobs: Vec<Job>,
+    executor: &LockingTaskExecutor,
+    state: &StateMap,
+) -> Result<Vec<(Job, LockConfiguration)>, LockError> {
+    let mut prepared = Vec::with_capacity(jobs.len());
+    // Maps, not scans of `prepared`: start-up stays linear with 10,000 jobs.
+    let mut names = std::collections::HashSet::with_capacity(jobs.len());
+    let mut lock_holders: HashMap<String, String> = HashMap::with_capacity(jobs.len());
+    let mut missing = Vec::new();
+    for job in jobs {
+        if !names.insert(job.name().to_owned()) {
+            return Err(LockError::InvalidConfiguration(format!(
+                "two jobs are named `{}`",
+                job.name()
+            )));
+        }
+        // An initial delay set by `with_initial_delay` is first checked here.
+        job.trigger()
+            .check_limits()
+            .map_err(|e| LockError::InvalidConfiguration(format!("job `{}`: {e}", job.name())))?;
+        let config = job.lock_configuration(executor)?;
+        job.run_policy()
+            .check(&config)
+            .map_err(|e| LockError::InvalidConfiguration(format!("job `{}`: {e}", job.name())))?;
+        super::shards::check_job(&job, &config)?;
+        // Two jobs under one lock share its `last_fire`: each would refuse the other's slots
+        // as already run.
+        if let Some(other) = lock_holders.insert(config.name().to_owned(), job.name().to_owned()) {
+            return Err(LockError::InvalidConfiguration(format!(
+                "jobs `{other}` and `{}` are both locked under `{}`: they would share the lock's \
+                 last fire, so one job's fires would be refused as already run whenever the \
+                 other ran a later slot; give one of them another lock name",
+                job.name(),
+                config.name()
+            )));
+        }
+        missing.extend(
+            job.missing_state(state)
+                .into_iter()
+                .map(|need| format!("job {} needs {need}", job.name())),
+        );
+        prepared.push((job, config));
+    }
+    if !missing.is_empty() {
+        return Err(LockError::InvalidConfiguration(missing.join("; ")));
+    }
+    Ok(prepared)
+}
+
+/// The warning for a scheduler started without jobs: why it happens, and the fix.
+pub(super) fn warn_no_jobs(from_registry: bool) {
+    if from_registry {
+        tracing::warn!(
+            "scheduler started with no jobs: no #[scheduled] function is linked into this binary. \
+             Jobs defined in a library crate are registered only when the binary links that \
+             crate, and a crate the binary never names is not linked. Name it once in the \
+             binary, e.g. `use my_jobs as _;` in main.rs (with your crate's name), or pass the \
+             jobs with .jobs(..)"
+        );
+    } else {
+        tracing::warn!("scheduler started with no jobs: .jobs(..) was given an empty list");
+    }
+}
+
+/// A `lock_at_most_for` longer than this many periods of its job is warned about at start.
+///
+/// The lease is how long a dead holder blocks its job cluster-wide: 10 periods means up to ten
+/// fires missed after a crash, more than any job that fits in its period needs (a job that
+/// overruns its period skips slots anyway). 10 leaves the common "every minute, at most 10
+/// minutes" quiet and catches the 30-minute default on a job every few seconds.
+pub(super) const LONG_LEASE_PERIODS: u32 = 10;
+
+/// Warns about each job whose `lock_at_most_for` is over [`LONG_LEASE_PERIODS`] periods long:
+/// if its holder dies, no instance runs it until the lease ends. The recommended pattern for a
+/// job of unknown length is keep-alive with a short lease.
+pub(super) fn warn_long_leases(prepared: &[(Job, LockConfiguration)]) {
+    for (job, config) in prepared {
+        let at_most = config.lock_at_most_for();
+        let Some(period) = period_too_short_for(job, at_most) else {
+            continue;
+        };
+        tracing::warn!(
+            job = job.name(),
+            lock = config.name(),
+            lock_at_most_for = ?at_most,
+            period = ?period,
+            periods = at_most.as_secs_f64() / period.as_secs_f64(),
+            "lock_at_most_for is more than {LONG_LEASE_PERIODS} periods of the job: if the \
+             instance running it dies, no instance runs the job until the lease ends. Set \
+             lock_at_most_for a little above the job's longest run, or for a job of unknown \
+             length use keep_alive = true with a short lock_at_most_for (the lease is then \
+             extended while the body runs and ends soon after a crash)"
+        );
+    }
+}
+
+/// The job's period if `at_most` is more than [`LONG_LEASE_PERIODS`] of it: an after-run
+/// delay, or the first of a slotted trigger's next gaps that is short enough (its slots need
+/// not be evenly spaced: weekdays only, DST).
+fn period_too_short_for(job: &Job, at_most: Duration) -> Option<Duration> {
+    let too_long = |period: Duration| {
+        period
+            .checked_mul(LONG_LEASE_PERIODS)
+            .is_some_and(|limit| at_most > limit)
+    };
+    match job.trigger().spec().kind.firing() {
+        Firing::AfterRun { delay } => too_long(delay).then_some(delay),
+        // No gap is shorter than min_gap: skipping the slot arithmetic keeps a start with
+        // 10,000 cron jobs fast.
+        Firing::Slotted { min_gap } if !too_long(min_gap) => None,
+        Firing::Slotted { .. } => {
+            // Four gaps: enough to meet a short one in a weekday or weekend pattern.
+            let mut at = job.trigger().next_slot(Utc::now())?.instant();
+            for _ in 0..4 {
+                let next = job.trigger().next_slot(at)?.instant();
+                let gap = (next - at).to_std().ok()?;
+                if !gap.is_zero() && too_long(gap) {
+                    return Some(gap);
+                }
+                at = next;
+            }
+            None
+        }
+    }
+}
