@@ -1,4 +1,4 @@
-//! The one error type of the crate.
+//! What went wrong with a lock: [`LockError`].
 
 use std::error::Error as StdError;
 use std::time::Duration;

@@ -9,6 +9,7 @@ mod error;
 mod executor;
 mod extract;
 mod instance;
+mod job_error;
 pub mod kit;
 mod memory;
 pub mod metrics;
@@ -39,6 +40,7 @@ pub use executor::{
 };
 pub use extract::{BlockingJobHandler, ExtractError, FromJob, JobHandler, State, StateMap};
 pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};
+pub use job_error::JobError;
 pub use kit::{ColumnNames, DEFAULT_TABLE, validate_identifier, validate_table_name};
 pub use lock_macros::{scheduled, scheduler_lock};
 pub use lock_trigger::MisfirePolicy;

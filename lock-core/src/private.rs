@@ -3,7 +3,7 @@
 //! The macros emit paths into this module only (`::lock_core::__private::...`), so users depend
 //! on `lock-core` alone.
 
-use std::fmt::Debug;
+use std::fmt::Display;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
@@ -17,14 +17,15 @@ use crate::executor::default_executor_shared;
 pub use crate::extract::fire_context;
 use crate::extract::{ExtractError, FromJob, StateMap};
 use crate::{
-    JobContext, LockConfiguration, LockDefaults, LockError, LockOutcome, LockingTaskExecutor,
+    JobContext, JobError, LockConfiguration, LockDefaults, LockError, LockOutcome,
+    LockingTaskExecutor,
 };
 
 /// A boxed job future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-/// A job run's result as the scheduler reports it: the body's error, rendered with `{:?}`.
-pub type JobResult = Result<(), String>;
+/// A job run's result as the scheduler reports it: the body's error by its message chain.
+pub type JobResult = Result<(), JobError>;
 
 /// One locked function's lock, as a `static` in the expansion: its [`LockSpec`] (the
 /// `#[scheduler_lock]` arguments, or the defaults for a `#[scheduled]` function without one)
@@ -111,8 +112,8 @@ inventory::collect!(ScheduledJob);
 /// The return types a locked function may have: `()` and `Result<(), E>`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned by a locked function",
-    label = "a locked function returns `()` or `Result<(), E>` with `E: Debug`",
-    note = "a skipped call returns `()` or `Ok(())`, and an `Err` is logged with `{{:?}}`, so the error type must implement `Debug`"
+    label = "a locked function returns `()` or `Result<(), E>` with `E: Display`",
+    note = "a skipped call returns `()` or `Ok(())`, and an `Err` is logged and kept in the run history by its message chain (`{{:#}}`), so the error type must implement `Display`"
 )]
 pub trait JobReturn: Sized {
     /// What a call returns when the lock was not taken: `()` or `Ok(())`.
@@ -128,12 +129,12 @@ impl JobReturn for () {
     }
 }
 
-impl<E: Debug> JobReturn for Result<(), E> {
+impl<E: Display> JobReturn for Result<(), E> {
     fn skipped() -> Self {
         Ok(())
     }
     fn into_job_result(self) -> JobResult {
-        self.map_err(|e| format!("{e:?}"))
+        self.map_err(|e| JobError::from_display(&e))
     }
 }
 
@@ -161,8 +162,8 @@ impl<T> Extractor<T> {
     }
 
     /// The value for this fire (`ctx` from [`fire_context`]).
-    pub fn extract(&self, ctx: &JobContext, state: &StateMap) -> Result<T, String> {
-        (self.extract)(ctx, state).map_err(|e| e.to_string())
+    pub fn extract(&self, ctx: &JobContext, state: &StateMap) -> Result<T, JobError> {
+        (self.extract)(ctx, state).map_err(|e| JobError::new(e.to_string()))
     }
 }
 
@@ -181,6 +182,15 @@ impl<T> Extractor<T> {
 /// enum MigrateError {
 ///     Lock(LockError),
 ///     Sql(String),
+/// }
+///
+/// impl std::fmt::Display for MigrateError {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         match self {
+///             MigrateError::Lock(error) => write!(f, "{error}"),
+///             MigrateError::Sql(message) => write!(f, "migration failed: {message}"),
+///         }
+///     }
 /// }
 ///
 /// impl From<LockError> for MigrateError {
@@ -202,7 +212,7 @@ impl<T> Extractor<T> {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned by a locked function",
-    label = "a locked function returns `()` or `Result<(), E>` with `E: Debug + From<lock_core::LockError>`",
+    label = "a locked function returns `()` or `Result<(), E>` with `E: Display + From<lock_core::LockError>`",
     note = "a direct call returns `Err(E::from(error))` when the lock could not be asked for (the provider failed), so that a failure never looks like success"
 )]
 pub trait LockedReturn: JobReturn {
@@ -215,7 +225,7 @@ impl LockedReturn for () {
     fn lock_failed(_: LockError) -> Self {}
 }
 
-impl<E: Debug + From<LockError>> LockedReturn for Result<(), E> {
+impl<E: Display + From<LockError>> LockedReturn for Result<(), E> {
     fn lock_failed(error: LockError) -> Self {
         Err(E::from(error))
     }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use lock_core::{
-    InMemoryLockProvider, Job, JobContext, LockConfiguration, LockProvider, RunOutcome, Scheduler,
-    Trigger,
+    InMemoryLockProvider, Job, JobContext, JobError, LockConfiguration, LockProvider, RunOutcome,
+    Scheduler, Trigger,
 };
 
 #[derive(Debug, Clone)]
@@ -132,7 +132,7 @@ async fn panics_and_errors_do_not_stop_the_scheduler() {
     let fails = status.iter().find(|j| j.name == "fails").unwrap();
     assert_eq!(
         fails.last_outcome,
-        Some(RunOutcome::Failed("\"database down\"".into()))
+        Some(RunOutcome::Failed(JobError::new("database down")))
     );
     let panicked = status.iter().find(|j| j.name == "panics").unwrap();
     assert_eq!(

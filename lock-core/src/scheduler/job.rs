@@ -7,8 +7,8 @@ use std::time::Duration;
 use super::attempts::RunPolicy;
 use crate::__private::{self, BoxFuture, JobBody, JobResult, LockSpec, ScheduledJob};
 use crate::{
-    BlockingJobHandler, Distribution, ExtractError, JobContext, JobHandler, LockConfiguration,
-    LockError, LockingTaskExecutor, StateMap, Trigger,
+    BlockingJobHandler, Distribution, ExtractError, JobContext, JobError, JobHandler,
+    LockConfiguration, LockError, LockingTaskExecutor, StateMap, Trigger,
 };
 
 /// One job the [`Scheduler`](crate::Scheduler) runs: a name, a [`Trigger`], how it is locked
@@ -352,7 +352,9 @@ async fn run_blocking(
         Ok(result) => result,
         Err(error) => match error.try_into_panic() {
             Ok(panic) => std::panic::resume_unwind(panic),
-            Err(error) => Err(format!("the blocking body did not complete: {error}")),
+            Err(error) => Err(JobError::new(format!(
+                "the blocking body did not complete: {error}"
+            ))),
         },
     }
 }
