@@ -1,4 +1,4 @@
-//! The one error type of the crate.
+//! What went wrong with a lock: [`LockError`].
 
 use std::error::Error as StdError;
 use std::time::Duration;
@@ -120,8 +120,8 @@ pub enum LockError {
     /// [`install_default_executor`](crate::install_default_executor) call). The body did not run.
     #[error(
         "lock {name:?}: no lock provider is installed, so the body was not run; start a \
-         `lock_core::Scheduler` (`Scheduler::builder().lock_provider(p).start().await`) or call \
-         `lock_core::install_default_executor(LockingTaskExecutor::new(p))` first"
+         `Scheduler` (`Scheduler::builder().lock_provider(p).start().await`) or call \
+         `install_default_executor(LockingTaskExecutor::new(p))` first"
     )]
     NoProvider {
         /// The lock that could not be taken.

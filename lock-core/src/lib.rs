@@ -9,6 +9,7 @@ pub mod encoding;
 mod error;
 mod executor;
 mod instance;
+mod job_error;
 mod memory;
 pub mod metrics;
 pub mod operations;
@@ -33,6 +34,7 @@ pub use executor::{
     with_default_executor,
 };
 pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};
+pub use job_error::JobError;
 pub use lock_macros::scheduler_lock;
 pub use memory::InMemoryLockProvider;
 pub use provider::{

@@ -4,7 +4,7 @@
 //! `#[scheduled]` registers to this one), re-exported by `scheduled_locks`, or this one in a
 //! crate that depends on `lock-core` alone and locks calls without a scheduler.
 
-use std::fmt::Debug;
+use std::fmt::Display;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::OnceLock;
@@ -13,13 +13,15 @@ use std::sync::OnceLock;
 pub use lock_trigger;
 
 use crate::executor::default_executor_shared;
-use crate::{LockConfiguration, LockDefaults, LockError, LockOutcome, LockingTaskExecutor};
+use crate::{
+    JobError, LockConfiguration, LockDefaults, LockError, LockOutcome, LockingTaskExecutor,
+};
 
 /// A boxed job future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-/// A job run's result as the scheduler reports it: the body's error, rendered with `{:?}`.
-pub type JobResult = Result<(), String>;
+/// A job run's result as the scheduler reports it: the body's error by its message chain.
+pub type JobResult = Result<(), JobError>;
 
 /// One locked function's lock, as a `static` in the expansion: its [`LockSpec`] (the
 /// `#[scheduler_lock]` arguments, or the defaults for a `#[scheduled]` function without one)
@@ -76,8 +78,8 @@ impl LockSpec {
 /// The return types a locked function may have: `()` and `Result<(), E>`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned by a locked function",
-    label = "a locked function returns `()` or `Result<(), E>` with `E: Debug`",
-    note = "a skipped call returns `()` or `Ok(())`, and an `Err` is logged with `{{:?}}`, so the error type must implement `Debug`"
+    label = "a locked function returns `()` or `Result<(), E>` with `E: Display`",
+    note = "a skipped call returns `()` or `Ok(())`, and an `Err` is logged and kept in the run history by its message chain (`{{:#}}`), so the error type must implement `Display`"
 )]
 pub trait JobReturn: Sized {
     /// What a call returns when the lock was not taken: `()` or `Ok(())`.
@@ -93,12 +95,12 @@ impl JobReturn for () {
     }
 }
 
-impl<E: Debug> JobReturn for Result<(), E> {
+impl<E: Display> JobReturn for Result<(), E> {
     fn skipped() -> Self {
         Ok(())
     }
     fn into_job_result(self) -> JobResult {
-        self.map_err(|e| format!("{e:?}"))
+        self.map_err(|e| JobError::from_display(&e))
     }
 }
 
@@ -117,6 +119,15 @@ impl<E: Debug> JobReturn for Result<(), E> {
 /// enum MigrateError {
 ///     Lock(LockError),
 ///     Sql(String),
+/// }
+///
+/// impl std::fmt::Display for MigrateError {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         match self {
+///             MigrateError::Lock(error) => write!(f, "{error}"),
+///             MigrateError::Sql(message) => write!(f, "migration failed: {message}"),
+///         }
+///     }
 /// }
 ///
 /// impl From<LockError> for MigrateError {
@@ -138,7 +149,7 @@ impl<E: Debug> JobReturn for Result<(), E> {
 /// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be returned by a locked function",
-    label = "a locked function returns `()` or `Result<(), E>` with `E: Debug + From<lock_core::LockError>`",
+    label = "a locked function returns `()` or `Result<(), E>` with `E: Display + From<lock_core::LockError>`",
     note = "a direct call returns `Err(E::from(error))` when the lock could not be asked for (the provider failed), so that a failure never looks like success"
 )]
 pub trait LockedReturn: JobReturn {
@@ -151,7 +162,7 @@ impl LockedReturn for () {
     fn lock_failed(_: LockError) -> Self {}
 }
 
-impl<E: Debug + From<LockError>> LockedReturn for Result<(), E> {
+impl<E: Display + From<LockError>> LockedReturn for Result<(), E> {
     fn lock_failed(error: LockError) -> Self {
         Err(E::from(error))
     }

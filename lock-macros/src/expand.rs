@@ -377,7 +377,7 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
     let inputs = &func.sig.inputs;
     let block = &func.block;
     // Errors about the body future (not `Send`) point at the function's name, errors about
-    // the return type (an error type without `Debug`) at the return type.
+    // the return type (an error type without `Display`) at the return type.
     let span = func.sig.ident.span();
     let ret_span = ret_span(func);
     // The paths of spanned tokens carry the same span, so a diagnostic points where it did.

@@ -58,8 +58,9 @@ use keys::Macro;
 /// # The function
 ///
 /// `async fn` or `fn` (run on tokio's blocking pool), without generics or `self`, returning `()`
-/// or `Result<(), E>` with `E: Debug + From<LockError>` (an `Err` is logged as the run's
-/// failure; a direct call whose lock could not be asked for returns `Err(E::from(error))`).
+/// or `Result<(), E>` with `E: Display + From<LockError>` (an `Err` is logged and kept in the
+/// run history by its message chain, `{:#}`: an `anyhow::Error`'s contexts and cause, no
+/// backtrace; a direct call whose lock could not be asked for returns `Err(E::from(error))`).
 /// Its parameters are extractors, filled at each fire: `lock_scheduler::State<T>` for a value
 /// registered with `Scheduler::builder().state(value)`, `lock_core::JobContext`, or any type
 /// implementing `lock_scheduler::FromJob`; `Scheduler::start()` checks what each job needs before
@@ -135,7 +136,7 @@ pub fn scheduled(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// The function may be `async fn` or `fn` (which blocks the calling thread while the lock is
 /// taken: call it from a multi-thread runtime or `spawn_blocking`), may take parameters and be
-/// generic, and must return `()` or `Result<(), E>` with `E: Debug + From<LockError>`: a call
+/// generic, and must return `()` or `Result<(), E>` with `E: Display + From<LockError>`: a call
 /// whose lock could not be asked for (the provider failed) returns `Err(E::from(error))`, never
 /// an `Ok(())` that would look like a run. Methods taking `self` are rejected: the lock is named
 /// per function, so all values would share it.

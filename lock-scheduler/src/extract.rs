@@ -9,7 +9,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
 use crate::__private::{BoxFuture, JobResult, JobReturn};
-use lock_core::JobContext;
+use lock_core::{JobContext, JobError};
 
 /// A value registered with [`SchedulerBuilder::state`](crate::SchedulerBuilder::state), handed
 /// to a job as a parameter (a clone per fire), as axum's `State`.
@@ -297,15 +297,16 @@ pub trait BlockingJobHandler<Args>: Send + Sync + 'static {
 
 /// The context of the fire this code runs in, for extractors (set by the executor around
 /// every locked body).
-pub fn fire_context() -> Result<JobContext, String> {
-    JobContext::current()
-        .ok_or_else(|| "job parameters are extracted inside the lock, but no lock is held".into())
+pub fn fire_context() -> Result<JobContext, JobError> {
+    JobContext::current().ok_or_else(|| {
+        JobError::new("job parameters are extracted inside the lock, but no lock is held")
+    })
 }
 
 /// A tuple of extractors: a handler's parameters, checked and extracted together.
 trait Extractors: Sized {
     fn check(state: &StateMap) -> Vec<ExtractError>;
-    fn extract(state: &StateMap) -> Result<Self, String>;
+    fn extract(state: &StateMap) -> Result<Self, JobError>;
 }
 
 macro_rules! handlers {
@@ -320,9 +321,10 @@ macro_rules! handlers {
 
             /// The fire's context is read once, and only when there are parameters.
             #[allow(non_snake_case)]
-            fn extract(_state: &StateMap) -> Result<Self, String> {
+            fn extract(_state: &StateMap) -> Result<Self, JobError> {
                 handlers!(@context _ctx $($arg)*);
-                Ok(($(<$arg as FromJob>::from_job(&_ctx, _state).map_err(|e| e.to_string())?,)*))
+                Ok(($(<$arg as FromJob>::from_job(&_ctx, _state)
+                    .map_err(|e| JobError::new(e.to_string()))?,)*))
             }
         }
 

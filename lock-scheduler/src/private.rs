@@ -15,7 +15,7 @@ pub use lock_trigger::{CronSpec, Distribution, TriggerKind, TriggerSpec};
 pub use crate::extract::StateMap;
 pub use crate::extract::fire_context;
 use crate::extract::{ExtractError, FromJob};
-use lock_core::JobContext;
+use lock_core::{JobContext, JobError};
 
 /// How the scheduler calls the function's body (without the function's own lock wrapper: the
 /// scheduler takes the lock itself, with the fire's slot). The body extracts its parameters
@@ -71,7 +71,7 @@ impl<T> Extractor<T> {
     }
 
     /// The value for this fire (`ctx` from [`fire_context`]).
-    pub fn extract(&self, ctx: &JobContext, state: &StateMap) -> Result<T, String> {
-        (self.extract)(ctx, state).map_err(|e| e.to_string())
+    pub fn extract(&self, ctx: &JobContext, state: &StateMap) -> Result<T, JobError> {
+        (self.extract)(ctx, state).map_err(|e| JobError::new(e.to_string()))
     }
 }

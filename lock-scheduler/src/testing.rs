@@ -32,10 +32,10 @@
 //!     .await?;
 //! assert_eq!(*ledger.0.lock().unwrap(), ["2026-03-01 closed with fence 42"]);
 //!
-//! // A manual fire has no slot: this body refuses it.
+//! // A manual fire has no slot: this body refuses it, and its error is its message.
 //! let manual = TestFire::new().manual().state(ledger).run_job(&job).await;
-//! assert_eq!(manual, Err("\"not a scheduled fire\"".to_owned()));
-//! # Ok::<(), String>(()) }).unwrap();
+//! assert_eq!(manual.unwrap_err().message(), "not a scheduled fire");
+//! # Ok::<(), lock_core::JobError>(()) }).unwrap();
 //! ```
 //!
 //! Code that reads [`JobContext::current`] deep down is tested with [`TestFire::run`], and
@@ -48,7 +48,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
-use lock_core::{FireKind, FireSlot, JobContext, Lease, LockRequest};
+use lock_core::{FireKind, FireSlot, JobContext, JobError, Lease, LockRequest};
 
 use crate::{Job, StateMap};
 
@@ -192,16 +192,19 @@ impl TestFire {
         self.context().scope(future).await
     }
 
-    /// Runs `job`'s body once with this fire's context and state, with no lock taken: `Ok(())`
-    /// when it returned `()` or `Ok(())`, its error rendered with `{:?}` otherwise (as the
-    /// scheduler logs it). A panic of the body continues in the caller. Fails without running
-    /// the body when its parameters need state this fire lacks, with `start()`'s message.
-    pub async fn run_job(self, job: &Job) -> Result<(), String> {
+    /// Runs `job`'s body once with this fire's context and state, with no lock taken.
+    ///
+    /// `Ok(())` when it returned `()` or `Ok(())`; otherwise its error by its message chain,
+    /// as the scheduler logs it and the run history keeps it (an `anyhow` error's contexts
+    /// and cause, `"outer: inner: root"`, with no backtrace). A panic of the body continues
+    /// in the caller. Fails without running the body when its parameters need state this
+    /// fire lacks, with `start()`'s message.
+    pub async fn run_job(self, job: &Job) -> Result<(), JobError> {
         if !self.state_twice.is_empty() {
-            return Err(format!(
+            return Err(JobError::new(format!(
                 "registered twice with .state(..): {}",
                 self.state_twice.join(", ")
-            ));
+            )));
         }
         let missing: Vec<String> = job
             .missing_state(&self.state)
@@ -209,7 +212,7 @@ impl TestFire {
             .map(|need| format!("job {} needs {need}", job.name()))
             .collect();
         if !missing.is_empty() {
-            return Err(missing.join("; "));
+            return Err(JobError::new(missing.join("; ")));
         }
         let ctx = self.context_for(job.lock_name());
         job.run_body(ctx, Arc::new(self.state)).await

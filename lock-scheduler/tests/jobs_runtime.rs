@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lock_core::{
-    FireKind, InMemoryLockProvider, JobContext, LockConfiguration, LockProvider,
+    FireKind, InMemoryLockProvider, JobContext, JobError, LockConfiguration, LockProvider,
     LockingTaskExecutor, scheduler_lock, with_default_executor,
 };
 use lock_scheduler::testing::TestFire;
@@ -357,13 +357,16 @@ async fn a_job_body_runs_with_a_test_context_and_no_database() {
         .state(seen.clone())
         .run_job(&job)
         .await;
-    assert_eq!(result, Err("\"boom\"".to_owned()));
+    assert_eq!(result, Err(JobError::new("boom")));
     assert_eq!(
         *seen.0.lock().unwrap(),
         Some((77, "sweep".to_owned(), FireKind::Manual))
     );
     let error = TestFire::new().run_job(&job).await.unwrap_err();
-    assert!(error.contains("job sweep needs State<Seen>"), "{error}");
+    assert!(
+        error.message().contains("job sweep needs State<Seen>"),
+        "{error}"
+    );
 }
 
 #[scheduler_lock(name = "jobs_runtime_rebuild", lock_at_least_for = "1h")]
@@ -414,6 +417,7 @@ async fn a_blocking_job_body_sees_its_test_context_on_the_blocking_pool() {
         .run_job(&job)
         .await;
     assert_eq!(result, Ok(()));
-    let result = TestFire::new().fence(6).run_job(&job).await.unwrap_err();
-    assert!(result.contains("6") && result.contains("None"), "{result}");
+    let error = TestFire::new().fence(6).run_job(&job).await.unwrap_err();
+    let message = error.message();
+    assert!(message.contains("6") && message.contains("None"), "{error}");
 }

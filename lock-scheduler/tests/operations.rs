@@ -82,7 +82,7 @@ async fn history_records_every_run_with_its_fence_kind_and_outcome() {
     }
     let fails = store.history("fails", 1).await.unwrap();
     assert_eq!(fails[0].outcome, RunState::Failed);
-    assert_eq!(fails[0].error.as_deref(), Some("\"disk full\""));
+    assert_eq!(fails[0].error.as_deref(), Some("disk full"));
     let panics = store.history("panics", 1).await.unwrap();
     assert_eq!(panics[0].outcome, RunState::Panicked);
     assert_eq!(panics[0].error.as_deref(), Some("boom"));

@@ -58,7 +58,7 @@ async fn each_attempt_is_a_history_row_of_one_slot_and_one_lease() {
     );
     assert!(runs.iter().all(|r| r.fence == runs[0].fence), "one lease");
     assert!(runs.iter().all(|r| r.fire_kind == FireKind::Manual));
-    assert_eq!(runs[2].error.as_deref(), Some("\"first\""));
+    assert_eq!(runs[2].error.as_deref(), Some("first"));
     assert_eq!(
         scheduler.jobs()[0].last_outcome,
         Some(RunOutcome::Succeeded)

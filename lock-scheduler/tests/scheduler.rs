@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use lock_core::{InMemoryLockProvider, JobContext, LockConfiguration, LockProvider};
+use lock_core::{InMemoryLockProvider, JobContext, JobError, LockConfiguration, LockProvider};
 use lock_scheduler::{Job, RunOutcome, Scheduler, Trigger};
 
 #[derive(Debug, Clone)]
@@ -130,7 +130,7 @@ async fn panics_and_errors_do_not_stop_the_scheduler() {
     let fails = status.iter().find(|j| j.name == "fails").unwrap();
     assert_eq!(
         fails.last_outcome,
-        Some(RunOutcome::Failed("\"database down\"".into()))
+        Some(RunOutcome::Failed(JobError::new("database down")))
     );
     let panicked = status.iter().find(|j| j.name == "panics").unwrap();
     assert_eq!(

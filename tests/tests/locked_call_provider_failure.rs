@@ -56,6 +56,14 @@ enum MigrateError {
     Lock(LockError),
 }
 
+impl std::fmt::Display for MigrateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MigrateError::Lock(error) => write!(f, "migrate: {error}"),
+        }
+    }
+}
+
 impl From<LockError> for MigrateError {
     fn from(error: LockError) -> Self {
         MigrateError::Lock(error)

@@ -10,7 +10,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use lock_core::{
-    AcquireOutcome, FireSlot, InMemoryLockProvider, JobContext, LockRequest, LockingTaskExecutor,
+    AcquireOutcome, FireSlot, InMemoryLockProvider, JobContext, JobError, LockRequest,
+    LockingTaskExecutor,
 };
 use lock_scheduler::__private::{
     CronSpec, JobBody, ScheduledJob, TriggerKind, TriggerSpec, inventory,
@@ -357,7 +358,7 @@ async fn the_registered_body_runs_under_the_schedulers_lock_with_the_slot() {
         .unwrap();
     assert!(!again.is_executed());
 
-    // The synchronous job's body reports its error to the scheduler as text.
+    // The synchronous job's body reports its error to the scheduler by its message.
     let cleanup = registered("rt-cleanup");
     let config = cleanup.lock.configuration(&executor).unwrap();
     let JobBody::Blocking(body) = cleanup.body else {
@@ -367,7 +368,7 @@ async fn the_registered_body_runs_under_the_schedulers_lock_with_the_slot() {
         .execute_blocking_in_slot(&config, None, move || body(&state))
         .await
         .unwrap();
-    assert_eq!(outcome.executed(), Some(Err("\"disk full\"".to_owned())));
+    assert_eq!(outcome.executed(), Some(Err(JobError::new("disk full"))));
     assert_eq!(CLEANUP.take(), [("rt-cleanup".to_owned(), 1, None)]);
 
     // A direct call of a scheduled function takes the same lock: `lock_at_least_for = "10s"`

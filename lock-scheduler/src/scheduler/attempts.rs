@@ -32,7 +32,7 @@ use rand::Rng;
 use super::history::RunRecorder;
 use super::status::RunOutcome;
 use crate::__private::JobResult;
-use lock_core::{JobContext, LockConfiguration, LockingTaskExecutor};
+use lock_core::{JobContext, JobError, LockConfiguration, LockingTaskExecutor};
 
 /// How a job's runs are tried: retries after a failure, and a timeout per attempt.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -208,21 +208,35 @@ impl Attempts<'_> {
                 Failure::Panic(panic) => std::panic::resume_unwind(panic),
             };
         }
-        let outcome = match &failure {
-            Failure::Error(error) => RunOutcome::Failed(error.clone()),
-            Failure::Panic(panic) => RunOutcome::Panicked(super::runner::panic_message(&**panic)),
-        };
         let pause = lock_trigger::jittered(
             lock_trigger::retry_delay(self.policy.backoff, attempt),
             rand::rng().random::<f64>(),
         );
-        tracing::warn!(
-            attempt,
-            retries = self.policy.retries,
-            ?pause,
-            outcome = ?outcome,
-            "attempt failed; retrying under the same lease after the pause"
-        );
+        let retries = self.policy.retries;
+        // The error by its message chain, as the run's own "job failed" line shows it.
+        let outcome = match &failure {
+            Failure::Error(error) => {
+                tracing::warn!(
+                    attempt,
+                    retries,
+                    ?pause,
+                    %error,
+                    "attempt failed; retrying under the same lease after the pause"
+                );
+                RunOutcome::Failed(error.clone())
+            }
+            Failure::Panic(panic) => {
+                let message = super::runner::panic_message(&**panic);
+                tracing::warn!(
+                    attempt,
+                    retries,
+                    ?pause,
+                    panic = %message,
+                    "attempt failed; retrying under the same lease after the pause"
+                );
+                RunOutcome::Panicked(message)
+            }
+        };
         self.config.metrics().retry();
         if let Some(recorder) = &self.recorder {
             recorder.ended(&outcome, false).await;
@@ -245,17 +259,17 @@ impl Attempts<'_> {
         extend(self.executor, self.config, ctx).await
     }
 
-    fn stopped_retrying(&self, attempt: u32) -> String {
-        format!(
+    fn stopped_retrying(&self, attempt: u32) -> JobError {
+        JobError::new(format!(
             "attempt {attempt} of {} failed and the retries stopped: the run was cancelled or \
              its lease could not be extended",
             self.policy.retries + 1
-        )
+        ))
     }
 }
 
 enum Failure {
-    Error(String),
+    Error(JobError),
     Panic(Box<dyn Any + Send>),
 }
 

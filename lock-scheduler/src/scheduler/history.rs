@@ -123,7 +123,7 @@ impl RunRecorder {
             RunOutcome::Succeeded => (RunState::Succeeded, None),
             RunOutcome::Cancelled if stopping => (RunState::Cancelled, None),
             RunOutcome::Cancelled => (RunState::LockLost, None),
-            RunOutcome::Failed(error) => (RunState::Failed, Some(error.as_str())),
+            RunOutcome::Failed(error) => (RunState::Failed, Some(error.message())),
             RunOutcome::Panicked(message) => (RunState::Panicked, Some(message.as_str())),
             RunOutcome::TimedOut => (RunState::TimedOut, None),
             // The body did not run: no start row either.

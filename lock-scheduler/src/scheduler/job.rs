@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::attempts::RunPolicy;
 use crate::__private::{self, BoxFuture, JobBody, JobResult, LockSpec, ScheduledJob};
 use crate::{BlockingJobHandler, Distribution, ExtractError, JobHandler, StateMap, Trigger};
-use lock_core::{JobContext, LockConfiguration, LockError, LockingTaskExecutor};
+use lock_core::{JobContext, JobError, LockConfiguration, LockError, LockingTaskExecutor};
 
 /// One job the [`Scheduler`](crate::Scheduler) runs: a name, a [`Trigger`], how it is locked
 /// and what it runs.
@@ -354,7 +354,9 @@ async fn run_blocking(
         Ok(result) => result,
         Err(error) => match error.try_into_panic() {
             Ok(panic) => std::panic::resume_unwind(panic),
-            Err(error) => Err(format!("the blocking body did not complete: {error}")),
+            Err(error) => Err(JobError::new(format!(
+                "the blocking body did not complete: {error}"
+            ))),
         },
     }
 }

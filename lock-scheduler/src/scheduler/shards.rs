@@ -390,10 +390,10 @@ mod tests {
         assert_eq!(
             all(vec![
                 RunOutcome::Succeeded,
-                RunOutcome::Failed("x".into()),
+                RunOutcome::Failed(lock_core::JobError::new("x")),
                 RunOutcome::Skipped
             ]),
-            RunOutcome::Failed("x".into())
+            RunOutcome::Failed(lock_core::JobError::new("x"))
         );
         assert_eq!(stable_hash("a"), stable_hash("a"));
         assert_ne!(stable_hash("a"), stable_hash("b"));

@@ -7,6 +7,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::Job;
+use lock_core::JobError;
 
 /// What the last fire of a job did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,8 +21,8 @@ pub enum RunOutcome {
     /// work is the body's to say (a body that must tell "interrupted" apart returns an error);
     /// this outcome says only that it did not run to the end of an undisturbed fire.
     Cancelled,
-    /// The body ran and returned an error (rendered with `{:?}`).
-    Failed(String),
+    /// The body ran and returned an error (by its message chain).
+    Failed(JobError),
     /// The body panicked.
     Panicked(String),
     /// An attempt ran past the job's `timeout`: its `cancelled()` resolved, and the body was

@@ -11,6 +11,12 @@ async fn migrate() -> Result<(), std::num::ParseIntError> {
 #[derive(Debug)]
 struct ReportError;
 
+impl std::fmt::Display for ReportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the report could not be written")
+    }
+}
+
 #[scheduler_lock(name = "report")]
 fn report() -> Result<(), ReportError> {
     Err(ReportError)

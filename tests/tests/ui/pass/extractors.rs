@@ -26,6 +26,12 @@ impl FromJob for Shard {
 #[derive(Debug)]
 struct SyncError;
 
+impl std::fmt::Display for SyncError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the bill could not be synced")
+    }
+}
+
 impl From<LockError> for SyncError {
     fn from(_: LockError) -> Self {
         SyncError

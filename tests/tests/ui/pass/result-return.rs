@@ -1,6 +1,7 @@
 //! `Result<(), E>` in its usual spellings, with `?` and early `return` in the body. The error
-//! type converts from `LockError` (a direct call whose lock could not be asked for returns it):
-//! `anyhow`, `io::Error` and `String` do, a project's own error implements `From`.
+//! type converts from `LockError` (a direct call whose lock could not be asked for returns it)
+//! and implements `Display` (a failure is logged by its message chain): `anyhow`, `io::Error`
+//! and `String` do, a project's own error implements both.
 
 #![deny(warnings)]
 
@@ -9,7 +10,13 @@ use lock_scheduler::{scheduled, scheduler_lock};
 use std::io;
 
 #[derive(Debug)]
-struct BillingError(#[allow(dead_code)] String);
+struct BillingError(String);
+
+impl std::fmt::Display for BillingError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "billing failed: {}", self.0)
+    }
+}
 
 impl From<std::num::ParseIntError> for BillingError {
     fn from(e: std::num::ParseIntError) -> Self {

@@ -1,6 +1,8 @@
-// An `Err` is logged with `{:?}`: the error type must implement Debug.
+// An `Err` is logged and kept in the run history by its message chain (`{:#}`), never by
+// `{:?}`: the error type must implement Display, Debug alone is not enough.
 use lock_scheduler::scheduled;
 
+#[derive(Debug)]
 struct Opaque;
 
 #[scheduled(fixed_rate = "1m", name = "fails")]
