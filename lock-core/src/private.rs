@@ -14,9 +14,9 @@ pub use inventory;
 pub use lock_trigger::{self, CronSpec, Distribution, TriggerKind, TriggerSpec};
 
 use crate::executor::default_executor_shared;
-pub use crate::extract::fire_context;
 /// The extractors' state, named by the expansion of a blocking job's body.
 pub use crate::extract::StateMap;
+pub use crate::extract::fire_context;
 use crate::extract::{ExtractError, FromJob};
 use crate::{
     JobContext, LockConfiguration, LockDefaults, LockError, LockOutcome, LockingTaskExecutor,

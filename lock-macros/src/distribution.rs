@@ -8,9 +8,9 @@ use syn::LitStr;
 
 use crate::args::Args;
 use crate::errors::Errors;
+use crate::root::PRIVATE;
 use crate::valid::Values;
 use lock_trigger::{Distribution, DistributionError};
-use crate::root::PRIVATE;
 
 /// The checked distribution, with where it was written.
 pub(crate) struct Spread {

@@ -10,8 +10,8 @@ use std::time::Duration;
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use crate::valid::Values;
 use crate::root::PRIVATE;
+use crate::valid::Values;
 
 /// Which attribute a key belongs to.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

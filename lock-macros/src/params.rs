@@ -1,11 +1,11 @@
 //! A `#[scheduled]` function's parameters: extractors, filled by the scheduler at each fire
 //! from the registered state and the fire's `JobContext`.
 
+use crate::root::PRIVATE;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, Pat, PatIdent, Type};
-use crate::root::PRIVATE;
 
 /// Each parameter's name in the outer function (the nested body keeps the patterns as
 /// written) and its type.

@@ -5,14 +5,12 @@
 //! The expansion names whichever of the two the calling crate's `Cargo.toml` has (renamed or
 //! not), preferring the facade, so both keep working with one macro.
 
-use proc_macro2::{Ident, Span, TokenStream};
 use proc_macro_crate::{FoundCrate, crate_name};
+use proc_macro2::{Ident, Span, TokenStream};
 use quote::{ToTokens, TokenStreamExt, quote_spanned};
 
 /// `::<root>::__private`, written into the expansion as `#PRIVATE` (see [`PrivatePath`]).
-pub(crate) const PRIVATE: PrivatePath = PrivatePath {
-    span: None,
-};
+pub(crate) const PRIVATE: PrivatePath = PrivatePath { span: None };
 
 /// The path of the module the macros expand to, with the span of the tokens around it (or
 /// the call site's).
@@ -40,7 +38,10 @@ impl ToTokens for PrivatePath {
 /// The calling crate's name for `scheduled-locks`, else for `lock-core`, else `lock_core`
 /// (so that a crate with neither gets rustc's "unresolved `lock_core`" rather than a panic).
 fn root_crate() -> String {
-    for (package, lib) in [("scheduled-locks", "scheduled_locks"), ("lock-core", "lock_core")] {
+    for (package, lib) in [
+        ("scheduled-locks", "scheduled_locks"),
+        ("lock-core", "lock_core"),
+    ] {
         match crate_name(package) {
             Ok(FoundCrate::Name(name)) => return name,
             // The crate's own tests, examples and doc tests reach it by its name.
