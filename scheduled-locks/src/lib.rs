@@ -101,3 +101,41 @@ pub mod sqlx {
 pub mod dashboard {
     pub use lock_dashboard::*;
 }
+
+// The workspace README and the book are compiled as doc tests of this crate, so their examples
+// are written against `scheduled_locks` alone, as a service's code is. `cfg(doctest)`: the
+// files lie outside this crate's folder, so a normal build (and `cargo package`) never reads
+// them.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+
+#[cfg(doctest)]
+mod book {
+    #[doc = include_str!("../../book/README.md")]
+    struct Index;
+    #[doc = include_str!("../../book/how-it-works.md")]
+    struct HowItWorks;
+    #[doc = include_str!("../../book/attributes.md")]
+    struct Attributes;
+    #[doc = include_str!("../../book/jobs.md")]
+    struct Jobs;
+    #[doc = include_str!("../../book/run-once.md")]
+    struct RunOnce;
+    #[doc = include_str!("../../book/shards-and-broadcast.md")]
+    struct ShardsAndBroadcast;
+    #[doc = include_str!("../../book/misfire-retries-timeouts.md")]
+    struct MisfireRetriesTimeouts;
+    #[doc = include_str!("../../book/configuration.md")]
+    struct Configuration;
+    #[doc = include_str!("../../book/metrics.md")]
+    struct Metrics;
+    #[doc = include_str!("../../book/operating.md")]
+    struct Operating;
+    #[doc = include_str!("../../book/kubernetes.md")]
+    struct Kubernetes;
+    #[doc = include_str!("../../book/coming-from-shedlock.md")]
+    struct ComingFromShedlock;
+    #[doc = include_str!("../../book/providers.md")]
+    struct Providers;
+}
