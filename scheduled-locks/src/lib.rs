@@ -56,28 +56,31 @@ pub mod tokio_cron_scheduler {
     pub use lock_core::tcs::*;
 }
 
-/// PostgreSQL through deadpool-postgres (feature `postgres`): [`PostgresLockProvider`].
+/// PostgreSQL through deadpool-postgres (feature `postgres`):
+/// [`PostgresLockProvider`](postgres::PostgresLockProvider).
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod postgres {
     pub use lock_provider_postgres::*;
 }
 
-/// MySQL and MariaDB through mysql_async (feature `mysql`): [`MySqlLockProvider`].
+/// MySQL and MariaDB through mysql_async (feature `mysql`):
+/// [`MySqlLockProvider`](mysql::MySqlLockProvider).
 #[cfg(feature = "mysql")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mysql")))]
 pub mod mysql {
     pub use lock_provider_mysql::*;
 }
 
-/// SQLite through rusqlite, bundled (feature `sqlite`, on by default): [`SqliteLockProvider`].
+/// SQLite through rusqlite, bundled (feature `sqlite`, on by default):
+/// [`SqliteLockProvider`](sqlite::SqliteLockProvider).
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub mod sqlite {
     pub use lock_provider_sqlite::*;
 }
 
-/// Redis through redis-rs (feature `redis`): [`RedisLockProvider`].
+/// Redis through redis-rs (feature `redis`): [`RedisLockProvider`](redis::RedisLockProvider).
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis {
@@ -85,11 +88,19 @@ pub mod redis {
 }
 
 /// The service's own sqlx pool (features `sqlx-postgres`, `sqlx-mysql`, `sqlx-sqlite`):
-/// [`SqlxLockProvider`].
-#[cfg(any(feature = "sqlx-postgres", feature = "sqlx-mysql", feature = "sqlx-sqlite"))]
+/// [`SqlxLockProvider`](sqlx::SqlxLockProvider).
+#[cfg(any(
+    feature = "sqlx-postgres",
+    feature = "sqlx-mysql",
+    feature = "sqlx-sqlite"
+))]
 #[cfg_attr(
     docsrs,
-    doc(cfg(any(feature = "sqlx-postgres", feature = "sqlx-mysql", feature = "sqlx-sqlite")))
+    doc(cfg(any(
+        feature = "sqlx-postgres",
+        feature = "sqlx-mysql",
+        feature = "sqlx-sqlite"
+    )))
 )]
 pub mod sqlx {
     pub use lock_provider_sqlx::*;
