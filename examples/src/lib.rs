@@ -8,6 +8,4 @@
 //! - `axum_service`: an axum service and the scheduler stopped by one SIGTERM, as on Kubernetes
 //!   (`cargo run -p examples --bin axum_service -- --database-url postgres://...`).
 //!
-//! The workspace README is included below so that its code blocks are compiled as doc tests:
-//! what the README shows must build.
-#![doc = include_str!("../../README.md")]
+//! The workspace README and the book are doc-tested by `scheduled-locks` (its `src/lib.rs`).

@@ -1,7 +1,7 @@
-//! The README's PromQL, evaluated by a real Prometheus (Debian's `prometheus`, which
+//! The book's PromQL (`book/metrics.md`), evaluated by a real Prometheus (Debian's `prometheus`, which
 //! `scripts/test` installs) scraping two replicas of the `metrics_prometheus` example that
-//! share one SQLite lock table, as two pods share a database: every expression of the README's
-//! `promql` block must parse, and each must give the cluster-wide answer; the README's rule
+//! share one SQLite lock table, as two pods share a database: every expression of the page's
+//! `promql` block must parse, and each must give the cluster-wide answer; the page's rule
 //! file must pass `promtool check rules` and use those same expressions.
 
 use std::collections::BTreeMap;
@@ -12,17 +12,17 @@ use serde_json::Value;
 use test_support::http::get;
 use test_support::process::{KillOnDrop, free_port};
 
-/// The README's `promql` block: one expression per line, each after its `#` comment; with the
+/// The metrics page's `promql` block: one expression per line, each after its `#` comment; with the
 /// rate windows (`[5m]`, `[10m]`, `[1h]`) shortened to `[10s]`, since a rate over 5 minutes of a
 /// series 15 s old is divided by the whole 5 minutes. Everything else is evaluated as written.
-fn readme_expressions() -> Vec<String> {
-    let readme = include_str!("../../README.md");
-    let start = readme
+fn page_expressions() -> Vec<String> {
+    let page = include_str!("../../book/metrics.md");
+    let start = page
         .find("```promql\n")
-        .expect("the README has a promql block")
+        .expect("book/metrics.md has a promql block")
         + "```promql\n".len();
-    let end = start + readme[start..].find("```").expect("the block ends");
-    readme[start..end]
+    let end = start + page[start..].find("```").expect("the block ends");
+    page[start..end]
         .lines()
         .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
         .map(|line| {
@@ -35,15 +35,15 @@ fn readme_expressions() -> Vec<String> {
         .collect()
 }
 
-/// The README's rule file (its `yaml` block starting with `groups:`) and its `expr:` lines.
-fn readme_rules() -> (String, Vec<String>) {
-    let readme = include_str!("../../README.md");
-    let start = readme
+/// The metrics page's rule file (its `yaml` block starting with `groups:`) and its `expr:` lines.
+fn page_rules() -> (String, Vec<String>) {
+    let page = include_str!("../../book/metrics.md");
+    let start = page
         .find("```yaml\ngroups:\n")
-        .expect("the README has a rule file")
+        .expect("book/metrics.md has a rule file")
         + "```yaml\n".len();
-    let end = start + readme[start..].find("```").expect("the block ends");
-    let rules = readme[start..end].to_owned();
+    let end = start + page[start..].find("```").expect("the block ends");
+    let rules = page[start..end].to_owned();
     let exprs = rules
         .lines()
         .filter_map(|line| line.trim().strip_prefix("expr: "))
@@ -53,18 +53,18 @@ fn readme_rules() -> (String, Vec<String>) {
 }
 
 #[test]
-fn the_readme_rule_file_is_valid_and_uses_the_tested_expressions() {
+fn the_metrics_page_rule_file_is_valid_and_uses_the_tested_expressions() {
     if !test_support::skip::command_available("promtool") {
         return;
     }
-    let (rules, exprs) = readme_rules();
+    let (rules, exprs) = page_rules();
     assert_eq!(exprs.len(), 3, "{rules}");
-    let readme = include_str!("../../README.md");
-    let block = &readme[readme.find("```promql\n").expect("the promql block")..];
+    let page = include_str!("../../book/metrics.md");
+    let block = &page[page.find("```promql\n").expect("the promql block")..];
     for expr in &exprs {
         assert!(
             block.lines().any(|line| line == expr),
-            "the rule's expr is not in the README's tested promql block: {expr}"
+            "the rule's expr is not in book/metrics.md's tested promql block: {expr}"
         );
     }
     let dir = tempfile::tempdir().unwrap();
@@ -158,11 +158,11 @@ fn wait(timeout: Duration, what: &str, mut probe: impl FnMut() -> bool) {
 }
 
 #[test]
-fn the_readme_queries_give_cluster_wide_answers_in_prometheus() {
+fn the_metrics_page_queries_give_cluster_wide_answers_in_prometheus() {
     if !test_support::skip::command_available("prometheus") {
         return;
     }
-    let expressions = readme_expressions();
+    let expressions = page_expressions();
     assert_eq!(expressions.len(), 6, "{expressions:#?}");
     let dir = tempfile::tempdir().unwrap();
     let locks = dir.path().join("locks.db");

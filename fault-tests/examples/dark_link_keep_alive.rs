@@ -8,7 +8,7 @@
 //! Instance A holds a 2 s lease with keep-alive, reaching the database through a proxy that
 //! then goes dark (delivers nothing, closes nothing, as when a network drops packets).
 //! Instance B, on a direct link, takes the lock as soon as A's lease ends by the database's
-//! clock. The README ("How it works", keep-alive) says A's `JobContext::cancelled()` resolves when an extension
+//! clock. The book (`book/how-it-works.md`, keep-alive) says A's `JobContext::cancelled()` resolves when an extension
 //! fails or finds the lease gone; here A's extension neither fails nor returns, so A's body
 //! runs on, uncancelled, next to B's, until TCP gives up (about 15 minutes with Linux
 //! defaults) or the link heals. An acquire through the dark link hangs the same way, so a

@@ -10,8 +10,8 @@ use std::time::Duration;
 /// ends it with leases still held: `terminationGracePeriodSeconds` > preStop hook + shutdown
 /// timeout + release time (one release round trip of a body that ends at the last moment,
 /// bounded by the operation timeout, 10 s by default). 15 s leaves that room under the default
-/// 30 s; a longer shutdown timeout needs a longer grace period (README, "Running on
-/// Kubernetes").
+/// 30 s; a longer shutdown timeout needs a longer grace period (`book/kubernetes.md` in the
+/// workspace).
 ///
 /// ```
 /// assert!(lock_scheduler::DEFAULT_SHUTDOWN_TIMEOUT + lock_core::DEFAULT_OPERATION_TIMEOUT

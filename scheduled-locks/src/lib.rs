@@ -56,28 +56,31 @@ pub mod tokio_cron_scheduler {
     pub use lock_scheduler::tcs::*;
 }
 
-/// PostgreSQL through deadpool-postgres (feature `postgres`): [`PostgresLockProvider`].
+/// PostgreSQL through deadpool-postgres (feature `postgres`):
+/// [`PostgresLockProvider`](postgres::PostgresLockProvider).
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub mod postgres {
     pub use lock_provider_postgres::*;
 }
 
-/// MySQL and MariaDB through mysql_async (feature `mysql`): [`MySqlLockProvider`].
+/// MySQL and MariaDB through mysql_async (feature `mysql`):
+/// [`MySqlLockProvider`](mysql::MySqlLockProvider).
 #[cfg(feature = "mysql")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mysql")))]
 pub mod mysql {
     pub use lock_provider_mysql::*;
 }
 
-/// SQLite through rusqlite, bundled (feature `sqlite`, on by default): [`SqliteLockProvider`].
+/// SQLite through rusqlite, bundled (feature `sqlite`, on by default):
+/// [`SqliteLockProvider`](sqlite::SqliteLockProvider).
 #[cfg(feature = "sqlite")]
 #[cfg_attr(docsrs, doc(cfg(feature = "sqlite")))]
 pub mod sqlite {
     pub use lock_provider_sqlite::*;
 }
 
-/// Redis through redis-rs (feature `redis`): [`RedisLockProvider`].
+/// Redis through redis-rs (feature `redis`): [`RedisLockProvider`](redis::RedisLockProvider).
 #[cfg(feature = "redis")]
 #[cfg_attr(docsrs, doc(cfg(feature = "redis")))]
 pub mod redis {
@@ -85,7 +88,7 @@ pub mod redis {
 }
 
 /// The service's own sqlx pool (features `sqlx-postgres`, `sqlx-mysql`, `sqlx-sqlite`):
-/// [`SqlxLockProvider`].
+/// [`SqlxLockProvider`](sqlx::SqlxLockProvider).
 #[cfg(any(
     feature = "sqlx-postgres",
     feature = "sqlx-mysql",
@@ -108,4 +111,42 @@ pub mod sqlx {
 #[cfg_attr(docsrs, doc(cfg(feature = "dashboard")))]
 pub mod dashboard {
     pub use lock_dashboard::*;
+}
+
+// The workspace README and the book are compiled as doc tests of this crate, so their examples
+// are written against `scheduled_locks` alone, as a service's code is. `cfg(doctest)`: the
+// files lie outside this crate's folder, so a normal build (and `cargo package`) never reads
+// them.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+
+#[cfg(doctest)]
+mod book {
+    #[doc = include_str!("../../book/README.md")]
+    struct Index;
+    #[doc = include_str!("../../book/how-it-works.md")]
+    struct HowItWorks;
+    #[doc = include_str!("../../book/attributes.md")]
+    struct Attributes;
+    #[doc = include_str!("../../book/jobs.md")]
+    struct Jobs;
+    #[doc = include_str!("../../book/run-once.md")]
+    struct RunOnce;
+    #[doc = include_str!("../../book/shards-and-broadcast.md")]
+    struct ShardsAndBroadcast;
+    #[doc = include_str!("../../book/misfire-retries-timeouts.md")]
+    struct MisfireRetriesTimeouts;
+    #[doc = include_str!("../../book/configuration.md")]
+    struct Configuration;
+    #[doc = include_str!("../../book/metrics.md")]
+    struct Metrics;
+    #[doc = include_str!("../../book/operating.md")]
+    struct Operating;
+    #[doc = include_str!("../../book/kubernetes.md")]
+    struct Kubernetes;
+    #[doc = include_str!("../../book/coming-from-shedlock.md")]
+    struct ComingFromShedlock;
+    #[doc = include_str!("../../book/providers.md")]
+    struct Providers;
 }

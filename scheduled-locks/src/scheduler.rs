@@ -8,7 +8,7 @@
 //!
 //! let trigger = Trigger::cron("0 0 3 * * *")?.with_misfire(MisfirePolicy::FireOnce)?;
 //! assert_eq!(trigger.misfire(), MisfirePolicy::FireOnce);
-//! // A job's trigger replaced at start, as the `SCHEDULED_JOB_<NAME>_CRON` variable would.
+//! // A job's trigger replaced at start, as the `LOCK_JOB_<NAME>_CRON` variable would.
 //! let _override = JobOverride::new().cron("0 30 4 * * *").zone("Europe/Berlin");
 //! # Ok::<(), scheduled_locks::LockError>(())
 //! ```

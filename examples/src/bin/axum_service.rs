@@ -1,5 +1,5 @@
 //! An axum HTTP service and the scheduler in one process, stopped by one signal: what a
-//! service deployed on Kubernetes looks like (README, "Running on Kubernetes").
+//! service deployed on Kubernetes looks like (`book/kubernetes.md`).
 //!
 //! ```text
 //! cargo run -p examples --bin axum_service -- --database-url postgres://postgres@127.0.0.1/test
@@ -31,7 +31,7 @@ use lock_scheduler::{Job, RunOutcome, Scheduler, Trigger};
 use tokio_util::sync::CancellationToken;
 
 /// Below Kubernetes' default 30 s grace period, with room for a preStop sleep of 5 s and the
-/// releases (README, "Running on Kubernetes").
+/// releases (`book/kubernetes.md`).
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(15);
 
 struct Options {

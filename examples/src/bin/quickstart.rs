@@ -1,4 +1,4 @@
-//! The README's quickstart: one annotated job, a SQLite lock table, graceful shutdown.
+//! A quickstart: one annotated job, a SQLite lock table, graceful shutdown.
 //!
 //! ```text
 //! cargo run -p examples --bin quickstart            # until Ctrl-C or SIGTERM

@@ -202,8 +202,8 @@ impl Job {
     /// Runs each slot as `total` shards, as `#[scheduled(shards = N)]` does: shard `i` is
     /// locked under `<lock name>#<i>` (own lease, fence and once-per-slot record), runs exactly
     /// once per slot somewhere in the cluster, and its body reads `(i, total)` from
-    /// [`JobContext::shard`]. Shards spread over the live instances; see the README's "Sharded
-    /// and broadcast jobs".
+    /// [`JobContext::shard`]. Shards spread over the live instances; see the workspace's
+    /// `book/shards-and-broadcast.md`.
     ///
     /// [`start`](crate::SchedulerBuilder::start) refuses a count outside `1..=`
     /// [`MAX_SHARDS`](crate::MAX_SHARDS), a fixed-delay trigger (no slots), and a lock name

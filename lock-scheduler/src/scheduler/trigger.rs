@@ -159,8 +159,8 @@ impl Trigger {
 
     /// What a slot no instance ran becomes (`#[scheduled(misfire = "..")]`): skipped (the
     /// default), run once ([`MisfirePolicy::FireOnce`], the latest missed slot), or each run
-    /// ([`MisfirePolicy::CatchUp`], oldest first). See the README's "Missed, failed and
-    /// runaway runs" for how missed slots are found. A fixed-delay trigger has no slots and
+    /// ([`MisfirePolicy::CatchUp`], oldest first). See the workspace's
+    /// `book/misfire-retries-timeouts.md` for how missed slots are found. A fixed-delay trigger has no slots and
     /// refuses any policy but `Skip`.
     ///
     /// ```
