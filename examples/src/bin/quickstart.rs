@@ -8,8 +8,8 @@
 
 use std::time::Duration;
 
-use lock_core::{JobContext, Scheduler, scheduled, scheduler_lock};
-use lock_provider_sqlite::SqliteLockProvider;
+use scheduled_locks::sqlite::SqliteLockProvider;
+use scheduled_locks::{JobContext, Scheduler, scheduled, scheduler_lock};
 
 #[scheduled(cron = "*/2 * * * * *", zone = "Asia/Shanghai")]
 // A lease of 5 periods: a crashed holder stops the job for 10 s at most.
@@ -44,7 +44,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
                 .await?
         }
         // Graceful: stops firing, cancels and awaits running jobs, releases their locks.
-        None => scheduler.run_until(lock_core::shutdown_signal()).await?,
+        None => {
+            scheduler
+                .run_until(scheduled_locks::shutdown_signal())
+                .await?
+        }
     }
     Ok(())
 }
