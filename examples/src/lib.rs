@@ -7,6 +7,10 @@
 //!   (`cargo run -p examples --bin metrics_prometheus -- --seconds 10`).
 //! - `axum_service`: an axum service and the scheduler stopped by one SIGTERM, as on Kubernetes
 //!   (`cargo run -p examples --bin axum_service -- --database-url postgres://...`).
+//! - `service`: the complete service on `scheduled-locks` alone: its own sqlx pool, jobs taking
+//!   `State` and `JobContext`, a run-once migration before the first fire, the dashboard under
+//!   `/ops`, `/metrics`, SIGTERM (`cargo run -p examples --bin service -- --database-url
+//!   postgres://...`).
 //!
 //! The workspace README is included below so that its code blocks are compiled as doc tests:
 //! what the README shows must build.
