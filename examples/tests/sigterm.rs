@@ -5,8 +5,8 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use lock_core::LockProvider;
-use lock_provider_postgres::PostgresLockProvider;
+use scheduled_locks::postgres::PostgresLockProvider;
+use scheduled_locks::provider::LockProvider;
 use test_support::http::get;
 use test_support::process::{Process, eventually, signal};
 

@@ -1,5 +1,5 @@
 //! An axum HTTP service and the scheduler in one process, stopped by one signal: what a
-//! service deployed on Kubernetes looks like (`book/kubernetes.md`).
+//! service deployed on Kubernetes looks like (README, "Running on Kubernetes").
 //!
 //! ```text
 //! cargo run -p examples --bin axum_service -- --database-url postgres://postgres@127.0.0.1/test
@@ -7,7 +7,7 @@
 //! kill -TERM <pid>    # what Kubernetes sends: HTTP drains, the job stops, its lease is released
 //! ```
 //!
-//! On SIGTERM or SIGINT ([`lock_scheduler::shutdown_signal`]) one token is cancelled; axum stops
+//! On SIGTERM or SIGINT ([`scheduled_locks::shutdown_signal`]) one token is cancelled; axum stops
 //! accepting connections and finishes the requests in flight (`with_graceful_shutdown`) while
 //! the scheduler stops firing, resolves the running body's `cancelled()`, waits for it and
 //! releases its lease (`run_until`). The process exits 0 when both are done, 1 if either failed
@@ -25,13 +25,14 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
-use lock_core::{JobContext, LockConfiguration};
-use lock_provider_postgres::PostgresLockProvider;
-use lock_scheduler::{Job, RunOutcome, Scheduler, Trigger};
+use scheduled_locks::postgres::PostgresLockProvider;
+use scheduled_locks::provider::LockConfiguration;
+use scheduled_locks::scheduler::RunOutcome;
+use scheduled_locks::{Job, JobContext, Scheduler, Trigger};
 use tokio_util::sync::CancellationToken;
 
 /// Below Kubernetes' default 30 s grace period, with room for a preStop sleep of 5 s and the
-/// releases (`book/kubernetes.md`).
+/// releases (README, "Running on Kubernetes").
 const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(15);
 
 struct Options {
@@ -86,7 +87,7 @@ async fn export() {
     tracing::info!("export finished");
 }
 
-fn jobs() -> Result<Vec<Job>, lock_core::LockError> {
+fn jobs() -> Result<Vec<Job>, scheduled_locks::LockError> {
     // A 10 s lease extended every 5 s while the body runs: a crashed holder blocks the job
     // for 10 s at most, however long a run takes.
     let lease = LockConfiguration::new("export", Duration::from_secs(10), Duration::ZERO)?
@@ -152,7 +153,7 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     tokio::spawn({
         let stop = stop.clone();
         async move {
-            lock_scheduler::shutdown_signal().await;
+            scheduled_locks::shutdown_signal().await;
             stop.cancel();
         }
     });

@@ -20,12 +20,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use lock_core::{JobContext, LockProvider};
-use lock_provider_mysql::MySqlLockProvider;
-use lock_provider_postgres::PostgresLockProvider;
-use lock_provider_redis::RedisLockProvider;
-use lock_provider_sqlite::SqliteLockProvider;
-use lock_scheduler::{Scheduler, scheduled, scheduler_lock};
+use scheduled_locks::mysql::MySqlLockProvider;
+use scheduled_locks::postgres::PostgresLockProvider;
+use scheduled_locks::provider::LockProvider;
+use scheduled_locks::redis::RedisLockProvider;
+use scheduled_locks::sqlite::SqliteLockProvider;
+use scheduled_locks::{JobContext, Scheduler, scheduled, scheduler_lock};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -338,7 +338,7 @@ fn print_table(observed: &Observed, instances: usize) -> Result<Verdict, BoxErro
         DateTime::from_timestamp_millis(*observed.ready.iter().max().unwrap()).unwrap() + margin;
     let until =
         DateTime::from_timestamp_millis(*observed.stopping.iter().min().unwrap()).unwrap() - margin;
-    let jobs = lock_scheduler::registered_jobs()?;
+    let jobs = scheduled_locks::scheduler::registered_jobs()?;
 
     println!();
     println!(

@@ -17,8 +17,8 @@
 //! - `flaky_export`: fixed rate 1 s, always fails (its runs are still attempts, acquires and
 //!   durations).
 //!
-//! lock-core records through the `metrics` facade when built with its `metrics` feature; this
-//! program installs `metrics-exporter-prometheus` as the recorder. The recorder must be
+//! scheduled-locks records through the `metrics` facade when built with its `metrics` feature;
+//! this program installs `metrics-exporter-prometheus` as the recorder. The recorder must be
 //! installed before the scheduler starts: metric handles are registered when a job's lock is
 //! first used, and handles registered without a recorder stay no-ops.
 //!
@@ -28,10 +28,11 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use lock_core::{InMemoryLockProvider, LockConfiguration};
-use lock_provider_sqlite::SqliteLockProvider;
-use lock_scheduler::{Job, JobStatus, RunOutcome, Scheduler, Trigger};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+use scheduled_locks::provider::{InMemoryLockProvider, LockConfiguration};
+use scheduled_locks::scheduler::{JobStatus, RunOutcome};
+use scheduled_locks::sqlite::SqliteLockProvider;
+use scheduled_locks::{Job, Scheduler, Trigger};
 
 /// Histogram buckets (seconds). Histograms rather than the exporter's default summaries,
 /// because histograms from several instances can be summed in PromQL.
@@ -90,7 +91,7 @@ fn options() -> Result<Options, String> {
     })
 }
 
-fn jobs() -> Result<Vec<Job>, lock_core::LockError> {
+fn jobs() -> Result<Vec<Job>, scheduled_locks::LockError> {
     Ok(vec![
         Job::new(
             "tick",
@@ -113,7 +114,7 @@ fn jobs() -> Result<Vec<Job>, lock_core::LockError> {
     ])
 }
 
-fn lease(name: &str, at_most: Duration) -> Result<LockConfiguration, lock_core::LockError> {
+fn lease(name: &str, at_most: Duration) -> Result<LockConfiguration, scheduled_locks::LockError> {
     LockConfiguration::new(name, at_most, Duration::ZERO)
 }
 
@@ -183,11 +184,11 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     PrometheusBuilder::new()
         .with_http_listener(options.listen)
         .set_buckets_for_metric(
-            Matcher::Full(lock_core::metrics::JOB_DURATION_SECONDS.into()),
+            Matcher::Full(scheduled_locks::metrics::JOB_DURATION_SECONDS.into()),
             DURATION_BUCKETS,
         )?
         .set_buckets_for_metric(
-            Matcher::Full(lock_core::metrics::JOB_FIRE_LAG_SECONDS.into()),
+            Matcher::Full(scheduled_locks::metrics::JOB_FIRE_LAG_SECONDS.into()),
             FIRE_LAG_BUCKETS,
         )?
         .install()
@@ -229,7 +230,7 @@ async fn run(options: Options) -> Result<(), Box<dyn std::error::Error>> {
     let stop = async {
         match options.seconds {
             Some(seconds) => tokio::time::sleep(Duration::from_secs(seconds)).await,
-            None => lock_scheduler::shutdown_signal().await,
+            None => scheduled_locks::shutdown_signal().await,
         }
     };
     tokio::pin!(stop);

@@ -1,4 +1,4 @@
-//! A quickstart: one annotated job, a SQLite lock table, graceful shutdown.
+//! The README's quickstart: one annotated job, a SQLite lock table, graceful shutdown.
 //!
 //! ```text
 //! cargo run -p examples --bin quickstart            # until Ctrl-C or SIGTERM
@@ -8,9 +8,8 @@
 
 use std::time::Duration;
 
-use lock_core::JobContext;
-use lock_provider_sqlite::SqliteLockProvider;
-use lock_scheduler::{Scheduler, scheduled, scheduler_lock};
+use scheduled_locks::sqlite::SqliteLockProvider;
+use scheduled_locks::{JobContext, Scheduler, scheduled, scheduler_lock};
 
 #[scheduled(cron = "*/2 * * * * *", zone = "Asia/Shanghai")]
 // A lease of 5 periods: a crashed holder stops the job for 10 s at most.
@@ -47,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         // Graceful: stops firing, cancels and awaits running jobs, releases their locks.
         None => {
             scheduler
-                .run_until(lock_scheduler::shutdown_signal())
+                .run_until(scheduled_locks::shutdown_signal())
                 .await?
         }
     }
