@@ -181,7 +181,7 @@ impl std::error::Error for ExtractError {}
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a parameter of a scheduled job",
     label = "not an extractor",
-    note = "a job's parameters are extractors: `State<T>` for a value registered with `.state(value)` on the builder, `JobContext`, or a type implementing `lock_scheduler::FromJob`"
+    note = "a job's parameters are extractors: `State<T>` for a value registered with `.state(value)` on the builder, `JobContext`, or a type implementing `FromJob` (`scheduled_locks::scheduler::FromJob`)"
 )]
 pub trait FromJob: Sized + Send + 'static {
     /// Whether the registered state has what this extractor needs (run once per job at
