@@ -359,6 +359,9 @@ struct TimedProvider {
     attempts: Arc<Mutex<Vec<Attempt>>>,
 }
 
+// No cluster tables: the scheduler runs without registry or history, as before.
+impl lock_cluster::ClusterProvider for TimedProvider {}
+
 #[async_trait]
 impl LockProvider for TimedProvider {
     async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {

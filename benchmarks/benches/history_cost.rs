@@ -16,12 +16,13 @@
 //! `LOCK_TEST_REDIS_URL` (skipped unless `CI` when unreachable; on Redis the "table" is a key
 //! prefix of the bench's own, its keys deleted at the end).
 
+use lock_cluster::ClusterProvider;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use benchmarks::stats::{comparison_line, median_difference_line};
 use benchmarks::{Mode, Samples, Unit};
-use lock_core::operations::{RunStart, RunState};
+use lock_cluster::{RunStart, RunState};
 use lock_core::{AcquireOutcome, FireKind, LockProvider, testkit};
 use lock_providers::{OpenOptions, SchemaAction};
 
@@ -59,7 +60,7 @@ async fn measure(backend: &str, url: &str, mode: Mode) {
     };
     let provider: &dyn LockProvider = opened.provider().as_ref();
     let store = provider
-        .operations()
+        .cluster()
         .expect("the provider keeps operations tables");
     let name: Arc<str> = "history_cost".into();
     let request = testkit::request(&name, "bench:1:aa", Duration::from_secs(60), None);

@@ -4,6 +4,7 @@
 //! `/ops` and `/metrics` answer on each, and SIGTERM stops both with exit 0 and their leases
 //! released in the database.
 
+use scheduled_locks::cluster::ClusterProvider;
 use std::collections::BTreeSet;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -140,7 +141,7 @@ async fn two_replicas_migrate_once_before_any_fire_then_run_serve_and_stop_on_si
     // recorded done, and no run of write_report started earlier or failed (an insert into a
     // missing table, or into a slot written twice, fails the run).
     let ops = provider
-        .operations()
+        .cluster()
         .expect("the sqlx provider keeps operations tables");
     let registry = ops.instances().await.unwrap();
     for replica in &replicas {

@@ -5,8 +5,8 @@
 //! An action whose log row cannot be written still stands: lockctl says so on stderr and exits
 //! 0 (the action was done).
 
-use lock_core::LockProvider;
-use lock_core::operations::{Action, ActionRecord, OperationsStore};
+use lock_cluster::ClusterProvider;
+use lock_cluster::{Action, ActionRecord, Cluster};
 use serde::Serialize;
 
 use crate::Failure;
@@ -25,7 +25,7 @@ pub(crate) fn requester() -> String {
 /// Writes `action` on each of `jobs` to the action log; on failure, says on stderr that the
 /// action (which stands) was not recorded.
 pub(crate) async fn record(
-    store: &dyn OperationsStore,
+    store: &dyn Cluster,
     jobs: &[String],
     action: Action,
     detail: Option<String>,
@@ -48,8 +48,8 @@ pub(crate) async fn record(
 /// After `unlock --force`: the release of lock `name` (the row as it was: `held`, `locked_by`,
 /// `lock_until`, `fence`), logged under each registered job that runs under it, or under the
 /// lock's name when none does. A provider without operations tables has no log to write.
-pub(crate) async fn record_unlock(provider: &dyn LockProvider, before: &lock_core::LockRecord) {
-    let Some(store) = provider.operations() else {
+pub(crate) async fn record_unlock(provider: &dyn ClusterProvider, before: &lock_core::LockRecord) {
+    let Some(store) = provider.cluster() else {
         return;
     };
     let name = &before.name;
@@ -94,7 +94,7 @@ struct ActionRow {
 
 /// `actions NAME [--limit N] [--json]`: the job's action log, newest first.
 pub(crate) async fn actions(
-    provider: &dyn LockProvider,
+    provider: &dyn ClusterProvider,
     name: &str,
     limit: u32,
     json_out: bool,

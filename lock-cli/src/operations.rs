@@ -1,18 +1,18 @@
 //! The cluster commands: `status`, `history`, `pause`, `resume`, `trigger`, `instances`, on
-//! the operations tables next to the lock table (`lock_core::operations`); `actions` and what
+//! the operations tables next to the lock table (`lock_cluster`); `actions` and what
 //! the actions write to the action log are in `action_log.rs`.
 //!
 //! The JSON of each listing command is a stable interface (lock-cli README, "JSON output"):
 //! fields are only ever added, never renamed or removed; times are UTC with milliseconds.
 
+use lock_cluster::ClusterProvider;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use lock_core::operations::{
-    Action, ClusterOptions, ClusterView, InstanceView, JobView, MAX_TEXT_LEN, OperationsStore,
-    RunRecord,
+use lock_cluster::{
+    Action, Cluster, ClusterOptions, ClusterView, InstanceView, JobView, MAX_TEXT_LEN, RunRecord,
 };
-use lock_core::{LockError, LockProvider};
+use lock_core::LockError;
 use serde::Serialize;
 
 use crate::Failure;
@@ -37,8 +37,8 @@ pub(crate) fn validate_job_name(name: &str) -> Result<(), Failure> {
 }
 
 /// The provider's operations tables, or lockctl's explanation of why there are none.
-pub(crate) fn store(provider: &dyn LockProvider) -> Result<&dyn OperationsStore, Failure> {
-    provider.operations().ok_or_else(|| {
+pub(crate) fn store(provider: &dyn ClusterProvider) -> Result<&dyn Cluster, Failure> {
+    provider.cluster().ok_or_else(|| {
         Failure::runtime_message(format!(
             "{} has no operations tables (job registry, run history, pause, trigger): this \
              provider does not keep them, so status, history, pause, resume, trigger and \
@@ -187,7 +187,7 @@ pub(crate) fn or_dash(value: Option<String>) -> String {
     value.unwrap_or_else(|| "-".to_owned())
 }
 
-async fn view(provider: &dyn LockProvider, grace: Duration) -> Result<ClusterView, Failure> {
+async fn view(provider: &dyn ClusterProvider, grace: Duration) -> Result<ClusterView, Failure> {
     store(provider)?;
     let options = ClusterOptions {
         missed_grace: grace,
@@ -205,7 +205,7 @@ async fn view(provider: &dyn LockProvider, grace: Duration) -> Result<ClusterVie
 
 /// `status [--json] [--grace D]`: every job of the cluster.
 pub(crate) async fn status(
-    provider: &dyn LockProvider,
+    provider: &dyn ClusterProvider,
     json_out: bool,
     grace: Duration,
 ) -> Result<String, Failure> {
@@ -247,10 +247,10 @@ pub(crate) async fn status(
 
 /// `instances [--json]`: every instance in the registry, alive or gone.
 pub(crate) async fn instances(
-    provider: &dyn LockProvider,
+    provider: &dyn ClusterProvider,
     json_out: bool,
 ) -> Result<String, Failure> {
-    let view = view(provider, lock_core::operations::DEFAULT_MISSED_GRACE).await?;
+    let view = view(provider, lock_cluster::DEFAULT_MISSED_GRACE).await?;
     let rows: Vec<InstanceRow> = view.instances.iter().map(InstanceRow::from).collect();
     if json_out {
         return Ok(json(&rows));
@@ -289,7 +289,7 @@ pub(crate) async fn instances(
 
 /// `history NAME [--limit N] [--json]`: the job's newest runs first.
 pub(crate) async fn history(
-    provider: &dyn LockProvider,
+    provider: &dyn ClusterProvider,
     name: &str,
     limit: u32,
     json_out: bool,
@@ -333,8 +333,8 @@ pub(crate) async fn history(
 }
 
 /// The job as the registry knows it, or a clear refusal naming what is known.
-async fn registered(provider: &dyn LockProvider, name: &str) -> Result<JobView, Failure> {
-    let view = view(provider, lock_core::operations::DEFAULT_MISSED_GRACE).await?;
+async fn registered(provider: &dyn ClusterProvider, name: &str) -> Result<JobView, Failure> {
+    let view = view(provider, lock_cluster::DEFAULT_MISSED_GRACE).await?;
     let known: Vec<&str> = view
         .jobs
         .iter()
@@ -359,7 +359,7 @@ async fn registered(provider: &dyn LockProvider, name: &str) -> Result<JobView, 
 }
 
 /// `pause NAME`.
-pub(crate) async fn pause(provider: &dyn LockProvider, name: &str) -> Result<String, Failure> {
+pub(crate) async fn pause(provider: &dyn ClusterProvider, name: &str) -> Result<String, Failure> {
     registered(provider, name).await?;
     let store = store(provider)?;
     let changed = store
@@ -379,7 +379,7 @@ pub(crate) async fn pause(provider: &dyn LockProvider, name: &str) -> Result<Str
 }
 
 /// `resume NAME`.
-pub(crate) async fn resume(provider: &dyn LockProvider, name: &str) -> Result<String, Failure> {
+pub(crate) async fn resume(provider: &dyn ClusterProvider, name: &str) -> Result<String, Failure> {
     let store = store(provider)?;
     let changed = store
         .resume(name)
@@ -395,7 +395,7 @@ pub(crate) async fn resume(provider: &dyn LockProvider, name: &str) -> Result<St
 }
 
 /// `trigger NAME`: a request one live instance claims within a heartbeat; waits for the claim.
-pub(crate) async fn trigger(provider: &dyn LockProvider, name: &str) -> Result<String, Failure> {
+pub(crate) async fn trigger(provider: &dyn ClusterProvider, name: &str) -> Result<String, Failure> {
     let job = registered(provider, name).await?;
     if job.live_instances.is_empty() {
         return Err(Failure::runtime_message(format!(

@@ -5,8 +5,8 @@
 mod common;
 
 use common::{assert_exit, lockctl, stderr, stdout};
-use lock_core::LockProvider;
-use lock_core::operations::{Heartbeat, InstanceInfo, JobRegistration};
+use lock_cluster::ClusterProvider;
+use lock_cluster::{Heartbeat, InstanceInfo, JobRegistration};
 use lock_provider_sqlite::SqliteLockProvider;
 
 fn shedlock_only(path: &std::path::Path) {
@@ -89,7 +89,7 @@ async fn a_trigger_for_a_job_without_live_instances_is_refused() {
     let provider = SqliteLockProvider::open(&path).expect("open");
     provider.ensure_schema().await.expect("ensure_schema");
     // An instance that heartbeated once, with a 1 ms interval: gone 5 ms later.
-    let store = provider.operations().expect("operations");
+    let store = provider.cluster().expect("operations");
     let beat = Heartbeat {
         instance: InstanceInfo {
             instance_id: "old:1:aa".into(),

@@ -1,13 +1,14 @@
 //! What a locked body can learn about the lock it runs under.
 
 use std::cell::RefCell;
+use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
-use crate::Lease;
+use crate::{Lease, LockError};
 
 tokio::task_local! {
     static CURRENT: JobContext;
@@ -306,5 +307,34 @@ pub fn assert_locked() {
             "lock_core::assert_locked: this code must run inside a locked body \
              (a #[scheduler_lock] function or LockingTaskExecutor::execute_with_lock), but no lock is held"
         );
+    }
+}
+
+impl FireKind {
+    /// As stored in the history: `scheduled`, `catch_up`, `manual`.
+    ///
+    /// ```
+    /// assert_eq!(lock_core::FireKind::CatchUp.as_str(), "catch_up");
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FireKind::Scheduled => "scheduled",
+            FireKind::CatchUp => "catch_up",
+            FireKind::Manual => "manual",
+        }
+    }
+}
+
+impl FromStr for FireKind {
+    type Err = LockError;
+    fn from_str(s: &str) -> Result<Self, LockError> {
+        match s {
+            "scheduled" => Ok(FireKind::Scheduled),
+            "catch_up" => Ok(FireKind::CatchUp),
+            "manual" => Ok(FireKind::Manual),
+            other => Err(LockError::InvalidConfiguration(format!(
+                "unknown fire kind {other:?} in an operations table"
+            ))),
+        }
     }
 }

@@ -4,8 +4,8 @@ use std::fmt::{self, Display};
 
 /// A job's error as the scheduler keeps it: the body's error rendered as its message chain.
 ///
-/// The run history, the log line of the failure, [`RunOutcome::Failed`](crate::RunOutcome::Failed)
-/// and [`TestFire::run_job`](crate::testing::TestFire::run_job) all carry this text. It is
+/// The run history, the log line of the failure, `RunOutcome::Failed`
+/// and `TestFire::run_job` all carry this text. It is
 /// what `{:#}` shows of the body's error: for an `anyhow::Error` each context and its cause
 /// (`"sync failed: connection refused"`), for any other type its `Display`. Never `{:?}`, so
 /// no Debug quoting and no backtrace (`RUST_BACKTRACE=1` does not reach the history).

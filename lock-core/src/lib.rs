@@ -12,7 +12,6 @@ mod instance;
 mod job_error;
 mod memory;
 pub mod metrics;
-pub mod operations;
 mod provider;
 mod run_once;
 

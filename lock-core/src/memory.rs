@@ -1,5 +1,6 @@
 //! A provider that keeps leases in this process's memory.
 
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -37,8 +38,19 @@ pub struct InMemoryLockProvider {
     // Maps the monotonic clock to wall time for `list_locks`.
     epoch: Instant,
     epoch_wall: DateTime<Utc>,
-    /// The registry, run history and control rows (`operations/memory.rs`).
-    pub(crate) ops: crate::operations::memory::MemoryOperations,
+    /// What layers above keep beside these locks, by type (`lock-cluster`'s in-memory
+    /// cluster tables).
+    attachments: Attachments,
+}
+
+/// Values of other crates' types kept with a provider, one per type, shared by its users.
+#[derive(Default)]
+struct Attachments(Mutex<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>);
+
+impl std::fmt::Debug for Attachments {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Attachments")
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -63,8 +75,31 @@ impl InMemoryLockProvider {
             rows: Mutex::new(HashMap::new()),
             epoch: Instant::now(),
             epoch_wall: Utc::now(),
-            ops: Default::default(),
+            attachments: Attachments::default(),
         }
+    }
+
+    /// The value of type `T` kept with this provider, created with `T::default()` at the first
+    /// call: state a layer above keeps beside these locks for every user of the provider (the
+    /// in-memory cluster tables of `lock-cluster`).
+    ///
+    /// ```
+    /// use lock_core::InMemoryLockProvider;
+    /// use std::sync::atomic::{AtomicU32, Ordering};
+    ///
+    /// let provider = InMemoryLockProvider::new();
+    /// provider.attachment::<AtomicU32>().fetch_add(1, Ordering::Relaxed);
+    /// assert_eq!(provider.attachment::<AtomicU32>().load(Ordering::Relaxed), 1);
+    /// ```
+    pub fn attachment<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let mut attachments = self.attachments.0.lock().unwrap_or_else(|p| p.into_inner());
+        let value = attachments
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Arc::new(T::default()))
+            .clone();
+        value
+            .downcast::<T>()
+            .unwrap_or_else(|_| unreachable!("attachments are keyed by their type"))
     }
 
     fn rows(&self) -> MutexGuard<'_, HashMap<String, Row>> {
@@ -227,9 +262,5 @@ impl LockProvider for InMemoryLockProvider {
 
     fn describe(&self) -> String {
         "in-memory lock table".to_owned()
-    }
-
-    fn operations(&self) -> Option<&dyn crate::operations::OperationsStore> {
-        Some(self)
     }
 }

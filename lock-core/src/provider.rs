@@ -500,18 +500,6 @@ pub trait LockProvider: Send + Sync + 'static {
 
     /// A short description for logs and errors, e.g. `postgres table public.shedlock`.
     fn describe(&self) -> String;
-
-    /// The operations tables next to the lock table (job registry, run history, pauses and
-    /// trigger requests), if this provider keeps them; the default is `None`, and the
-    /// scheduler then runs exactly as without them (see [`crate::operations`]).
-    ///
-    /// ```
-    /// use lock_core::{InMemoryLockProvider, LockProvider};
-    /// assert!(InMemoryLockProvider::new().operations().is_some());
-    /// ```
-    fn operations(&self) -> Option<&dyn crate::operations::OperationsStore> {
-        None
-    }
 }
 
 #[async_trait]
@@ -561,8 +549,5 @@ impl<P: LockProvider + ?Sized> LockProvider for Arc<P> {
     }
     fn describe(&self) -> String {
         (**self).describe()
-    }
-    fn operations(&self) -> Option<&dyn crate::operations::OperationsStore> {
-        (**self).operations()
     }
 }

@@ -10,13 +10,14 @@
 //! `(job_name, id)` index reads one page's rows whatever the depth. The Jobs page (every job's
 //! last run, one grouped query over the history) is printed for context.
 
+use lock_cluster::ClusterProvider;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::TimeDelta;
+use lock_cluster::{Heartbeat, InstanceInfo, JobRegistration};
 use lock_core::LockProvider;
-use lock_core::operations::{Heartbeat, InstanceInfo, JobRegistration};
 use lock_provider_postgres::PostgresLockProvider;
 use test_support::stats::verdict;
 use test_support::{Mode, Samples, Unit};
@@ -114,7 +115,7 @@ async fn fetch(address: SocketAddr, path: &str) {
 /// in ten of them `busy`'s; returns the id with 1,000 of `busy`'s runs (or a tenth in a smoke
 /// run) below it.
 async fn fill(provider: &PostgresLockProvider, table: &str, rows: i64, jobs: usize) -> i64 {
-    let store = provider.operations().expect("operations tables");
+    let store = provider.cluster().expect("operations tables");
     let now = provider.database_time().await.expect("now");
     let registration = |name: String| JobRegistration {
         lock_name: name.clone(),

@@ -1,6 +1,6 @@
 //! The actions, for the forms and the JSON endpoints alike: pause, resume, trigger, unlock.
 //! Each is logged (target `lock_dashboard::audit`) with the token's name, and written to the
-//! action log (`shedlock_actions`, [`OperationsStore::record_action`]) as
+//! action log (`shedlock_actions`, [`OperatorStore::record_action`]) as
 //! `dashboard:<token name>` once it succeeded, also when it changed nothing (the detail says
 //! so). The Job page and `GET /api/jobs/{name}/actions` show the log; an unlock is logged under
 //! the job whose lock it is (under the lock's name when no registered job uses it).
@@ -9,8 +9,8 @@
 //! the answer says the action was not recorded.
 
 use axum::http::StatusCode;
-use lock_core::operations::{Action, ActionRecord, ClusterOptions, ClusterView, OperationsStore};
-use lock_core::{LockProvider, LockRecord};
+use lock_cluster::{Action, ActionRecord, Cluster, ClusterOptions, ClusterProvider, ClusterView};
+use lock_core::LockRecord;
 
 use crate::web::{AppState, Failure};
 
@@ -83,7 +83,7 @@ pub(crate) async fn on_job(
 ) -> Result<Done, Failure> {
     let provider = state.provider.as_ref();
     let store = provider
-        .operations()
+        .cluster()
         .ok_or_else(|| Failure::no_operations(provider))?;
     let by = requester(who);
     let failed = |e| Failure::provider(format!("cannot {} job {name:?}", action.as_str()), e);
@@ -163,8 +163,8 @@ pub(crate) async fn on_job(
 /// Writes `entries` to the action log. On failure the action stands: the failure is logged at
 /// warn, and the sentence returned goes in the answer.
 async fn record(
-    provider: &dyn LockProvider,
-    store: Option<&dyn OperationsStore>,
+    provider: &dyn ClusterProvider,
+    store: Option<&dyn Cluster>,
     entries: &[ActionRecord],
 ) -> Option<String> {
     let Some(store) = store else {
@@ -194,10 +194,7 @@ async fn record(
     None
 }
 
-async fn registered(
-    state: &AppState,
-    name: &str,
-) -> Result<lock_core::operations::JobView, Failure> {
+async fn registered(state: &AppState, name: &str) -> Result<lock_cluster::JobView, Failure> {
     let options: &ClusterOptions = &state.options;
     let view = ClusterView::read(state.provider.as_ref(), options)
         .await
@@ -236,7 +233,7 @@ pub(crate) async fn unlock(state: &AppState, name: &str, who: &str) -> Result<Un
         "dashboard action"
     );
     let provider = state.provider.as_ref();
-    let store = provider.operations();
+    let store = provider.cluster();
     let detail = if before.held {
         format!(
             "released lock {name}: it was held by {} until {}, fence {}",
@@ -264,7 +261,7 @@ pub(crate) async fn unlock(state: &AppState, name: &str, who: &str) -> Result<Un
 
 /// The registered jobs that run under lock `name` (their pages show its unlocks), or the lock's
 /// own name when none does (or the registry cannot be read: the unlock is logged all the same).
-async fn jobs_locked_by(store: Option<&dyn OperationsStore>, name: &str) -> Vec<String> {
+async fn jobs_locked_by(store: Option<&dyn Cluster>, name: &str) -> Vec<String> {
     let registry = match store {
         Some(store) => store.registry().await.unwrap_or_else(|error| {
             tracing::warn!(

@@ -6,8 +6,8 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
+use lock_cluster::{ActionRecord, InstanceView, JobView, RunView};
 use lock_core::LockRecord;
-use lock_core::operations::{ActionRecord, InstanceView, JobView, RunView};
 use serde::{Deserialize, Serialize};
 
 use crate::actions::{self, JobAction};

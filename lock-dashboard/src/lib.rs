@@ -16,8 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use lock_core::LockProvider;
-use lock_core::operations::ClusterOptions;
+use lock_cluster::{ClusterOptions, ClusterProvider};
 
 pub use token::{TOKENS_ENV, Token, TokenError, parse_tokens};
 pub use unlock::unlock_warning;
@@ -40,7 +39,7 @@ pub const DEFAULT_PAGE_SIZE: u32 = 50;
 ///     .nest("/scheduler", lock_dashboard::router(InMemoryLockProvider::new()));
 /// # drop(app);
 /// ```
-pub fn router<P: LockProvider>(provider: P) -> Router {
+pub fn router<P: ClusterProvider>(provider: P) -> Router {
     Dashboard::new(provider).router()
 }
 
@@ -60,7 +59,7 @@ pub fn router<P: LockProvider>(provider: P) -> Router {
 /// ```
 #[derive(Clone)]
 pub struct Dashboard {
-    provider: Arc<dyn LockProvider>,
+    provider: Arc<dyn ClusterProvider>,
     tokens: Vec<Token>,
     options: ClusterOptions,
     refresh: Duration,
@@ -80,8 +79,8 @@ impl std::fmt::Debug for Dashboard {
 }
 
 impl Dashboard {
-    /// A read-only dashboard of `provider` (any provider, or an `Arc<dyn LockProvider>`).
-    pub fn new<P: LockProvider>(provider: P) -> Self {
+    /// A read-only dashboard of `provider` (any provider, or an `Arc` of one).
+    pub fn new<P: ClusterProvider>(provider: P) -> Self {
         Dashboard {
             provider: Arc::new(provider),
             tokens: Vec::new(),
@@ -105,7 +104,7 @@ impl Dashboard {
     }
 
     /// A job whose next fire passed by more than this without a run is shown as missed
-    /// (default [`lock_core::operations::DEFAULT_MISSED_GRACE`]).
+    /// (default [`lock_cluster::DEFAULT_MISSED_GRACE`]).
     pub fn missed_grace(mut self, grace: Duration) -> Self {
         self.options.missed_grace = grace;
         self

@@ -2,11 +2,11 @@
 
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
-use lock_core::operations::{
-    ActionRecord, ClusterView, ControlKind, ControlRequest, JobView, OperationsStore, RunState,
-    RunView,
+use lock_cluster::{
+    ActionRecord, Cluster, ClusterProvider, ClusterView, ControlKind, ControlRequest, JobView,
+    RunState, RunView,
 };
-use lock_core::{LockProvider, LockRecord};
+use lock_core::LockRecord;
 
 use crate::web::{AppState, Failure};
 
@@ -16,9 +16,9 @@ pub(crate) struct Overview {
     pub(crate) locks: Vec<LockRecord>,
 }
 
-fn store(provider: &dyn LockProvider) -> Result<&dyn OperationsStore, Failure> {
+fn store(provider: &dyn ClusterProvider) -> Result<&dyn Cluster, Failure> {
     provider
-        .operations()
+        .cluster()
         .ok_or_else(|| Failure::no_operations(provider))
 }
 

@@ -11,8 +11,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router, middleware};
-use lock_core::operations::ClusterOptions;
-use lock_core::{LockError, LockProvider};
+use lock_cluster::{ClusterOptions, ClusterProvider};
+use lock_core::LockError;
 
 use crate::auth::{self, Session, Sessions};
 use crate::token::Token;
@@ -20,7 +20,7 @@ use crate::{Dashboard, api, pages};
 
 /// What every handler shares.
 pub(crate) struct Shared {
-    pub(crate) provider: Arc<dyn LockProvider>,
+    pub(crate) provider: Arc<dyn ClusterProvider>,
     pub(crate) tokens: Vec<Token>,
     pub(crate) options: ClusterOptions,
     pub(crate) refresh: Duration,
@@ -203,7 +203,7 @@ impl Failure {
         Failure::new(status, format!("{context}: {error}"))
     }
 
-    pub(crate) fn no_operations(provider: &dyn LockProvider) -> Self {
+    pub(crate) fn no_operations(provider: &dyn ClusterProvider) -> Self {
         Failure::new(
             StatusCode::NOT_IMPLEMENTED,
             format!(
@@ -264,7 +264,7 @@ pub(crate) fn segment(name: &str) -> String {
 
 /// The job names the operations tables keep: 1 to 255 bytes.
 pub(crate) fn check_job_name(name: &str) -> Result<(), Failure> {
-    let max = lock_core::operations::MAX_TEXT_LEN;
+    let max = lock_cluster::MAX_TEXT_LEN;
     if name.is_empty() || name.len() > max {
         return Err(Failure::new(
             StatusCode::BAD_REQUEST,

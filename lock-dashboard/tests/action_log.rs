@@ -6,10 +6,11 @@
 
 mod common;
 
+use lock_cluster::ClusterProvider;
 use std::time::Duration;
 
 use common::{ALICE_SECRET, INSTANCE, call, csrf, json, login, page, serve};
-use lock_core::operations::{Action, ActionRecord};
+use lock_cluster::{Action, ActionRecord};
 use lock_core::{AcquireOutcome, LockProvider, testkit};
 use lock_dashboard::{Dashboard, Token};
 
@@ -176,7 +177,7 @@ async fn form_actions_are_recorded_and_texts_are_escaped() {
     );
 
     // Whoever wrote it (lockctl as a user of any name), the log is text on the page.
-    let store = served.provider.operations().unwrap();
+    let store = served.provider.cluster().unwrap();
     let evil = ActionRecord::new(
         "billing",
         Action::Resume,
@@ -218,7 +219,7 @@ async fn an_action_the_log_cannot_record_still_stands_and_says_so() {
     );
     let warning = answer["warning"].as_str().expect("a warning");
     assert!(warning.contains("not recorded"), "{warning}");
-    let store = served.provider.operations().unwrap();
+    let store = served.provider.cluster().unwrap();
     assert_eq!(store.control().await.unwrap().len(), 1, "the pause stands");
 
     // The form's answer says it too, instead of the redirect.

@@ -10,6 +10,7 @@
 
 mod common;
 
+use lock_cluster::ClusterProvider;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -18,7 +19,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use common::{ALICE_SECRET, call, provider, serve_app};
 use fantoccini::{Client, ClientBuilder, Locator};
-use lock_core::operations::ControlKind;
+use lock_cluster::ControlKind;
 use lock_core::{JobContext, LockProvider};
 use lock_dashboard::{Dashboard, Token};
 use lock_provider_postgres::PostgresLockProvider;
@@ -162,7 +163,7 @@ async fn pausing_a_job_in_the_browser_stops_its_runs() {
     let address: SocketAddr =
         serve_app(Dashboard::new(Arc::clone(&first)).token(token).router()).await;
     let base = format!("http://{address}");
-    let store = first.operations().expect("operations tables");
+    let store = first.cluster().expect("operations tables");
 
     // Both instances registered tick, and it has run.
     eventually(
@@ -171,10 +172,9 @@ async fn pausing_a_job_in_the_browser_stops_its_runs() {
         || {
             let first = Arc::clone(&first);
             async move {
-                let view =
-                    lock_core::operations::ClusterView::read(first.as_ref(), &Default::default())
-                        .await
-                        .ok()?;
+                let view = lock_cluster::ClusterView::read(first.as_ref(), &Default::default())
+                    .await
+                    .ok()?;
                 let tick = view.jobs.iter().find(|j| j.name == "tick")?;
                 (tick.live_instances.len() == 2 && tick.last_run.is_some()).then_some(())
             }
@@ -250,7 +250,7 @@ async fn pausing_a_job_in_the_browser_stops_its_runs() {
         eventually(WAIT, "a heartbeat of each instance after the pause", || {
             let first = Arc::clone(&first);
             async move {
-                let registry = first.operations()?.registry().await.ok()?;
+                let registry = first.cluster()?.registry().await.ok()?;
                 let beats: Vec<DateTime<Utc>> = registry
                     .iter()
                     .filter(|row| row.job.is_none())

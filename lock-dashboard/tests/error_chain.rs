@@ -7,12 +7,13 @@
 
 mod common;
 
+use lock_cluster::ClusterProvider;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::anyhow;
-use lock_core::operations::RunState;
-use lock_core::{InMemoryLockProvider, LockProvider};
+use lock_cluster::RunState;
+use lock_core::InMemoryLockProvider;
 use lock_scheduler::testing::TestFire;
 use lock_scheduler::{Job, Scheduler, Trigger};
 use test_support::logs::CapturedLogs;
@@ -75,7 +76,7 @@ async fn a_failed_run_shows_its_message_chain_without_a_backtrace(logs: Captured
         .await
         .expect("start");
     let store = provider
-        .operations()
+        .cluster()
         .expect("the in-memory provider keeps history");
     let run = eventually(WAIT, "a finished run", || async {
         let runs = store.history(JOB, 10).await.expect("history");

@@ -4,11 +4,12 @@
 
 mod common;
 
+use lock_cluster::ClusterProvider;
 use std::sync::Arc;
 
 use common::{ALICE_SECRET, EVIL_JOB, INSTANCE, call, csrf, json, login, page, serve};
+use lock_cluster::ControlKind;
 use lock_core::LockProvider;
-use lock_core::operations::ControlKind;
 use lock_dashboard::{Dashboard, Token};
 
 fn alice() -> Token {
@@ -195,7 +196,7 @@ async fn without_a_token_the_dashboard_is_read_only() {
     )
     .await;
     assert_eq!(login.status, 403);
-    let store = served.provider.operations().unwrap();
+    let store = served.provider.cluster().unwrap();
     assert!(
         store.control().await.unwrap().is_empty(),
         "nothing was paused"
@@ -212,7 +213,7 @@ async fn api_actions_need_the_bearer_token_and_record_its_name() {
         return;
     };
     let address = served.address;
-    let store = served.provider.operations().unwrap();
+    let store = served.provider.cluster().unwrap();
     let pause = "/api/jobs/report/pause";
     let none = call(address, "POST", pause, &[], "").await;
     assert_eq!(none.status, 403, "{}", none.body);
@@ -328,7 +329,7 @@ async fn browser_actions_need_a_session_and_its_csrf_token() {
         return;
     };
     let address = served.address;
-    let store = served.provider.operations().unwrap();
+    let store = served.provider.cluster().unwrap();
 
     // Signed out: no buttons, a login link.
     let signed_out = page(address, "/", &[]).await;

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use lock_core::LockError;
-use lock_core::operations::{
-    Action, ActionRecord, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo,
-    JobRegistration, OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
+use lock_cluster::{
+    Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
+    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunRecord, RunStart, RunState,
 };
+use lock_core::LockError;
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 use mysql_async::prelude::{FromValue, Queryable};
 use mysql_async::{Conn, Pool, Row, Value};
@@ -263,7 +263,7 @@ impl MySqlOperations {
 }
 
 #[async_trait]
-impl OperationsStore for MySqlOperations {
+impl ClusterStore for MySqlOperations {
     fn tables(&self) -> String {
         self.sql.tables.listing()
     }
@@ -325,6 +325,29 @@ impl OperationsStore for MySqlOperations {
             .map(drop)
     }
 
+    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
+        let rows = self
+            .rows("registry", "", &self.sql.instances, vec![])
+            .await?;
+        self.decode("registry", rows.iter().map(registry_row).collect())
+    }
+
+    async fn delete_expired(
+        &self,
+        what: Expired,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64, LockError> {
+        let sql = self.sql.delete_expired(what);
+        let (n, _) = self
+            .change("housekeeping", "", sql, vec![at(before), limit.into()])
+            .await?;
+        Ok(n)
+    }
+}
+
+#[async_trait]
+impl OperatorStore for MySqlOperations {
     async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError> {
         let (n, _) = self
             .change(
@@ -371,13 +394,6 @@ impl OperationsStore for MySqlOperations {
     async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
         let rows = self
             .rows("registry", "", &self.sql.registry, vec![])
-            .await?;
-        self.decode("registry", rows.iter().map(registry_row).collect())
-    }
-
-    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
-        let rows = self
-            .rows("registry", "", &self.sql.instances, vec![])
             .await?;
         self.decode("registry", rows.iter().map(registry_row).collect())
     }
@@ -456,18 +472,5 @@ impl OperationsStore for MySqlOperations {
             )
             .await?;
         self.decode("action log", rows.iter().map(action_row).collect())
-    }
-
-    async fn delete_expired(
-        &self,
-        what: Expired,
-        before: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<u64, LockError> {
-        let sql = self.sql.delete_expired(what);
-        let (n, _) = self
-            .change("housekeeping", "", sql, vec![at(before), limit.into()])
-            .await?;
-        Ok(n)
     }
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use lock_cluster::{Cluster, ClusterProvider};
 use lock_core::batching::{acquire_each, batchable};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, validate_lock_name,
@@ -482,8 +483,10 @@ impl LockProvider for MySqlLockProvider {
     fn describe(&self) -> String {
         self.session.describe()
     }
+}
 
-    fn operations(&self) -> Option<&dyn lock_core::operations::OperationsStore> {
+impl ClusterProvider for MySqlLockProvider {
+    fn cluster(&self) -> Option<&dyn Cluster> {
         self.operations.as_ref().map(|o| o as _)
     }
 }

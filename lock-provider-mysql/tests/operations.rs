@@ -1,5 +1,5 @@
 //! The operations tables (registry, history, control) on the real MySQL/MariaDB: the store's
-//! contract (`lock_core::testkit::operations_store`) on tables of the test's own, created by
+//! contract (`lock_cluster::testkit::operations_store`) on tables of the test's own, created by
 //! `ensure_schema` next to the lock table.
 
 mod common;
@@ -16,7 +16,7 @@ async fn operations_tables_keep_the_store_contract() {
         Err(e) => return common::unreachable(&e).unwrap_or(()),
     };
     provider.ensure_schema().await.expect("ensure_schema");
-    lock_core::testkit::operations_store(&provider).await;
+    lock_cluster::testkit::operations_store(&provider).await;
     // ensure_schema again: the tables exist, nothing fails.
     provider.ensure_schema().await.expect("ensure_schema twice");
     let _ = provider.pool().clone().disconnect().await;

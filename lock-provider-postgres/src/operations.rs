@@ -10,11 +10,11 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use deadpool_postgres::Pool;
 use futures_util::TryStreamExt;
-use lock_core::LockError;
-use lock_core::operations::{
-    ActionRecord, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
-    OperationsStore, RegistryRow, RunEnd, RunRecord, RunStart, RunState,
+use lock_cluster::{
+    ActionRecord, ClusterStore, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
+    OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart, RunState,
 };
+use lock_core::LockError;
 use lock_sql::sql::postgres::{ENSURE_SCHEMA_LOCK, HistoryBatchStatements};
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 use tokio_postgres::Row;
@@ -181,9 +181,7 @@ fn control_row(row: &Row) -> Result<ControlRequest, tokio_postgres::Error> {
         id: row.try_get(0)?,
         job: row.try_get(1)?,
         // An unknown kind written by hand reads as a trigger request nobody runs.
-        kind: kind
-            .parse()
-            .unwrap_or(lock_core::operations::ControlKind::Trigger),
+        kind: kind.parse().unwrap_or(lock_cluster::ControlKind::Trigger),
         requested_at: utc(row.try_get(3)?),
         requested_by: row.try_get(4)?,
         claimed_by: row.try_get(5)?,
@@ -215,9 +213,7 @@ fn action_row(row: &Row) -> Result<ActionRecord, tokio_postgres::Error> {
         utc(row.try_get(1)?),
         row.try_get(2)?,
         // An unknown action written by hand reads as an unlock, the one without a job's state.
-        action
-            .parse()
-            .unwrap_or(lock_core::operations::Action::Unlock),
+        action.parse().unwrap_or(lock_cluster::Action::Unlock),
         row.try_get(4)?,
         row.try_get(5)?,
     ))
@@ -332,7 +328,7 @@ impl<'a> BeatColumns<'a> {
 }
 
 #[async_trait]
-impl OperationsStore for PgOperations {
+impl ClusterStore for PgOperations {
     fn tables(&self) -> String {
         self.sql.tables.listing()
     }
@@ -428,6 +424,32 @@ impl OperationsStore for PgOperations {
         history::MAX_HISTORY_BATCH
     }
 
+    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
+        let rows = self.query("registry", "", &self.sql.instances, &[]).await?;
+        self.decode("registry", || rows.iter().map(registry_row).collect())
+    }
+
+    async fn delete_expired(
+        &self,
+        what: Expired,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64, LockError> {
+        let sql = self.sql.delete_expired(what);
+        let before = naive(before);
+        let limit = i64::from(limit);
+        self.execute(
+            "housekeeping",
+            "",
+            sql,
+            &[(&before, Type::TIMESTAMP), (&limit, Type::INT8)],
+        )
+        .await
+    }
+}
+
+#[async_trait]
+impl OperatorStore for PgOperations {
     async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError> {
         let n = self
             .execute(
@@ -480,11 +502,6 @@ impl OperationsStore for PgOperations {
 
     async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
         let rows = self.query("registry", "", &self.sql.registry, &[]).await?;
-        self.decode("registry", || rows.iter().map(registry_row).collect())
-    }
-
-    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
-        let rows = self.query("registry", "", &self.sql.instances, &[]).await?;
         self.decode("registry", || rows.iter().map(registry_row).collect())
     }
 
@@ -571,23 +588,5 @@ impl OperationsStore for PgOperations {
             )
             .await?;
         self.decode("action log", || rows.iter().map(action_row).collect())
-    }
-
-    async fn delete_expired(
-        &self,
-        what: Expired,
-        before: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<u64, LockError> {
-        let sql = self.sql.delete_expired(what);
-        let before = naive(before);
-        let limit = i64::from(limit);
-        self.execute(
-            "housekeeping",
-            "",
-            sql,
-            &[(&before, Type::TIMESTAMP), (&limit, Type::INT8)],
-        )
-        .await
     }
 }

@@ -1,8 +1,8 @@
 //! The run history in batches: the starts (or ends) of the runs one instance coalesced, in one
 //! statement over arrays (the kit's [`HistoryBatchStatements`]).
 
+use lock_cluster::{RunEnd, RunStart};
 use lock_core::LockError;
-use lock_core::operations::{RunEnd, RunStart};
 use lock_sql::sql::postgres::HistoryBatchStatements;
 use tokio_postgres::types::Type;
 

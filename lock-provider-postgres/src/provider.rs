@@ -7,6 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use deadpool_postgres::Pool;
+use lock_cluster::{Cluster, ClusterProvider};
 use lock_core::batching::{acquire_each, batchable};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
@@ -579,8 +580,10 @@ impl LockProvider for PostgresLockProvider {
     fn describe(&self) -> String {
         self.session.describe()
     }
+}
 
-    fn operations(&self) -> Option<&dyn lock_core::operations::OperationsStore> {
+impl ClusterProvider for PostgresLockProvider {
+    fn cluster(&self) -> Option<&dyn Cluster> {
         self.operations.as_deref().map(|o| o as _)
     }
 }

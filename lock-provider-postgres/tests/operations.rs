@@ -1,9 +1,10 @@
 //! The operations tables (registry, history, control) on the real PostgreSQL: the store's
-//! contract (`lock_core::testkit::operations_store`) on tables of the test's own, created by
+//! contract (`lock_cluster::testkit::operations_store`) on tables of the test's own, created by
 //! `ensure_schema` next to the lock table.
 
 mod common;
 
+use lock_cluster::ClusterProvider;
 use lock_core::LockError;
 
 #[tokio::test]
@@ -14,7 +15,7 @@ async fn operations_tables_keep_the_store_contract() {
     let Some(provider) = common::provider(&table).await else {
         return;
     };
-    lock_core::testkit::operations_store(&provider).await;
+    lock_cluster::testkit::operations_store(&provider).await;
 }
 
 #[tokio::test]
@@ -36,7 +37,7 @@ async fn a_shedlock_table_alone_reports_the_missing_operations_tables() {
     let provider = lock_provider_postgres::PostgresLockProvider::new(pool)
         .with_table(&table)
         .expect("table name");
-    let store = lock_core::LockProvider::operations(&provider).expect("postgres keeps them");
+    let store = lock_cluster::ClusterProvider::cluster(&provider).expect("postgres keeps them");
     match store.check().await {
         Err(LockError::TableMissing {
             table: missing,
@@ -58,7 +59,7 @@ async fn a_shedlock_table_alone_reports_the_missing_operations_tables() {
 /// table, and `ensure_schema` creates it beside the others.
 #[tokio::test]
 async fn ensure_schema_adds_the_action_log_to_older_operations_tables() {
-    use lock_core::operations::{Action, ActionRecord};
+    use lock_cluster::{Action, ActionRecord};
     let table = common::unique_table("ops_upgrade");
     let _drop = common::drop_table(&table);
     let Some(provider) = common::provider(&table).await else {
@@ -70,7 +71,7 @@ async fn ensure_schema_adds_the_action_log_to_older_operations_tables() {
         .batch_execute(&format!("DROP TABLE {table}_actions"))
         .await
         .expect("drop the action log");
-    let store = lock_core::LockProvider::operations(&provider).expect("postgres keeps them");
+    let store = lock_cluster::ClusterProvider::cluster(&provider).expect("postgres keeps them");
     store
         .check()
         .await
@@ -99,7 +100,6 @@ async fn ensure_schema_adds_the_action_log_to_older_operations_tables() {
 async fn a_bursts_history_rows_share_a_few_statements() {
     use std::time::Duration;
 
-    use lock_core::LockProvider;
     use lock_scheduler::{Job, Scheduler, Trigger};
 
     let table = common::unique_table("ops_burst");
@@ -123,7 +123,7 @@ async fn a_bursts_history_rows_share_a_few_statements() {
         .start()
         .await
         .expect("started");
-    let store = provider.operations().expect("operations tables");
+    let store = provider.cluster().expect("operations tables");
     // Two slots, so that at least one burst is whole (the first may catch a job late).
     test_support::process::eventually(
         Duration::from_secs(20),

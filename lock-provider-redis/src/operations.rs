@@ -1,17 +1,18 @@
 //! The operations keys (job registry, run history, pauses and trigger requests) of a
-//! [`RedisLockProvider`]: the [`OperationsStore`] on Redis, one Lua script per operation
+//! [`RedisLockProvider`]: the [`Cluster`] on Redis, one Lua script per operation
 //! (`operations/scripts.rs`), every time from the server's `TIME`.
 //!
 //! The keys are all under `{<prefix>:ops}:` (see `keys.rs` and the crate's README, "The
 //! operations keys"): one cluster slot, outside the lock keys' `SCAN` pattern. Redis has no
-//! tables to create, so [`check`](OperationsStore::check) only makes sure no key of another
+//! tables to create, so [`check`](ClusterStore::check) only makes sure no key of another
 //! type sits where an operations key goes.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use lock_core::operations::{
-    ActionRecord, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
-    MAX_ERROR_LEN, OperationsStore, RegistryRow, RunRecord, RunStart, RunState, truncate,
+use lock_cluster::{
+    ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo,
+    JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunRecord, RunStart, RunState,
+    truncate,
 };
 use lock_core::{FireKind, LockError};
 use redis::{Script, Value};
@@ -228,7 +229,7 @@ impl RedisLockProvider {
 }
 
 #[async_trait]
-impl OperationsStore for RedisLockProvider {
+impl ClusterStore for RedisLockProvider {
     /// `redis keys {<prefix>:ops}:*`.
     fn tables(&self) -> String {
         format!("redis keys {}", self.keys.ops.pattern())
@@ -336,6 +337,65 @@ impl OperationsStore for RedisLockProvider {
         Ok(())
     }
 
+    async fn delete_expired(
+        &self,
+        what: Expired,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64, LockError> {
+        let k = &self.keys.ops;
+        let args = [cut_off(before), limit.to_string()];
+        let deleted: i64 = match what {
+            Expired::Runs => {
+                self.ops(
+                    "housekeeping",
+                    "",
+                    &self.ops_scripts.delete_runs,
+                    &[
+                        &k.runs,
+                        &k.runs_started,
+                        &k.runs_by_job,
+                        &k.runs_last,
+                        &k.runs_succeeded,
+                    ],
+                    &args,
+                )
+                .await?
+            }
+            Expired::ClaimedTriggers => {
+                self.ops(
+                    "housekeeping",
+                    "",
+                    &self.ops_scripts.delete_scored,
+                    &[&k.control, &k.control_claimed],
+                    &args,
+                )
+                .await?
+            }
+            Expired::StaleRegistry => {
+                self.ops(
+                    "housekeeping",
+                    "",
+                    &self.ops_scripts.delete_scored,
+                    &[&k.instances, &k.heartbeats],
+                    &args,
+                )
+                .await?
+            }
+            Expired::Actions => self.delete_actions(args[0].clone(), limit).await?,
+        };
+        Ok(u64::try_from(deleted).unwrap_or(0))
+    }
+
+    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
+        let mut rows = OperatorStore::registry(self).await?;
+        rows.retain(|row| row.job.is_none());
+        Ok(rows)
+    }
+}
+
+#[async_trait]
+impl OperatorStore for RedisLockProvider {
     async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError> {
         let k = &self.keys.ops;
         let paused: i64 = self
@@ -473,56 +533,6 @@ impl OperationsStore for RedisLockProvider {
 
     async fn actions(&self, job: &str, limit: u32) -> Result<Vec<ActionRecord>, LockError> {
         self.read_actions(job, limit).await
-    }
-
-    async fn delete_expired(
-        &self,
-        what: Expired,
-        before: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<u64, LockError> {
-        let k = &self.keys.ops;
-        let args = [cut_off(before), limit.to_string()];
-        let deleted: i64 = match what {
-            Expired::Runs => {
-                self.ops(
-                    "housekeeping",
-                    "",
-                    &self.ops_scripts.delete_runs,
-                    &[
-                        &k.runs,
-                        &k.runs_started,
-                        &k.runs_by_job,
-                        &k.runs_last,
-                        &k.runs_succeeded,
-                    ],
-                    &args,
-                )
-                .await?
-            }
-            Expired::ClaimedTriggers => {
-                self.ops(
-                    "housekeeping",
-                    "",
-                    &self.ops_scripts.delete_scored,
-                    &[&k.control, &k.control_claimed],
-                    &args,
-                )
-                .await?
-            }
-            Expired::StaleRegistry => {
-                self.ops(
-                    "housekeeping",
-                    "",
-                    &self.ops_scripts.delete_scored,
-                    &[&k.instances, &k.heartbeats],
-                    &args,
-                )
-                .await?
-            }
-            Expired::Actions => self.delete_actions(args[0].clone(), limit).await?,
-        };
-        Ok(u64::try_from(deleted).unwrap_or(0))
     }
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use lock_cluster::{Cluster, ClusterProvider};
 use lock_core::encoding::{at_least_millis, fence_to_sql, lease_millis};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
@@ -465,10 +466,12 @@ impl LockProvider for RedisLockProvider {
             None => format!("redis keys {}", self.keys.pattern()),
         }
     }
+}
 
+impl ClusterProvider for RedisLockProvider {
     /// The registry, run history, pauses and trigger requests, in the keys under
     /// `{<prefix>:ops}:` (see the crate's README, "The operations keys").
-    fn operations(&self) -> Option<&dyn lock_core::operations::OperationsStore> {
+    fn cluster(&self) -> Option<&dyn Cluster> {
         Some(self)
     }
 }

@@ -1,24 +1,25 @@
 //! The operations keys (registry, history, control) on the real Redis: the store's contract
-//! (`lock_core::testkit::operations_store`) under a prefix of the test's own, and what is
+//! (`lock_cluster::testkit::operations_store`) under a prefix of the test's own, and what is
 //! particular to Redis: the key layout (one hash tag, outside the lock listing), a heartbeat
 //! that is one script call, exactly one winner among concurrent claims, housekeeping that
 //! keeps each job's last run and last success right, and a key of another type refused.
 
 mod common;
 
+use lock_cluster::ClusterProvider;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::TimeDelta;
-use lock_core::operations::{
-    Expired, Heartbeat, InstanceInfo, JobRegistration, OperationsStore, RunStart, RunState,
+use lock_cluster::{
+    Cluster, Expired, Heartbeat, InstanceInfo, JobRegistration, RunStart, RunState,
 };
 use lock_core::{FireKind, FireSlot, LockError, LockProvider, testkit};
 use lock_provider_redis::{RedisLockProvider, redis};
 use test_support::redis_server::{Durability, PrivateRedis};
 
-fn store(provider: &RedisLockProvider) -> &dyn OperationsStore {
-    provider.operations().expect("Redis keeps operations")
+fn store(provider: &RedisLockProvider) -> &dyn Cluster {
+    provider.cluster().expect("Redis keeps operations")
 }
 
 async fn own_connection(url: &str) -> redis::aio::MultiplexedConnection {
@@ -71,7 +72,7 @@ async fn operations_keys_keep_the_store_contract() {
     let Some(provider) = common::provider_with_prefix(&prefix).await else {
         return;
     };
-    testkit::operations_store(&provider).await;
+    lock_cluster::testkit::operations_store(&provider).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,11 +94,7 @@ async fn the_operations_keys_share_one_hash_tag_outside_the_lock_listing() {
     ops.pause("report", "op").await.expect("pause");
     let request = ops.request_trigger("report", "op").await.expect("trigger");
     assert!(ops.claim_trigger(request, "test:1:a").await.expect("claim"));
-    let action = lock_core::operations::ActionRecord::new(
-        "report",
-        lock_core::operations::Action::Pause,
-        "op",
-    );
+    let action = lock_cluster::ActionRecord::new("report", lock_cluster::Action::Pause, "op");
     ops.record_action(&action).await.expect("action");
     let name = testkit::unique_name("layout");
     let request = testkit::request(&name, "test:1:a", std::time::Duration::from_secs(30), None);
@@ -360,7 +357,7 @@ async fn a_key_of_another_type_where_an_operations_key_goes_is_refused() {
 /// time from what is left, and forgets the job once its list is empty.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jobs_action_list_is_capped_and_housekeeping_empties_it() {
-    use lock_core::operations::{Action, ActionRecord, Expired};
+    use lock_cluster::{Action, ActionRecord, Expired};
     let prefix = common::unique_prefix("ops_actions");
     let _cleanup = common::delete_keys(&prefix);
     let Some(provider) = common::provider_with_prefix(&prefix).await else {

@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use lock_core::LockError;
-use lock_core::operations::{
-    Action, ActionRecord, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo,
-    JobRegistration, OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
+use lock_cluster::{
+    Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
+    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunRecord, RunStart, RunState,
 };
+use lock_core::LockError;
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 use rusqlite::types::Value;
 use rusqlite::{Connection, Row, params_from_iter};
@@ -295,7 +295,7 @@ impl SqliteOperations {
 }
 
 #[async_trait]
-impl OperationsStore for SqliteOperations {
+impl ClusterStore for SqliteOperations {
     fn tables(&self) -> String {
         self.sql.tables.listing()
     }
@@ -356,6 +356,25 @@ impl OperationsStore for SqliteOperations {
             .map(drop)
     }
 
+    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
+        self.rows("registry", &self.sql.instances, vec![], registry_row)
+            .await
+    }
+
+    async fn delete_expired(
+        &self,
+        what: Expired,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64, LockError> {
+        let sql = self.sql.delete_expired(what);
+        let params = vec![text(before), Value::Integer(i64::from(limit))];
+        self.change("housekeeping", sql, params).await
+    }
+}
+
+#[async_trait]
+impl OperatorStore for SqliteOperations {
     async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError> {
         let params = vec![
             Value::Text(job.to_owned()),
@@ -397,11 +416,6 @@ impl OperationsStore for SqliteOperations {
 
     async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
         self.rows("registry", &self.sql.registry, vec![], registry_row)
-            .await
-    }
-
-    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
-        self.rows("registry", &self.sql.instances, vec![], registry_row)
             .await
     }
 
@@ -464,16 +478,5 @@ impl OperationsStore for SqliteOperations {
         ];
         self.rows("action log", &self.sql.actions, params, action_row)
             .await
-    }
-
-    async fn delete_expired(
-        &self,
-        what: Expired,
-        before: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<u64, LockError> {
-        let sql = self.sql.delete_expired(what);
-        let params = vec![text(before), Value::Integer(i64::from(limit))];
-        self.change("housekeeping", sql, params).await
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::Utc;
+use lock_cluster::{Cluster, ClusterProvider};
 use lock_core::batching::{acquire_each, batchable};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
@@ -491,8 +492,10 @@ impl LockProvider for SqliteLockProvider {
     fn describe(&self) -> String {
         self.backend()
     }
+}
 
-    fn operations(&self) -> Option<&dyn lock_core::operations::OperationsStore> {
+impl ClusterProvider for SqliteLockProvider {
+    fn cluster(&self) -> Option<&dyn Cluster> {
         self.operations.as_ref().map(|o| o as _)
     }
 }

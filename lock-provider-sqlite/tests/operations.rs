@@ -1,15 +1,16 @@
 //! The operations tables (registry, history, control) in a SQLite file: the store's contract
-//! (`lock_core::testkit::operations_store`), and a ShedLock table alone, without them.
+//! (`lock_cluster::testkit::operations_store`), and a ShedLock table alone, without them.
 
 mod common;
 
-use lock_core::{LockError, LockProvider};
+use lock_cluster::ClusterProvider;
+use lock_core::LockError;
 use lock_provider_sqlite::SqliteLockProvider;
 
 #[tokio::test]
 async fn operations_tables_keep_the_store_contract() {
     let (_dir, provider) = common::fresh_provider().await;
-    lock_core::testkit::operations_store(&provider).await;
+    lock_cluster::testkit::operations_store(&provider).await;
     provider.ensure_schema().await.expect("ensure_schema twice");
 }
 
@@ -26,7 +27,7 @@ async fn a_shedlock_table_alone_reports_the_missing_operations_tables() {
         .expect("ShedLock's DDL");
     drop(connection);
     let provider = SqliteLockProvider::open(&path).expect("open");
-    let store = provider.operations().expect("sqlite keeps them");
+    let store = provider.cluster().expect("sqlite keeps them");
     match store.check().await {
         Err(LockError::TableMissing { table, ddl, .. }) => {
             assert_eq!(

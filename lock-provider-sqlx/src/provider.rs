@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::TableShape;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use lock_core::operations::OperationsStore;
+use lock_cluster::{Cluster, ClusterProvider};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, validate_lock_name,
 };
@@ -34,7 +34,7 @@ use crate::sqlite::SqliteBackend;
 ///   [`ensure_schema`](Self::ensure_schema) adds to a ShedLock table.
 /// - **Operations tables** (job registry, run history, pause, trigger requests) next to the
 ///   lock table, made by [`ensure_schema`](Self::ensure_schema) and returned by
-///   [`LockProvider::operations`]: the same tables and statements as the driver-specific
+///   [`ClusterProvider::cluster`](lock_cluster::ClusterProvider::cluster): the same tables and statements as the driver-specific
 ///   providers'.
 ///
 /// A provider of this crate and one of `lock-provider-postgres` (or `-mysql`, `-sqlite`) on
@@ -433,7 +433,7 @@ impl SqlxLockProvider {
     /// # async fn run(provider: lock_provider_sqlx::SqlxLockProvider) -> Result<(), lock_core::LockError> {
     /// use lock_core::LockProvider;
     /// provider.ensure_schema().await?;
-    /// provider.operations().expect("the sqlx provider keeps operations tables").check().await?;
+    /// provider.cluster().expect("the sqlx provider keeps operations tables").check().await?;
     /// # Ok(()) }
     /// ```
     pub async fn ensure_schema(&self) -> Result<(), LockError> {
@@ -540,9 +540,11 @@ impl LockProvider for SqlxLockProvider {
     fn describe(&self) -> String {
         on_backend!(self, b => b.describe())
     }
+}
 
-    fn operations(&self) -> Option<&dyn OperationsStore> {
-        on_backend!(self, b => b.operations.as_deref().map(|o| o as &dyn OperationsStore))
+impl ClusterProvider for SqlxLockProvider {
+    fn cluster(&self) -> Option<&dyn Cluster> {
+        on_backend!(self, b => b.operations.as_deref().map(|o| o as &dyn Cluster))
     }
 }
 

@@ -1,17 +1,18 @@
 //! The operations tables (registry, history, control) through sqlx on the real servers and a
-//! SQLite file: the store's contract (`lock_core::testkit::operations_store`) on tables of the
+//! SQLite file: the store's contract (`lock_cluster::testkit::operations_store`) on tables of the
 //! test's own, created by `ensure_schema` next to the lock table; a sqlx provider and the
 //! driver-specific provider reading and writing ONE set of operations tables; and a ShedLock
 //! table alone, without them, where the scheduler runs the jobs and warns once.
 
 mod common;
 
+use lock_cluster::ClusterProvider;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use lock_core::operations::{
-    ControlKind, Heartbeat, InstanceInfo, JobRegistration, OperationsStore, RunStart, RunState,
+use lock_cluster::{
+    Cluster, ControlKind, Heartbeat, InstanceInfo, JobRegistration, RunStart, RunState,
 };
 use lock_core::{FireKind, FireSlot, LockError, LockProvider};
 use lock_provider_mysql::MySqlLockProvider;
@@ -29,7 +30,7 @@ async fn postgres_operations_tables_keep_the_store_contract() {
     let Some(provider) = common::pg_provider(&table).await else {
         return;
     };
-    lock_core::testkit::operations_store(&provider).await;
+    lock_cluster::testkit::operations_store(&provider).await;
     // ensure_schema again: the tables exist, nothing fails.
     provider.ensure_schema().await.expect("ensure_schema twice");
 }
@@ -41,7 +42,7 @@ async fn mysql_operations_tables_keep_the_store_contract() {
     let Some(provider) = common::mysql_provider(&table).await else {
         return;
     };
-    lock_core::testkit::operations_store(&provider).await;
+    lock_cluster::testkit::operations_store(&provider).await;
     provider.ensure_schema().await.expect("ensure_schema twice");
 }
 
@@ -50,7 +51,7 @@ async fn sqlite_operations_tables_keep_the_store_contract() {
     let Some((_dir, provider)) = common::sqlite_provider().await else {
         return;
     };
-    lock_core::testkit::operations_store(&provider).await;
+    lock_cluster::testkit::operations_store(&provider).await;
     provider.ensure_schema().await.expect("ensure_schema twice");
 }
 
@@ -81,8 +82,8 @@ fn beat(instance: &str, started_at: chrono::DateTime<chrono::Utc>) -> Heartbeat 
 /// runs, ends the other's runs, honours the other's pause, and a trigger request one makes is
 /// claimed once across both. Whatever one reads, the other reads the same.
 async fn share_operations(sqlx: &dyn LockProvider, driver: &dyn LockProvider) {
-    let a: &dyn OperationsStore = sqlx.operations().expect("sqlx keeps operations");
-    let b: &dyn OperationsStore = driver.operations().expect("the driver keeps operations");
+    let a: &dyn Cluster = sqlx.cluster().expect("sqlx keeps operations");
+    let b: &dyn Cluster = driver.cluster().expect("the driver keeps operations");
     assert_eq!(a.tables(), b.tables());
     let now = FireSlot::new(sqlx.database_time().await.expect("now")).instant();
 
@@ -216,7 +217,7 @@ async fn sqlite_sqlx_and_rusqlite_share_the_operations_tables() {
 
 /// What the store of a provider on a ShedLock table alone says.
 async fn missing(provider: &SqlxLockProvider, table: &str, quoted_runs: &str) {
-    let store = provider.operations().expect("sqlx keeps them");
+    let store = provider.cluster().expect("sqlx keeps them");
     match store.check().await {
         Err(LockError::TableMissing {
             table: missing,

@@ -69,6 +69,6 @@ async fn the_operations_tables_through_pgbouncer() {
     let Some(provider) = uncached_on(&table).await else {
         return;
     };
-    testkit::operations_store(&provider).await;
+    lock_cluster::testkit::operations_store(&provider).await;
     provider.ensure_schema().await.expect("ensure_schema twice");
 }

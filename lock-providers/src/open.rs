@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use lock_cluster::ClusterProvider;
 use lock_core::{LockError, LockProvider};
 use lock_sql::DEFAULT_TABLE;
 
@@ -261,14 +262,14 @@ type Closing = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// # Ok(()) }
 /// ```
 pub struct OpenedProvider {
-    provider: Arc<dyn LockProvider>,
+    provider: Arc<dyn ClusterProvider>,
     /// The same provider, for [`downcast_ref`](Self::downcast_ref).
     concrete: Arc<dyn Any + Send + Sync>,
     closing: Option<Closing>,
 }
 
 impl OpenedProvider {
-    pub(crate) fn new<P: LockProvider>(provider: P) -> Self {
+    pub(crate) fn new<P: ClusterProvider>(provider: P) -> Self {
         let provider = Arc::new(provider);
         OpenedProvider {
             provider: provider.clone(),
@@ -294,7 +295,7 @@ impl OpenedProvider {
     /// let executor = lock_core::LockingTaskExecutor::new(opened.provider().clone());
     /// # Ok(()) }
     /// ```
-    pub fn provider(&self) -> &Arc<dyn LockProvider> {
+    pub fn provider(&self) -> &Arc<dyn ClusterProvider> {
         &self.provider
     }
 
@@ -321,7 +322,7 @@ impl OpenedProvider {
     /// let provider = lock_providers::open("postgres://app@db.internal/app").await?.into_provider();
     /// # Ok(()) }
     /// ```
-    pub fn into_provider(self) -> Arc<dyn LockProvider> {
+    pub fn into_provider(self) -> Arc<dyn ClusterProvider> {
         self.provider
     }
 

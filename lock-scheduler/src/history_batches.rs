@@ -1,7 +1,7 @@
 //! Coalesced run-history writes: the start rows (and the end rows) of the runs of one instance
 //! that come within the batch window go to the operations store in one
-//! [`runs_started`](lock_core::operations::OperationsStore::runs_started) (or
-//! [`runs_ended`](lock_core::operations::OperationsStore::runs_ended)) call, through the same
+//! [`runs_started`](lock_cluster::ClusterStore::runs_started) (or
+//! [`runs_ended`](lock_cluster::ClusterStore::runs_ended)) call, through the same
 //! coalescer as the executor's acquires and releases (`lock_core::batching::Coalescer`).
 //!
 //! Decisions, and why:
@@ -20,9 +20,9 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 use tokio::time::Instant;
 
+use lock_cluster::{Cluster, ClusterProvider, RunEnd, RunStart};
+use lock_core::LockError;
 use lock_core::batching::{Batched, Coalescer, MAX_WINDOWS, RELEASE_WINDOWS, later};
-use lock_core::operations::{OperationsStore, RunEnd, RunStart};
-use lock_core::{LockError, LockProvider};
 
 /// The start row of one run, keyed by its job's name (two of one name never share a batch).
 pub(crate) struct HistoryStart(pub(crate) RunStart, pub(crate) Arc<str>);
@@ -30,8 +30,8 @@ pub(crate) struct HistoryStart(pub(crate) RunStart, pub(crate) Arc<str>);
 /// The end row of one run.
 pub(crate) struct HistoryEnd(pub(crate) RunEnd, pub(crate) Arc<str>);
 
-fn store(provider: &dyn LockProvider) -> Result<&dyn OperationsStore, LockError> {
-    provider.operations().ok_or_else(|| {
+fn store(provider: &dyn ClusterProvider) -> Result<&dyn Cluster, LockError> {
+    provider.cluster().ok_or_else(|| {
         LockError::InvalidConfiguration(format!(
             "{} keeps no run history (no operations tables)",
             provider.describe()
@@ -39,25 +39,24 @@ fn store(provider: &dyn LockProvider) -> Result<&dyn OperationsStore, LockError>
     })
 }
 
-fn max(provider: &dyn LockProvider) -> usize {
-    provider
-        .operations()
-        .map_or(1, |ops| ops.max_history_batch())
+fn max(provider: &dyn ClusterProvider) -> usize {
+    provider.cluster().map_or(1, |ops| ops.max_history_batch())
 }
 
 impl Batched for HistoryStart {
+    type Target = dyn ClusterProvider;
     type Out = i64;
     fn name(&self) -> &Arc<str> {
         &self.1
     }
     fn send_one(
-        provider: Arc<dyn LockProvider>,
+        provider: Arc<dyn ClusterProvider>,
         item: Self,
     ) -> BoxFuture<'static, Result<i64, LockError>> {
         Box::pin(async move { store(provider.as_ref())?.run_started(&item.0).await })
     }
     fn send_many(
-        provider: Arc<dyn LockProvider>,
+        provider: Arc<dyn ClusterProvider>,
         items: Vec<Self>,
     ) -> BoxFuture<'static, Result<Vec<i64>, LockError>> {
         Box::pin(async move {
@@ -69,18 +68,22 @@ impl Batched for HistoryStart {
     fn deadline(&self, now: Instant, window: Duration) -> Instant {
         later(now, window.saturating_mul(MAX_WINDOWS))
     }
-    fn max(provider: &dyn LockProvider) -> usize {
+    fn max(provider: &dyn ClusterProvider) -> usize {
         max(provider)
+    }
+    fn describe(provider: &dyn ClusterProvider) -> String {
+        provider.describe()
     }
 }
 
 impl Batched for HistoryEnd {
+    type Target = dyn ClusterProvider;
     type Out = ();
     fn name(&self) -> &Arc<str> {
         &self.1
     }
     fn send_one(
-        provider: Arc<dyn LockProvider>,
+        provider: Arc<dyn ClusterProvider>,
         item: Self,
     ) -> BoxFuture<'static, Result<(), LockError>> {
         Box::pin(async move {
@@ -91,7 +94,7 @@ impl Batched for HistoryEnd {
         })
     }
     fn send_many(
-        provider: Arc<dyn LockProvider>,
+        provider: Arc<dyn ClusterProvider>,
         items: Vec<Self>,
     ) -> BoxFuture<'static, Result<Vec<()>, LockError>> {
         Box::pin(async move {
@@ -105,8 +108,11 @@ impl Batched for HistoryEnd {
     fn deadline(&self, now: Instant, window: Duration) -> Instant {
         later(now, window)
     }
-    fn max(provider: &dyn LockProvider) -> usize {
+    fn max(provider: &dyn ClusterProvider) -> usize {
         max(provider)
+    }
+    fn describe(provider: &dyn ClusterProvider) -> String {
+        provider.describe()
     }
 }
 
@@ -119,7 +125,7 @@ pub(crate) struct HistoryBatches {
 impl HistoryBatches {
     /// Coalescers on `provider` for `window` (the acquire window), or `None` when its store
     /// does not batch or the window is zero.
-    pub(crate) fn new(provider: &Arc<dyn LockProvider>, window: Duration) -> Option<Arc<Self>> {
+    pub(crate) fn new(provider: &Arc<dyn ClusterProvider>, window: Duration) -> Option<Arc<Self>> {
         let window = window.saturating_mul(RELEASE_WINDOWS);
         Some(Arc::new(HistoryBatches {
             starts: Coalescer::new(provider, window)?,

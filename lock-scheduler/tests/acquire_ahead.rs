@@ -38,6 +38,9 @@ impl Noting {
     }
 }
 
+// No cluster tables: the scheduler runs without them.
+impl lock_cluster::ClusterProvider for Noting {}
+
 #[async_trait]
 impl LockProvider for Noting {
     async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {

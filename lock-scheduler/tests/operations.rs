@@ -3,13 +3,14 @@
 //! without operations tables. The same scheduler code runs on the SQL providers (their
 //! multi-process tests are in `lock-cli/tests/operations.rs`).
 
+use lock_cluster::ClusterProvider;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use lock_core::operations::{ClusterOptions, ClusterView, RegistryRow, RunState};
+use lock_cluster::{ClusterOptions, ClusterView, RegistryRow, RunState};
 use lock_core::{
     AcquireOutcome, FireKind, InMemoryLockProvider, JobContext, Lease, LockError, LockProvider,
     LockRecord, LockRequest,
@@ -59,7 +60,7 @@ async fn history_records_every_run_with_its_fence_kind_and_outcome() {
         .start()
         .await
         .unwrap();
-    let store = provider.operations().unwrap();
+    let store = provider.cluster().unwrap();
     for job in ["ok", "fails", "panics"] {
         eventually(WAIT, "two finished runs of each job", || async {
             let runs = store.history(job, 10).await.unwrap();
@@ -106,7 +107,7 @@ async fn pause_refuses_fires_from_the_next_heartbeat_until_resumed() {
         .start()
         .await
         .unwrap();
-    let store = provider.operations().unwrap();
+    let store = provider.cluster().unwrap();
     eventually(WAIT, "a first run", || async {
         (runs.load(Ordering::SeqCst) > 0).then_some(())
     })
@@ -162,7 +163,7 @@ async fn a_trigger_request_runs_once_on_one_instance_as_a_manual_fire() {
     };
     let a = start("instance-a").await.unwrap();
     let b = start("instance-b").await.unwrap();
-    let store = provider.operations().unwrap();
+    let store = provider.cluster().unwrap();
     let id = store.request_trigger("nightly", "test").await.unwrap();
     let runs = eventually(WAIT, "the requested run", || async {
         let runs = store.history("nightly", 10).await.unwrap();
@@ -223,7 +224,7 @@ async fn housekeeping_deletes_history_older_than_the_retention() {
         .start()
         .await
         .unwrap();
-    let store = provider.operations().unwrap();
+    let store = provider.cluster().unwrap();
     // Runs for 3 s (30 rows written) while housekeeping (every second) keeps about the last
     // second's: the oldest row left is at most the retention plus one housekeeping period
     // (and a run's time) old.
@@ -253,6 +254,9 @@ async fn housekeeping_deletes_history_older_than_the_retention() {
 
 /// The in-memory provider without its operations tables, like a provider that keeps none.
 struct LocksOnly(InMemoryLockProvider);
+
+// No cluster tables: the scheduler runs without them.
+impl lock_cluster::ClusterProvider for LocksOnly {}
 
 #[async_trait]
 impl LockProvider for LocksOnly {
@@ -350,7 +354,7 @@ async fn a_heartbeat_writes_a_job_row_only_when_it_changed_and_drops_removed_job
         .start()
         .await
         .unwrap();
-    let store = provider.operations().unwrap();
+    let store = provider.cluster().unwrap();
     let first = eventually(WAIT, "both jobs registered", || async {
         let rows = store.registry().await.unwrap();
         (rows.iter().filter(|r| r.job.is_some()).count() == 2).then_some(rows)
@@ -399,7 +403,7 @@ async fn whole_second_heartbeats_go_at_half_past_a_second() {
         .start()
         .await
         .unwrap();
-    let store = provider.operations().unwrap();
+    let store = provider.cluster().unwrap();
     let id = scheduler.executor().instance_id().to_owned();
     // Each beat stamps the instance's row with the database's time (the in-memory provider's
     // clock); the row is read every 20 ms, so every beat of these 3.5 s is seen.

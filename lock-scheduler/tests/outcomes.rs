@@ -2,6 +2,7 @@
 //! each outcome records under the `scheduled_job` label, and the start-up warning about leases
 //! many periods long.
 
+use lock_cluster::ClusterProvider;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -358,6 +359,9 @@ struct SlowRelease {
     delay: Duration,
 }
 
+// No cluster tables: the scheduler runs without them.
+impl lock_cluster::ClusterProvider for SlowRelease {}
+
 #[async_trait::async_trait]
 impl LockProvider for SlowRelease {
     async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
@@ -441,7 +445,7 @@ async fn a_paused_job_counts_refused_fires_and_exports_its_next_fire() {
     let metrics = recorded();
     let provider = Arc::new(InMemoryLockProvider::new());
     let name = "outcomes-paused";
-    let store = provider.operations().expect("in-memory operations");
+    let store = provider.cluster().expect("in-memory operations");
     store.pause(name, "test").await.unwrap();
     let scheduler = Scheduler::builder()
         .lock_provider(provider.clone())

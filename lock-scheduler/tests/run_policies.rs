@@ -3,11 +3,12 @@
 //! that a slot missed before start runs once as a catch-up. The multi-process versions, on
 //! PostgreSQL and SQLite, are `fault-tests/tests/misfire.rs`.
 
+use lock_cluster::ClusterProvider;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lock_core::operations::RunState;
+use lock_cluster::RunState;
 use lock_core::{
     FireKind, FireSlot, InMemoryLockProvider, JobContext, LockConfiguration, LockError,
     LockProvider, LockingTaskExecutor,
@@ -43,7 +44,7 @@ async fn each_attempt_is_a_history_row_of_one_slot_and_one_lease() {
         scheduler.trigger("flaky").await.unwrap(),
         RunOutcome::Succeeded
     );
-    let store = provider.operations().unwrap();
+    let store = provider.cluster().unwrap();
     let runs = eventually(WAIT, "three finished attempts", || async {
         let runs = store.history("flaky", 10).await.unwrap();
         (runs.len() == 3 && runs.iter().all(|r| r.ended_at.is_some())).then_some(runs)

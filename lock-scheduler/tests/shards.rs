@@ -2,6 +2,7 @@
 //! (slot, shard) once across schedulers, the shard in the context, the start-time refusals.
 //! The multi-process scenarios on PostgreSQL and MariaDB are `fault-tests/tests/shards.rs`.
 
+use lock_cluster::ClusterProvider;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -181,7 +182,7 @@ async fn a_manual_run_of_a_sharded_job_runs_every_shard_here() {
     seen.sort();
     assert_eq!(seen, [Some((0, 2)), Some((1, 2))]);
     // Each shard's run is in the history under the shard's name, none under the job's.
-    let store = provider.operations().unwrap();
+    let store = provider.cluster().unwrap();
     for shard in ["report#0", "report#1"] {
         let runs = store.history(shard, 10).await.unwrap();
         assert_eq!(runs.len(), 1, "{shard}: {runs:?}");
@@ -193,6 +194,9 @@ async fn a_manual_run_of_a_sharded_job_runs_every_shard_here() {
 
 /// The in-memory provider without its operations tables.
 struct NoRegistry(InMemoryLockProvider);
+
+// No cluster tables: the scheduler runs without them.
+impl lock_cluster::ClusterProvider for NoRegistry {}
 
 #[async_trait]
 impl LockProvider for NoRegistry {

@@ -20,7 +20,7 @@ pub mod scheduler;
 /// pauses, trigger requests and the action log, as the scheduler writes them and operators
 /// read them.
 pub mod cluster {
-    pub use lock_core::operations::*;
+    pub use lock_cluster::*;
 }
 
 /// Running one job's body in a test, without a scheduler or a database.

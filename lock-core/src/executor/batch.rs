@@ -46,18 +46,21 @@ pub type Tell<O> = Arc<dyn Fn(usize, O) + Send + Sync>;
 
 /// What one batched call sends: a request (or a lease to release) and its own reply.
 pub trait Batched: Send + 'static {
+    /// What the items are sent to: a lock provider for acquires and releases, or a store of
+    /// another crate's (the scheduler's run history).
+    type Target: ?Sized + Send + Sync + 'static;
     /// What the caller gets back.
     type Out: Send + 'static;
     /// The lock name: two items of one name never share a batch.
     fn name(&self) -> &Arc<str>;
     /// Sends one item alone.
     fn send_one(
-        provider: Arc<dyn LockProvider>,
+        target: Arc<Self::Target>,
         item: Self,
     ) -> BoxFuture<'static, Result<Self::Out, LockError>>;
     /// Sends several in one call; `Err` applies to all of them.
     fn send_many(
-        provider: Arc<dyn LockProvider>,
+        target: Arc<Self::Target>,
         items: Vec<Self>,
     ) -> BoxFuture<'static, Result<Vec<Self::Out>, LockError>>
     where
@@ -66,7 +69,7 @@ pub trait Batched: Send + 'static {
     /// provider has it; `Err` applies to the items not told. The default tells them all when
     /// [`send_many`](Self::send_many) returns.
     fn send_many_each(
-        provider: Arc<dyn LockProvider>,
+        target: Arc<Self::Target>,
         items: Vec<Self>,
         tell: Tell<Self::Out>,
     ) -> BoxFuture<'static, Result<(), LockError>>
@@ -74,7 +77,7 @@ pub trait Batched: Send + 'static {
         Self: Sized,
     {
         Box::pin(async move {
-            for (at, out) in Self::send_many(provider, items)
+            for (at, out) in Self::send_many(target, items)
                 .await?
                 .into_iter()
                 .enumerate()
@@ -88,14 +91,21 @@ pub trait Batched: Send + 'static {
     const OPERATION: &'static str;
     /// The latest this item may be sent, joining at `now` a batch whose window is `window`.
     fn deadline(&self, now: Instant, window: Duration) -> Instant;
-    /// How many items `provider` takes in one call (1: it does not batch these).
-    fn max(provider: &dyn LockProvider) -> usize {
-        provider.max_batch()
-    }
+    /// How many items `target` takes in one call (1: it does not batch these).
+    fn max(target: &Self::Target) -> usize;
+    /// `target`, for errors (`LockProvider::describe`).
+    fn describe(target: &Self::Target) -> String;
 }
 
 impl Batched for LockRequest {
+    type Target = dyn LockProvider;
     type Out = AcquireOutcome;
+    fn max(provider: &dyn LockProvider) -> usize {
+        provider.max_batch()
+    }
+    fn describe(provider: &dyn LockProvider) -> String {
+        provider.describe()
+    }
     fn name(&self) -> &Arc<str> {
         &self.name
     }
@@ -129,7 +139,14 @@ impl Batched for LockRequest {
 pub(super) struct Release(pub(super) Lease, pub(super) Duration, pub(super) Instant);
 
 impl Batched for Release {
+    type Target = dyn LockProvider;
     type Out = bool;
+    fn max(provider: &dyn LockProvider) -> usize {
+        provider.max_batch()
+    }
+    fn describe(provider: &dyn LockProvider) -> String {
+        provider.describe()
+    }
     fn name(&self) -> &Arc<str> {
         self.0.shared_name()
     }
@@ -179,7 +196,7 @@ struct State<T: Batched> {
 
 /// Collects items for `window`, then sends them in one call; shared by clones of an executor.
 pub struct Coalescer<T: Batched> {
-    provider: Arc<dyn LockProvider>,
+    provider: Arc<T::Target>,
     window: Duration,
     max: usize,
     state: Mutex<State<T>>,
@@ -188,7 +205,7 @@ pub struct Coalescer<T: Batched> {
 impl<T: Batched> Coalescer<T> {
     /// A coalescer on `provider`, or `None` when the provider does not batch or the window is
     /// zero (batching off).
-    pub fn new(provider: &Arc<dyn LockProvider>, window: Duration) -> Option<Arc<Self>> {
+    pub fn new(provider: &Arc<T::Target>, window: Duration) -> Option<Arc<Self>> {
         let max = T::max(provider.as_ref());
         (max > 1 && !window.is_zero()).then(|| {
             Arc::new(Coalescer {
@@ -284,7 +301,7 @@ impl<T: Batched> Coalescer<T> {
             Err(LockError::provider(
                 T::OPERATION,
                 &*name,
-                self.provider.describe(),
+                T::describe(&self.provider),
                 "the batch carrying this call was dropped (the runtime shut down)",
             ))
         })
@@ -318,7 +335,7 @@ impl<T: Batched> Coalescer<T> {
         let why = match &result {
             Ok(()) => format!(
                 "{} told no outcome for it in a batch of {count}",
-                self.provider.describe()
+                T::describe(&self.provider)
             ),
             Err(error) => error.to_string(),
         };
@@ -333,7 +350,7 @@ impl<T: Batched> Coalescer<T> {
                 LockError::provider(
                     T::OPERATION,
                     &**name,
-                    self.provider.describe(),
+                    T::describe(&self.provider),
                     format!("batched {} failed: {why}", T::OPERATION),
                 )
             });

@@ -29,13 +29,10 @@
 //! listed in `__executor_suite!`, which `conformance_tests!` expands too.
 
 mod acquire;
-mod actions;
 mod batch;
 mod executor;
 mod expiry;
 mod faults;
-mod history;
-mod operations;
 mod operator;
 mod ownership;
 mod slots;
@@ -44,7 +41,6 @@ mod support;
 use crate::LockProvider;
 
 pub use acquire::{exclusion, fuzz, independent_names, name_too_long};
-pub use actions::action_log;
 pub use batch::{batch_concurrent_fuzz, batch_mixed_outcomes};
 pub use executor::{
     cancelled_before_another_can_take_over, concurrent_call_is_not_adopted,
@@ -57,8 +53,6 @@ pub use expiry::{
     extend_pushes_expiry,
 };
 pub use faults::{Faults, FaultyProvider};
-pub use history::history_batches;
-pub use operations::operations_store;
 pub use operator::list_and_force_unlock;
 pub use ownership::{
     extend_only_by_owner, fence_strictly_increasing, release_only_by_owner,

@@ -3,7 +3,7 @@
 //! and fire-lag charts, and its run history, paged by keyset.
 
 use axum::extract::{Path, Query, State};
-use lock_core::operations::{ControlKind, RunState};
+use lock_cluster::{ControlKind, RunState};
 use maud::{Markup, html};
 use serde::Deserialize;
 

@@ -2,7 +2,7 @@
 //! (job names, instance ids, error texts) goes through maud's `(..)`, which escapes it.
 
 use chrono::{DateTime, Utc};
-use lock_core::operations::RunState;
+use lock_cluster::RunState;
 use maud::{DOCTYPE, Markup, html};
 
 use crate::read::instant;

@@ -3,12 +3,13 @@
 
 #![allow(dead_code)] // Each test file uses its own part of this module.
 
+use lock_cluster::ClusterProvider;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::TimeDelta;
-use lock_core::operations::{Heartbeat, InstanceInfo, JobRegistration, RunStart, RunState};
+use lock_cluster::{Heartbeat, InstanceInfo, JobRegistration, RunStart, RunState};
 use lock_core::{AcquireOutcome, FireKind, LockProvider, testkit};
 use lock_provider_postgres::PostgresLockProvider;
 use test_support::http::Reply;
@@ -70,7 +71,7 @@ pub async fn serve(
 /// fine twice, `billing` failed with an error that is HTML, the evil job succeeded; `report`'s
 /// lock is held.
 pub async fn seed(provider: &dyn LockProvider) {
-    let store = provider.operations().expect("operations tables");
+    let store = provider.cluster().expect("operations tables");
     let now = provider.database_time().await.expect("database time");
     let job = |name: &str, lock: &str| JobRegistration {
         name: name.to_owned(),

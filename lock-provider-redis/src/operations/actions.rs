@@ -3,8 +3,8 @@
 //! their oldest row, for housekeeping. Times from the server's `TIME`, as every operations
 //! script.
 
+use lock_cluster::ActionRecord;
 use lock_core::LockError;
-use lock_core::operations::ActionRecord;
 use redis::Value;
 
 use super::{field, required_int, required_text, required_time};
@@ -24,14 +24,14 @@ fn action_row(row: &[Value]) -> Result<ActionRecord, ReplyError> {
         // An unknown action written by hand reads as an unlock, as in the SQL providers.
         required_text(row, 3, "action")?
             .parse()
-            .unwrap_or(lock_core::operations::Action::Unlock),
+            .unwrap_or(lock_cluster::Action::Unlock),
         required_text(row, 4, "requester")?,
         text(field(row, 5))?,
     ))
 }
 
 impl RedisLockProvider {
-    /// [`OperationsStore::record_action`](lock_core::operations::OperationsStore::record_action).
+    /// [`OperatorStore::record_action`](lock_cluster::OperatorStore::record_action).
     pub(super) async fn push_action(&self, action: &ActionRecord) -> Result<(), LockError> {
         let k = &self.keys.ops;
         let (job, requested_by, detail) = action.truncated();
@@ -54,7 +54,7 @@ impl RedisLockProvider {
         Ok(())
     }
 
-    /// [`OperationsStore::actions`](lock_core::operations::OperationsStore::actions).
+    /// [`OperatorStore::actions`](lock_cluster::OperatorStore::actions).
     pub(super) async fn read_actions(
         &self,
         job: &str,

@@ -25,9 +25,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use lock_core::operations::{
-    Action, ActionRecord, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo,
-    JobRegistration, OperationsStore, RegistryRow, RunRecord, RunStart, RunState,
+use lock_cluster::{
+    Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
+    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunRecord, RunStart, RunState,
 };
 use lock_core::{FireKind, LockError};
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
@@ -329,7 +329,7 @@ fn beat_params(beat: &Heartbeat) -> Vec<Param> {
 }
 
 #[async_trait]
-impl<T: Tables> OperationsStore for SqlxOperations<T> {
+impl<T: Tables> ClusterStore for SqlxOperations<T> {
     fn tables(&self) -> String {
         self.sql.tables.listing()
     }
@@ -393,6 +393,29 @@ impl<T: Tables> OperationsStore for SqlxOperations<T> {
             .map(drop)
     }
 
+    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
+        let rows = self
+            .rows("registry", "", &self.sql.instances, vec![])
+            .await?;
+        self.decode("registry", &rows, registry_row)
+    }
+
+    async fn delete_expired(
+        &self,
+        what: Expired,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64, LockError> {
+        let params = vec![Param::Time(Some(before)), Param::Int(i64::from(limit))];
+        let changed = self
+            .change("housekeeping", "", self.sql.delete_expired(what), params)
+            .await?;
+        Ok(changed.rows)
+    }
+}
+
+#[async_trait]
+impl<T: Tables> OperatorStore for SqlxOperations<T> {
     async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError> {
         let mut params = vec![text(job), text(requested_by)];
         // MySQL's `?` are positional: its statement names the job a second time.
@@ -436,13 +459,6 @@ impl<T: Tables> OperationsStore for SqlxOperations<T> {
     async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
         let rows = self
             .rows("registry", "", &self.sql.registry, vec![])
-            .await?;
-        self.decode("registry", &rows, registry_row)
-    }
-
-    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
-        let rows = self
-            .rows("registry", "", &self.sql.instances, vec![])
             .await?;
         self.decode("registry", &rows, registry_row)
     }
@@ -502,18 +518,5 @@ impl<T: Tables> OperationsStore for SqlxOperations<T> {
             .rows("action log", job, &self.sql.actions, params)
             .await?;
         self.decode("action log", &rows, action_row)
-    }
-
-    async fn delete_expired(
-        &self,
-        what: Expired,
-        before: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<u64, LockError> {
-        let params = vec![Param::Time(Some(before)), Param::Int(i64::from(limit))];
-        let changed = self
-            .change("housekeeping", "", self.sql.delete_expired(what), params)
-            .await?;
-        Ok(changed.rows)
     }
 }

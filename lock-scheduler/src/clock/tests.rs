@@ -280,6 +280,9 @@ async fn a_database_that_never_answers_fails_the_measurement() {
 /// The in-memory provider, except that its clock cannot be read.
 struct NoClock(lock_core::InMemoryLockProvider);
 
+// No cluster tables: the scheduler runs without them.
+impl lock_cluster::ClusterProvider for NoClock {}
+
 #[async_trait]
 impl lock_core::LockProvider for NoClock {
     async fn acquire(

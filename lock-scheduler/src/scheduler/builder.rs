@@ -6,12 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Job, SchedulerBuilder};
-use lock_core::LockProvider;
+use lock_cluster::ClusterProvider;
 
 impl SchedulerBuilder {
-    /// The lock provider shared by all instances (required). Takes any provider, or an
-    /// `Arc<dyn LockProvider>`.
-    pub fn lock_provider<P: LockProvider>(mut self, provider: P) -> Self {
+    /// The lock provider shared by all instances (required). Takes any provider (any
+    /// [`ClusterProvider`]: every provider crate's, the in-memory one, an `Arc` of one, or an
+    /// `Arc<dyn LockProvider>` without cluster tables).
+    pub fn lock_provider<P: ClusterProvider>(mut self, provider: P) -> Self {
         self.provider = Some(Arc::new(provider));
         self
     }
@@ -82,7 +83,7 @@ impl SchedulerBuilder {
     ///     .start()
     ///     .await?;
     /// scheduler.trigger("report").await?;
-    /// let runs = provider.operations().unwrap().history("report", 10).await?;
+    /// let runs = provider.cluster().unwrap().history("report", 10).await?;
     /// assert_eq!(runs[0].fire_kind, lock_core::FireKind::Manual);
     /// scheduler.shutdown().await?;
     /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
@@ -95,7 +96,7 @@ impl SchedulerBuilder {
     /// How often this instance heartbeats into the job registry (default
     /// [`DEFAULT_HEARTBEAT_INTERVAL`](crate::DEFAULT_HEARTBEAT_INTERVAL), 1 s): it then also learns of pauses and trigger
     /// requests. An instance silent for
-    /// [`GONE_AFTER_HEARTBEATS`](lock_core::operations::GONE_AFTER_HEARTBEATS) intervals counts as
+    /// [`GONE_AFTER_HEARTBEATS`](lock_cluster::GONE_AFTER_HEARTBEATS) intervals counts as
     /// gone. Zero is refused at start.
     pub fn heartbeat_interval(mut self, every: Duration) -> Self {
         self.heartbeat_interval = Some(every);

@@ -1,4 +1,4 @@
-//! The scheduler's part in operating a cluster (see [`lock_core::operations`]): the heartbeat that
+//! The scheduler's part in operating a cluster (see [`lock_cluster`]): the heartbeat that
 //! registers this instance and its jobs and brings back pauses and trigger requests, the run
 //! history written around each body, and the housekeeping job that deletes old history.
 //!
@@ -37,9 +37,9 @@ use super::status::JobState;
 use super::{Inner, Job, Trigger};
 use crate::clock::DatabaseClock;
 use crate::history_batches::HistoryBatches;
-use lock_core::operations::{
-    ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration, MAX_TEXT_LEN, OperationsStore,
-    truncate,
+use lock_cluster::{
+    Cluster, ClusterProvider, ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration,
+    MAX_TEXT_LEN, truncate,
 };
 use lock_core::{LockConfiguration, LockError, LockProvider};
 
@@ -65,7 +65,7 @@ const REGISTRY_RETENTION: Duration = Duration::from_secs(24 * 3600);
 
 /// What the scheduler needs of the operations tables while it runs.
 pub(super) struct Operations {
-    provider: Arc<dyn LockProvider>,
+    provider: Arc<dyn ClusterProvider>,
     instance: InstanceInfo,
     /// History kept this long; None: no history.
     retention: Option<Duration>,
@@ -87,7 +87,7 @@ impl Operations {
     /// The operations of `provider`, when it keeps them and its tables exist; otherwise logs
     /// once what is missing and returns None (the scheduler then runs as without them).
     pub(super) async fn set_up(
-        provider: &Arc<dyn LockProvider>,
+        provider: &Arc<dyn ClusterProvider>,
         instance_id: &str,
         retention: Option<Duration>,
         interval: Duration,
@@ -95,7 +95,7 @@ impl Operations {
         batch_window: Duration,
         clock: &DatabaseClock,
     ) -> Option<Arc<Self>> {
-        let Some(store) = provider.operations() else {
+        let Some(store) = provider.cluster() else {
             if retention.is_some() {
                 tracing::warn!(
                     provider = %provider.describe(),
@@ -152,9 +152,9 @@ impl Operations {
         }))
     }
 
-    fn store(&self) -> &dyn OperationsStore {
+    fn store(&self) -> &dyn Cluster {
         self.provider
-            .operations()
+            .cluster()
             .expect("set_up found the provider's operations tables")
     }
 
@@ -169,6 +169,11 @@ impl Operations {
     /// Whether runs are written to the history.
     pub(super) fn keeps_history(&self) -> bool {
         self.retention.is_some()
+    }
+
+    /// The provider whose cluster tables these are.
+    pub(super) fn provider(&self) -> &Arc<dyn ClusterProvider> {
+        &self.provider
     }
 
     /// The run history's coalesced writes (None: each row on its own).
@@ -449,7 +454,7 @@ impl Operations {
 impl Operations {
     /// At a graceful stop of a scheduler with sharded or broadcast jobs: one last heartbeat
     /// with a zero interval, which marks this instance gone at once (it counts as gone after
-    /// [`GONE_AFTER_HEARTBEATS`](lock_core::operations::GONE_AFTER_HEARTBEATS) intervals), so the
+    /// [`GONE_AFTER_HEARTBEATS`](lock_cluster::GONE_AFTER_HEARTBEATS) intervals), so the
     /// others re-rank at their next heartbeat instead of after five.
     pub(super) async fn leave(&self) {
         if !self.members.wanted() {

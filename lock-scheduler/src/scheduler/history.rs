@@ -18,13 +18,13 @@ use tokio::task::JoinHandle;
 
 use super::status::RunOutcome;
 use crate::history_batches::HistoryBatches;
-use lock_core::operations::{MAX_ERROR_LEN, OperationsStore, RunEnd, RunStart, RunState, truncate};
-use lock_core::{FireKind, JobContext, LockProvider, LockingTaskExecutor};
+use lock_cluster::{Cluster, ClusterProvider, MAX_ERROR_LEN, RunEnd, RunStart, RunState, truncate};
+use lock_core::{FireKind, JobContext, LockingTaskExecutor};
 
 /// Writes one fire's history: a start row per attempt and its end.
 #[derive(Clone)]
 pub(super) struct RunRecorder {
-    provider: Arc<dyn LockProvider>,
+    provider: Arc<dyn ClusterProvider>,
     batches: Option<Arc<HistoryBatches>>,
     operation_timeout: Duration,
     job: Arc<str>,
@@ -38,12 +38,13 @@ impl RunRecorder {
     /// coalescing its rows through `batches` when the store batches them.
     pub(super) fn new(
         executor: &LockingTaskExecutor,
+        provider: &Arc<dyn ClusterProvider>,
         batches: Option<&Arc<HistoryBatches>>,
         job: &str,
         kind: FireKind,
     ) -> Self {
         RunRecorder {
-            provider: executor.provider().clone(),
+            provider: provider.clone(),
             batches: batches.cloned(),
             operation_timeout: executor.operation_timeout(),
             job: job.into(),
@@ -52,8 +53,8 @@ impl RunRecorder {
         }
     }
 
-    fn store(&self) -> Option<&dyn OperationsStore> {
-        self.provider.operations()
+    fn store(&self) -> Option<&dyn Cluster> {
+        self.provider.cluster()
     }
 
     /// Starts writing the start row, from inside the body's scope (its context says fence and

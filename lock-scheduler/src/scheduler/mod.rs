@@ -36,6 +36,7 @@ pub use crate::shutdown::DEFAULT_SHUTDOWN_TIMEOUT;
 
 use crate::StateMap;
 use crate::clock::{DEFAULT_CLOCK_REFRESH, DatabaseClock};
+use lock_cluster::ClusterProvider;
 use lock_core::install_scheduler_executor;
 use lock_core::{LockConfiguration, LockDefaults, LockError, LockProvider, LockingTaskExecutor};
 use runner::JobRunner;
@@ -169,7 +170,7 @@ impl std::fmt::Debug for Scheduler {
 #[derive(Default)]
 #[must_use]
 pub struct SchedulerBuilder {
-    provider: Option<Arc<dyn LockProvider>>,
+    provider: Option<Arc<dyn ClusterProvider>>,
     instance_id: Option<String>,
     defaults: LockDefaults,
     shutdown_timeout: Option<Duration>,
@@ -375,7 +376,9 @@ impl SchedulerBuilder {
                 "Scheduler::builder() needs .lock_provider(..) before .start()".into(),
             )
         })?;
-        let mut executor = LockingTaskExecutor::from_shared(provider).with_defaults(self.defaults);
+        let lock_provider: Arc<dyn LockProvider> = provider.clone();
+        let mut executor =
+            LockingTaskExecutor::from_shared(lock_provider).with_defaults(self.defaults);
         if let Some(timeout) = self.operation_timeout {
             executor = executor.with_operation_timeout(timeout);
         }
@@ -424,7 +427,7 @@ impl SchedulerBuilder {
         startup::warn_long_leases(&prepared);
         let clock = DatabaseClock::for_scheduler(&executor).await?;
         let ops = cluster::Operations::set_up(
-            executor.provider(),
+            &provider,
             executor.instance_id(),
             self.history,
             heartbeat_interval,

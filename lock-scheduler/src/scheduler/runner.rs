@@ -246,6 +246,7 @@ impl JobRunner {
             .map(|ops| {
                 RunRecorder::new(
                     &self.executor,
+                    ops.provider(),
                     ops.history_batches(),
                     &self.history_name(),
                     kind,

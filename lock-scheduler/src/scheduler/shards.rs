@@ -40,7 +40,7 @@ use lock_trigger::{Distribution, Firing, MAX_SHARDS};
 use super::Job;
 use super::runner::JobRunner;
 use super::status::{JobState, RunOutcome};
-use lock_core::operations::{GONE_AFTER_HEARTBEATS, OperationsStore};
+use lock_cluster::{Cluster, GONE_AFTER_HEARTBEATS};
 use lock_core::{FireKind, FireSlot, LockConfiguration, LockError};
 
 /// How long after a slot an instance tries the shards other instances prefer (at most a
@@ -336,12 +336,7 @@ impl Members {
 
     /// Reads the registry (right after this instance's heartbeat) and keeps the instances
     /// alive at `now` (database time). A failed read keeps the previous view.
-    pub(super) async fn refresh(
-        &self,
-        store: &dyn OperationsStore,
-        now: DateTime<Utc>,
-        timeout: Duration,
-    ) {
+    pub(super) async fn refresh(&self, store: &dyn Cluster, now: DateTime<Utc>, timeout: Duration) {
         let rows = match tokio::time::timeout(timeout, store.instances()).await {
             Ok(Ok(rows)) => rows,
             Ok(Err(error)) => {

@@ -28,13 +28,13 @@ mod heartbeat;
 mod prune;
 mod statements;
 
-use lock_core::operations::Expired;
+use lock_cluster::Expired;
 
 pub use dialect::SqlDialect;
 pub use heartbeat::HEARTBEAT_PARAMS;
 
 /// The limits of the operations tables' columns, which every store (SQL or not) keeps.
-pub use lock_core::operations::{MAX_DETAIL_LEN, MAX_ERROR_LEN, MAX_TEXT_LEN};
+pub use lock_cluster::{MAX_DETAIL_LEN, MAX_ERROR_LEN, MAX_TEXT_LEN};
 
 /// The four operations tables' names, for messages (`schema.table` or `table`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -122,7 +122,7 @@ pub struct OperationsSql {
     /// four tables (what `ensure_schema()` looks for before it runs any DDL).
     pub probe: Vec<String>,
     /// The same for the three tables the scheduler needs (registry, history, control): what
-    /// [`OperationsStore::check`](lock_core::operations::OperationsStore::check) reads. The
+    /// [`ClusterStore::check`](lock_cluster::ClusterStore::check) reads. The
     /// action log is not among them: only the tools that act write it, and a deployment whose
     /// `ensure_schema()` has not created it yet keeps its registry, history and pauses.
     pub check: Vec<String>,
@@ -180,7 +180,7 @@ pub struct OperationsSql {
 }
 
 impl OperationsSql {
-    /// The batched delete of [`OperationsStore::delete_expired`](lock_core::operations::OperationsStore::delete_expired)
+    /// The batched delete of [`ClusterStore::delete_expired`](lock_cluster::ClusterStore::delete_expired)
     /// for `what`: `1` before, `2` limit.
     pub fn delete_expired(&self, what: Expired) -> &str {
         match what {

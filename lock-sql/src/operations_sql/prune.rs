@@ -1,5 +1,5 @@
 //! The complete heartbeat's second statement (see
-//! [`OperationsStore::heartbeat`](lock_core::operations::OperationsStore::heartbeat)).
+//! [`ClusterStore::heartbeat`](lock_cluster::ClusterStore::heartbeat)).
 
 use super::{OperationsSql, SqlDialect};
 

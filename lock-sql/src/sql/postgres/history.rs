@@ -1,6 +1,6 @@
 //! The run-history batch statements of PostgreSQL
-//! ([`OperationsStore::runs_started`](lock_core::operations::OperationsStore::runs_started) and
-//! [`runs_ended`](lock_core::operations::OperationsStore::runs_ended)): the single statements'
+//! ([`ClusterStore::runs_started`](lock_cluster::ClusterStore::runs_started) and
+//! [`runs_ended`](lock_cluster::ClusterStore::runs_ended)): the single statements'
 //! columns and clock, over arrays.
 
 use super::NOW_MS;

@@ -1,4 +1,4 @@
-//! The contract of an [`OperationsStore`](crate::operations::OperationsStore): registry,
+//! The contract of an [`Cluster`](crate::Cluster): registry,
 //! history, control and housekeeping, checked against a provider's real tables.
 //!
 //! Not part of `conformance_tests!`: a provider without operations tables passes the lock
@@ -7,12 +7,13 @@
 
 use chrono::TimeDelta;
 
-use crate::operations::{
+use crate::ClusterProvider;
+use crate::{
     ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration, RunRecord, RunStart, RunState,
 };
-use crate::{FireKind, FireSlot, LockProvider};
+use lock_core::{FireKind, FireSlot};
 
-/// Every operation of the provider's [`OperationsStore`](crate::operations::OperationsStore),
+/// Every operation of the provider's [`Cluster`](crate::Cluster),
 /// on empty tables: heartbeat upsert and read-back, pause and resume (idempotent), trigger
 /// requests claimed exactly once and withdrawn only while unclaimed, run start and end with
 /// their times on the store's clock, history order and limit, the last run and success per
@@ -22,12 +23,12 @@ use crate::{FireKind, FireSlot, LockProvider};
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// lock_core::testkit::operations_store(&lock_core::InMemoryLockProvider::new()).await;
+/// lock_cluster::testkit::operations_store(&lock_core::InMemoryLockProvider::new()).await;
 /// # });
 /// ```
-pub async fn operations_store(provider: &dyn LockProvider) {
+pub async fn operations_store(provider: &dyn ClusterProvider) {
     let store = provider
-        .operations()
+        .cluster()
         .expect("the provider keeps operations tables");
     store.check().await.expect("the operations tables exist");
     let db_now = || async { provider.database_time().await.expect("database time") };
@@ -244,7 +245,7 @@ pub async fn operations_store(provider: &dyn LockProvider) {
         "run ids increase: {ids:?}"
     );
     let long = "é".repeat(600);
-    let error = crate::operations::truncate(&long, crate::operations::MAX_ERROR_LEN);
+    let error = crate::truncate(&long, crate::MAX_ERROR_LEN);
     store
         .run_ended(ids[0], RunState::Succeeded, None)
         .await

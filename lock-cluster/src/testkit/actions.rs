@@ -1,28 +1,29 @@
 //! The contract of the action log of an
-//! [`OperationsStore`](crate::operations::OperationsStore): rows written on the store's clock,
+//! [`Cluster`](crate::Cluster): rows written on the store's clock,
 //! read back newest first per job, texts cut to the columns, and housekeeping in batches.
 
 use chrono::TimeDelta;
 
-use crate::operations::{Action, ActionRecord, Expired, MAX_DETAIL_LEN, MAX_TEXT_LEN, truncate};
-use crate::{FireSlot, LockProvider};
+use crate::ClusterProvider;
+use crate::{Action, ActionRecord, Expired, MAX_DETAIL_LEN, MAX_TEXT_LEN, truncate};
+use lock_core::FireSlot;
 
 /// The action log of the provider's store, on an empty log: [`record_action`] then
 /// [`actions`] (newest first, per job, limited, times on the store's clock, texts cut to
 /// [`MAX_TEXT_LEN`] and [`MAX_DETAIL_LEN`] bytes), and [`Expired::Actions`] deleting at most
 /// `limit` rows older than the cut-off. Run by [`operations_store`](super::operations_store).
 ///
-/// [`record_action`]: crate::operations::OperationsStore::record_action
-/// [`actions`]: crate::operations::OperationsStore::actions
+/// [`record_action`]: crate::OperatorStore::record_action
+/// [`actions`]: crate::OperatorStore::actions
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// lock_core::testkit::action_log(&lock_core::InMemoryLockProvider::new()).await;
+/// lock_cluster::testkit::action_log(&lock_core::InMemoryLockProvider::new()).await;
 /// # });
 /// ```
-pub async fn action_log(provider: &dyn LockProvider) {
+pub async fn action_log(provider: &dyn ClusterProvider) {
     let store = provider
-        .operations()
+        .cluster()
         .expect("the provider keeps operations tables");
     let db_now = || async { provider.database_time().await.expect("database time") };
     let started = FireSlot::new(db_now().await).instant();

@@ -7,18 +7,19 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::{
-    ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration, MAX_ERROR_LEN,
-    OperationsStore, RegistryRow, RunRecord, RunStart, RunState, truncate,
+use crate::{
+    Cluster, ClusterProvider, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
+    InstanceInfo, JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunRecord, RunStart,
+    RunState, truncate,
 };
-use crate::{InMemoryLockProvider, LockError, LockProvider};
+use lock_core::{InMemoryLockProvider, LockError, LockProvider};
 
 /// The rows, in memory.
 #[derive(Debug, Default)]
 pub(crate) struct MemoryOperations {
     state: Mutex<Rows>,
     /// The action log, apart from the other tables.
-    actions: super::memory_actions::MemoryActionLog,
+    actions: crate::memory_actions::MemoryActionLog,
 }
 
 #[derive(Debug, Default)]
@@ -190,16 +191,29 @@ impl MemoryOperations {
     }
 }
 
-impl InMemoryLockProvider {
-    async fn now(&self) -> DateTime<Utc> {
-        // The provider's clock never fails.
-        let now = self.database_time().await.unwrap_or_else(|_| Utc::now());
-        crate::FireSlot::new(now).instant()
+/// The in-memory tables of `provider`, kept with it (shared by every user of the provider).
+fn tables(provider: &InMemoryLockProvider) -> Arc<MemoryOperations> {
+    provider.attachment::<MemoryOperations>()
+}
+
+/// The provider's clock, to the millisecond as the SQL tables keep it.
+async fn now(provider: &InMemoryLockProvider) -> DateTime<Utc> {
+    // The provider's clock never fails.
+    let now = provider
+        .database_time()
+        .await
+        .unwrap_or_else(|_| Utc::now());
+    lock_core::FireSlot::new(now).instant()
+}
+
+impl ClusterProvider for InMemoryLockProvider {
+    fn cluster(&self) -> Option<&dyn Cluster> {
+        Some(self)
     }
 }
 
 #[async_trait]
-impl OperationsStore for InMemoryLockProvider {
+impl ClusterStore for InMemoryLockProvider {
     fn tables(&self) -> String {
         "in-memory operations tables".to_owned()
     }
@@ -209,22 +223,25 @@ impl OperationsStore for InMemoryLockProvider {
     }
 
     async fn heartbeat(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
-        let now = self.now().await;
-        let mut rows = self.ops.rows();
+        let now = now(self).await;
+        let ops = tables(self);
+        let mut rows = ops.rows();
         rows.registry.beat(beat, now, true);
         Ok(rows.pending_control())
     }
 
     async fn heartbeat_changes(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
-        let now = self.now().await;
-        let mut rows = self.ops.rows();
+        let now = now(self).await;
+        let ops = tables(self);
+        let mut rows = ops.rows();
         rows.registry.beat(beat, now, false);
         Ok(rows.pending_control())
     }
 
     async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
-        let now = self.now().await;
-        let mut rows = self.ops.rows();
+        let now = now(self).await;
+        let ops = tables(self);
+        let mut rows = ops.rows();
         match rows
             .control
             .iter_mut()
@@ -240,8 +257,9 @@ impl OperationsStore for InMemoryLockProvider {
     }
 
     async fn run_started(&self, run: &RunStart) -> Result<i64, LockError> {
-        let now = self.now().await;
-        let mut rows = self.ops.rows();
+        let now = now(self).await;
+        let ops = tables(self);
+        let mut rows = ops.rows();
         let id = rows.id();
         rows.runs.push(RunRecord {
             id,
@@ -264,8 +282,9 @@ impl OperationsStore for InMemoryLockProvider {
         outcome: RunState,
         error: Option<&str>,
     ) -> Result<(), LockError> {
-        let now = self.now().await;
-        let mut rows = self.ops.rows();
+        let now = now(self).await;
+        let ops = tables(self);
+        let mut rows = ops.rows();
         if let Some(run) = rows.runs.iter_mut().find(|r| r.id == id) {
             run.ended_at = Some(now);
             run.outcome = outcome;
@@ -274,9 +293,47 @@ impl OperationsStore for InMemoryLockProvider {
         Ok(())
     }
 
+    async fn delete_expired(
+        &self,
+        what: Expired,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64, LockError> {
+        let ops = tables(self);
+        let mut rows = ops.rows();
+        let mut left = limit as usize;
+        let mut keep = |expired: bool| {
+            if expired && left > 0 {
+                left -= 1;
+                false
+            } else {
+                true
+            }
+        };
+        match what {
+            Expired::Runs => rows.runs.retain(|r| keep(r.started_at < before)),
+            Expired::ClaimedTriggers => rows.control.retain(|c| {
+                keep(c.kind == ControlKind::Trigger && c.claimed_at.is_some_and(|at| at < before))
+            }),
+            Expired::StaleRegistry => left -= rows.registry.delete_before(before, left),
+            Expired::Actions => left -= tables(self).actions.delete_before(before, left),
+        }
+        Ok((limit as usize - left) as u64)
+    }
+
+    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
+        let mut rows = OperatorStore::registry(self).await?;
+        rows.retain(|row| row.job.is_none());
+        Ok(rows)
+    }
+}
+
+#[async_trait]
+impl OperatorStore for InMemoryLockProvider {
     async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError> {
-        let now = self.now().await;
-        let mut rows = self.ops.rows();
+        let now = now(self).await;
+        let ops = tables(self);
+        let mut rows = ops.rows();
         if rows
             .control
             .iter()
@@ -298,7 +355,8 @@ impl OperationsStore for InMemoryLockProvider {
     }
 
     async fn resume(&self, job: &str) -> Result<bool, LockError> {
-        let mut rows = self.ops.rows();
+        let ops = tables(self);
+        let mut rows = ops.rows();
         let before = rows.control.len();
         rows.control
             .retain(|c| !(c.job == job && c.kind == ControlKind::Pause));
@@ -306,8 +364,9 @@ impl OperationsStore for InMemoryLockProvider {
     }
 
     async fn request_trigger(&self, job: &str, requested_by: &str) -> Result<i64, LockError> {
-        let now = self.now().await;
-        let mut rows = self.ops.rows();
+        let now = now(self).await;
+        let ops = tables(self);
+        let mut rows = ops.rows();
         let id = rows.id();
         rows.control.push(ControlRequest {
             id,
@@ -322,7 +381,8 @@ impl OperationsStore for InMemoryLockProvider {
     }
 
     async fn withdraw_trigger(&self, id: i64) -> Result<bool, LockError> {
-        let mut rows = self.ops.rows();
+        let ops = tables(self);
+        let mut rows = ops.rows();
         let before = rows.control.len();
         rows.control
             .retain(|c| !(c.id == id && c.kind == ControlKind::Trigger && c.claimed_by.is_none()));
@@ -330,16 +390,15 @@ impl OperationsStore for InMemoryLockProvider {
     }
 
     async fn control(&self) -> Result<Vec<ControlRequest>, LockError> {
-        Ok(self.ops.rows().control.clone())
+        Ok(tables(self).rows().control.clone())
     }
 
     async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
-        Ok(self.ops.rows().registry.rows())
+        Ok(tables(self).rows().registry.rows())
     }
 
     async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError> {
-        Ok(self
-            .ops
+        Ok(tables(self)
             .rows()
             .runs
             .iter()
@@ -356,8 +415,7 @@ impl OperationsStore for InMemoryLockProvider {
         before: Option<i64>,
         limit: u32,
     ) -> Result<Vec<RunRecord>, LockError> {
-        Ok(self
-            .ops
+        Ok(tables(self)
             .rows()
             .runs
             .iter()
@@ -369,7 +427,8 @@ impl OperationsStore for InMemoryLockProvider {
     }
 
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
-        let rows = self.ops.rows();
+        let ops = tables(self);
+        let rows = ops.rows();
         let mut last: Vec<RunRecord> = Vec::new();
         for run in rows.runs.iter().rev() {
             if !last.iter().any(|r| r.job == run.job) {
@@ -381,7 +440,8 @@ impl OperationsStore for InMemoryLockProvider {
     }
 
     async fn last_successes(&self) -> Result<Vec<(String, DateTime<Utc>)>, LockError> {
-        let rows = self.ops.rows();
+        let ops = tables(self);
+        let rows = ops.rows();
         let mut last: Vec<(String, DateTime<Utc>)> = Vec::new();
         for run in &rows.runs {
             if let (RunState::Succeeded, Some(ended)) = (run.outcome, run.ended_at) {
@@ -395,40 +455,13 @@ impl OperationsStore for InMemoryLockProvider {
     }
 
     // The action log (`memory_actions.rs`): the two methods only delegate.
-    async fn record_action(&self, action: &super::ActionRecord) -> Result<(), LockError> {
-        let now = self.now().await;
-        self.ops.actions.record(action, now);
+    async fn record_action(&self, action: &crate::ActionRecord) -> Result<(), LockError> {
+        let now = now(self).await;
+        tables(self).actions.record(action, now);
         Ok(())
     }
 
-    async fn actions(&self, job: &str, limit: u32) -> Result<Vec<super::ActionRecord>, LockError> {
-        Ok(self.ops.actions.of(job, limit))
-    }
-
-    async fn delete_expired(
-        &self,
-        what: Expired,
-        before: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<u64, LockError> {
-        let mut rows = self.ops.rows();
-        let mut left = limit as usize;
-        let mut keep = |expired: bool| {
-            if expired && left > 0 {
-                left -= 1;
-                false
-            } else {
-                true
-            }
-        };
-        match what {
-            Expired::Runs => rows.runs.retain(|r| keep(r.started_at < before)),
-            Expired::ClaimedTriggers => rows.control.retain(|c| {
-                keep(c.kind == ControlKind::Trigger && c.claimed_at.is_some_and(|at| at < before))
-            }),
-            Expired::StaleRegistry => left -= rows.registry.delete_before(before, left),
-            Expired::Actions => left -= self.ops.actions.delete_before(before, left),
-        }
-        Ok((limit as usize - left) as u64)
+    async fn actions(&self, job: &str, limit: u32) -> Result<Vec<crate::ActionRecord>, LockError> {
+        Ok(tables(self).actions.of(job, limit))
     }
 }

@@ -1,41 +1,45 @@
-//! Operating a cluster: the job registry and heartbeats, the run history, pauses and manual
-//! trigger requests, kept by the provider in tables next to the lock table.
+//! The cluster's state next to the lock table: the job registry and heartbeats, the run
+//! history, pauses, manual trigger requests and the action log.
 //!
-//! A provider offers them through [`LockProvider::operations`](crate::LockProvider::operations)
-//! (an [`OperationsStore`]); a provider without them (the default) keeps working exactly as
-//! before, and the scheduler logs once what it cannot do. The scheduler writes the registry
-//! and the history (`SchedulerBuilder::history`), honours
-//! pauses and claims trigger requests; [`ClusterView`] reads it all back for an operator
-//! (`lockctl status`, `history`, `instances`).
+//! A provider keeps them in tables of its own (created by its `ensure_schema()`) and offers
+//! them through [`ClusterProvider::cluster`]: the scheduler's side is [`ClusterStore`] (what it
+//! writes), the operators' side [`OperatorStore`] (what `lockctl` and the dashboard do and
+//! read), and [`ClusterView`] reads it all back for an operator (`lockctl status`, `history`,
+//! `instances`). A provider without them (the default) keeps working exactly as before, and
+//! the scheduler logs once what it cannot do.
 //!
 //! ```
-//! use lock_core::operations::{ClusterOptions, ClusterView};
-//! use lock_core::{InMemoryLockProvider, LockProvider};
+//! use lock_cluster::{ClusterOptions, ClusterProvider, ClusterView};
+//! use lock_core::InMemoryLockProvider;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let provider = InMemoryLockProvider::new();
-//! let store = provider.operations().expect("the in-memory provider keeps operations");
-//! store.pause("nightly_report", "operator").await?;
+//! let cluster = provider.cluster().expect("the in-memory provider keeps the cluster tables");
+//! cluster.pause("nightly_report", "operator").await?;
 //! let view = ClusterView::read(&provider, &ClusterOptions::default()).await?;
 //! assert!(view.instances.is_empty());
 //! # Ok::<(), lock_core::LockError>(()) }).unwrap();
 //! ```
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
+
 mod actions;
-mod cluster;
-pub(crate) mod memory;
+mod memory;
 mod memory_actions;
+#[cfg(feature = "testkit")]
+pub mod testkit;
+mod views;
 
 use std::fmt;
 use std::str::FromStr;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-
-use crate::{FireKind, LockError};
+use lock_core::{FireKind, LockError, LockProvider};
 
 pub use actions::{Action, ActionRecord};
-pub use cluster::{
+pub use views::{
     ClusterOptions, ClusterView, DEFAULT_MISSED_GRACE, GONE_AFTER_HEARTBEATS, InstanceView,
     JobView, RunView,
 };
@@ -90,8 +94,8 @@ pub struct JobRegistration {
 }
 
 /// What one heartbeat writes: the instance and its jobs' registrations, every one of them
-/// ([`OperationsStore::heartbeat`]) or those that changed since the last beat
-/// ([`OperationsStore::heartbeat_changes`]).
+/// ([`ClusterStore::heartbeat`]) or those that changed since the last beat
+/// ([`ClusterStore::heartbeat_changes`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Heartbeat {
     /// The instance.
@@ -177,18 +181,18 @@ pub struct RunStart {
     pub fence: u64,
 }
 
-/// The end of a run, for [`OperationsStore::runs_ended`]: the row's id, what the run came to
+/// The end of a run, for [`ClusterStore::runs_ended`]: the row's id, what the run came to
 /// and its error text (cut to [`MAX_ERROR_LEN`] bytes by the writer).
 ///
 /// ```
-/// use lock_core::operations::{RunEnd, RunState};
+/// use lock_cluster::{RunEnd, RunState};
 /// let end = RunEnd::new(7, RunState::Failed, Some("timeout talking to the bank"));
 /// assert_eq!((end.id, end.outcome), (7, RunState::Failed));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RunEnd {
-    /// The id [`OperationsStore::run_started`] returned.
+    /// The id [`ClusterStore::run_started`] returned.
     pub id: i64,
     /// What the run came to.
     pub outcome: RunState,
@@ -235,7 +239,7 @@ impl RunState {
     /// `cancelled`, `timed_out`, `unfinished`.
     ///
     /// ```
-    /// use lock_core::operations::RunState;
+    /// use lock_cluster::RunState;
     /// assert_eq!(RunState::LockLost.as_str(), "lock_lost");
     /// assert_eq!("lock_lost".parse::<RunState>()?, RunState::LockLost);
     /// # Ok::<(), lock_core::LockError>(())
@@ -322,14 +326,16 @@ pub enum Expired {
     Actions,
 }
 
-/// The operations tables of a provider: registry, history, control. Object-safe; every time
-/// is the store's own clock.
+/// What the scheduler writes to the cluster's tables next to the lock table: the registry's
+/// heartbeats, the claims of trigger requests, the run history and its housekeeping.
+/// Object-safe; every time is the store's own clock.
 ///
 /// The in-memory provider implements it in memory; the SQL providers with the statements of
-/// `lock_sql::operations_sql`; the Redis provider with one Lua script
-/// per operation on keys of its own.
+/// `lock_sql::operations_sql`; the Redis provider with one Lua script per operation on keys of
+/// its own. The operators' side of the same tables is [`OperatorStore`]; a provider offers
+/// both, as one [`Cluster`], through [`ClusterProvider::cluster`].
 #[async_trait]
-pub trait OperationsStore: Send + Sync {
+pub trait ClusterStore: Send + Sync {
     /// The tables, for messages (`shedlock_instances, shedlock_runs, shedlock_control,
     /// shedlock_actions`).
     fn tables(&self) -> String;
@@ -379,10 +385,10 @@ pub trait OperationsStore: Send + Sync {
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// use lock_core::operations::{RunEnd, RunStart, RunState};
+    /// use lock_cluster::{RunEnd, RunStart, RunState};
     /// use lock_core::{FireKind, InMemoryLockProvider, LockProvider};
     /// let provider = InMemoryLockProvider::new();
-    /// let store = provider.operations().expect("the in-memory provider keeps operations");
+    /// let store = provider.cluster().expect("the in-memory provider keeps operations");
     /// let run = |job: &str| RunStart {
     ///     job: job.into(),
     ///     slot: None,
@@ -423,6 +429,26 @@ pub trait OperationsStore: Send + Sync {
         1
     }
 
+    /// The instances' own rows of the registry (`job` None), without their jobs' rows: what
+    /// the ranks of sharded and broadcast jobs are taken from, at each heartbeat. The SQL
+    /// providers read only those rows (`lock_sql::OperationsSql::instances`); a store without
+    /// such a query filters [`OperatorStore::registry`].
+    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError>;
+
+    /// Deletes at most `limit` rows of `what` older than `before`; returns how many.
+    async fn delete_expired(
+        &self,
+        what: Expired,
+        before: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<u64, LockError>;
+}
+
+/// What operators do and read in the cluster's tables: pause, resume and trigger a job, the
+/// action log, and the registry and history as `lockctl` and the dashboard show them.
+/// Object-safe; every time is the store's own clock.
+#[async_trait]
+pub trait OperatorStore: Send + Sync {
     /// Pauses `job` cluster-wide; false when it was paused already.
     async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError>;
 
@@ -440,16 +466,6 @@ pub trait OperationsStore: Send + Sync {
 
     /// Every registry row.
     async fn registry(&self) -> Result<Vec<RegistryRow>, LockError>;
-
-    /// The instances' own rows of the registry (`job` None), without their jobs' rows: what
-    /// the ranks of sharded and broadcast jobs are taken from, at each heartbeat. The default
-    /// filters [`registry`](Self::registry); the SQL providers read only those rows
-    /// (`lock_sql::OperationsSql::instances`).
-    async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
-        let mut rows = self.registry().await?;
-        rows.retain(|row| row.job.is_none());
-        Ok(rows)
-    }
 
     /// The newest `limit` runs of `job`, newest first.
     async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError>;
@@ -490,21 +506,45 @@ pub trait OperationsStore: Send + Sync {
 
     /// The newest `limit` rows of `job`'s action log, newest first.
     async fn actions(&self, job: &str, limit: u32) -> Result<Vec<ActionRecord>, LockError>;
-
-    /// Deletes at most `limit` rows of `what` older than `before`; returns how many.
-    async fn delete_expired(
-        &self,
-        what: Expired,
-        before: DateTime<Utc>,
-        limit: u32,
-    ) -> Result<u64, LockError>;
 }
+
+/// Both sides of a provider's cluster tables: what [`ClusterProvider::cluster`] returns.
+pub trait Cluster: ClusterStore + OperatorStore {}
+
+impl<T: ClusterStore + OperatorStore + ?Sized> Cluster for T {}
+
+/// A lock provider that may keep the cluster's tables next to its lock table: what the
+/// scheduler, the dashboard and `lockctl` take. A provider without them implements it with the
+/// default (`impl ClusterProvider for MyProvider {}`), and the scheduler then runs exactly as
+/// without them (it logs once what is missing).
+///
+/// ```
+/// use lock_cluster::ClusterProvider;
+/// use lock_core::InMemoryLockProvider;
+/// assert!(InMemoryLockProvider::new().cluster().is_some());
+/// ```
+pub trait ClusterProvider: LockProvider {
+    /// The registry, run history, pauses, trigger requests and action log next to the lock
+    /// table, if this provider keeps them; the default is `None`.
+    fn cluster(&self) -> Option<&dyn Cluster> {
+        None
+    }
+}
+
+impl<P: ClusterProvider + ?Sized> ClusterProvider for std::sync::Arc<P> {
+    fn cluster(&self) -> Option<&dyn Cluster> {
+        (**self).cluster()
+    }
+}
+
+/// A provider of the lock contract alone, held type-erased: no cluster tables.
+impl ClusterProvider for dyn LockProvider {}
 
 /// `text` cut to at most `max` bytes, at a character boundary.
 ///
 /// ```
-/// assert_eq!(lock_core::operations::truncate("héllo", 2), "h");
-/// assert_eq!(lock_core::operations::truncate("hello", 10), "hello");
+/// assert_eq!(lock_cluster::truncate("héllo", 2), "h");
+/// assert_eq!(lock_cluster::truncate("hello", 10), "hello");
 /// ```
 pub fn truncate(text: &str, max: usize) -> &str {
     if text.len() <= max {
@@ -515,31 +555,4 @@ pub fn truncate(text: &str, max: usize) -> &str {
         end -= 1;
     }
     &text[..end]
-}
-
-impl FireKind {
-    /// As stored in the history: `scheduled`, `catch_up`, `manual`.
-    ///
-    /// ```
-    /// assert_eq!(lock_core::FireKind::CatchUp.as_str(), "catch_up");
-    /// ```
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FireKind::Scheduled => "scheduled",
-            FireKind::CatchUp => "catch_up",
-            FireKind::Manual => "manual",
-        }
-    }
-}
-
-impl FromStr for FireKind {
-    type Err = LockError;
-    fn from_str(s: &str) -> Result<Self, LockError> {
-        match s {
-            "scheduled" => Ok(FireKind::Scheduled),
-            "catch_up" => Ok(FireKind::CatchUp),
-            "manual" => Ok(FireKind::Manual),
-            other => Err(unknown("fire kind", other)),
-        }
-    }
 }

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::{ControlKind, ControlRequest, InstanceInfo, RegistryRow, RunRecord, RunState};
-use crate::{LockError, LockProvider, LockRecord};
+use crate::ClusterProvider;
+use crate::{ControlKind, ControlRequest, InstanceInfo, RegistryRow, RunRecord, RunState};
+use lock_core::{LockError, LockRecord};
 
 /// An instance counts as gone after this many of its heartbeat intervals without a heartbeat
 /// (5 s at the default 1 s interval).
@@ -91,7 +92,7 @@ pub struct ClusterView {
 }
 
 /// The error of an operation on a provider without operations tables.
-pub(crate) fn no_operations(provider: &dyn LockProvider) -> LockError {
+pub(crate) fn no_operations(provider: &dyn ClusterProvider) -> LockError {
     LockError::InvalidConfiguration(format!(
         "{} has no operations tables (job registry, run history, pause, trigger): this \
          provider does not keep them",
@@ -111,12 +112,10 @@ impl ClusterView {
     /// Fails with [`LockError::InvalidConfiguration`] when the provider keeps no operations
     /// tables, and with the provider's error when they cannot be read.
     pub async fn read(
-        provider: &dyn LockProvider,
+        provider: &dyn ClusterProvider,
         options: &ClusterOptions,
     ) -> Result<Self, LockError> {
-        let store = provider
-            .operations()
-            .ok_or_else(|| no_operations(provider))?;
+        let store = provider.cluster().ok_or_else(|| no_operations(provider))?;
         let now = provider.database_time().await?;
         let registry = store.registry().await?;
         let control = store.control().await?;
@@ -131,13 +130,11 @@ impl ClusterView {
     /// The newest `limit` runs of `job`, newest first, a `running` run of a gone instance
     /// shown as [`RunState::Unfinished`].
     pub async fn history(
-        provider: &dyn LockProvider,
+        provider: &dyn ClusterProvider,
         job: &str,
         limit: u32,
     ) -> Result<Vec<RunView>, LockError> {
-        let store = provider
-            .operations()
-            .ok_or_else(|| no_operations(provider))?;
+        let store = provider.cluster().ok_or_else(|| no_operations(provider))?;
         let now = provider.database_time().await?;
         let registry = store.registry().await?;
         let runs = store.history(job, limit).await?;
@@ -150,7 +147,7 @@ impl ClusterView {
 
     /// `runs` as this view shows them: a `running` run whose instance is not alive becomes
     /// [`RunState::Unfinished`]. For runs read apart from the view, such as a page of
-    /// [`OperationsStore::history_page`](super::OperationsStore::history_page).
+    /// [`OperatorStore::history_page`](crate::OperatorStore::history_page).
     pub fn resolve_runs(&self, runs: Vec<RunRecord>) -> Vec<RunView> {
         runs.into_iter()
             .map(|run| resolve(run, &self.instances))
@@ -341,8 +338,8 @@ fn resolve(mut run: RunRecord, instances: &[InstanceView]) -> RunView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::FireKind;
-    use crate::operations::JobRegistration;
+    use crate::JobRegistration;
+    use lock_core::FireKind;
 
     fn at(seconds: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_800_000_000 + seconds, 0).unwrap()

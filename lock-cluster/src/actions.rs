@@ -5,8 +5,8 @@ use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
 
-use super::{MAX_DETAIL_LEN, MAX_TEXT_LEN, truncate, unknown};
-use crate::LockError;
+use crate::{MAX_DETAIL_LEN, MAX_TEXT_LEN, truncate, unknown};
+use lock_core::LockError;
 
 /// What an operator did to a job or a lock, as the action log keeps it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -26,7 +26,7 @@ impl Action {
     /// As stored and printed: `pause`, `resume`, `trigger`, `unlock`.
     ///
     /// ```
-    /// use lock_core::operations::Action;
+    /// use lock_cluster::Action;
     /// assert_eq!(Action::Unlock.as_str(), "unlock");
     /// assert_eq!("resume".parse::<Action>()?, Action::Resume);
     /// # Ok::<(), lock_core::LockError>(())
@@ -64,16 +64,16 @@ impl FromStr for Action {
 ///
 /// Written by whoever acts (the dashboard with `dashboard:<token name>`, `lockctl` with
 /// `lockctl:<user>`) after the action succeeded, and read back newest first by
-/// [`OperationsStore::actions`](super::OperationsStore::actions)(super::OperationsStore::actions). The texts are cut to the columns' lengths on write
+/// [`OperatorStore::actions`](crate::OperatorStore::actions). The texts are cut to the columns' lengths on write
 /// ([`MAX_TEXT_LEN`], [`MAX_DETAIL_LEN`]).
 ///
 /// ```
-/// use lock_core::operations::{Action, ActionRecord};
+/// use lock_cluster::{Action, ActionRecord};
 /// use lock_core::{InMemoryLockProvider, LockProvider};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let provider = InMemoryLockProvider::new();
-/// let store = provider.operations().expect("the in-memory provider keeps operations");
+/// let store = provider.cluster().expect("the in-memory provider keeps operations");
 /// let changed = store.pause("nightly_report", "dashboard:alice").await?;
 /// let record = ActionRecord::new("nightly_report", Action::Pause, "dashboard:alice")
 ///     .with_detail((!changed).then_some("was paused already"));

@@ -1,9 +1,10 @@
-//! The batched run-history writes of an [`OperationsStore`](crate::operations::OperationsStore)
+//! The batched run-history writes of an [`Cluster`](crate::Cluster)
 //! (`runs_started`, `runs_ended`): each row exactly what the single writes would have made.
 
-use crate::operations::{MAX_ERROR_LEN, RunEnd, RunStart, RunState, truncate};
-use crate::testkit::unique_name;
-use crate::{FireKind, FireSlot, LockProvider};
+use crate::ClusterProvider;
+use crate::{MAX_ERROR_LEN, RunEnd, RunStart, RunState, truncate};
+use lock_core::testkit::unique_name;
+use lock_core::{FireKind, FireSlot};
 
 /// Three runs of three jobs started in one call: one id each, in the order given, each row with
 /// its own job, slot, kind, instance and fence, running; ended in one call with their own
@@ -12,12 +13,12 @@ use crate::{FireKind, FireSlot, LockProvider};
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// lock_core::testkit::history_batches(&lock_core::InMemoryLockProvider::new()).await;
+/// lock_cluster::testkit::history_batches(&lock_core::InMemoryLockProvider::new()).await;
 /// # });
 /// ```
-pub async fn history_batches(provider: &dyn LockProvider) {
+pub async fn history_batches(provider: &dyn ClusterProvider) {
     let store = provider
-        .operations()
+        .cluster()
         .expect("the provider keeps operations tables");
     let slot = FireSlot::new(provider.database_time().await.expect("database time")).instant();
     let jobs = [

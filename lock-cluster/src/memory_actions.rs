@@ -1,4 +1,4 @@
-//! The action log of [`InMemoryLockProvider`](crate::InMemoryLockProvider): kept apart from the
+//! The action log of [`InMemoryLockProvider`](lock_core::InMemoryLockProvider): kept apart from the
 //! other in-memory tables (its own lock and ids), as the SQL stores keep it in a table of its
 //! own.
 
@@ -6,7 +6,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
 
-use super::ActionRecord;
+use crate::ActionRecord;
 
 /// The action log's rows, oldest first.
 #[derive(Debug, Default)]

@@ -1,0 +1,19 @@
+//! The cluster store's conformance suite: one `pub async fn` per part of the contract of
+//! [`ClusterStore`](crate::ClusterStore) and [`OperatorStore`](crate::OperatorStore), for the
+//! tests of every provider that keeps the cluster's tables (feature `testkit`).
+//!
+//! ```
+//! use lock_core::InMemoryLockProvider;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! lock_cluster::testkit::operations_store(&InMemoryLockProvider::new()).await;
+//! # });
+//! ```
+
+mod actions;
+mod history;
+mod operations;
+
+pub use actions::action_log;
+pub use history::history_batches;
+pub use operations::operations_store;
