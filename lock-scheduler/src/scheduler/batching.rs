@@ -15,7 +15,8 @@ impl SchedulerBuilder {
     /// [`LockingTaskExecutor::with_batch_window`].
     ///
     /// ```
-    /// # use lock_core::{InMemoryLockProvider, Scheduler};
+    /// # use lock_core::InMemoryLockProvider;
+    /// # use lock_scheduler::Scheduler;
     /// # use std::time::Duration;
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let scheduler = Scheduler::builder()
@@ -62,7 +63,8 @@ impl SchedulerBuilder {
     ///   again when shutdown begins does not ask.
     ///
     /// ```
-    /// # use lock_core::{InMemoryLockProvider, Scheduler};
+    /// # use lock_core::InMemoryLockProvider;
+    /// # use lock_scheduler::Scheduler;
     /// # use std::time::Duration;
     /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
     /// let scheduler = Scheduler::builder()

@@ -115,7 +115,7 @@ impl Job {
     /// A job running the synchronous closure `body` on tokio's blocking pool at each fire.
     ///
     /// ```
-    /// # use lock_core::{Job, Trigger};
+    /// # use lock_scheduler::{Job, Trigger};
     /// let job = Job::blocking("export", Trigger::cron("0 0 3 * * *")?, || {
     ///     // ... write a file
     /// });

@@ -300,7 +300,8 @@ impl Scheduler {
     /// A snapshot of every job: trigger, next fire, last outcome and duration.
     ///
     /// ```
-    /// # use lock_core::{InMemoryLockProvider, Job, Scheduler, Trigger};
+    /// # use lock_core::InMemoryLockProvider;
+    /// # use lock_scheduler::{Job, Scheduler, Trigger};
     /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
     /// let scheduler = Scheduler::builder()
     ///     .lock_provider(InMemoryLockProvider::new())
@@ -333,7 +334,8 @@ impl Scheduler {
     /// [refresh](SchedulerBuilder::clock_refresh).
     ///
     /// ```
-    /// # use lock_core::{InMemoryLockProvider, Scheduler};
+    /// # use lock_core::InMemoryLockProvider;
+    /// # use lock_scheduler::Scheduler;
     /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
     /// let scheduler = Scheduler::builder().lock_provider(InMemoryLockProvider::new()).jobs([]).start().await?;
     /// // The in-memory provider's clock is this host's.
