@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! The cluster's state next to the lock table: the job registry and heartbeats, the run
 //! history, pauses, manual trigger requests and the action log.
 //!

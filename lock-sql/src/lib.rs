@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! The SQL of the lock and cluster tables: what every SQL lock provider needs, written once.
 //!
 //! A provider crate (`lock-provider-postgres`, `-mysql`, `-sqlite`, `-sqlx`, the next one)
