@@ -68,8 +68,8 @@ impl FromStr for Action {
 /// ([`MAX_TEXT_LEN`], [`MAX_DETAIL_LEN`]).
 ///
 /// ```
-/// use lock_cluster::{Action, ActionRecord};
-/// use lock_core::{InMemoryLockProvider, LockProvider};
+/// use lock_cluster::{Action, ActionRecord, ClusterProvider};
+/// use lock_core::InMemoryLockProvider;
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let provider = InMemoryLockProvider::new();

@@ -387,8 +387,8 @@ pub trait ClusterStore: Send + Sync {
     ///
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-    /// use lock_cluster::{RunEnd, RunStart, RunState};
-    /// use lock_core::{FireKind, InMemoryLockProvider, LockProvider};
+    /// use lock_cluster::{ClusterProvider, RunEnd, RunStart, RunState};
+    /// use lock_core::{FireKind, InMemoryLockProvider};
     /// let provider = InMemoryLockProvider::new();
     /// let store = provider.cluster().expect("the in-memory provider keeps operations");
     /// let run = |job: &str| RunStart {

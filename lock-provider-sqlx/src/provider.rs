@@ -431,7 +431,7 @@ impl SqlxLockProvider {
     ///
     /// ```no_run
     /// # async fn run(provider: lock_provider_sqlx::SqlxLockProvider) -> Result<(), lock_core::LockError> {
-    /// use lock_core::LockProvider;
+    /// use lock_cluster::ClusterProvider;
     /// provider.ensure_schema().await?;
     /// provider.cluster().expect("the sqlx provider keeps operations tables").check().await?;
     /// # Ok(()) }

@@ -70,6 +70,7 @@ impl SchedulerBuilder {
     /// A zero retention is refused at start.
     ///
     /// ```
+    /// use lock_cluster::ClusterProvider;
     /// use lock_core::{InMemoryLockProvider, LockProvider};
     /// use lock_scheduler::{Job, Scheduler, Trigger};
     /// use std::time::Duration;
