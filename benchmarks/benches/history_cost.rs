@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use benchmarks::stats::{comparison_line, median_difference_line};
 use benchmarks::{Mode, Samples, Unit};
 use lock_cluster::{RunStart, RunState};
-use lock_core::{AcquireOutcome, FireKind, LockProvider, testkit};
+use lock_core::{AcquireOutcome, FireKind, testkit};
 use lock_providers::{OpenOptions, SchemaAction};
 
 fn main() {
@@ -58,7 +58,7 @@ async fn measure(backend: &str, url: &str, mode: Mode) {
     let Some(opened) = test_support::skip::or_unreachable(backend, url, opened) else {
         return;
     };
-    let provider: &dyn LockProvider = opened.provider().as_ref();
+    let provider: &dyn ClusterProvider = opened.provider().as_ref();
     let store = provider
         .cluster()
         .expect("the provider keeps operations tables");

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use lock_core::{LockError, LockProvider};
+use lock_cluster::ClusterProvider;
+use lock_core::LockError;
 use lock_providers::{LockDatabase, OpenError, OpenOptions, SchemaAction};
 
 /// One of the stores the providers support, with where to find it.
@@ -131,7 +132,7 @@ impl Backend {
         &self,
         table: &str,
         schema: SchemaAction,
-    ) -> Result<Arc<dyn LockProvider>, LockError> {
+    ) -> Result<Arc<dyn ClusterProvider>, LockError> {
         let database = LockDatabase::parse(&self.url()).map_err(|e| {
             LockError::InvalidConfiguration(format!("{} location {e}", self.kind()))
         })?;

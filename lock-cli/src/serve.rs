@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use lock_cluster::ClusterProvider;
 use lock_core::LockProvider;
 use lock_dashboard::{Dashboard, Token};
 
@@ -12,7 +13,7 @@ use crate::Failure;
 
 /// Serves the dashboard of `provider` on `listen`; returns when a shutdown signal arrives.
 pub(crate) async fn run(
-    provider: Arc<dyn LockProvider>,
+    provider: Arc<dyn ClusterProvider>,
     listen: SocketAddr,
     tokens: &[Token],
     grace: Duration,

@@ -539,9 +539,6 @@ impl<P: ClusterProvider + ?Sized> ClusterProvider for std::sync::Arc<P> {
     }
 }
 
-/// A provider of the lock contract alone, held type-erased: no cluster tables.
-impl ClusterProvider for dyn LockProvider {}
-
 /// `text` cut to at most `max` bytes, at a character boundary.
 ///
 /// ```

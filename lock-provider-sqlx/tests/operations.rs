@@ -14,7 +14,7 @@ use std::time::Duration;
 use lock_cluster::{
     Cluster, ControlKind, Heartbeat, InstanceInfo, JobRegistration, RunStart, RunState,
 };
-use lock_core::{FireKind, FireSlot, LockError, LockProvider};
+use lock_core::{FireKind, FireSlot, LockError};
 use lock_provider_mysql::MySqlLockProvider;
 use lock_provider_postgres::PostgresLockProvider;
 use lock_provider_sqlite::SqliteLockProvider;
@@ -81,7 +81,7 @@ fn beat(instance: &str, started_at: chrono::DateTime<chrono::Utc>) -> Heartbeat 
 /// Two providers on one set of operations tables: each sees the other's registry rows and
 /// runs, ends the other's runs, honours the other's pause, and a trigger request one makes is
 /// claimed once across both. Whatever one reads, the other reads the same.
-async fn share_operations(sqlx: &dyn LockProvider, driver: &dyn LockProvider) {
+async fn share_operations(sqlx: &dyn ClusterProvider, driver: &dyn ClusterProvider) {
     let a: &dyn Cluster = sqlx.cluster().expect("sqlx keeps operations");
     let b: &dyn Cluster = driver.cluster().expect("the driver keeps operations");
     assert_eq!(a.tables(), b.tables());

@@ -6,9 +6,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use lock_cluster::ClusterProvider;
 use lock_core::{
-    FireKind, InMemoryLockProvider, JobContext, JobError, LockConfiguration, LockProvider,
-    LockingTaskExecutor, scheduler_lock, with_default_executor,
+    FireKind, InMemoryLockProvider, JobContext, JobError, LockConfiguration, LockingTaskExecutor,
+    scheduler_lock, with_default_executor,
 };
 use lock_scheduler::testing::TestFire;
 use lock_scheduler::{Job, RunOutcome, Scheduler, State, Trigger};
@@ -79,7 +80,7 @@ async fn trigger_runs_a_job_now_as_a_manual_fire_without_a_slot() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_manual_fire_is_skipped_while_another_instance_holds_the_lock() {
-    let provider: Arc<dyn LockProvider> = Arc::new(InMemoryLockProvider::new());
+    let provider: Arc<dyn ClusterProvider> = Arc::new(InMemoryLockProvider::new());
     let ran = Arc::new(AtomicUsize::new(0));
     let counted = ran.clone();
     let job = Job::new("report", Trigger::cron("0 0 0 1 1 *").unwrap(), move || {

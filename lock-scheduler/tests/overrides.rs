@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use lock_cluster::ClusterProvider;
 use lock_core::{InMemoryLockProvider, JobContext, LockConfiguration, LockError, LockProvider};
 use lock_scheduler::{Job, JobOverride, Scheduler, SchedulerBuilder, Trigger};
 
@@ -18,7 +19,7 @@ fn rare_job(name: &str, runs: Arc<AtomicUsize>) -> Job {
     })
 }
 
-fn builder(provider: Arc<dyn LockProvider>) -> SchedulerBuilder {
+fn builder(provider: Arc<dyn ClusterProvider>) -> SchedulerBuilder {
     Scheduler::builder()
         .lock_provider(provider)
         .shutdown_timeout(Duration::from_secs(5))
@@ -61,7 +62,7 @@ async fn an_overridden_cron_and_zone_decide_when_the_job_fires() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overridden_lease_bounds_are_the_ones_the_lock_holds() {
-    let provider: Arc<dyn LockProvider> = Arc::new(InMemoryLockProvider::new());
+    let provider: Arc<dyn ClusterProvider> = Arc::new(InMemoryLockProvider::new());
     let leases = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = leases.clone();
     let reader = provider.clone();

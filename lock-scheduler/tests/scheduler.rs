@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use lock_cluster::ClusterProvider;
 use lock_core::{InMemoryLockProvider, JobContext, JobError, LockConfiguration, LockProvider};
 use lock_scheduler::{Job, RunOutcome, Scheduler, Trigger};
 
@@ -18,7 +19,7 @@ struct Run {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_schedulers_run_every_slot_exactly_once() {
-    let provider: Arc<dyn LockProvider> = Arc::new(InMemoryLockProvider::new());
+    let provider: Arc<dyn ClusterProvider> = Arc::new(InMemoryLockProvider::new());
     let runs = Arc::new(Mutex::new(Vec::<Run>::new()));
     let mut schedulers = Vec::new();
     for i in 0..3 {

@@ -223,7 +223,7 @@ impl LockProvider for NoRegistry {
 #[tokio::test]
 async fn start_refuses_what_cannot_be_spread() {
     let job = || Job::new("cache", Trigger::cron("* * * * * *").unwrap(), || async {});
-    let refused = |jobs: Vec<Job>, provider: Arc<dyn LockProvider>| async move {
+    let refused = |jobs: Vec<Job>, provider: Arc<dyn ClusterProvider>| async move {
         Scheduler::builder()
             .lock_provider(provider)
             .jobs(jobs)
@@ -232,7 +232,7 @@ async fn start_refuses_what_cannot_be_spread() {
             .unwrap_err()
             .to_string()
     };
-    let memory = || -> Arc<dyn LockProvider> { Arc::new(InMemoryLockProvider::new()) };
+    let memory = || -> Arc<dyn ClusterProvider> { Arc::new(InMemoryLockProvider::new()) };
     let error = refused(
         vec![job().broadcast()],
         Arc::new(NoRegistry(InMemoryLockProvider::new())),

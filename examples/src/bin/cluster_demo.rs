@@ -20,9 +20,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use scheduled_locks::cluster::ClusterProvider;
 use scheduled_locks::mysql::MySqlLockProvider;
 use scheduled_locks::postgres::PostgresLockProvider;
-use scheduled_locks::provider::LockProvider;
 use scheduled_locks::redis::RedisLockProvider;
 use scheduled_locks::sqlite::SqliteLockProvider;
 use scheduled_locks::{JobContext, Scheduler, scheduled, scheduler_lock};
@@ -83,7 +83,7 @@ impl Backend {
         }
     }
 
-    async fn provider(&self) -> Result<Arc<dyn LockProvider>, BoxError> {
+    async fn provider(&self) -> Result<Arc<dyn ClusterProvider>, BoxError> {
         Ok(match self {
             Backend::Sqlite(path) => Arc::new(SqliteLockProvider::open(path)?),
             Backend::Postgres(url) => Arc::new(PostgresLockProvider::connect(url).await?),

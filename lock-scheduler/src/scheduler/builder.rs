@@ -10,8 +10,8 @@ use lock_cluster::ClusterProvider;
 
 impl SchedulerBuilder {
     /// The lock provider shared by all instances (required). Takes any provider (any
-    /// [`ClusterProvider`]: every provider crate's, the in-memory one, an `Arc` of one, or an
-    /// `Arc<dyn LockProvider>` without cluster tables).
+    /// [`ClusterProvider`]: every provider crate's, the in-memory one, or an `Arc` of one, also
+    /// `Arc<dyn ClusterProvider>`).
     pub fn lock_provider<P: ClusterProvider>(mut self, provider: P) -> Self {
         self.provider = Some(Arc::new(provider));
         self
