@@ -21,14 +21,13 @@ use tokio_postgres::Row;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::{ToSql, Type};
 
-#[path = "operations_history.rs"]
 mod history;
 
 /// The operations tables next to one lock table.
 pub(crate) struct PgOperations {
     pool: Pool,
     sql: OperationsSql,
-    /// The batched start and end of runs (`operations_history.rs`).
+    /// The batched start and end of runs (`operations/history.rs`).
     history: HistoryBatchStatements,
     /// The heartbeat over arrays ([`OperationsSql::heartbeat_arrays`]): one text for every
     /// beat.
