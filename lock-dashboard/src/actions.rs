@@ -12,7 +12,8 @@ use axum::http::StatusCode;
 use lock_cluster::{Action, ActionRecord, Cluster, ClusterOptions, ClusterProvider, ClusterView};
 use lock_core::LockRecord;
 
-use crate::web::{AppState, Failure};
+use crate::failure::Failure;
+use crate::state::AppState;
 
 /// An action on a job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

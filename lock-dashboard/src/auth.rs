@@ -3,94 +3,18 @@
 //! a request a browser marks as cross-site (`Sec-Fetch-Site`) or from another origin
 //! (`Origin`).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
 use axum::Form;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
+use crate::ctx::Ctx;
+use crate::failure::{Failure, PageFailure};
 use crate::pages;
+use crate::session::{COOKIE, SESSION_LIFETIME};
+use crate::state::AppState;
 use crate::token::constant_time_eq;
-use crate::web::{AppState, Ctx, Failure, PageFailure};
-
-/// The session cookie's name.
-pub(crate) const COOKIE: &str = "lock_dashboard_session";
-
-/// A browser session lasts this long, then the operator logs in again.
-const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 3600);
-
-/// At most this many sessions are kept; the oldest goes first.
-const MAX_SESSIONS: usize = 1000;
-
-/// A signed-in browser.
-#[derive(Clone, Debug)]
-pub(crate) struct Session {
-    /// The token it logged in with.
-    pub(crate) token_name: String,
-    /// What every form of this session must carry.
-    pub(crate) csrf: String,
-    started: Instant,
-}
-
-/// The sessions of this process, by cookie value.
-#[derive(Default)]
-pub(crate) struct Sessions(Mutex<HashMap<String, Session>>);
-
-impl Sessions {
-    fn start(&self, token_name: &str) -> String {
-        let id = random_hex();
-        let session = Session {
-            token_name: token_name.to_owned(),
-            csrf: random_hex(),
-            started: Instant::now(),
-        };
-        let mut sessions = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        sessions.retain(|_, s| s.started.elapsed() < SESSION_LIFETIME);
-        if sessions.len() >= MAX_SESSIONS
-            && let Some(oldest) = sessions
-                .iter()
-                .min_by_key(|(_, s)| s.started)
-                .map(|(id, _)| id.clone())
-        {
-            sessions.remove(&oldest);
-        }
-        sessions.insert(id.clone(), session);
-        id
-    }
-
-    fn get(&self, id: &str) -> Option<Session> {
-        let sessions = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        sessions
-            .get(id)
-            .filter(|s| s.started.elapsed() < SESSION_LIFETIME)
-            .cloned()
-    }
-
-    fn end(&self, id: &str) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
-    }
-}
-
-/// 32 random bytes from the thread's CSPRNG, as hex.
-fn random_hex() -> String {
-    let bytes: [u8; 32] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The session the request's cookie names, if it is live.
-pub(crate) fn session_of(state: &AppState, headers: &HeaderMap) -> Option<(String, Session)> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='))
-        .find_map(|id| state.sessions.get(id).map(|s| (id.to_owned(), s)))
-}
 
 /// Why the request comes from another site, if a browser says so.
 fn cross_site(headers: &HeaderMap) -> Option<String> {

@@ -8,7 +8,8 @@ use lock_cluster::{
 };
 use lock_core::LockRecord;
 
-use crate::web::{AppState, Failure};
+use crate::failure::Failure;
+use crate::state::AppState;
 
 /// The Jobs and Instances pages: the cluster at the database's now, and the lock table.
 pub(crate) struct Overview {

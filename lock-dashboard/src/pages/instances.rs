@@ -4,8 +4,10 @@ use axum::extract::State;
 use maud::{Markup, html};
 
 use super::layout::{Nav, frame, span_ms, time};
+use crate::ctx::Ctx;
+use crate::failure::PageFailure;
 use crate::read;
-use crate::web::{AppState, Ctx, PageFailure};
+use crate::state::AppState;
 
 /// `GET /instances`.
 pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Markup, PageFailure> {

@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use lock_cluster::RunState;
 use maud::{DOCTYPE, Markup, html};
 
+use crate::ctx::Ctx;
 use crate::read::instant;
-use crate::web::{Ctx, Failure};
 
 /// Which page is current, for the navigation.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -66,22 +66,6 @@ pub(crate) fn frame(
                     } @else {
                         "no auto-refresh"
                     }
-                }
-            }
-        }
-    }
-}
-
-/// A failure, as a page of its own.
-pub(crate) fn failure(failure: &Failure) -> Markup {
-    html! {
-        (DOCTYPE)
-        html lang="en" {
-            head { meta charset="utf-8"; title { "Error · scheduled-locks" } }
-            body {
-                main {
-                    h1 { (failure.status.as_u16()) " " (failure.status.canonical_reason().unwrap_or("")) }
-                    p.failure { (failure.message) }
                 }
             }
         }

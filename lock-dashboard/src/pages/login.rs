@@ -3,7 +3,7 @@
 use maud::{Markup, html};
 
 use super::layout::{Nav, frame};
-use crate::web::Ctx;
+use crate::ctx::Ctx;
 
 /// `GET /login`.
 pub(crate) async fn page(ctx: Ctx) -> Markup {
