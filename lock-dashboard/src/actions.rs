@@ -239,7 +239,7 @@ pub(crate) async fn unlock(state: &AppState, name: &str, who: &str) -> Result<Un
         format!(
             "released lock {name}: it was held by {} until {}, fence {}",
             before.locked_by,
-            crate::read::instant(before.lock_until),
+            crate::format::instant(before.lock_until),
             before.fence
         )
     } else {

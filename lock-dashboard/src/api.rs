@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 use crate::actions::{self, JobAction};
 use crate::auth;
 use crate::failure::{ApiFailure, Failure};
+use crate::format::instant;
 use crate::names::check_job_name;
-use crate::read::{self, duration_ms, instant, lag_ms};
+use crate::read::{self, duration_ms, lag_ms};
 use crate::state::AppState;
 use crate::unlock::unlock_warning;
 

@@ -8,6 +8,7 @@ mod auth;
 mod charts;
 mod ctx;
 mod failure;
+mod format;
 mod names;
 mod pages;
 mod read;

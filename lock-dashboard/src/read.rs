@@ -230,8 +230,3 @@ pub(crate) fn lag_ms(run: &RunView) -> Option<i64> {
     run.slot
         .map(|slot| (run.started_at - slot).num_milliseconds())
 }
-
-/// A time as the JSON and the pages' `datetime` attributes carry it.
-pub(crate) fn instant(at: DateTime<Utc>) -> String {
-    at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
-}

@@ -3,9 +3,10 @@
 use axum::extract::State;
 use maud::{Markup, html};
 
-use super::layout::{Nav, frame, span_ms, time};
+use super::layout::{Nav, frame, time};
 use crate::ctx::Ctx;
 use crate::failure::PageFailure;
+use crate::format::span_ms;
 use crate::read;
 use crate::state::AppState;
 
