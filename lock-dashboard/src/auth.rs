@@ -3,21 +3,15 @@
 //! a request a browser marks as cross-site (`Sec-Fetch-Site`) or from another origin
 //! (`Origin`).
 
-use axum::Form;
-use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Redirect, Response};
-use serde::Deserialize;
 
 use crate::ctx::Ctx;
-use crate::failure::{Failure, PageFailure};
-use crate::pages;
-use crate::session::{COOKIE, SESSION_LIFETIME};
+use crate::failure::Failure;
 use crate::state::AppState;
 use crate::token::constant_time_eq;
 
 /// Why the request comes from another site, if a browser says so.
-fn cross_site(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn cross_site(headers: &HeaderMap) -> Option<String> {
     let text = |name| {
         headers
             .get(name)
@@ -42,14 +36,14 @@ fn cross_site(headers: &HeaderMap) -> Option<String> {
     None
 }
 
-fn refused(why: String) -> Failure {
+pub(crate) fn refused(why: String) -> Failure {
     Failure::new(
         StatusCode::FORBIDDEN,
         format!("refused a cross-site request: {why}"),
     )
 }
 
-fn read_only() -> Failure {
+pub(crate) fn read_only() -> Failure {
     Failure::new(
         StatusCode::FORBIDDEN,
         "this dashboard is read-only: no token is configured (lockctl serve --token \
@@ -80,7 +74,7 @@ pub(crate) fn bearer(state: &AppState, headers: &HeaderMap) -> Result<String, Fa
 }
 
 /// The name of the token whose secret is `presented`; every token is compared.
-fn token_named(state: &AppState, presented: &str) -> Option<String> {
+pub(crate) fn token_named(state: &AppState, presented: &str) -> Option<String> {
     state
         .tokens
         .iter()
@@ -111,62 +105,4 @@ pub(crate) fn form_caller(ctx: &Ctx, headers: &HeaderMap, csrf: &str) -> Result<
         ));
     }
     Ok(session.token_name.clone())
-}
-
-/// The login form.
-#[derive(Deserialize)]
-pub(crate) struct LoginForm {
-    token: String,
-}
-
-/// A form whose only field is the CSRF token.
-#[derive(Deserialize)]
-pub(crate) struct CsrfForm {
-    csrf: String,
-}
-
-/// `POST /login`: the token's secret for a session cookie.
-pub(crate) async fn login(
-    State(state): State<AppState>,
-    ctx: Ctx,
-    headers: HeaderMap,
-    Form(form): Form<LoginForm>,
-) -> Result<Response, PageFailure> {
-    if let Some(why) = cross_site(&headers) {
-        return Err(refused(why).into());
-    }
-    if state.tokens.is_empty() {
-        return Err(read_only().into());
-    }
-    let Some(name) = token_named(&state, form.token.trim()) else {
-        tracing::warn!(target: "lock_dashboard::audit", "dashboard login refused: wrong token");
-        let page = pages::login::form(&ctx, Some("That token is not valid."));
-        return Ok((StatusCode::FORBIDDEN, page).into_response());
-    };
-    let id = state.sessions.start(&name);
-    tracing::info!(target: "lock_dashboard::audit", token = %name, "dashboard login");
-    let cookie = format!(
-        "{COOKIE}={id}; Path={}; HttpOnly; SameSite=Strict; Max-Age={}",
-        ctx.home(),
-        SESSION_LIFETIME.as_secs()
-    );
-    Ok(([(header::SET_COOKIE, cookie)], Redirect::to(&ctx.home())).into_response())
-}
-
-/// `POST /logout`: ends the session.
-pub(crate) async fn logout(
-    State(state): State<AppState>,
-    ctx: Ctx,
-    headers: HeaderMap,
-    Form(form): Form<CsrfForm>,
-) -> Result<Response, PageFailure> {
-    form_caller(&ctx, &headers, &form.csrf)?;
-    if let Some((id, _)) = &ctx.session {
-        state.sessions.end(id);
-    }
-    let cookie = format!(
-        "{COOKIE}=; Path={}; HttpOnly; SameSite=Strict; Max-Age=0",
-        ctx.home()
-    );
-    Ok(([(header::SET_COOKIE, cookie)], Redirect::to(&ctx.home())).into_response())
 }

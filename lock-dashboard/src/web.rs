@@ -9,7 +9,7 @@ use axum::routing::{get, post};
 use axum::{Router, middleware};
 
 use crate::state::Shared;
-use crate::{api, auth, pages};
+use crate::{api, pages};
 
 const SCRIPT: &str = include_str!("../assets/dashboard.js");
 const STYLE: &str = include_str!("../assets/dashboard.css");
@@ -25,8 +25,8 @@ pub(crate) fn routes(shared: Shared) -> Router {
             "/locks/{name}/unlock",
             get(pages::locks::confirm).post(pages::forms::unlock),
         )
-        .route("/login", get(pages::login::page).post(auth::login))
-        .route("/logout", post(auth::logout))
+        .route("/login", get(pages::login::page).post(pages::login::login))
+        .route("/logout", post(pages::login::logout))
         .route("/assets/dashboard.js", get(script))
         .route("/assets/dashboard.css", get(style))
         .route("/api/jobs", get(api::jobs))
