@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use chrono::TimeDelta;
 use lock_cluster::{Heartbeat, InstanceInfo, JobRegistration, RunStart, RunState};
-use lock_core::{AcquireOutcome, FireKind, LockProvider, testkit};
+use lock_core::{AcquireOutcome, FireKind, testkit};
 use lock_provider_postgres::PostgresLockProvider;
 use test_support::http::Reply;
 use test_support::table::Cleanup;
@@ -70,7 +70,7 @@ pub async fn serve(
 /// One instance registering three jobs (`report`, `billing`, [`EVIL_JOB`]); `report` ran
 /// fine twice, `billing` failed with an error that is HTML, the evil job succeeded; `report`'s
 /// lock is held.
-pub async fn seed(provider: &dyn LockProvider) {
+pub async fn seed(provider: &dyn ClusterProvider) {
     let store = provider.cluster().expect("operations tables");
     let now = provider.database_time().await.expect("database time");
     let job = |name: &str, lock: &str| JobRegistration {
