@@ -12,7 +12,8 @@ use axum::http::StatusCode;
 use lock_cluster::{Action, ActionRecord, Cluster, ClusterOptions, ClusterProvider, ClusterView};
 use lock_core::LockRecord;
 
-use crate::web::{AppState, Failure};
+use crate::failure::Failure;
+use crate::state::AppState;
 
 /// An action on a job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,7 +239,7 @@ pub(crate) async fn unlock(state: &AppState, name: &str, who: &str) -> Result<Un
         format!(
             "released lock {name}: it was held by {} until {}, fence {}",
             before.locked_by,
-            crate::read::instant(before.lock_until),
+            crate::format::instant(before.lock_until),
             before.fence
         )
     } else {

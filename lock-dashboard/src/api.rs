@@ -12,9 +12,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::actions::{self, JobAction};
 use crate::auth;
-use crate::read::{self, duration_ms, instant, lag_ms};
+use crate::failure::{ApiFailure, Failure};
+use crate::format::instant;
+use crate::names::check_job_name;
+use crate::read::{self, duration_ms, lag_ms};
+use crate::state::AppState;
 use crate::unlock::unlock_warning;
-use crate::web::{ApiFailure, AppState, Failure, check_job_name};
 
 /// One job: `GET /api/jobs`.
 #[derive(Serialize)]

@@ -3,97 +3,15 @@
 //! a request a browser marks as cross-site (`Sec-Fetch-Site`) or from another origin
 //! (`Origin`).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-use axum::Form;
-use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Redirect, Response};
-use serde::Deserialize;
 
-use crate::pages;
+use crate::ctx::Ctx;
+use crate::failure::Failure;
+use crate::state::AppState;
 use crate::token::constant_time_eq;
-use crate::web::{AppState, Ctx, Failure, PageFailure};
-
-/// The session cookie's name.
-pub(crate) const COOKIE: &str = "lock_dashboard_session";
-
-/// A browser session lasts this long, then the operator logs in again.
-const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 3600);
-
-/// At most this many sessions are kept; the oldest goes first.
-const MAX_SESSIONS: usize = 1000;
-
-/// A signed-in browser.
-#[derive(Clone, Debug)]
-pub(crate) struct Session {
-    /// The token it logged in with.
-    pub(crate) token_name: String,
-    /// What every form of this session must carry.
-    pub(crate) csrf: String,
-    started: Instant,
-}
-
-/// The sessions of this process, by cookie value.
-#[derive(Default)]
-pub(crate) struct Sessions(Mutex<HashMap<String, Session>>);
-
-impl Sessions {
-    fn start(&self, token_name: &str) -> String {
-        let id = random_hex();
-        let session = Session {
-            token_name: token_name.to_owned(),
-            csrf: random_hex(),
-            started: Instant::now(),
-        };
-        let mut sessions = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        sessions.retain(|_, s| s.started.elapsed() < SESSION_LIFETIME);
-        if sessions.len() >= MAX_SESSIONS
-            && let Some(oldest) = sessions
-                .iter()
-                .min_by_key(|(_, s)| s.started)
-                .map(|(id, _)| id.clone())
-        {
-            sessions.remove(&oldest);
-        }
-        sessions.insert(id.clone(), session);
-        id
-    }
-
-    fn get(&self, id: &str) -> Option<Session> {
-        let sessions = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        sessions
-            .get(id)
-            .filter(|s| s.started.elapsed() < SESSION_LIFETIME)
-            .cloned()
-    }
-
-    fn end(&self, id: &str) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
-    }
-}
-
-/// 32 random bytes from the thread's CSPRNG, as hex.
-fn random_hex() -> String {
-    let bytes: [u8; 32] = rand::random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// The session the request's cookie names, if it is live.
-pub(crate) fn session_of(state: &AppState, headers: &HeaderMap) -> Option<(String, Session)> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().strip_prefix(COOKIE)?.strip_prefix('='))
-        .find_map(|id| state.sessions.get(id).map(|s| (id.to_owned(), s)))
-}
 
 /// Why the request comes from another site, if a browser says so.
-fn cross_site(headers: &HeaderMap) -> Option<String> {
+pub(crate) fn cross_site(headers: &HeaderMap) -> Option<String> {
     let text = |name| {
         headers
             .get(name)
@@ -118,14 +36,14 @@ fn cross_site(headers: &HeaderMap) -> Option<String> {
     None
 }
 
-fn refused(why: String) -> Failure {
+pub(crate) fn refused(why: String) -> Failure {
     Failure::new(
         StatusCode::FORBIDDEN,
         format!("refused a cross-site request: {why}"),
     )
 }
 
-fn read_only() -> Failure {
+pub(crate) fn read_only() -> Failure {
     Failure::new(
         StatusCode::FORBIDDEN,
         "this dashboard is read-only: no token is configured (lockctl serve --token \
@@ -156,7 +74,7 @@ pub(crate) fn bearer(state: &AppState, headers: &HeaderMap) -> Result<String, Fa
 }
 
 /// The name of the token whose secret is `presented`; every token is compared.
-fn token_named(state: &AppState, presented: &str) -> Option<String> {
+pub(crate) fn token_named(state: &AppState, presented: &str) -> Option<String> {
     state
         .tokens
         .iter()
@@ -187,62 +105,4 @@ pub(crate) fn form_caller(ctx: &Ctx, headers: &HeaderMap, csrf: &str) -> Result<
         ));
     }
     Ok(session.token_name.clone())
-}
-
-/// The login form.
-#[derive(Deserialize)]
-pub(crate) struct LoginForm {
-    token: String,
-}
-
-/// A form whose only field is the CSRF token.
-#[derive(Deserialize)]
-pub(crate) struct CsrfForm {
-    csrf: String,
-}
-
-/// `POST /login`: the token's secret for a session cookie.
-pub(crate) async fn login(
-    State(state): State<AppState>,
-    ctx: Ctx,
-    headers: HeaderMap,
-    Form(form): Form<LoginForm>,
-) -> Result<Response, PageFailure> {
-    if let Some(why) = cross_site(&headers) {
-        return Err(refused(why).into());
-    }
-    if state.tokens.is_empty() {
-        return Err(read_only().into());
-    }
-    let Some(name) = token_named(&state, form.token.trim()) else {
-        tracing::warn!(target: "lock_dashboard::audit", "dashboard login refused: wrong token");
-        let page = pages::login::form(&ctx, Some("That token is not valid."));
-        return Ok((StatusCode::FORBIDDEN, page).into_response());
-    };
-    let id = state.sessions.start(&name);
-    tracing::info!(target: "lock_dashboard::audit", token = %name, "dashboard login");
-    let cookie = format!(
-        "{COOKIE}={id}; Path={}; HttpOnly; SameSite=Strict; Max-Age={}",
-        ctx.home(),
-        SESSION_LIFETIME.as_secs()
-    );
-    Ok(([(header::SET_COOKIE, cookie)], Redirect::to(&ctx.home())).into_response())
-}
-
-/// `POST /logout`: ends the session.
-pub(crate) async fn logout(
-    State(state): State<AppState>,
-    ctx: Ctx,
-    headers: HeaderMap,
-    Form(form): Form<CsrfForm>,
-) -> Result<Response, PageFailure> {
-    form_caller(&ctx, &headers, &form.csrf)?;
-    if let Some((id, _)) = &ctx.session {
-        state.sessions.end(id);
-    }
-    let cookie = format!(
-        "{COOKIE}=; Path={}; HttpOnly; SameSite=Strict; Max-Age=0",
-        ctx.home()
-    );
-    Ok(([(header::SET_COOKIE, cookie)], Redirect::to(&ctx.home())).into_response())
 }

@@ -30,7 +30,7 @@ pub(crate) fn bars(title: &str, bars: &[Bar]) -> Markup {
             figcaption { (title) }
             svg xmlns="http://www.w3.org/2000/svg" viewBox={ "0 0 " (WIDTH) " " (HEIGHT) } role="img" aria-label=(title) {
                 line x1="0" y1=(HEIGHT) x2=(WIDTH) y2=(HEIGHT) {}
-                text x="2" y="10" { "max " (crate::pages::layout::span_ms(max as i64)) }
+                text x="2" y="10" { "max " (crate::format::span_ms(max as i64)) }
                 @for (i, bar) in bars.iter().enumerate() {
                     @if let Some(value) = bar.value_ms {
                         @let height = (value.max(0) as f64 / max * plot).max(1.0);

@@ -6,8 +6,14 @@ mod actions;
 mod api;
 mod auth;
 mod charts;
+mod ctx;
+mod failure;
+mod format;
+mod names;
 mod pages;
 mod read;
+mod session;
+mod state;
 mod token;
 mod unlock;
 mod web;
@@ -125,6 +131,6 @@ impl Dashboard {
     /// The routes: the pages (`/`, `/jobs/{name}`, `/instances`, `/locks`), the JSON endpoints
     /// (`/api/...`) and the actions, relative to where the router is mounted.
     pub fn router(self) -> Router {
-        web::routes(web::Shared::new(self))
+        web::routes(state::Shared::new(self))
     }
 }

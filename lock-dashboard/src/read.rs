@@ -8,7 +8,8 @@ use lock_cluster::{
 };
 use lock_core::LockRecord;
 
-use crate::web::{AppState, Failure};
+use crate::failure::Failure;
+use crate::state::AppState;
 
 /// The Jobs and Instances pages: the cluster at the database's now, and the lock table.
 pub(crate) struct Overview {
@@ -228,9 +229,4 @@ pub(crate) fn duration_ms(run: &RunView) -> Option<i64> {
 pub(crate) fn lag_ms(run: &RunView) -> Option<i64> {
     run.slot
         .map(|slot| (run.started_at - slot).num_milliseconds())
-}
-
-/// A time as the JSON and the pages' `datetime` attributes carry it.
-pub(crate) fn instant(at: DateTime<Utc>) -> String {
-    at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }

@@ -13,7 +13,10 @@ use super::layout::{Nav, frame};
 
 use crate::actions::{self, JobAction};
 use crate::auth;
-use crate::web::{AppState, Ctx, PageFailure, check_job_name};
+use crate::ctx::Ctx;
+use crate::failure::PageFailure;
+use crate::names::check_job_name;
+use crate::state::AppState;
 
 /// An action's form.
 #[derive(Deserialize)]

@@ -3,9 +3,12 @@
 use axum::extract::State;
 use maud::{Markup, html};
 
-use super::layout::{Nav, frame, span_ms, time};
+use super::layout::{Nav, frame, time};
+use crate::ctx::Ctx;
+use crate::failure::PageFailure;
+use crate::format::span_ms;
 use crate::read;
-use crate::web::{AppState, Ctx, PageFailure};
+use crate::state::AppState;
 
 /// `GET /instances`.
 pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Markup, PageFailure> {

@@ -7,10 +7,14 @@ use lock_cluster::{ControlKind, RunState};
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::layout::{Nav, action, frame, maybe_time, outcome, span_ms, time};
+use super::layout::{Nav, action, frame, maybe_time, outcome, time};
 use crate::charts::{self, Bar};
+use crate::ctx::Ctx;
+use crate::failure::PageFailure;
+use crate::format::span_ms;
+use crate::names::{check_job_name, segment};
 use crate::read::{self, duration_ms, lag_ms};
-use crate::web::{AppState, Ctx, PageFailure, check_job_name, segment};
+use crate::state::AppState;
 
 /// `?before=ID`: the page of runs older than run ID.
 #[derive(Deserialize)]

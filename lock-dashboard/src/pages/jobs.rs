@@ -4,9 +4,13 @@
 use axum::extract::State;
 use maud::{Markup, html};
 
-use super::layout::{Nav, action, frame, maybe_time, outcome, span_ms, time};
+use super::layout::{Nav, action, frame, maybe_time, outcome, time};
+use crate::ctx::Ctx;
+use crate::failure::PageFailure;
+use crate::format::span_ms;
+use crate::names::segment;
 use crate::read::{self, duration_ms};
-use crate::web::{AppState, Ctx, PageFailure, segment};
+use crate::state::AppState;
 
 /// `GET /`.
 pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Markup, PageFailure> {

@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use lock_cluster::RunState;
 use maud::{DOCTYPE, Markup, html};
 
-use crate::read::instant;
-use crate::web::{Ctx, Failure};
+use crate::ctx::Ctx;
+use crate::format::instant;
 
 /// Which page is current, for the navigation.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -72,22 +72,6 @@ pub(crate) fn frame(
     }
 }
 
-/// A failure, as a page of its own.
-pub(crate) fn failure(failure: &Failure) -> Markup {
-    html! {
-        (DOCTYPE)
-        html lang="en" {
-            head { meta charset="utf-8"; title { "Error · scheduled-locks" } }
-            body {
-                main {
-                    h1 { (failure.status.as_u16()) " " (failure.status.canonical_reason().unwrap_or("")) }
-                    p.failure { (failure.message) }
-                }
-            }
-        }
-    }
-}
-
 /// A time in UTC; the script adds the browser's zone.
 pub(crate) fn time(at: DateTime<Utc>) -> Markup {
     html! { time datetime=(instant(at)) { (at.format("%Y-%m-%d %H:%M:%S UTC")) } }
@@ -98,25 +82,6 @@ pub(crate) fn maybe_time(at: Option<DateTime<Utc>>) -> Markup {
     match at {
         Some(at) => time(at),
         None => html! { span.muted { "–" } },
-    }
-}
-
-/// Milliseconds as an operator reads them: `850 ms`, `12.3 s`, `4 min 10 s`.
-pub(crate) fn span_ms(ms: i64) -> String {
-    let abs = ms.unsigned_abs();
-    let sign = if ms < 0 { "-" } else { "" };
-    if abs < 1000 {
-        format!("{sign}{abs} ms")
-    } else if abs < 120_000 {
-        format!("{sign}{:.1} s", abs as f64 / 1000.0)
-    } else if abs < 7_200_000 {
-        format!("{sign}{} min {} s", abs / 60_000, abs % 60_000 / 1000)
-    } else {
-        format!(
-            "{sign}{} h {} min",
-            abs / 3_600_000,
-            abs % 3_600_000 / 60_000
-        )
     }
 }
 

@@ -6,9 +6,12 @@ use axum::http::StatusCode;
 use maud::{Markup, html};
 
 use super::layout::{Nav, frame, maybe_time, time};
+use crate::ctx::Ctx;
+use crate::failure::{Failure, PageFailure};
+use crate::names::segment;
 use crate::read;
+use crate::state::AppState;
 use crate::unlock::unlock_warning;
-use crate::web::{AppState, Ctx, Failure, PageFailure, segment};
 
 /// `GET /locks`.
 pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Markup, PageFailure> {
