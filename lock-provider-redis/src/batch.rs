@@ -13,7 +13,7 @@
 //!   whole batch as one call first; when the server answers `CROSSSLOT` (nothing ran), it
 //!   remembers that it talks to a cluster and from then on groups the keys by hash tag, one
 //!   call per group, sent together on the multiplexed connection.
-//! - **[`MAX_BATCH`] is 256** keys: a script blocks the server while it runs, and 256 acquires
+//! - **[`MAX_BATCH`](crate::provider::MAX_BATCH) is 256** keys: a script blocks the server while it runs, and 256 acquires
 //!   take well under a millisecond there.
 //! - **Replica acknowledgements** ([`ReplicaAcks`](crate::ReplicaAcks)): one `WAIT` covers every
 //!   grant of the call; when too few replicas acknowledged, each grant is released again and
@@ -30,9 +30,6 @@ use redis::{ErrorKind, Script, ServerErrorKind, Value};
 use crate::RedisLockProvider;
 use crate::keys::hash_tag;
 use crate::provider::acquire_outcome;
-
-/// The most keys one batch script takes.
-pub(crate) const MAX_BATCH: usize = 256;
 
 impl RedisLockProvider {
     /// [`LockProvider::acquire_many`](lock_core::LockProvider::acquire_many) on Redis.

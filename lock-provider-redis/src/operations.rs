@@ -1,5 +1,5 @@
 //! The operations keys (job registry, run history, pauses and trigger requests) of a
-//! [`RedisLockProvider`]: the [`Cluster`] on Redis, one Lua script per operation
+//! [`RedisLockProvider`]: the [`Cluster`](lock_cluster::Cluster) on Redis, one Lua script per operation
 //! (`operations/scripts.rs`), every time from the server's `TIME`.
 //!
 //! The keys are all under `{<prefix>:ops}:` (see `keys.rs` and the crate's README, "The

@@ -356,7 +356,7 @@ impl LockProvider for RedisLockProvider {
 
     /// 256 keys per script.
     fn max_batch(&self) -> usize {
-        crate::batch::MAX_BATCH
+        MAX_BATCH
     }
 
     async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {
@@ -475,6 +475,9 @@ impl ClusterProvider for RedisLockProvider {
         Some(self)
     }
 }
+
+/// The most keys one batch script takes (`batch.rs` says why 256).
+pub(crate) const MAX_BATCH: usize = 256;
 
 /// The acquire script's reply as an outcome (see `scripts::ACQUIRE`).
 pub(crate) fn acquire_outcome(
