@@ -10,7 +10,8 @@ use lock_cluster::{Action, ActionRecord, Cluster};
 use serde::Serialize;
 
 use crate::Failure;
-use crate::operations::{failed, instant, json, or_dash, store, text_table};
+use crate::output::{instant, or_dash, pretty_json, text_table};
+use crate::tables::{failed, store};
 
 /// Who asked, as the control table and the action log keep it: `lockctl:<user>@<host>`, the
 /// user from `$USER` (`$USERNAME` on Windows).
@@ -115,7 +116,7 @@ pub(crate) async fn actions(
         })
         .collect();
     if json_out {
-        return Ok(json(&rows));
+        return Ok(pretty_json(&rows));
     }
     let cells = rows
         .into_iter()

@@ -7,6 +7,7 @@ mod cli;
 mod operations;
 mod output;
 mod serve;
+mod tables;
 mod target;
 
 use std::error::Error;

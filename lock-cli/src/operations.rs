@@ -8,23 +8,19 @@
 use lock_cluster::ClusterProvider;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use lock_cluster::{
-    Action, Cluster, ClusterOptions, ClusterView, InstanceView, JobView, MAX_TEXT_LEN, RunRecord,
+    Action, ClusterOptions, ClusterView, InstanceView, JobView, MAX_TEXT_LEN, RunRecord,
 };
-use lock_core::LockError;
 use serde::Serialize;
 
 use crate::Failure;
 use crate::action_log::{record, requester};
+use crate::output::{instant, or_dash, pretty_json, text_table};
+use crate::tables::{failed, store};
 
 /// How long `trigger` waits for a live instance to claim its request (they poll every
 /// heartbeat, 1 s by default).
 pub(crate) const TRIGGER_WAIT: Duration = Duration::from_secs(5);
-
-pub(crate) fn instant(at: DateTime<Utc>) -> String {
-    at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
-}
 
 /// Checks a job name before anything connects.
 pub(crate) fn validate_job_name(name: &str) -> Result<(), Failure> {
@@ -34,29 +30,6 @@ pub(crate) fn validate_job_name(name: &str) -> Result<(), Failure> {
         )));
     }
     Ok(())
-}
-
-/// The provider's operations tables, or lockctl's explanation of why there are none.
-pub(crate) fn store(provider: &dyn ClusterProvider) -> Result<&dyn Cluster, Failure> {
-    provider.cluster().ok_or_else(|| {
-        Failure::runtime_message(format!(
-            "{} has no operations tables (job registry, run history, pause, trigger): this \
-             provider does not keep them, so status, history, pause, resume, trigger and \
-             instances are not available for it",
-            provider.describe()
-        ))
-    })
-}
-
-/// A failed operation on the operations tables, with the DDL when they are missing.
-pub(crate) fn failed(context: String, error: LockError) -> Failure {
-    match error {
-        LockError::TableMissing { table, ddl, .. } => Failure::runtime_message(format!(
-            "{context}\n  the operations tables {table} do not exist: a service creates them \
-             with the provider's ensure_schema() (this version), or run:\n\n{ddl}\n"
-        )),
-        error => Failure::runtime(context, error),
-    }
 }
 
 /// One run as printed: the fields of `history --json`.
@@ -155,38 +128,6 @@ impl From<&InstanceView> for InstanceRow {
     }
 }
 
-pub(crate) fn json<T: Serialize>(rows: &T) -> String {
-    // Serializing plain strings, numbers and booleans cannot fail.
-    serde_json::to_string_pretty(rows).unwrap_or_default() + "\n"
-}
-
-/// Columns padded to their widest cell.
-pub(crate) fn text_table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: Vec<String>| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect();
-        padded.join("  ").trim_end().to_owned() + "\n"
-    };
-    let mut out = line(headers.iter().map(|h| h.to_string()).collect());
-    for row in rows {
-        out.push_str(&line(row));
-    }
-    out
-}
-
-pub(crate) fn or_dash(value: Option<String>) -> String {
-    value.unwrap_or_else(|| "-".to_owned())
-}
-
 async fn view(provider: &dyn ClusterProvider, grace: Duration) -> Result<ClusterView, Failure> {
     store(provider)?;
     let options = ClusterOptions {
@@ -212,7 +153,7 @@ pub(crate) async fn status(
     let view = view(provider, grace).await?;
     let rows: Vec<JobRow> = view.jobs.iter().map(JobRow::from).collect();
     if json_out {
-        return Ok(json(&rows));
+        return Ok(pretty_json(&rows));
     }
     let cells = rows
         .into_iter()
@@ -253,7 +194,7 @@ pub(crate) async fn instances(
     let view = view(provider, lock_cluster::DEFAULT_MISSED_GRACE).await?;
     let rows: Vec<InstanceRow> = view.instances.iter().map(InstanceRow::from).collect();
     if json_out {
-        return Ok(json(&rows));
+        return Ok(pretty_json(&rows));
     }
     let cells = rows
         .into_iter()
@@ -300,7 +241,7 @@ pub(crate) async fn history(
         .map_err(|e| failed(format!("cannot read the history of job {name:?}"), e))?;
     let rows: Vec<RunRow> = runs.iter().map(RunRow::from).collect();
     if json_out {
-        return Ok(json(&rows));
+        return Ok(pretty_json(&rows));
     }
     let cells = rows
         .into_iter()

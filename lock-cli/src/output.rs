@@ -1,4 +1,5 @@
-//! Lock rows as a text table or as JSON.
+//! What lockctl prints: tables padded to their widest cell, pretty JSON, instants to the
+//! millisecond, and the lock rows in both forms.
 
 use chrono::{DateTime, Utc};
 use lock_core::LockRecord;
@@ -28,8 +29,42 @@ const HEADERS: [&str; 7] = [
 ];
 
 /// UTC with milliseconds, the precision of the lock table's columns.
-fn instant(at: DateTime<Utc>) -> String {
+pub(crate) fn instant(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+}
+
+/// Rows as pretty-printed JSON, with a final newline.
+pub(crate) fn pretty_json<T: Serialize>(rows: &T) -> String {
+    // Serializing plain strings, numbers and booleans cannot fail.
+    serde_json::to_string_pretty(rows).unwrap_or_default() + "\n"
+}
+
+/// Columns padded to their widest cell.
+pub(crate) fn text_table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
+        padded.join("  ").trim_end().to_owned() + "\n"
+    };
+    let mut out = line(headers.iter().map(|h| h.to_string()).collect());
+    for row in rows {
+        out.push_str(&line(row));
+    }
+    out
+}
+
+/// A missing value as `-` in a table.
+pub(crate) fn or_dash(value: Option<String>) -> String {
+    value.unwrap_or_else(|| "-".to_owned())
 }
 
 impl From<&LockRecord> for LockRow {
