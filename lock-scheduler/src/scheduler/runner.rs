@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Job;
-use super::attempts::{Attempted, Attempts};
+use super::attempts::{Attempted, Attempts, panic_message};
 use super::cluster::Operations;
 use super::history::RunRecorder;
 use super::job::Body;
@@ -405,14 +405,4 @@ async fn noting_end<T>(state: Arc<JobState>, body: impl Future<Output = T>) -> (
 /// resolved; read inside the body's scope, where its context is current.
 fn cancelled_now() -> bool {
     lock_core::JobContext::current().is_some_and(|ctx| ctx.is_cancelled())
-}
-
-pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_owned()
-    }
 }
