@@ -1,6 +1,7 @@
 //! The scheduler's part in operating a cluster (see [`lock_cluster`]): the heartbeat that
-//! registers this instance and its jobs and brings back pauses and trigger requests, the run
-//! history written around each body, and the housekeeping job that deletes old history.
+//! registers this instance and its jobs and brings back pauses, trigger requests and the live
+//! instances (what sharded jobs take their ranks from), the run history written around each
+//! body, and the housekeeping job that deletes old history.
 //!
 //! Decisions, and why:
 //! - **One heartbeat, every `heartbeat_interval` (1 s).** It upserts the instance's row and the
@@ -27,10 +28,11 @@
 //!   lock is for correctness.
 
 use std::collections::HashSet;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use chrono::{DateTime, TimeDelta, Utc};
 use lock_trigger::TriggerKind;
 
 use super::status::JobState;
@@ -38,8 +40,8 @@ use super::{Inner, Job, Trigger};
 use crate::clock::DatabaseClock;
 use crate::history_batches::HistoryBatches;
 use lock_cluster::{
-    Cluster, ClusterProvider, ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration,
-    MAX_TEXT_LEN, truncate,
+    Cluster, ClusterProvider, ControlKind, Expired, GONE_AFTER_HEARTBEATS, Heartbeat, InstanceInfo,
+    JobRegistration, MAX_TEXT_LEN, truncate,
 };
 use lock_core::{LockConfiguration, LockError, LockProvider};
 
@@ -78,7 +80,7 @@ pub(super) struct Operations {
     /// When the next complete beat is due, and how many jobs the registry holds.
     beats: Mutex<Beats>,
     /// The live instances, for sharded and broadcast jobs (`shards.rs`).
-    pub(super) members: super::shards::Members,
+    pub(super) members: Members,
     /// The run history's coalesced writes, when the store batches them and batching is on.
     history_batches: Option<Arc<HistoryBatches>>,
 }
@@ -516,6 +518,68 @@ struct Registrations {
 /// pile up): one bounded statement of each kind per instance per hour.
 const REGISTRY_SWEEP: Duration = Duration::from_secs(3600);
 
+/// The live instances, as of the last heartbeat: what ranks are taken from.
+#[derive(Default)]
+pub(super) struct Members {
+    /// A sharded or broadcast job runs here: the heartbeat reads the registry.
+    wanted: AtomicBool,
+    /// The live instances' ids, sorted.
+    live: RwLock<Arc<[String]>>,
+}
+
+impl Members {
+    /// Asks the heartbeat to keep the view (a sharded or broadcast job was added).
+    pub(super) fn want(&self) {
+        self.wanted.store(true, Ordering::Relaxed);
+    }
+
+    pub(super) fn wanted(&self) -> bool {
+        self.wanted.load(Ordering::Relaxed)
+    }
+
+    /// `instance`'s position among the live instances and their number.
+    pub(super) fn rank_of(&self, instance: &str) -> Option<(u32, u32)> {
+        let live = self.live.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let rank = live.binary_search_by(|id| id.as_str().cmp(instance)).ok()?;
+        Some((u32::try_from(rank).ok()?, u32::try_from(live.len()).ok()?))
+    }
+
+    /// Reads the registry (right after this instance's heartbeat) and keeps the instances
+    /// alive at `now` (database time). A failed read keeps the previous view.
+    pub(super) async fn refresh(&self, store: &dyn Cluster, now: DateTime<Utc>, timeout: Duration) {
+        let rows = match tokio::time::timeout(timeout, store.instances()).await {
+            Ok(Ok(rows)) => rows,
+            Ok(Err(error)) => {
+                tracing::debug!(
+                    error = &error as &dyn std::error::Error,
+                    "reading the live instances failed; the shards keep the last view"
+                );
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(
+                    "reading the live instances timed out; the shards keep the last view"
+                );
+                return;
+            }
+        };
+        let mut live: Vec<String> = rows
+            .into_iter()
+            .filter(|row| row.job.is_none())
+            .filter(|row| {
+                let window = TimeDelta::milliseconds(
+                    row.instance.heartbeat_ms.max(1) * GONE_AFTER_HEARTBEATS,
+                );
+                now - row.heartbeat_at <= window
+            })
+            .map(|row| row.instance.instance_id)
+            .collect();
+        live.sort();
+        live.dedup();
+        *self.live.write().unwrap_or_else(|p| p.into_inner()) = live.into();
+    }
+}
+
 /// Heartbeats every interval until the scheduler stops, and sweeps the registry every
 /// [`REGISTRY_SWEEP`].
 pub(super) async fn heartbeat_loop(inner: Arc<Inner>, ops: Arc<Operations>) {
@@ -568,5 +632,19 @@ fn zone_of(trigger: &Trigger) -> Option<String> {
     match &trigger.spec().kind {
         TriggerKind::Cron(schedule) => Some(schedule.zone().name().to_owned()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_are_positions_among_the_sorted_live_ids() {
+        let members = Members::default();
+        *members.live.write().unwrap() = vec!["a".to_owned(), "c".to_owned()].into();
+        assert_eq!(members.rank_of("a"), Some((0, 2)));
+        assert_eq!(members.rank_of("c"), Some((1, 2)));
+        assert_eq!(members.rank_of("b"), None);
     }
 }

@@ -22,7 +22,7 @@
 //!   needs the registry; `start` refuses a broadcast job without it. An instance that stops
 //!   gracefully leaves the registry at once (its last heartbeat says so), so the others
 //!   re-rank at their next heartbeat; a killed one counts as gone after
-//!   [`GONE_AFTER_HEARTBEATS`] intervals.
+//!   [`GONE_AFTER_HEARTBEATS`](lock_cluster::GONE_AFTER_HEARTBEATS) intervals.
 //! - **A manual run** (`Scheduler::trigger`, a trigger request) of a sharded job runs every
 //!   shard on this instance; of a broadcast job, this instance's rank.
 //! - **History and metrics carry the shard in the name**: a shard's runs are kept under
@@ -30,17 +30,14 @@
 //!   the history tables need no new column and `lockctl history 'job#2'` shows one shard.
 
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, Utc};
 use lock_trigger::{Distribution, Firing, MAX_SHARDS};
 
 use super::Job;
 use super::runner::JobRunner;
 use super::status::{JobState, RunOutcome};
-use lock_cluster::{Cluster, GONE_AFTER_HEARTBEATS};
 use lock_core::{FireKind, FireSlot, LockConfiguration, LockError};
 
 /// How long after a slot an instance tries the shards other instances prefer (at most a
@@ -308,68 +305,6 @@ fn stable_hash(text: &str) -> u32 {
     hash
 }
 
-/// The live instances, as of the last heartbeat: what ranks are taken from.
-#[derive(Default)]
-pub(super) struct Members {
-    /// A sharded or broadcast job runs here: the heartbeat reads the registry.
-    wanted: AtomicBool,
-    /// The live instances' ids, sorted.
-    live: RwLock<Arc<[String]>>,
-}
-
-impl Members {
-    /// Asks the heartbeat to keep the view (a sharded or broadcast job was added).
-    pub(super) fn want(&self) {
-        self.wanted.store(true, Ordering::Relaxed);
-    }
-
-    pub(super) fn wanted(&self) -> bool {
-        self.wanted.load(Ordering::Relaxed)
-    }
-
-    /// `instance`'s position among the live instances and their number.
-    fn rank_of(&self, instance: &str) -> Option<(u32, u32)> {
-        let live = self.live.read().unwrap_or_else(|p| p.into_inner()).clone();
-        let rank = live.binary_search_by(|id| id.as_str().cmp(instance)).ok()?;
-        Some((u32::try_from(rank).ok()?, u32::try_from(live.len()).ok()?))
-    }
-
-    /// Reads the registry (right after this instance's heartbeat) and keeps the instances
-    /// alive at `now` (database time). A failed read keeps the previous view.
-    pub(super) async fn refresh(&self, store: &dyn Cluster, now: DateTime<Utc>, timeout: Duration) {
-        let rows = match tokio::time::timeout(timeout, store.instances()).await {
-            Ok(Ok(rows)) => rows,
-            Ok(Err(error)) => {
-                tracing::debug!(
-                    error = &error as &dyn std::error::Error,
-                    "reading the live instances failed; the shards keep the last view"
-                );
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(
-                    "reading the live instances timed out; the shards keep the last view"
-                );
-                return;
-            }
-        };
-        let mut live: Vec<String> = rows
-            .into_iter()
-            .filter(|row| row.job.is_none())
-            .filter(|row| {
-                let window = TimeDelta::milliseconds(
-                    row.instance.heartbeat_ms.max(1) * GONE_AFTER_HEARTBEATS,
-                );
-                now - row.heartbeat_at <= window
-            })
-            .map(|row| row.instance.instance_id)
-            .collect();
-        live.sort();
-        live.dedup();
-        *self.live.write().unwrap_or_else(|p| p.into_inner()) = live.into();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,14 +327,5 @@ mod tests {
         );
         assert_eq!(stable_hash("a"), stable_hash("a"));
         assert_ne!(stable_hash("a"), stable_hash("b"));
-    }
-
-    #[test]
-    fn ranks_are_positions_among_the_sorted_live_ids() {
-        let members = Members::default();
-        *members.live.write().unwrap() = vec!["a".to_owned(), "c".to_owned()].into();
-        assert_eq!(members.rank_of("a"), Some((0, 2)));
-        assert_eq!(members.rank_of("c"), Some((1, 2)));
-        assert_eq!(members.rank_of("b"), None);
     }
 }
