@@ -35,7 +35,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use lock_trigger::TriggerKind;
 
-use super::status::JobState;
+use super::status::{JobState, UNREGISTERED};
 use super::{Inner, Job, Trigger};
 use crate::clock::DatabaseClock;
 use crate::history_batches::HistoryBatches;
@@ -485,9 +485,6 @@ impl Operations {
 /// restores rows the store lost (a purge, a flushed Redis) within a minute at the default
 /// interval, and keeps every live job row far younger than the registry's retention.
 pub(super) const COMPLETE_EVERY: u32 = 60;
-
-/// [`JobState::registered`](super::status::JobState) of a job the registry has no row of.
-pub(super) const UNREGISTERED: i64 = i64::MIN;
 
 /// A next fire as [`JobState::registered`](super::status::JobState) keeps it: microseconds
 /// since the epoch, `i64::MAX` for none.

@@ -36,6 +36,7 @@ use std::time::Duration;
 use lock_trigger::{Distribution, Firing, MAX_SHARDS};
 
 use super::Job;
+use super::job::trigger_text;
 use super::runner::JobRunner;
 use super::status::{JobState, RunOutcome};
 use lock_core::{FireKind, FireSlot, LockConfiguration, LockError};
@@ -171,7 +172,12 @@ impl Spread {
             base.lock_at_least_for(),
         )?
         .with_keep_alive(base.keep_alive());
-        Ok(slot.get_or_init(|| (lock, Arc::new(JobState::new(job)))))
+        Ok(slot.get_or_init(|| {
+            (
+                lock,
+                Arc::new(JobState::new(job.shared_name(), trigger_text(job).into())),
+            )
+        }))
     }
 }
 
