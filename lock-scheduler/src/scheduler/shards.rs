@@ -1,9 +1,12 @@
 //! Sharded and broadcast jobs: one slot's work spread over the live instances.
 //!
+//! Here are a spread's shard locks, its start checks and its rules; the fire itself is
+//! `JobRunner::fire_spread` (`runner.rs`), beside the runner's other fire paths.
+//!
 //! Decisions, and why:
 //! - **Each shard is a lock of its own**, `<lock name>#<index>`, with its own lease, fence and
 //!   once-per-slot record (`last_fire`), and each is fired through the same per-fire path as
-//!   an unsharded job ([`JobRunner::fire_one`] with the shard's [`LockConfiguration`]): pause,
+//!   an unsharded job (`JobRunner::fire_one` with the shard's [`LockConfiguration`]): pause,
 //!   history, metrics and whatever else applies to a fire applies per shard. Exactly once per
 //!   (slot, shard) is the lock's guarantee, whoever tries; the spread below only decides who
 //!   tries first.
@@ -29,7 +32,6 @@
 //!   `<job>#<index>` and its metrics under the shard's lock name (label `scheduled_job`), so
 //!   the history tables need no new column and `lockctl history 'job#2'` shows one shard.
 
-use std::borrow::Cow;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -37,9 +39,8 @@ use lock_trigger::{Distribution, Firing, MAX_SHARDS};
 
 use super::Job;
 use super::job::trigger_text;
-use super::runner::JobRunner;
 use super::status::{JobState, RunOutcome};
-use lock_core::{FireKind, FireSlot, LockConfiguration, LockError};
+use lock_core::{LockConfiguration, LockError};
 
 /// How long after a slot an instance tries the shards other instances prefer (at most a
 /// quarter of the time between two slots): long enough for a live preferred instance's
@@ -49,14 +50,14 @@ pub const SHARD_TAKEOVER_DELAY: Duration = Duration::from_millis(250);
 
 /// A sharded or broadcast job's locks, one per shard (or rank).
 pub(super) struct Spread {
-    distribution: Distribution,
+    pub(super) distribution: Distribution,
     /// The job's own lock, which the shards' locks derive from.
     base: LockConfiguration,
     /// Each shard's lock and status. Fixed shards: built at start. Broadcast: built at a
     /// rank's first fire. A shard's own status, so that concurrent shards do not clear each
     /// other's "in its body"; the job's status covers the whole fire (`fire_spread`).
     shards: Vec<OnceLock<(LockConfiguration, Arc<JobState>)>>,
-    takeover: Duration,
+    pub(super) takeover: Duration,
 }
 
 /// Checks a job's distribution at start: the count, a slotted trigger, the derived names.
@@ -156,7 +157,7 @@ impl Spread {
     }
 
     /// The lock and status of shard (or rank) `index` of `job`.
-    fn shard(
+    pub(super) fn shard(
         &self,
         index: u32,
         job: &Job,
@@ -181,111 +182,9 @@ impl Spread {
     }
 }
 
-impl JobRunner {
-    /// The runner of shard `index` of `total`: this one with the shard's lock.
-    fn shard(&self, spread: &Spread, index: u32, total: u32) -> Result<JobRunner, LockError> {
-        let (lock, state) = spread.shard(index, &self.job)?;
-        Ok(JobRunner {
-            config: lock.clone().with_shard((index, total)),
-            state: state.clone(),
-            spread: None,
-            ..self.clone()
-        })
-    }
-
-    /// The name a run is kept under in the history: the job's, with `#<index>` for a shard.
-    pub(super) fn history_name(&self) -> Cow<'_, str> {
-        match self.config.shard() {
-            Some((index, _)) => Cow::Owned(format!("{}#{index}", self.job.name())),
-            None => Cow::Borrowed(self.job.name()),
-        }
-    }
-
-    /// One fire of a sharded or broadcast job: each shard through [`JobRunner::fire_one`].
-    pub(super) async fn fire_spread(
-        &self,
-        spread: &Spread,
-        slot: Option<FireSlot>,
-        kind: FireKind,
-    ) -> RunOutcome {
-        // The job's status covers the whole fire: running, and "in its body" (what shutdown
-        // waits for and names) until every shard here has ended.
-        self.state.set_in_body(true);
-        {
-            let mut status = self.state.lock();
-            status.running = true;
-            status.next_fire = None;
-        }
-        let started = tokio::time::Instant::now();
-        let instance = self.executor.instance_id();
-        let members = self.ops.as_ref().map(|ops| &ops.members);
-        let outcome = match spread.distribution {
-            Distribution::Broadcast => {
-                match members.and_then(|m| m.rank_of(instance)) {
-                    Some((rank, count)) if rank < MAX_SHARDS => {
-                        match self.shard(spread, rank, count) {
-                            Ok(runner) => runner.fire_one(slot, kind).await,
-                            Err(error) => RunOutcome::LockFailed(error.to_string()),
-                        }
-                    }
-                    // Not in the registry's view yet (before the first heartbeat), or over the
-                    // limit of ranks.
-                    _ => {
-                        tracing::debug!(
-                            job = self.job.name(),
-                            "broadcast fire skipped: this instance has no rank among the live instances yet"
-                        );
-                        RunOutcome::Skipped
-                    }
-                }
-            }
-            Distribution::Shards(total) => {
-                let (rank, count) = members
-                    .and_then(|m| m.rank_of(instance))
-                    .unwrap_or_else(|| (stable_hash(instance) % total, total));
-                let (first, later): (Vec<u32>, Vec<u32>) = match (slot, kind) {
-                    // A scheduled slot: this instance's shards first, the others as takeover.
-                    (Some(_), FireKind::Scheduled | FireKind::CatchUp) => {
-                        (0..total).partition(|index| index % count == rank)
-                    }
-                    // A manual run: every shard, here.
-                    _ => ((0..total).collect(), Vec::new()),
-                };
-                let fire = |index: u32| async move {
-                    match self.shard(spread, index, total) {
-                        Ok(runner) => runner.fire_one(slot, kind).await,
-                        Err(error) => RunOutcome::LockFailed(error.to_string()),
-                    }
-                };
-                let own = futures_util::future::join_all(first.into_iter().map(&fire));
-                let takeover = async {
-                    if later.is_empty() {
-                        return Vec::new();
-                    }
-                    tokio::select! {
-                        biased;
-                        _ = self.stop.cancelled() => return Vec::new(),
-                        _ = tokio::time::sleep(spread.takeover) => {}
-                    }
-                    futures_util::future::join_all(later.into_iter().map(&fire)).await
-                };
-                let (own, taken) = tokio::join!(own, takeover);
-                combine(own.into_iter().chain(taken))
-            }
-            Distribution::Single => self.fire_one(slot, kind).await,
-        };
-        self.state.set_in_body(false);
-        let mut status = self.state.lock();
-        status.running = false;
-        status.last_outcome = Some(outcome.clone());
-        status.last_duration = Some(started.elapsed());
-        outcome
-    }
-}
-
 /// One outcome for a fire of several shards: the first failure, else success if any shard
 /// ran here, else the first other outcome (skipped: the shards ran elsewhere).
-fn combine(outcomes: impl Iterator<Item = RunOutcome>) -> RunOutcome {
+pub(super) fn combine(outcomes: impl Iterator<Item = RunOutcome>) -> RunOutcome {
     let mut best: Option<RunOutcome> = None;
     for outcome in outcomes {
         let rank = |o: &RunOutcome| match o {
@@ -302,7 +201,7 @@ fn combine(outcomes: impl Iterator<Item = RunOutcome>) -> RunOutcome {
 }
 
 /// FNV-1a: the same on every instance and every build, unlike `std`'s hasher.
-fn stable_hash(text: &str) -> u32 {
+pub(super) fn stable_hash(text: &str) -> u32 {
     let mut hash: u32 = 0x811c_9dc5;
     for byte in text.bytes() {
         hash ^= u32::from(byte);
