@@ -456,7 +456,7 @@ impl Operations {
 impl Operations {
     /// At a graceful stop of a scheduler with sharded or broadcast jobs: one last heartbeat
     /// with a zero interval, which marks this instance gone at once (it counts as gone after
-    /// [`GONE_AFTER_HEARTBEATS`](lock_cluster::GONE_AFTER_HEARTBEATS) intervals), so the
+    /// [`GONE_AFTER_HEARTBEATS`] intervals), so the
     /// others re-rank at their next heartbeat instead of after five.
     pub(super) async fn leave(&self) {
         if !self.members.wanted() {
