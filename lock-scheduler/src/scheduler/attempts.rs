@@ -226,7 +226,7 @@ impl Attempts<'_> {
                 RunOutcome::Failed(error.clone())
             }
             Failure::Panic(panic) => {
-                let message = super::runner::panic_message(&**panic);
+                let message = panic_message(&**panic);
                 tracing::warn!(
                     attempt,
                     retries,
@@ -405,4 +405,14 @@ async fn watch_blocking(ctx: JobContext, timeout: Duration, fired: Arc<AtomicBoo
         lock = ctx.lock_name(),
         "a blocking body cannot be dropped: it keeps running, and holds the lease, until it returns"
     );
+}
+
+pub(super) fn panic_message(panic: &(dyn Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
 }

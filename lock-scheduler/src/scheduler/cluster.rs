@@ -1,6 +1,7 @@
 //! The scheduler's part in operating a cluster (see [`lock_cluster`]): the heartbeat that
-//! registers this instance and its jobs and brings back pauses and trigger requests, the run
-//! history written around each body, and the housekeeping job that deletes old history.
+//! registers this instance and its jobs and brings back pauses, trigger requests and the live
+//! instances (what sharded jobs take their ranks from), the run history written around each
+//! body, and the housekeeping job that deletes old history.
 //!
 //! Decisions, and why:
 //! - **One heartbeat, every `heartbeat_interval` (1 s).** It upserts the instance's row and the
@@ -27,19 +28,20 @@
 //!   lock is for correctness.
 
 use std::collections::HashSet;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use chrono::{DateTime, TimeDelta, Utc};
 use lock_trigger::TriggerKind;
 
-use super::status::JobState;
+use super::status::{JobState, UNREGISTERED};
 use super::{Inner, Job, Trigger};
 use crate::clock::DatabaseClock;
 use crate::history_batches::HistoryBatches;
 use lock_cluster::{
-    Cluster, ClusterProvider, ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration,
-    MAX_TEXT_LEN, truncate,
+    Cluster, ClusterProvider, ControlKind, Expired, GONE_AFTER_HEARTBEATS, Heartbeat, InstanceInfo,
+    JobRegistration, MAX_TEXT_LEN, truncate,
 };
 use lock_core::{LockConfiguration, LockError, LockProvider};
 
@@ -78,7 +80,7 @@ pub(super) struct Operations {
     /// When the next complete beat is due, and how many jobs the registry holds.
     beats: Mutex<Beats>,
     /// The live instances, for sharded and broadcast jobs (`shards.rs`).
-    pub(super) members: super::shards::Members,
+    pub(super) members: Members,
     /// The run history's coalesced writes, when the store batches them and batching is on.
     history_batches: Option<Arc<HistoryBatches>>,
 }
@@ -454,7 +456,7 @@ impl Operations {
 impl Operations {
     /// At a graceful stop of a scheduler with sharded or broadcast jobs: one last heartbeat
     /// with a zero interval, which marks this instance gone at once (it counts as gone after
-    /// [`GONE_AFTER_HEARTBEATS`](lock_cluster::GONE_AFTER_HEARTBEATS) intervals), so the
+    /// [`GONE_AFTER_HEARTBEATS`] intervals), so the
     /// others re-rank at their next heartbeat instead of after five.
     pub(super) async fn leave(&self) {
         if !self.members.wanted() {
@@ -484,9 +486,6 @@ impl Operations {
 /// interval, and keeps every live job row far younger than the registry's retention.
 pub(super) const COMPLETE_EVERY: u32 = 60;
 
-/// [`JobState::registered`](super::status::JobState) of a job the registry has no row of.
-pub(super) const UNREGISTERED: i64 = i64::MIN;
-
 /// A next fire as [`JobState::registered`](super::status::JobState) keeps it: microseconds
 /// since the epoch, `i64::MAX` for none.
 fn registered_key(next_fire: Option<chrono::DateTime<chrono::Utc>>) -> i64 {
@@ -515,6 +514,68 @@ struct Registrations {
 /// [`REGISTRY_RETENTION`], with or without history (pods come and go; their rows must not
 /// pile up): one bounded statement of each kind per instance per hour.
 const REGISTRY_SWEEP: Duration = Duration::from_secs(3600);
+
+/// The live instances, as of the last heartbeat: what ranks are taken from.
+#[derive(Default)]
+pub(super) struct Members {
+    /// A sharded or broadcast job runs here: the heartbeat reads the registry.
+    wanted: AtomicBool,
+    /// The live instances' ids, sorted.
+    live: RwLock<Arc<[String]>>,
+}
+
+impl Members {
+    /// Asks the heartbeat to keep the view (a sharded or broadcast job was added).
+    pub(super) fn want(&self) {
+        self.wanted.store(true, Ordering::Relaxed);
+    }
+
+    pub(super) fn wanted(&self) -> bool {
+        self.wanted.load(Ordering::Relaxed)
+    }
+
+    /// `instance`'s position among the live instances and their number.
+    pub(super) fn rank_of(&self, instance: &str) -> Option<(u32, u32)> {
+        let live = self.live.read().unwrap_or_else(|p| p.into_inner()).clone();
+        let rank = live.binary_search_by(|id| id.as_str().cmp(instance)).ok()?;
+        Some((u32::try_from(rank).ok()?, u32::try_from(live.len()).ok()?))
+    }
+
+    /// Reads the registry (right after this instance's heartbeat) and keeps the instances
+    /// alive at `now` (database time). A failed read keeps the previous view.
+    pub(super) async fn refresh(&self, store: &dyn Cluster, now: DateTime<Utc>, timeout: Duration) {
+        let rows = match tokio::time::timeout(timeout, store.instances()).await {
+            Ok(Ok(rows)) => rows,
+            Ok(Err(error)) => {
+                tracing::debug!(
+                    error = &error as &dyn std::error::Error,
+                    "reading the live instances failed; the shards keep the last view"
+                );
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(
+                    "reading the live instances timed out; the shards keep the last view"
+                );
+                return;
+            }
+        };
+        let mut live: Vec<String> = rows
+            .into_iter()
+            .filter(|row| row.job.is_none())
+            .filter(|row| {
+                let window = TimeDelta::milliseconds(
+                    row.instance.heartbeat_ms.max(1) * GONE_AFTER_HEARTBEATS,
+                );
+                now - row.heartbeat_at <= window
+            })
+            .map(|row| row.instance.instance_id)
+            .collect();
+        live.sort();
+        live.dedup();
+        *self.live.write().unwrap_or_else(|p| p.into_inner()) = live.into();
+    }
+}
 
 /// Heartbeats every interval until the scheduler stops, and sweeps the registry every
 /// [`REGISTRY_SWEEP`].
@@ -568,5 +629,19 @@ fn zone_of(trigger: &Trigger) -> Option<String> {
     match &trigger.spec().kind {
         TriggerKind::Cron(schedule) => Some(schedule.zone().name().to_owned()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_are_positions_among_the_sorted_live_ids() {
+        let members = Members::default();
+        *members.live.write().unwrap() = vec!["a".to_owned(), "c".to_owned()].into();
+        assert_eq!(members.rank_of("a"), Some((0, 2)));
+        assert_eq!(members.rank_of("c"), Some((1, 2)));
+        assert_eq!(members.rank_of("b"), None);
     }
 }

@@ -361,6 +361,15 @@ async fn run_blocking(
     }
 }
 
+/// `cron `0 0 2 * * *` in UTC, 4 shards`: what lockctl and the registry show of a job's
+/// trigger.
+pub(super) fn trigger_text(job: &Job) -> String {
+    match job.distribution() {
+        Distribution::Single => job.trigger().to_string(),
+        spread => format!("{}, {spread}", job.trigger()),
+    }
+}
+
 /// Every `#[scheduled]` function linked into this binary, sorted by name.
 ///
 /// [`SchedulerBuilder::start`](crate::SchedulerBuilder::start) runs these unless

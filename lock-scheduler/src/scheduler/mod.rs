@@ -93,7 +93,7 @@ struct Inner {
 impl Inner {
     /// `job`'s trigger text, shared with the jobs that have the same.
     fn trigger_text(&self, job: &Job) -> Arc<str> {
-        let text = status::trigger_text(job);
+        let text = job::trigger_text(job);
         let mut texts = self.trigger_texts.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(shared) = texts.get(text.as_str()) {
             return shared.clone();
@@ -115,7 +115,7 @@ impl Inner {
         config: LockConfiguration,
         started: tokio::time::Instant,
     ) -> JobEntry {
-        let state = Arc::new(JobState::with_trigger(&job, self.trigger_text(&job)));
+        let state = Arc::new(JobState::new(job.shared_name(), self.trigger_text(&job)));
         let spread = shards::spread_of(&job, &config, self.ops.as_deref());
         // A job of its own so that `remove_job` can stop this loop alone.
         let stop = self.stop.child_token();

@@ -4,21 +4,22 @@
 //! on the monotonic clock until the database reaches the slot, so this host's wall clock
 //! plays no part in when a job fires or which slot it claims.
 
+use std::borrow::Cow;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use lock_trigger::Firing;
+use lock_trigger::{Distribution, Firing, MAX_SHARDS};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Job;
-use super::attempts::{Attempted, Attempts};
+use super::attempts::{Attempted, Attempts, panic_message};
 use super::cluster::Operations;
 use super::history::RunRecorder;
 use super::job::Body;
-use super::shards::Spread;
+use super::shards::{Spread, combine, stable_hash};
 use super::status::{JobState, RunOutcome};
 use crate::__private::JobBody;
 use crate::StateMap;
@@ -225,6 +226,106 @@ impl JobRunner {
         }
     }
 
+    /// One fire of a sharded or broadcast job: each shard through [`JobRunner::fire_one`].
+    pub(super) async fn fire_spread(
+        &self,
+        spread: &Spread,
+        slot: Option<FireSlot>,
+        kind: FireKind,
+    ) -> RunOutcome {
+        // The job's status covers the whole fire: running, and "in its body" (what shutdown
+        // waits for and names) until every shard here has ended.
+        self.state.set_in_body(true);
+        {
+            let mut status = self.state.lock();
+            status.running = true;
+            status.next_fire = None;
+        }
+        let started = tokio::time::Instant::now();
+        let instance = self.executor.instance_id();
+        let members = self.ops.as_ref().map(|ops| &ops.members);
+        let outcome = match spread.distribution {
+            Distribution::Broadcast => {
+                match members.and_then(|m| m.rank_of(instance)) {
+                    Some((rank, count)) if rank < MAX_SHARDS => {
+                        match self.shard(spread, rank, count) {
+                            Ok(runner) => runner.fire_one(slot, kind).await,
+                            Err(error) => RunOutcome::LockFailed(error.to_string()),
+                        }
+                    }
+                    // Not in the registry's view yet (before the first heartbeat), or over the
+                    // limit of ranks.
+                    _ => {
+                        tracing::debug!(
+                            job = self.job.name(),
+                            "broadcast fire skipped: this instance has no rank among the live instances yet"
+                        );
+                        RunOutcome::Skipped
+                    }
+                }
+            }
+            Distribution::Shards(total) => {
+                let (rank, count) = members
+                    .and_then(|m| m.rank_of(instance))
+                    .unwrap_or_else(|| (stable_hash(instance) % total, total));
+                let (first, later): (Vec<u32>, Vec<u32>) = match (slot, kind) {
+                    // A scheduled slot: this instance's shards first, the others as takeover.
+                    (Some(_), FireKind::Scheduled | FireKind::CatchUp) => {
+                        (0..total).partition(|index| index % count == rank)
+                    }
+                    // A manual run: every shard, here.
+                    _ => ((0..total).collect(), Vec::new()),
+                };
+                let fire = |index: u32| async move {
+                    match self.shard(spread, index, total) {
+                        Ok(runner) => runner.fire_one(slot, kind).await,
+                        Err(error) => RunOutcome::LockFailed(error.to_string()),
+                    }
+                };
+                let own = futures_util::future::join_all(first.into_iter().map(&fire));
+                let takeover = async {
+                    if later.is_empty() {
+                        return Vec::new();
+                    }
+                    tokio::select! {
+                        biased;
+                        _ = self.stop.cancelled() => return Vec::new(),
+                        _ = tokio::time::sleep(spread.takeover) => {}
+                    }
+                    futures_util::future::join_all(later.into_iter().map(&fire)).await
+                };
+                let (own, taken) = tokio::join!(own, takeover);
+                combine(own.into_iter().chain(taken))
+            }
+            Distribution::Single => self.fire_one(slot, kind).await,
+        };
+        self.state.set_in_body(false);
+        let mut status = self.state.lock();
+        status.running = false;
+        status.last_outcome = Some(outcome.clone());
+        status.last_duration = Some(started.elapsed());
+        outcome
+    }
+
+    /// The runner of shard `index` of `total`: this one with the shard's lock.
+    fn shard(&self, spread: &Spread, index: u32, total: u32) -> Result<JobRunner, LockError> {
+        let (lock, state) = spread.shard(index, &self.job)?;
+        Ok(JobRunner {
+            config: lock.clone().with_shard((index, total)),
+            state: state.clone(),
+            spread: None,
+            ..self.clone()
+        })
+    }
+
+    /// The name a run is kept under in the history: the job's, with `#<index>` for a shard.
+    pub(super) fn history_name(&self) -> Cow<'_, str> {
+        match self.config.shard() {
+            Some((index, _)) => Cow::Owned(format!("{}#{index}", self.job.name())),
+            None => Cow::Borrowed(self.job.name()),
+        }
+    }
+
     /// Runs one fire of `kind` under this runner's lock and records its outcome in the status.
     pub(super) async fn fire_one(&self, slot: Option<FireSlot>, kind: FireKind) -> RunOutcome {
         // A manual run is an operator's explicit request: it runs even while paused.
@@ -405,14 +506,4 @@ async fn noting_end<T>(state: Arc<JobState>, body: impl Future<Output = T>) -> (
 /// resolved; read inside the body's scope, where its context is current.
 fn cancelled_now() -> bool {
     lock_core::JobContext::current().is_some_and(|ctx| ctx.is_cancelled())
-}
-
-pub(super) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "non-string panic payload".to_owned()
-    }
 }

@@ -1,9 +1,12 @@
 //! Sharded and broadcast jobs: one slot's work spread over the live instances.
 //!
+//! Here are a spread's shard locks, its start checks and its rules; the fire itself is
+//! `JobRunner::fire_spread` (`runner.rs`), beside the runner's other fire paths.
+//!
 //! Decisions, and why:
 //! - **Each shard is a lock of its own**, `<lock name>#<index>`, with its own lease, fence and
 //!   once-per-slot record (`last_fire`), and each is fired through the same per-fire path as
-//!   an unsharded job ([`JobRunner::fire_one`] with the shard's [`LockConfiguration`]): pause,
+//!   an unsharded job (`JobRunner::fire_one` with the shard's [`LockConfiguration`]): pause,
 //!   history, metrics and whatever else applies to a fire applies per shard. Exactly once per
 //!   (slot, shard) is the lock's guarantee, whoever tries; the spread below only decides who
 //!   tries first.
@@ -22,26 +25,22 @@
 //!   needs the registry; `start` refuses a broadcast job without it. An instance that stops
 //!   gracefully leaves the registry at once (its last heartbeat says so), so the others
 //!   re-rank at their next heartbeat; a killed one counts as gone after
-//!   [`GONE_AFTER_HEARTBEATS`] intervals.
+//!   [`GONE_AFTER_HEARTBEATS`](lock_cluster::GONE_AFTER_HEARTBEATS) intervals.
 //! - **A manual run** (`Scheduler::trigger`, a trigger request) of a sharded job runs every
 //!   shard on this instance; of a broadcast job, this instance's rank.
 //! - **History and metrics carry the shard in the name**: a shard's runs are kept under
 //!   `<job>#<index>` and its metrics under the shard's lock name (label `scheduled_job`), so
 //!   the history tables need no new column and `lockctl history 'job#2'` shows one shard.
 
-use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, Utc};
 use lock_trigger::{Distribution, Firing, MAX_SHARDS};
 
 use super::Job;
-use super::runner::JobRunner;
+use super::job::trigger_text;
 use super::status::{JobState, RunOutcome};
-use lock_cluster::{Cluster, GONE_AFTER_HEARTBEATS};
-use lock_core::{FireKind, FireSlot, LockConfiguration, LockError};
+use lock_core::{LockConfiguration, LockError};
 
 /// How long after a slot an instance tries the shards other instances prefer (at most a
 /// quarter of the time between two slots): long enough for a live preferred instance's
@@ -51,14 +50,14 @@ pub const SHARD_TAKEOVER_DELAY: Duration = Duration::from_millis(250);
 
 /// A sharded or broadcast job's locks, one per shard (or rank).
 pub(super) struct Spread {
-    distribution: Distribution,
+    pub(super) distribution: Distribution,
     /// The job's own lock, which the shards' locks derive from.
     base: LockConfiguration,
     /// Each shard's lock and status. Fixed shards: built at start. Broadcast: built at a
     /// rank's first fire. A shard's own status, so that concurrent shards do not clear each
     /// other's "in its body"; the job's status covers the whole fire (`fire_spread`).
     shards: Vec<OnceLock<(LockConfiguration, Arc<JobState>)>>,
-    takeover: Duration,
+    pub(super) takeover: Duration,
 }
 
 /// Checks a job's distribution at start: the count, a slotted trigger, the derived names.
@@ -158,7 +157,7 @@ impl Spread {
     }
 
     /// The lock and status of shard (or rank) `index` of `job`.
-    fn shard(
+    pub(super) fn shard(
         &self,
         index: u32,
         job: &Job,
@@ -174,115 +173,18 @@ impl Spread {
             base.lock_at_least_for(),
         )?
         .with_keep_alive(base.keep_alive());
-        Ok(slot.get_or_init(|| (lock, Arc::new(JobState::new(job)))))
-    }
-}
-
-impl JobRunner {
-    /// The runner of shard `index` of `total`: this one with the shard's lock.
-    fn shard(&self, spread: &Spread, index: u32, total: u32) -> Result<JobRunner, LockError> {
-        let (lock, state) = spread.shard(index, &self.job)?;
-        Ok(JobRunner {
-            config: lock.clone().with_shard((index, total)),
-            state: state.clone(),
-            spread: None,
-            ..self.clone()
-        })
-    }
-
-    /// The name a run is kept under in the history: the job's, with `#<index>` for a shard.
-    pub(super) fn history_name(&self) -> Cow<'_, str> {
-        match self.config.shard() {
-            Some((index, _)) => Cow::Owned(format!("{}#{index}", self.job.name())),
-            None => Cow::Borrowed(self.job.name()),
-        }
-    }
-
-    /// One fire of a sharded or broadcast job: each shard through [`JobRunner::fire_one`].
-    pub(super) async fn fire_spread(
-        &self,
-        spread: &Spread,
-        slot: Option<FireSlot>,
-        kind: FireKind,
-    ) -> RunOutcome {
-        // The job's status covers the whole fire: running, and "in its body" (what shutdown
-        // waits for and names) until every shard here has ended.
-        self.state.set_in_body(true);
-        {
-            let mut status = self.state.lock();
-            status.running = true;
-            status.next_fire = None;
-        }
-        let started = tokio::time::Instant::now();
-        let instance = self.executor.instance_id();
-        let members = self.ops.as_ref().map(|ops| &ops.members);
-        let outcome = match spread.distribution {
-            Distribution::Broadcast => {
-                match members.and_then(|m| m.rank_of(instance)) {
-                    Some((rank, count)) if rank < MAX_SHARDS => {
-                        match self.shard(spread, rank, count) {
-                            Ok(runner) => runner.fire_one(slot, kind).await,
-                            Err(error) => RunOutcome::LockFailed(error.to_string()),
-                        }
-                    }
-                    // Not in the registry's view yet (before the first heartbeat), or over the
-                    // limit of ranks.
-                    _ => {
-                        tracing::debug!(
-                            job = self.job.name(),
-                            "broadcast fire skipped: this instance has no rank among the live instances yet"
-                        );
-                        RunOutcome::Skipped
-                    }
-                }
-            }
-            Distribution::Shards(total) => {
-                let (rank, count) = members
-                    .and_then(|m| m.rank_of(instance))
-                    .unwrap_or_else(|| (stable_hash(instance) % total, total));
-                let (first, later): (Vec<u32>, Vec<u32>) = match (slot, kind) {
-                    // A scheduled slot: this instance's shards first, the others as takeover.
-                    (Some(_), FireKind::Scheduled | FireKind::CatchUp) => {
-                        (0..total).partition(|index| index % count == rank)
-                    }
-                    // A manual run: every shard, here.
-                    _ => ((0..total).collect(), Vec::new()),
-                };
-                let fire = |index: u32| async move {
-                    match self.shard(spread, index, total) {
-                        Ok(runner) => runner.fire_one(slot, kind).await,
-                        Err(error) => RunOutcome::LockFailed(error.to_string()),
-                    }
-                };
-                let own = futures_util::future::join_all(first.into_iter().map(&fire));
-                let takeover = async {
-                    if later.is_empty() {
-                        return Vec::new();
-                    }
-                    tokio::select! {
-                        biased;
-                        _ = self.stop.cancelled() => return Vec::new(),
-                        _ = tokio::time::sleep(spread.takeover) => {}
-                    }
-                    futures_util::future::join_all(later.into_iter().map(&fire)).await
-                };
-                let (own, taken) = tokio::join!(own, takeover);
-                combine(own.into_iter().chain(taken))
-            }
-            Distribution::Single => self.fire_one(slot, kind).await,
-        };
-        self.state.set_in_body(false);
-        let mut status = self.state.lock();
-        status.running = false;
-        status.last_outcome = Some(outcome.clone());
-        status.last_duration = Some(started.elapsed());
-        outcome
+        Ok(slot.get_or_init(|| {
+            (
+                lock,
+                Arc::new(JobState::new(job.shared_name(), trigger_text(job).into())),
+            )
+        }))
     }
 }
 
 /// One outcome for a fire of several shards: the first failure, else success if any shard
 /// ran here, else the first other outcome (skipped: the shards ran elsewhere).
-fn combine(outcomes: impl Iterator<Item = RunOutcome>) -> RunOutcome {
+pub(super) fn combine(outcomes: impl Iterator<Item = RunOutcome>) -> RunOutcome {
     let mut best: Option<RunOutcome> = None;
     for outcome in outcomes {
         let rank = |o: &RunOutcome| match o {
@@ -299,75 +201,13 @@ fn combine(outcomes: impl Iterator<Item = RunOutcome>) -> RunOutcome {
 }
 
 /// FNV-1a: the same on every instance and every build, unlike `std`'s hasher.
-fn stable_hash(text: &str) -> u32 {
+pub(super) fn stable_hash(text: &str) -> u32 {
     let mut hash: u32 = 0x811c_9dc5;
     for byte in text.bytes() {
         hash ^= u32::from(byte);
         hash = hash.wrapping_mul(0x0100_0193);
     }
     hash
-}
-
-/// The live instances, as of the last heartbeat: what ranks are taken from.
-#[derive(Default)]
-pub(super) struct Members {
-    /// A sharded or broadcast job runs here: the heartbeat reads the registry.
-    wanted: AtomicBool,
-    /// The live instances' ids, sorted.
-    live: RwLock<Arc<[String]>>,
-}
-
-impl Members {
-    /// Asks the heartbeat to keep the view (a sharded or broadcast job was added).
-    pub(super) fn want(&self) {
-        self.wanted.store(true, Ordering::Relaxed);
-    }
-
-    pub(super) fn wanted(&self) -> bool {
-        self.wanted.load(Ordering::Relaxed)
-    }
-
-    /// `instance`'s position among the live instances and their number.
-    fn rank_of(&self, instance: &str) -> Option<(u32, u32)> {
-        let live = self.live.read().unwrap_or_else(|p| p.into_inner()).clone();
-        let rank = live.binary_search_by(|id| id.as_str().cmp(instance)).ok()?;
-        Some((u32::try_from(rank).ok()?, u32::try_from(live.len()).ok()?))
-    }
-
-    /// Reads the registry (right after this instance's heartbeat) and keeps the instances
-    /// alive at `now` (database time). A failed read keeps the previous view.
-    pub(super) async fn refresh(&self, store: &dyn Cluster, now: DateTime<Utc>, timeout: Duration) {
-        let rows = match tokio::time::timeout(timeout, store.instances()).await {
-            Ok(Ok(rows)) => rows,
-            Ok(Err(error)) => {
-                tracing::debug!(
-                    error = &error as &dyn std::error::Error,
-                    "reading the live instances failed; the shards keep the last view"
-                );
-                return;
-            }
-            Err(_) => {
-                tracing::debug!(
-                    "reading the live instances timed out; the shards keep the last view"
-                );
-                return;
-            }
-        };
-        let mut live: Vec<String> = rows
-            .into_iter()
-            .filter(|row| row.job.is_none())
-            .filter(|row| {
-                let window = TimeDelta::milliseconds(
-                    row.instance.heartbeat_ms.max(1) * GONE_AFTER_HEARTBEATS,
-                );
-                now - row.heartbeat_at <= window
-            })
-            .map(|row| row.instance.instance_id)
-            .collect();
-        live.sort();
-        live.dedup();
-        *self.live.write().unwrap_or_else(|p| p.into_inner()) = live.into();
-    }
 }
 
 #[cfg(test)]
@@ -392,14 +232,5 @@ mod tests {
         );
         assert_eq!(stable_hash("a"), stable_hash("a"));
         assert_ne!(stable_hash("a"), stable_hash("b"));
-    }
-
-    #[test]
-    fn ranks_are_positions_among_the_sorted_live_ids() {
-        let members = Members::default();
-        *members.live.write().unwrap() = vec!["a".to_owned(), "c".to_owned()].into();
-        assert_eq!(members.rank_of("a"), Some((0, 2)));
-        assert_eq!(members.rank_of("c"), Some((1, 2)));
-        assert_eq!(members.rank_of("b"), None);
     }
 }

@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use super::Job;
 use lock_core::JobError;
 
 /// What the last fire of a job did.
@@ -56,6 +55,9 @@ pub struct JobStatus {
     pub last_duration: Option<Duration>,
 }
 
+/// [`JobState::registered`] of a job the registry has no row of.
+pub(super) const UNREGISTERED: i64 = i64::MIN;
+
 pub(super) struct JobState {
     pub(super) name: Arc<str>,
     /// What [`JobStatus::trigger`] shows, shared by the jobs that show the same (10,000 jobs
@@ -80,18 +82,15 @@ pub(super) struct Progress {
 }
 
 impl JobState {
-    pub(super) fn new(job: &Job) -> Self {
-        Self::with_trigger(job, trigger_text(job).into())
-    }
-
-    /// With `trigger`, [`trigger_text`] of `job` (shared with other jobs).
-    pub(super) fn with_trigger(job: &Job, trigger: Arc<str>) -> Self {
+    /// The state of the job named `name`, whose trigger shows as `trigger` (its
+    /// `trigger_text`, shared with other jobs).
+    pub(super) fn new(name: Arc<str>, trigger: Arc<str>) -> Self {
         JobState {
-            name: job.shared_name(),
+            name,
             trigger,
             progress: Mutex::default(),
             in_body: AtomicBool::new(false),
-            registered: AtomicI64::new(super::cluster::UNREGISTERED),
+            registered: AtomicI64::new(UNREGISTERED),
         }
     }
 
@@ -125,14 +124,5 @@ impl JobState {
             last_outcome: progress.last_outcome.clone(),
             last_duration: progress.last_duration,
         }
-    }
-}
-
-/// `cron `0 0 2 * * *` in UTC, 4 shards`: what lockctl and the registry show of a job's
-/// trigger.
-pub(super) fn trigger_text(job: &Job) -> String {
-    match job.distribution() {
-        crate::Distribution::Single => job.trigger().to_string(),
-        spread => format!("{}, {spread}", job.trigger()),
     }
 }
