@@ -9,7 +9,7 @@ use syn::LitStr;
 use crate::args::Args;
 use crate::errors::Errors;
 use crate::root::PRIVATE;
-use crate::valid::Values;
+use crate::values::Values;
 use lock_trigger::{Distribution, DistributionError};
 
 /// The checked distribution, with where it was written.

@@ -11,7 +11,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use crate::root::PRIVATE;
-use crate::valid::Values;
+use crate::values::Values;
 
 /// Which attribute a key belongs to.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -10,6 +10,7 @@ mod keys;
 mod params;
 mod root;
 mod valid;
+mod values;
 
 use proc_macro::TokenStream;
 

@@ -1,6 +1,7 @@
 //! What can be checked at compile time is checked here: the function's shape, cron syntax,
-//! zones, durations, and how the arguments combine. Values are parsed with `lock_trigger`, the
-//! parser the runtime uses, so whatever compiles is what the scheduler accepts.
+//! zones, durations, integers in a range, strings from a fixed list, and how the arguments
+//! combine. Values are parsed with `lock_trigger`, the parser the runtime uses, so whatever
+//! compiles is what the scheduler accepts.
 
 use std::time::Duration;
 
@@ -10,11 +11,10 @@ use syn::{FnArg, GenericArgument, LitStr, PathArguments, ReturnType, Signature, 
 use crate::args::{Args, Given, Value};
 use crate::errors::Errors;
 use crate::keys::{Macro, Role, ValueKind};
+use crate::values::{Checked, Values};
 
-mod kinds;
 mod runs;
 
-use kinds::{choice, integer};
 pub(crate) use runs::direct_call_keys;
 
 /// When a `#[scheduled]` function fires, checked: the `TriggerKind` expression and the other
@@ -33,67 +33,6 @@ pub(crate) struct Lock {
     /// `None`: not given here (`#[scheduled]` may carry it).
     pub(crate) name: Option<LitStr>,
     pub(crate) fields: Vec<TokenStream>,
-}
-
-/// The values that passed their checks, by key.
-#[derive(Default)]
-pub(crate) struct Values {
-    /// Keys given (with a good value or not).
-    given: Vec<&'static str>,
-    checked: Vec<(&'static str, Checked)>,
-}
-
-enum Checked {
-    Str(LitStr),
-    Duration(Duration),
-    Bool(bool),
-    Integer(u64),
-}
-
-impl Values {
-    /// Whether `key` was given, whatever its value.
-    pub(crate) fn given(&self, key: &str) -> bool {
-        self.given.contains(&key)
-    }
-
-    fn get(&self, key: &str) -> Option<&Checked> {
-        self.checked
-            .iter()
-            .find(|(name, _)| *name == key)
-            .map(|(_, value)| value)
-    }
-
-    /// A string key's literal, if it passed its check.
-    pub(crate) fn string(&self, key: &str) -> Option<&LitStr> {
-        match self.get(key)? {
-            Checked::Str(lit) => Some(lit),
-            _ => None,
-        }
-    }
-
-    /// A duration key's value, if it passed its check.
-    pub(crate) fn duration(&self, key: &str) -> Option<Duration> {
-        match self.get(key)? {
-            Checked::Duration(duration) => Some(*duration),
-            _ => None,
-        }
-    }
-
-    /// An integer key's value, if it passed its check.
-    pub(crate) fn integer(&self, key: &str) -> Option<u64> {
-        match self.get(key)? {
-            Checked::Integer(n) => Some(*n),
-            _ => None,
-        }
-    }
-
-    /// A bool key's value.
-    pub(crate) fn bool(&self, key: &str) -> Option<bool> {
-        match self.get(key)? {
-            Checked::Bool(on) => Some(*on),
-            _ => None,
-        }
-    }
 }
 
 /// Checks the signature: the parts that cannot work with a lock (or, for `#[scheduled]`, with
@@ -500,6 +439,55 @@ fn millis(key: &syn::Ident, lit: &LitStr, zero: Option<&str>, errors: &mut Error
             None
         }
     }
+}
+
+/// An integer literal in `min..=max`.
+fn integer(
+    given: &Given,
+    lit: &syn::LitInt,
+    min: u64,
+    max: u64,
+    errors: &mut Errors,
+) -> Option<u64> {
+    let key = &given.ident;
+    if !lit.suffix().is_empty() {
+        errors.at(
+            lit.span(),
+            format!(
+                "`{key}` takes a plain integer, without a type suffix: write `{key} = {}`",
+                lit.base10_digits()
+            ),
+        );
+        return None;
+    }
+    match lit.base10_parse::<u64>() {
+        Ok(n) if (min..=max).contains(&n) => Some(n),
+        _ => {
+            errors.at(
+                lit.span(),
+                format!("`{key}` must be between {min} and {max}, found `{lit}`"),
+            );
+            None
+        }
+    }
+}
+
+/// A string that must be one of `choices`; a near miss is named.
+fn choice(given: &Given, lit: &LitStr, choices: &[&'static str], errors: &mut Errors) -> bool {
+    let value = lit.value();
+    if choices.contains(&value.as_str()) {
+        return true;
+    }
+    let key = &given.ident;
+    let valid = crate::args::list(choices);
+    let message = match crate::args::closest(&value, choices) {
+        Some(near) => format!(
+            "unknown `{key}` value `{value}`; did you mean `{near}`? The values are {valid}"
+        ),
+        None => format!("unknown `{key}` value `{value}`; the values are {valid}"),
+    };
+    errors.at(lit.span(), message);
+    false
 }
 
 #[cfg(test)]

@@ -2,8 +2,7 @@
 
 use crate::args::{Args, Value};
 use crate::errors::Errors;
-
-use super::Values;
+use crate::values::Values;
 
 /// `#[scheduler_lock]` without `#[scheduled]`: the keys only a scheduled run applies are
 /// refused (a direct call's body is a future the caller made, run once).
