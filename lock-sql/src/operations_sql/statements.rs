@@ -64,6 +64,13 @@ impl OperationsSql {
             p1 = p(1),
             p2 = p(2)
         );
+        // Only the claimer's claim: an instance hands back what it cannot run, never another's.
+        let unclaim = format!(
+            "UPDATE {control} SET claimed_by = NULL, claimed_at = NULL \
+             WHERE id = {p2} AND request_kind = 'trigger' AND claimed_by = {p1}",
+            p1 = p(1),
+            p2 = p(2)
+        );
         let returning_id = match d {
             SqlDialect::MySql => "",
             _ => " RETURNING id",
@@ -229,6 +236,7 @@ impl OperationsSql {
             check,
             poll,
             claim,
+            unclaim,
             run_start,
             run_end,
             pause,
