@@ -1,0 +1,158 @@
+//! The database stops answering, then answers again: what the job loop does meanwhile and
+//! after. The in-memory provider behind a switch that fails every acquire while it is off
+//! (what a stopped database does to a fire); its clock is this host's, so "database time"
+//! here is `Utc::now()`.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeDelta, Utc};
+use lock_cluster::{Cluster, ClusterProvider};
+use lock_core::{
+    AcquireOutcome, FireKind, InMemoryLockProvider, JobContext, Lease, LockError, LockProvider,
+    LockRecord, LockRequest,
+};
+use lock_scheduler::{Job, MisfirePolicy, Scheduler, Trigger};
+use test_support::process::eventually;
+
+/// The in-memory provider whose acquires fail while `down` (its other calls keep working, as
+/// with a database that refuses new statements); counts the failed acquires and keeps the
+/// time of the first.
+#[derive(Default)]
+struct Flaky {
+    inner: InMemoryLockProvider,
+    down: AtomicBool,
+    /// The cluster's tables of `inner`, or none.
+    with_cluster: bool,
+    failed: AtomicUsize,
+    first_failure: Mutex<Option<DateTime<Utc>>>,
+}
+
+impl Flaky {
+    fn set_down(&self, down: bool) {
+        self.down.store(down, Ordering::SeqCst);
+    }
+}
+
+impl ClusterProvider for Flaky {
+    fn cluster(&self) -> Option<&dyn Cluster> {
+        self.with_cluster.then_some(&self.inner as &dyn Cluster)
+    }
+}
+
+#[async_trait]
+impl LockProvider for Flaky {
+    async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
+        if self.down.load(Ordering::SeqCst) {
+            self.failed.fetch_add(1, Ordering::SeqCst);
+            self.first_failure
+                .lock()
+                .unwrap()
+                .get_or_insert_with(Utc::now);
+            return Err(LockError::provider(
+                "acquire",
+                &*request.name,
+                "flaky in-memory",
+                std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused"),
+            ));
+        }
+        self.inner.acquire(request).await
+    }
+    async fn extend(&self, lease: &Lease, at_most: Duration) -> Result<bool, LockError> {
+        self.inner.extend(lease, at_most).await
+    }
+    async fn release(&self, lease: &Lease, at_least: Duration) -> Result<bool, LockError> {
+        self.inner.release(lease, at_least).await
+    }
+    async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
+        self.inner.list_locks().await
+    }
+    async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        self.inner.read_lock(name).await
+    }
+    async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
+        self.inner.force_unlock(name).await
+    }
+    async fn database_time(&self) -> Result<DateTime<Utc>, LockError> {
+        self.inner.database_time().await
+    }
+    fn describe(&self) -> String {
+        "flaky in-memory".into()
+    }
+}
+
+/// Every run's slot and kind, in order.
+type Runs = Arc<Mutex<Vec<(Option<DateTime<Utc>>, FireKind)>>>;
+
+fn recording(name: &str, trigger: Trigger, runs: &Runs) -> Job {
+    let runs = runs.clone();
+    Job::new(name, trigger, move |ctx: JobContext| {
+        let runs = runs.clone();
+        async move {
+            runs.lock()
+                .unwrap()
+                .push((ctx.scheduled_at(), ctx.fire_kind()));
+        }
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_regular_slot_after_the_database_answers_again_runs() {
+    let provider = Arc::new(Flaky::default());
+    let runs = Runs::default();
+    let trigger = Trigger::fixed_rate(Duration::from_secs(1))
+        .unwrap()
+        .with_misfire(MisfirePolicy::FireOnce)
+        .unwrap();
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .jobs([recording("outage-fire-once", trigger.clone(), &runs)])
+        .start()
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(5), "a first run", || async {
+        (!runs.lock().unwrap().is_empty()).then_some(())
+    })
+    .await;
+
+    provider.set_down(true);
+    let failed_at = eventually(Duration::from_secs(5), "a failed acquire", || async {
+        *provider.first_failure.lock().unwrap()
+    })
+    .await;
+    // 9.5 s after the first failure: the catch-up's retry timer (500 ms doubling to 5 s from
+    // that failure) retried at 7.5 s and next retries at 12.5 s, so the database answers again
+    // in the middle of its longest pause, a second or more from either retry.
+    let back_at = failed_at + TimeDelta::milliseconds(9_500);
+    tokio::time::sleep((back_at - Utc::now()).to_std().unwrap_or_default()).await;
+    provider.set_down(false);
+    let back = Utc::now();
+    // The first slot whose acquire goes after the database answers: acquires go at most
+    // 100 ms (the default acquire-ahead) before their slot, 100 ms more for scheduling.
+    let first = trigger
+        .next_slot(back + TimeDelta::milliseconds(200))
+        .unwrap()
+        .instant();
+    // Its body starts at the slot; 1.5 s is its margin (and still before the retry at 12.5 s).
+    tokio::time::sleep(
+        (first + TimeDelta::milliseconds(1_500) - Utc::now())
+            .to_std()
+            .unwrap_or_default(),
+    )
+    .await;
+    scheduler.shutdown().await.unwrap();
+    let runs = runs.lock().unwrap().clone();
+    assert!(
+        runs.contains(&(Some(first), FireKind::Scheduled)),
+        "the first regular slot after the database answered again ({first}, answered at \
+         {back}) ran at its time, not held back by the catch-up's retry timer: {runs:?}"
+    );
+    assert!(
+        !runs
+            .iter()
+            .any(|(slot, _)| slot.is_some_and(|s| s > failed_at && s < back)),
+        "nothing ran while the database did not answer: {runs:?}"
+    );
+}
