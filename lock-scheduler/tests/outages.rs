@@ -156,3 +156,75 @@ async fn the_first_regular_slot_after_the_database_answers_again_runs() {
         "nothing ran while the database did not answer: {runs:?}"
     );
 }
+
+#[tokio::test]
+async fn a_job_that_cannot_fire_for_two_periods_warns_once_and_says_when_it_fires_again() {
+    // Current-thread: the captured logs are this thread's.
+    let (logs, _guard) = test_support::logs::capture_at(tracing::Level::INFO);
+    let provider = Arc::new(Flaky::default());
+    let runs = Runs::default();
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .jobs([recording(
+            "outage-warned",
+            Trigger::fixed_rate(Duration::from_millis(500)).unwrap(),
+            &runs,
+        )])
+        .start()
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(5), "a first run", || async {
+        (!runs.lock().unwrap().is_empty()).then_some(())
+    })
+    .await;
+    provider.set_down(true);
+    // Three seconds: six slots refused, the WARN due after the fourth (more than 1 s, two
+    // periods, after the first).
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        provider.failed.load(Ordering::SeqCst) >= 5,
+        "the slots were tried"
+    );
+    let warned = |text: &str| {
+        text.lines()
+            .filter(|line| line.contains("could not fire for more than two periods"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let during = warned(&logs.text());
+    assert_eq!(
+        during.len(),
+        1,
+        "one WARN for the outage, not one per slot: {during:?}"
+    );
+    assert!(
+        during[0].contains("WARN") && during[0].contains("outage-warned"),
+        "at WARN, naming the job: {}",
+        during[0]
+    );
+    assert!(
+        during[0].contains("down_for="),
+        "saying how long: {}",
+        during[0]
+    );
+
+    provider.set_down(false);
+    let ran = runs.lock().unwrap().len();
+    eventually(Duration::from_secs(5), "a run after the outage", || async {
+        (runs.lock().unwrap().len() > ran).then_some(())
+    })
+    .await;
+    scheduler.shutdown().await.unwrap();
+    let text = logs.text();
+    let again: Vec<&str> = text
+        .lines()
+        .filter(|line| line.contains("job fires again"))
+        .collect();
+    assert_eq!(again.len(), 1, "{text}");
+    assert!(
+        again[0].contains("INFO") && again[0].contains("outage-warned"),
+        "{}",
+        again[0]
+    );
+    assert_eq!(warned(&text).len(), 1, "still one WARN: {text}");
+}

@@ -9,6 +9,7 @@ mod history;
 mod job;
 mod manual;
 mod misfire;
+mod outage;
 mod overrides;
 mod runner;
 mod shards;

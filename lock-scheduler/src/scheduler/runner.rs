@@ -220,10 +220,12 @@ impl JobRunner {
     /// Runs one fire of `kind`: under the job's lock, or for a sharded or broadcast job each
     /// of its shards under its own (`shards.rs`).
     pub(super) async fn fire_as(&self, slot: Option<FireSlot>, kind: FireKind) -> RunOutcome {
-        match &self.spread {
+        let outcome = match &self.spread {
             Some(spread) => self.fire_spread(spread, slot, kind).await,
             None => self.fire_one(slot, kind).await,
-        }
+        };
+        self.note_outage(slot, kind, &outcome);
+        outcome
     }
 
     /// One fire of a sharded or broadcast job: each shard through [`JobRunner::fire_one`].
