@@ -577,17 +577,29 @@ impl Members {
     }
 }
 
-/// Heartbeats every interval until the scheduler stops, and sweeps the registry every
-/// [`REGISTRY_SWEEP`].
+/// Heartbeats every interval until the scheduler has stopped and the last body has ended,
+/// and sweeps the registry every [`REGISTRY_SWEEP`].
+///
+/// The beats go on while shutdown drains the running bodies: a drain longer than
+/// [`GONE_AFTER_HEARTBEATS`] intervals would otherwise show this instance gone and its runs
+/// unfinished while they are still running (and let the others re-rank the shards it still
+/// runs). A beat during the drain claims no trigger request (`beat` checks the stop).
 pub(super) async fn heartbeat_loop(inner: Arc<Inner>, ops: Arc<Operations>) {
     let mut ticker = tokio::time::interval(ops.interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut next_sweep = tokio::time::Instant::now() + REGISTRY_SWEEP;
     let mut phased = false;
+    // The job loops (and the manual runs) are tracked apart from the heartbeat: their
+    // tracker is closed by shutdown and empty once every body has ended.
+    let drained = async {
+        inner.stop.cancelled().await;
+        inner.loops.wait().await;
+    };
+    let mut drained = std::pin::pin!(drained);
     loop {
         tokio::select! {
             biased;
-            _ = inner.stop.cancelled() => {
+            _ = &mut drained => {
                 // After the last beat, never racing one.
                 ops.leave().await;
                 return;
