@@ -228,3 +228,53 @@ async fn a_job_that_cannot_fire_for_two_periods_warns_once_and_says_when_it_fire
     );
     assert_eq!(warned(&text).len(), 1, "still one WARN: {text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claimed_trigger_request_survives_a_failed_acquire_and_runs() {
+    let provider = Arc::new(Flaky {
+        with_cluster: true,
+        ..Flaky::default()
+    });
+    let runs = Runs::default();
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .instance_id("outage-manual-a")
+        .heartbeat_interval(Duration::from_millis(100))
+        .jobs([recording(
+            "outage-manual",
+            Trigger::cron("0 0 3 * * *").unwrap(),
+            &runs,
+        )])
+        .start()
+        .await
+        .unwrap();
+    let store = provider.cluster().unwrap();
+    provider.set_down(true);
+    let id = store
+        .request_trigger("outage-manual", "test")
+        .await
+        .unwrap();
+    eventually(Duration::from_secs(5), "the request claimed", || async {
+        let control = store.control().await.unwrap();
+        control
+            .iter()
+            .any(|c| c.id == id && c.claimed_by.as_deref() == Some("outage-manual-a"))
+            .then_some(())
+    })
+    .await;
+    eventually(Duration::from_secs(5), "its fire refused", || async {
+        (provider.failed.load(Ordering::SeqCst) > 0).then_some(())
+    })
+    .await;
+    provider.set_down(false);
+    // The run is asked again (250 ms, then doubling): well within the wait.
+    eventually(Duration::from_secs(10), "the requested run", || async {
+        runs.lock()
+            .unwrap()
+            .contains(&(None, FireKind::Manual))
+            .then_some(())
+    })
+    .await;
+    scheduler.shutdown().await.unwrap();
+    assert_eq!(*runs.lock().unwrap(), [(None, FireKind::Manual)], "once");
+}
