@@ -65,9 +65,10 @@ impl OperationsSql {
             p2 = p(2)
         );
         // Only the claimer's claim: an instance hands back what it cannot run, never another's.
+        // The parameters in their order: MySQL's `?` are positional.
         let unclaim = format!(
             "UPDATE {control} SET claimed_by = NULL, claimed_at = NULL \
-             WHERE id = {p2} AND request_kind = 'trigger' AND claimed_by = {p1}",
+             WHERE claimed_by = {p1} AND id = {p2} AND request_kind = 'trigger'",
             p1 = p(1),
             p2 = p(2)
         );
