@@ -271,10 +271,9 @@ impl JobRunner {
                     tracing::info!(job = self.job.name(), slot = %regular, "the database answers again; the regular slot was fired and the catch-up ends");
                     return Some(last);
                 }
-                if self.misfire() == MisfirePolicy::FireOnce {
-                    // The latest missed slot is this one now; the older ones are coalesced.
-                    after = regular.instant() - TimeDelta::milliseconds(1);
-                }
+                // Still missed from this slot on: with `fire_once` it is the latest, the older
+                // ones coalesced into it; with `catch_up` the older ones were answered above.
+                after = regular.instant() - TimeDelta::milliseconds(1);
                 continue;
             }
             let missed = missed_slots(self.job.trigger(), Some(after), self.clock.now());
