@@ -100,15 +100,69 @@ fn recording(name: &str, trigger: Trigger, runs: &Runs) -> Job {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_regular_slot_after_the_database_answers_again_runs() {
+    let (_, runs, failed_at, _) = through_an_outage(
+        "outage-fire-once",
+        Trigger::fixed_rate(Duration::from_secs(1))
+            .unwrap()
+            .with_misfire(MisfirePolicy::FireOnce)
+            .unwrap(),
+    )
+    .await;
+    // The outage's slots, superseded by the regular one (fire_once runs the latest missed).
+    let answered = failed_at + TimeDelta::milliseconds(9_500);
+    assert!(
+        !runs
+            .iter()
+            .any(|(slot, _)| slot.is_some_and(|s| s > failed_at && s < answered)),
+        "nothing ran the slots of the outage: {runs:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_catch_up_the_missed_slots_run_in_order_before_the_first_regular_slot() {
+    let (trigger, runs, failed_at, first) = through_an_outage(
+        "outage-catch-up",
+        Trigger::fixed_rate(Duration::from_secs(1))
+            .unwrap()
+            .with_misfire(MisfirePolicy::CatchUp)
+            .unwrap()
+            .with_misfire_grace(Duration::from_secs(60))
+            .with_misfire_max(100),
+    )
+    .await;
+    // Every slot from the first refused one to the regular one: once each, in order.
+    let mut missed = Vec::new();
+    let mut at = trigger.next_slot(failed_at).unwrap().instant();
+    while at < first {
+        missed.push(at);
+        at = trigger.next_slot(at).unwrap().instant();
+    }
+    assert!(missed.len() >= 8, "the outage missed slots: {missed:?}");
+    let ran: Vec<DateTime<Utc>> = runs
+        .iter()
+        .filter_map(|(slot, _)| *slot)
+        .filter(|s| *s > failed_at && *s < first)
+        .collect();
+    assert_eq!(ran, missed, "each missed slot once, oldest first: {runs:?}");
+}
+
+/// Runs `trigger` as `job` on a provider whose acquires fail for 9.5 s, then answer again, and
+/// asserts that the first regular slot after that ran at its time (as a scheduled fire).
+/// Returns the trigger, the runs, when the first acquire failed, and that regular slot.
+async fn through_an_outage(
+    job: &str,
+    trigger: Trigger,
+) -> (
+    Trigger,
+    Vec<(Option<DateTime<Utc>>, FireKind)>,
+    DateTime<Utc>,
+    DateTime<Utc>,
+) {
     let provider = Arc::new(Flaky::default());
     let runs = Runs::default();
-    let trigger = Trigger::fixed_rate(Duration::from_secs(1))
-        .unwrap()
-        .with_misfire(MisfirePolicy::FireOnce)
-        .unwrap();
     let scheduler = Scheduler::builder()
         .lock_provider(provider.clone())
-        .jobs([recording("outage-fire-once", trigger.clone(), &runs)])
+        .jobs([recording(job, trigger.clone(), &runs)])
         .start()
         .await
         .unwrap();
@@ -149,12 +203,7 @@ async fn the_first_regular_slot_after_the_database_answers_again_runs() {
         "the first regular slot after the database answered again ({first}, answered at \
          {back}) ran at its time, not held back by the catch-up's retry timer: {runs:?}"
     );
-    assert!(
-        !runs
-            .iter()
-            .any(|(slot, _)| slot.is_some_and(|s| s > failed_at && s < back)),
-        "nothing ran while the database did not answer: {runs:?}"
-    );
+    (trigger, runs, failed_at, first)
 }
 
 #[tokio::test]
