@@ -216,8 +216,9 @@ async fn skip(provider: Provider) {
     fx.cleanup().await;
 }
 
-/// A database outage (both instances' links cut) across fires of a `fire_once` job: one
-/// catch-up run after the heal, for a slot missed during the outage.
+/// A database outage (both instances' links cut) across fires of a `fire_once` job: one run
+/// soon after the heal (the catch-up of the latest missed slot, or the first regular slot
+/// after the heal, which supersedes it), and nothing during the outage.
 async fn outage_fire_once(provider: Provider) {
     let Some(fx) = Fixture::new(provider, "mfout").await else {
         return;
@@ -250,23 +251,26 @@ async fn outage_fire_once(provider: Provider) {
     for proxy in &proxies {
         proxy.heal();
     }
-    // The instances retry every 500 ms doubling to 5 s: the catch-up comes at most ~5 s after
-    // the heal (plus reconnecting).
-    let catch_up = fx
-        .wait_for_run(10 * SECOND, "a catch-up run after the heal", |runs| {
+    // The first run after the heal: the catch-up of the latest missed slot, when a retry (500 ms
+    // doubling to 5 s) reaches the database first, or the first regular slot after the heal,
+    // which supersedes the missed ones (`fire_once` runs the latest; a retry's timer never holds
+    // a regular slot back). Within a period of the heal either way, one more for reconnecting.
+    let first = fx
+        .wait_for_run(10 * SECOND, "a run after the heal", |runs| {
             runs.iter()
-                .find(|r| r.job == job && kind(r) == "CatchUp")
+                .find(|r| r.job == job && r.slot.is_some_and(|s| s > cut_at))
                 .cloned()
         })
         .await;
-    let slot = catch_up.slot.expect("a catch-up has a slot");
+    let slot = first.slot.expect("a fire with a slot");
     assert!(
-        slot > cut_at && slot <= heal_at + PERIOD_MS,
-        "caught up slot {slot}: the outage was from {cut_at} to {heal_at}"
+        slot <= heal_at + 2 * PERIOD_MS,
+        "{} of slot {slot}: the outage was from {cut_at} to {heal_at}",
+        kind(&first)
     );
-    assert!(catch_up.started >= heal_at, "ran after the heal");
-    // Regular fires go on; still one catch-up in all, and no slot twice.
-    fx.wait_for_run(6 * SECOND, "a regular run after the catch-up", |runs| {
+    assert!(first.started >= heal_at, "ran after the heal");
+    // Regular fires go on; at most one catch-up in all, and no slot twice.
+    fx.wait_for_run(6 * SECOND, "a regular run after the first", |runs| {
         runs.iter()
             .find(|r| r.job == job && kind(r) == "Scheduled" && r.slot > Some(slot))
             .cloned()
@@ -280,8 +284,8 @@ async fn outage_fire_once(provider: Provider) {
         .iter()
         .filter(|r| r.job == job && kind(r) == "CatchUp")
         .collect();
-    assert_eq!(catch_ups.len(), 1, "{catch_ups:?}");
-    // Nothing ran during the outage: the slots between the cut and the catch-up's slot are
+    assert!(catch_ups.len() <= 1, "{catch_ups:?}");
+    // Nothing ran during the outage: the slots between the cut and the first run's slot are
     // coalesced into it.
     assert!(
         all.iter()

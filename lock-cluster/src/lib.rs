@@ -370,6 +370,29 @@ pub trait ClusterStore: Send + Sync {
     /// Claims trigger request `id` for `instance_id`; true for exactly one claimer.
     async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError>;
 
+    /// Hands trigger request `id` back: unclaims it when `instance_id` holds its claim, so
+    /// that it is pending again and a live instance claims it at its next heartbeat. True
+    /// when it was handed back; false (nothing written) when it is not a trigger request
+    /// claimed by `instance_id`.
+    ///
+    /// What an instance does with a request it claimed but cannot run: it is shutting down,
+    /// or its claim's reply was lost. A request is never marked done without a run.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use lock_cluster::ClusterProvider;
+    /// use lock_core::InMemoryLockProvider;
+    /// let provider = InMemoryLockProvider::new();
+    /// let store = provider.cluster().expect("the in-memory provider keeps operations");
+    /// let id = store.request_trigger("report", "op@host").await?;
+    /// assert!(store.claim_trigger(id, "a").await?);
+    /// assert!(!store.unclaim_trigger(id, "b").await?, "only its claimer hands it back");
+    /// assert!(store.unclaim_trigger(id, "a").await?);
+    /// assert!(store.claim_trigger(id, "b").await?, "pending again");
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    async fn unclaim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError>;
+
     /// Writes the start row of a run (start time: the store's now) and returns its id.
     async fn run_started(&self, run: &RunStart) -> Result<i64, LockError>;
 

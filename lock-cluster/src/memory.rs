@@ -256,6 +256,23 @@ impl ClusterStore for InMemoryLockProvider {
         }
     }
 
+    async fn unclaim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
+        let ops = tables(self);
+        let mut rows = ops.rows();
+        match rows.control.iter_mut().find(|c| {
+            c.id == id
+                && c.kind == ControlKind::Trigger
+                && c.claimed_by.as_deref() == Some(instance_id)
+        }) {
+            Some(request) => {
+                request.claimed_by = None;
+                request.claimed_at = None;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
     async fn run_started(&self, run: &RunStart) -> Result<i64, LockError> {
         let now = now(self).await;
         let ops = tables(self);

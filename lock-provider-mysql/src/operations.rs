@@ -295,6 +295,18 @@ impl ClusterStore for MySqlOperations {
         Ok(n == 1)
     }
 
+    async fn unclaim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
+        let (n, _) = self
+            .change(
+                "unclaim",
+                "",
+                &self.sql.unclaim,
+                vec![instance_id.into(), id.into()],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
     async fn run_started(&self, run: &RunStart) -> Result<i64, LockError> {
         let params = vec![
             Value::from(&run.job),

@@ -367,6 +367,18 @@ impl ClusterStore for PgOperations {
         Ok(n == 1)
     }
 
+    async fn unclaim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
+        let n = self
+            .execute(
+                "unclaim",
+                "",
+                &self.sql.unclaim,
+                &[(&instance_id, Type::TEXT), (&id, Type::INT8)],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
     async fn run_started(&self, run: &RunStart) -> Result<i64, LockError> {
         let slot = run.slot.map(naive);
         let fence = i64::try_from(run.fence).unwrap_or(-1);

@@ -284,6 +284,20 @@ impl ClusterStore for RedisLockProvider {
         Ok(claimed == 1)
     }
 
+    async fn unclaim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
+        let k = &self.keys.ops;
+        let handed_back: i64 = self
+            .ops(
+                "unclaim",
+                "",
+                &self.ops_scripts.unclaim_trigger,
+                &[&k.control, &k.control_open, &k.control_claimed],
+                &[id.to_string(), instance_id.to_owned()],
+            )
+            .await?;
+        Ok(handed_back == 1)
+    }
+
     async fn run_started(&self, run: &RunStart) -> Result<i64, LockError> {
         let k = &self.keys.ops;
         self.ops(

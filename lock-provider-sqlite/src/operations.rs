@@ -326,6 +326,17 @@ impl ClusterStore for SqliteOperations {
         Ok(n == 1)
     }
 
+    async fn unclaim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
+        let n = self
+            .change(
+                "unclaim",
+                &self.sql.unclaim,
+                vec![Value::Text(instance_id.to_owned()), Value::Integer(id)],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
     async fn run_started(&self, run: &RunStart) -> Result<i64, LockError> {
         let params = vec![
             Value::Text(run.job.clone()),

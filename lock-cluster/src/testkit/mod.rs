@@ -13,7 +13,9 @@
 mod actions;
 mod history;
 mod operations;
+mod triggers;
 
 pub use actions::action_log;
 pub use history::history_batches;
 pub use operations::operations_store;
+pub use triggers::trigger_hand_back;

@@ -18,8 +18,9 @@ use lock_core::{FireKind, FireSlot};
 /// requests claimed exactly once and withdrawn only while unclaimed, run start and end with
 /// their times on the store's clock, history order and limit, the last run and success per
 /// job, housekeeping deletes in bounded batches, the batched history writes
-/// ([`history_batches`](super::history_batches)) and the action log
-/// ([`action_log`](super::action_log)).
+/// ([`history_batches`](super::history_batches)), the action log
+/// ([`action_log`](super::action_log)) and the hand-back of a claimed trigger request
+/// ([`trigger_hand_back`](super::trigger_hand_back)).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -353,4 +354,5 @@ pub async fn operations_store(provider: &dyn ClusterProvider) {
     super::history_batches(provider).await;
 
     super::action_log(provider).await;
+    super::trigger_hand_back(provider).await;
 }

@@ -119,6 +119,24 @@ return 1
 "#
 );
 
+/// Hand a claimed trigger request back. KEYS: control, control:open, control:claimed. ARGV:
+/// request id, instance id. 1 when that instance held the claim and the request is pending
+/// again (in control:open by its id, as a new request is), else 0 and nothing written.
+pub const UNCLAIM_TRIGGER: &str = ops_lua!(
+    r#"
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local c = cjson.decode(raw)
+if c.kind ~= 'trigger' or c.claimed_by ~= ARGV[2] then return 0 end
+c.claimed_by = nil
+c.claimed_at = nil
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(c))
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[1], ARGV[1])
+return 1
+"#
+);
+
 /// Start of a run. KEYS: ids, runs, runs:started, runs:by_job, runs:last. ARGV: job, slot
 /// (`""` for none), fire kind, instance id, fence. Returns the new run id.
 pub const RUN_STARTED: &str = ops_lua!(
@@ -377,6 +395,7 @@ return gone
 pub(crate) struct OpsScripts {
     pub(crate) heartbeat: Script,
     pub(crate) claim_trigger: Script,
+    pub(crate) unclaim_trigger: Script,
     pub(crate) run_started: Script,
     pub(crate) run_ended: Script,
     pub(crate) pause: Script,
@@ -395,9 +414,10 @@ pub(crate) struct OpsScripts {
 }
 
 /// Every operations script's source, in the order of [`OpsScripts`].
-pub(crate) const ALL: [&str; 17] = [
+pub(crate) const ALL: [&str; 18] = [
     HEARTBEAT,
     CLAIM_TRIGGER,
+    UNCLAIM_TRIGGER,
     RUN_STARTED,
     RUN_ENDED,
     PAUSE,
@@ -420,6 +440,7 @@ impl OpsScripts {
         OpsScripts {
             heartbeat: Script::new(HEARTBEAT),
             claim_trigger: Script::new(CLAIM_TRIGGER),
+            unclaim_trigger: Script::new(UNCLAIM_TRIGGER),
             run_started: Script::new(RUN_STARTED),
             run_ended: Script::new(RUN_ENDED),
             pause: Script::new(PAUSE),

@@ -365,6 +365,14 @@ impl<T: Tables> ClusterStore for SqlxOperations<T> {
         Ok(changed.rows == 1)
     }
 
+    async fn unclaim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
+        let params = vec![text(instance_id), Param::Int(id)];
+        let changed = self
+            .change("unclaim", "", &self.sql.unclaim, params)
+            .await?;
+        Ok(changed.rows == 1)
+    }
+
     async fn run_started(&self, run: &RunStart) -> Result<i64, LockError> {
         let params = vec![
             text(&run.job),

@@ -21,7 +21,10 @@
 //!   elsewhere) is retried every 250 ms until the lock is free, for at most the job's
 //!   `lock_at_most_for`; it then runs once with `FireKind::Manual`, even if the job is paused
 //!   (an operator's explicit request). Only a live instance that runs the job claims it, and
-//!   exactly one does (an atomic claim).
+//!   exactly one does (an atomic claim). A database error is no run: it is asked again until
+//!   the database answers. A request the instance cannot run (shutdown began, or the claim's
+//!   reply was lost) is handed back unclaimed (`unclaim_trigger`), for any live instance to
+//!   claim: a claimed request is never dropped without a run.
 //! - **History is written around the body, not in the lock's statements** (`history.rs`): a
 //!   start row as the body starts (the body does not wait for it), its end after the body.
 //!   A failure to write it is logged and never stops the body: history is for operators, the
@@ -442,16 +445,53 @@ impl Operations {
                     inner.loops.spawn(runner.run_requested(request.id));
                 }
                 Ok(Ok(false)) => {}
+                // The claim may have been written with its reply lost: handed back, so that
+                // it is not left claimed by an instance that never runs it.
                 Ok(Err(error)) => {
-                    tracing::warn!(job = %request.job, error = &error as &dyn std::error::Error, "could not claim a trigger request")
+                    tracing::warn!(job = %request.job, error = &error as &dyn std::error::Error, "could not claim a trigger request");
+                    self.hand_back(&request.job, request.id).await;
                 }
                 Err(_) => {
-                    tracing::warn!(job = %request.job, "claiming a trigger request timed out")
+                    tracing::warn!(job = %request.job, "claiming a trigger request timed out");
+                    self.hand_back(&request.job, request.id).await;
                 }
             }
         }
     }
+
+    /// Hands trigger request `id` of `job`, claimed by this instance, back unclaimed: shutdown
+    /// began before it ran, or the claim's reply was lost. Tried a few times (the database may
+    /// be failing over); if it still fails, the request stays claimed, and a `WARN` says so.
+    pub(super) async fn hand_back(&self, job: &str, id: i64) {
+        let mut pause = Duration::from_millis(100);
+        for attempt in 1..=HAND_BACK_ATTEMPTS {
+            let unclaim = self.store().unclaim_trigger(id, &self.instance.instance_id);
+            let error = match tokio::time::timeout(self.operation_timeout, unclaim).await {
+                Ok(Ok(true)) => {
+                    tracing::info!(
+                        job,
+                        request = id,
+                        "trigger request handed back unclaimed: another instance (or this one, restarted) runs it"
+                    );
+                    return;
+                }
+                // Not claimed by this instance: nothing to hand back.
+                Ok(Ok(false)) => return,
+                Ok(Err(error)) => error.to_string(),
+                Err(_) => format!("no answer within {:?}", self.operation_timeout),
+            };
+            if attempt == HAND_BACK_ATTEMPTS {
+                tracing::warn!(job, request = id, %error, "could not hand a claimed trigger request back; it stays claimed by this instance and does not run: trigger the job again");
+                return;
+            }
+            tokio::time::sleep(pause).await;
+            pause *= 2;
+        }
+    }
 }
+
+/// How many times [`Operations::hand_back`] asks before it gives up.
+const HAND_BACK_ATTEMPTS: u32 = 3;
 
 impl Operations {
     /// At a graceful stop of a scheduler with sharded or broadcast jobs: one last heartbeat
@@ -577,17 +617,29 @@ impl Members {
     }
 }
 
-/// Heartbeats every interval until the scheduler stops, and sweeps the registry every
-/// [`REGISTRY_SWEEP`].
+/// Heartbeats every interval until the scheduler has stopped and the last body has ended,
+/// and sweeps the registry every [`REGISTRY_SWEEP`].
+///
+/// The beats go on while shutdown drains the running bodies: a drain longer than
+/// [`GONE_AFTER_HEARTBEATS`] intervals would otherwise show this instance gone and its runs
+/// unfinished while they are still running (and let the others re-rank the shards it still
+/// runs). A beat during the drain claims no trigger request (`beat` checks the stop).
 pub(super) async fn heartbeat_loop(inner: Arc<Inner>, ops: Arc<Operations>) {
     let mut ticker = tokio::time::interval(ops.interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut next_sweep = tokio::time::Instant::now() + REGISTRY_SWEEP;
     let mut phased = false;
+    // The job loops (and the manual runs) are tracked apart from the heartbeat: their
+    // tracker is closed by shutdown and empty once every body has ended.
+    let drained = async {
+        inner.stop.cancelled().await;
+        inner.loops.wait().await;
+    };
+    let mut drained = std::pin::pin!(drained);
     loop {
         tokio::select! {
             biased;
-            _ = inner.stop.cancelled() => {
+            _ = &mut drained => {
                 // After the last beat, never racing one.
                 ops.leave().await;
                 return;

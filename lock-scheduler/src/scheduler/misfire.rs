@@ -32,6 +32,12 @@
 //!   polling) until the database answers, adding the slots that pass meanwhile; then runs it
 //!   (or them) as catch-ups. When only this instance was cut off, another one ran those
 //!   slots, and the database refuses them: correct, nothing runs twice.
+//! - **A retry never holds back a regular slot.** The retry timer backs off to 5 s, longer
+//!   than a short period: the loop sleeps to the next retry or the next regular slot,
+//!   whichever comes first, and a regular slot due is fired as usual. With `fire_once` it is
+//!   the latest missed slot from then on and supersedes the older ones; with `catch_up` the
+//!   older ones go first, in order. So the first regular slot after the database answers again
+//!   runs at its time, not at the retry after it.
 
 use std::time::Duration;
 
@@ -203,22 +209,72 @@ impl JobRunner {
         }
     }
     /// After a regular fire of `slot` failed to reach the database: retries the missed
-    /// slot(s) as catch-ups until the database answers (nothing with `skip`). Returns the
-    /// last slot considered.
+    /// slot(s) as catch-ups until the database answers (nothing with `skip`), and fires each
+    /// regular slot that comes meanwhile at its time. Returns the last slot considered.
+    ///
+    /// The retry timer never holds back a regular slot: the loop sleeps to whichever comes
+    /// first, the next retry or the next regular slot. A regular slot that comes first is
+    /// fired as usual (`Scheduled`): with `fire_once` it is the latest missed slot from then
+    /// on, so it supersedes the older ones; with `catch_up` the older ones are tried first
+    /// (the regular fire would move `last_fire` past them), and a regular slot whose older
+    /// slots got no answer joins them for the next retry. So the first regular slot after
+    /// the database answers again runs, instead of waiting for a retry up to 5 s away.
     pub(super) async fn recover(&self, slot: FireSlot) -> Option<FireSlot> {
         if self.misfire() == MisfirePolicy::Skip {
             return None;
         }
         let mut pause = RECOVER_FIRST;
+        let mut retry_at = tokio::time::Instant::now() + pause;
         // Slots after this one are found again each round (those that passed meanwhile).
         let mut after = slot.instant() - TimeDelta::milliseconds(1);
-        let mut last = Some(slot);
+        let mut last = slot;
         tracing::info!(job = self.job.name(), %slot, policy = %self.misfire(), "slot missed: the database did not answer; catching up when it does");
         loop {
-            tokio::select! {
+            let regular = self
+                .job
+                .trigger()
+                .next_slot(last.instant().max(self.clock.now()));
+            let wake = regular.map(|regular| regular.instant() - self.ahead_of(regular, last));
+            let regular_due = async {
+                match wake {
+                    Some(wake) => self.clock.sleep_until(wake, &self.stop).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let regular_first = tokio::select! {
                 biased;
-                _ = self.stop.cancelled() => return last,
-                _ = tokio::time::sleep(pause) => {}
+                _ = self.stop.cancelled() => return Some(last),
+                woke = regular_due => woke,
+                _ = tokio::time::sleep_until(retry_at) => false,
+            };
+            if let (true, Some(regular)) = (regular_first, regular) {
+                if self.stop.is_cancelled() {
+                    return Some(last);
+                }
+                last = regular;
+                if self.misfire() == MisfirePolicy::CatchUp {
+                    let older = missed_slots(
+                        self.job.trigger(),
+                        Some(after),
+                        regular.instant() - TimeDelta::milliseconds(1),
+                    );
+                    if !older.slots.is_empty()
+                        && let (Answered::UpTo(next), _) = self.run_missed(older).await
+                    {
+                        // Still no answer: this slot waits with the older ones, in order.
+                        after = next.instant() - TimeDelta::milliseconds(1);
+                        continue;
+                    }
+                }
+                let outcome = Box::pin(self.fire_as(Some(regular), FireKind::Scheduled)).await;
+                if !matches!(outcome, RunOutcome::LockFailed(_)) {
+                    tracing::info!(job = self.job.name(), slot = %regular, "the database answers again; the regular slot was fired and the catch-up ends");
+                    return Some(last);
+                }
+                // Still missed from this slot on: with `fire_once` it is the latest, the older
+                // ones coalesced into it; with `catch_up` the older ones were answered above.
+                after = regular.instant() - TimeDelta::milliseconds(1);
+                continue;
             }
             let missed = missed_slots(self.job.trigger(), Some(after), self.clock.now());
             if missed.slots.is_empty() {
@@ -226,15 +282,33 @@ impl JobRunner {
                     job = self.job.name(),
                     "the missed slots are older than misfire_grace; none is caught up"
                 );
-                return last;
+                return Some(last);
             }
             let (answered, considered) = self.run_missed(missed).await;
-            last = considered.or(last);
+            if let Some(considered) = considered.filter(|c| c.instant() > last.instant()) {
+                last = considered;
+            }
             match answered {
-                Answered::All => return last,
+                Answered::All => return Some(last),
                 Answered::UpTo(next) => after = next.instant() - TimeDelta::milliseconds(1),
             }
             pause = (pause * 2).min(RECOVER_MAX);
+            retry_at = tokio::time::Instant::now() + pause;
+        }
+    }
+
+    /// How far ahead of `regular` its lock is asked for, as the job loop does (`runner.rs`):
+    /// the executor's acquire-ahead, at most half the lease and half the way back to `last`.
+    fn ahead_of(&self, regular: FireSlot, last: FireSlot) -> TimeDelta {
+        let ahead = self
+            .executor
+            .acquire_ahead()
+            .min(self.config.lock_at_most_for() / 2);
+        let ahead = TimeDelta::from_std(ahead).unwrap_or(TimeDelta::zero());
+        if last.instant() < regular.instant() {
+            ahead.min((regular.instant() - last.instant()) / 2)
+        } else {
+            ahead
         }
     }
 

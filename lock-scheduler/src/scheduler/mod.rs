@@ -9,6 +9,7 @@ mod history;
 mod job;
 mod manual;
 mod misfire;
+mod outage;
 mod overrides;
 mod runner;
 mod shards;
@@ -79,6 +80,8 @@ struct Inner {
     stop: CancellationToken,
     /// The job loops (each awaits its running body).
     loops: TaskTracker,
+    /// The heartbeat, which beats on until `loops` is empty (`cluster::heartbeat_loop`).
+    beats: TaskTracker,
     shutdown_timeout: Duration,
     /// The jobs, in start order then in the order they were added.
     jobs: JobTable,
@@ -255,6 +258,7 @@ impl Scheduler {
         inner.stop.cancel();
         inner.executor.shutdown_token().cancel();
         inner.loops.close();
+        inner.beats.close();
         if tokio::time::timeout(inner.shutdown_timeout, inner.loops.wait())
             .await
             .is_err()
@@ -288,6 +292,10 @@ impl Scheduler {
                 timeout: inner.shutdown_timeout,
             });
         }
+        // The heartbeat's last beat and its leaving the registry: each one provider call,
+        // bounded by the operation timeout.
+        let _ =
+            tokio::time::timeout(inner.executor.operation_timeout() * 2, inner.beats.wait()).await;
         Ok(())
     }
 
@@ -467,6 +475,7 @@ impl SchedulerBuilder {
             trigger_texts: Default::default(),
             stop: CancellationToken::new(),
             loops: TaskTracker::new(),
+            beats: TaskTracker::new(),
             shutdown_timeout: self.shutdown_timeout.unwrap_or(DEFAULT_SHUTDOWN_TIMEOUT),
             jobs: JobTable::default(),
             values: Arc::new(self.state),
@@ -486,9 +495,10 @@ impl SchedulerBuilder {
             inner.jobs.push(entry);
         }
         if let Some(ops) = inner.ops.clone() {
-            // Tracked: at shutdown it may leave the registry (sharded and broadcast jobs).
+            // Tracked apart from the job loops: it beats until they have ended, then may
+            // leave the registry (sharded and broadcast jobs), which shutdown waits for.
             let heartbeat = cluster::heartbeat_loop(inner.clone(), ops);
-            inner.loops.spawn(heartbeat);
+            inner.beats.spawn(heartbeat);
         }
         tracing::info!(
             instance = inner.executor.instance_id(),

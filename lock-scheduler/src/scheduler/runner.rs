@@ -48,32 +48,61 @@ pub(super) struct JobRunner {
 
 impl JobRunner {
     /// A claimed trigger request: one manual run, waiting for the lock while another fire holds
-    /// it (at most the job's `lock_at_most_for`).
+    /// it (at most the job's `lock_at_most_for`), and asking again while the database does not
+    /// answer (a transient error is no run). A request it cannot run because shutdown began is
+    /// handed back unclaimed (`cluster.rs`), for a live instance to claim: a claimed request
+    /// is never dropped without a run.
     pub(super) async fn run_requested(self: Arc<Self>, request: i64) {
         let deadline = tokio::time::Instant::now() + self.config.lock_at_most_for();
+        let mut unanswered = Duration::ZERO;
         loop {
-            let outcome = self.fire_as(None, FireKind::Manual).await;
-            if outcome != RunOutcome::Skipped {
-                tracing::info!(
-                    job = self.job.name(),
-                    request,
-                    ?outcome,
-                    "requested manual run done"
-                );
+            if self.stop.is_cancelled() {
+                // Its body would start with `cancelled()` already resolved.
+                self.hand_back(request).await;
                 return;
             }
-            if tokio::time::Instant::now() >= deadline {
-                tracing::warn!(
-                    job = self.job.name(),
-                    request,
-                    "requested manual run gave up: the lock stayed held for the job's lock_at_most_for"
-                );
-                return;
-            }
+            let pause = match self.fire_as(None, FireKind::Manual).await {
+                RunOutcome::Skipped => {
+                    if tokio::time::Instant::now() >= deadline {
+                        tracing::warn!(
+                            job = self.job.name(),
+                            request,
+                            "requested manual run gave up: the lock stayed held for the job's lock_at_most_for"
+                        );
+                        return;
+                    }
+                    Duration::from_millis(250)
+                }
+                RunOutcome::LockFailed(error) => {
+                    if unanswered.is_zero() {
+                        tracing::warn!(job = self.job.name(), request, %error, "requested manual run: the database did not answer; asking again until it does");
+                    }
+                    unanswered =
+                        (unanswered * 2).clamp(Duration::from_millis(250), Duration::from_secs(5));
+                    unanswered
+                }
+                outcome => {
+                    tracing::info!(
+                        job = self.job.name(),
+                        request,
+                        ?outcome,
+                        "requested manual run done"
+                    );
+                    return;
+                }
+            };
             tokio::select! {
-                _ = self.stop.cancelled() => return,
-                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                biased;
+                _ = self.stop.cancelled() => {}
+                _ = tokio::time::sleep(pause) => {}
             }
+        }
+    }
+
+    /// Hands claimed request `request` back (when the provider keeps the cluster's tables).
+    async fn hand_back(&self, request: i64) {
+        if let Some(ops) = &self.ops {
+            ops.hand_back(self.job.name(), request).await;
         }
     }
 
@@ -220,10 +249,12 @@ impl JobRunner {
     /// Runs one fire of `kind`: under the job's lock, or for a sharded or broadcast job each
     /// of its shards under its own (`shards.rs`).
     pub(super) async fn fire_as(&self, slot: Option<FireSlot>, kind: FireKind) -> RunOutcome {
-        match &self.spread {
+        let outcome = match &self.spread {
             Some(spread) => self.fire_spread(spread, slot, kind).await,
             None => self.fire_one(slot, kind).await,
-        }
+        };
+        self.note_outage(slot, kind, &outcome);
+        outcome
     }
 
     /// One fire of a sharded or broadcast job: each shard through [`JobRunner::fire_one`].

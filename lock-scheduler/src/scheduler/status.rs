@@ -79,6 +79,8 @@ pub(super) struct Progress {
     pub(super) running: bool,
     pub(super) last_outcome: Option<RunOutcome>,
     pub(super) last_duration: Option<Duration>,
+    /// The fires the database has not answered since (`outage.rs`).
+    pub(super) outage: Option<super::outage::Outage>,
 }
 
 impl JobState {

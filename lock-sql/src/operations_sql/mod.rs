@@ -131,6 +131,9 @@ pub struct OperationsSql {
     /// `1` instance id, `2` request id: claims an unclaimed trigger request (1 row changed
     /// when this instance won it).
     pub claim: String,
+    /// `1` instance id, `2` request id: hands a trigger request claimed by that instance
+    /// back, unclaimed (1 row changed when it was).
+    pub unclaim: String,
     /// `1` job, `2` slot or NULL, `3` fire kind, `4` instance id, `5` fence: the start row
     /// (`RETURNING id` in PostgreSQL and SQLite; MySQL reads the insert id).
     pub run_start: String,

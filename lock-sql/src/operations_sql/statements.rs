@@ -64,6 +64,14 @@ impl OperationsSql {
             p1 = p(1),
             p2 = p(2)
         );
+        // Only the claimer's claim: an instance hands back what it cannot run, never another's.
+        // The parameters in their order: MySQL's `?` are positional.
+        let unclaim = format!(
+            "UPDATE {control} SET claimed_by = NULL, claimed_at = NULL \
+             WHERE claimed_by = {p1} AND id = {p2} AND request_kind = 'trigger'",
+            p1 = p(1),
+            p2 = p(2)
+        );
         let returning_id = match d {
             SqlDialect::MySql => "",
             _ => " RETURNING id",
@@ -229,6 +237,7 @@ impl OperationsSql {
             check,
             poll,
             claim,
+            unclaim,
             run_start,
             run_end,
             pause,
