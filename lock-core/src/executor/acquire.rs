@@ -2,7 +2,6 @@
 //! for a fire that asked ahead of its slot, the wait for the slot.
 
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::{
     AcquireOutcome, FireSlot, JobContext, LockConfiguration, LockError, LockRequest, Refusal,
@@ -176,11 +175,12 @@ impl LockingTaskExecutor {
     /// body's context. The caller counts the run's duration (`scheduled_job_duration_seconds`)
     /// from then, not from the grant: the wait is not the job's.
     ///
-    /// A fire granted before shutdown began whose slot comes after it still runs, as a normal
-    /// run: the slot is taken (every other instance was refused it), so only this body can run
-    /// it, and a body that saw `cancelled()` resolved at its start might drop it. Its context
-    /// is therefore not cancelled by that shutdown, which waits for it as for any running
-    /// body.
+    /// A fire granted before shutdown began whose slot comes after it still runs: the slot is
+    /// taken (every other instance was refused it), so only this body can run it. It starts
+    /// with the shutdown's `cancelled()` already resolved (its context's signal is a child of
+    /// the shutdown's), exactly like any body running when shutdown began, and the shutdown
+    /// waits for it as for those: a body that honours the signal ends at once and its lease is
+    /// released.
     pub(super) async fn at_slot(
         &self,
         config: &LockConfiguration,
@@ -188,18 +188,13 @@ impl LockingTaskExecutor {
         ctx: JobContext,
     ) -> JobContext {
         let Some(due) = due else { return ctx };
-        let early = Instant::now() < due;
-        if early {
+        if Instant::now() < due {
             tokio::time::sleep_until(due).await;
         }
         config
             .metrics()
             .fire_lag(Instant::now().saturating_duration_since(due));
-        if early && self.shutdown.is_cancelled() {
-            ctx.with_cancel(CancellationToken::new())
-        } else {
-            ctx
-        }
+        ctx
     }
 }
 
