@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, TimeDelta, Timelike, Utc};
 use lock_cluster::{Cluster, ClusterProvider};
 use lock_core::{
     AcquireOutcome, JobContext, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
@@ -232,4 +232,106 @@ async fn shutdown_inside_the_acquire_ahead_window_cancels_the_granted_body() {
         scheduler.jobs()[0].last_outcome,
         Some(RunOutcome::Cancelled)
     );
+}
+
+/// A cron trigger with a single slot (yearly): `at`, which must be a whole second, in UTC.
+fn only_at(at: DateTime<Utc>) -> Trigger {
+    use chrono::Datelike;
+    Trigger::cron(&format!(
+        "{} {} {} {} {} *",
+        at.second(),
+        at.minute(),
+        at.hour(),
+        at.day(),
+        at.month()
+    ))
+    .unwrap()
+}
+
+/// A grant that comes back later than `misfire_grace` after its slot (a database frozen for
+/// 2 s, the grace 1 s): the lease is given back at once, the body does not run, the slot stays
+/// spent, and the fire shows as skipped with no history row (as any missed slot). It used to
+/// start the body 2 s late.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_later_than_the_misfire_grace_is_given_back() {
+    let (_dir, sqlite) = common::fresh_provider().await;
+    let provider = Wrapped {
+        delay: Duration::from_secs(2),
+        ..Wrapped::new(sqlite)
+    };
+    let runs: Runs = Arc::default();
+    let slot = next_second_after(Duration::from_millis(1500));
+    let job = Job::new(
+        "late",
+        only_at(slot).with_misfire_grace(Duration::from_secs(1)),
+        {
+            let runs = runs.clone();
+            move || {
+                let runs = runs.clone();
+                async move {
+                    note(&runs);
+                }
+            }
+        },
+    )
+    .with_lock(
+        lock_core::LockConfiguration::new("late", Duration::from_secs(60), Duration::ZERO).unwrap(),
+    );
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .history(Duration::from_secs(3600))
+        .jobs([job])
+        .start()
+        .await
+        .unwrap();
+    // The acquire, sent about 100 ms before the slot, is answered 2 s later.
+    let answered = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            if let Some(asked) = provider.asked().into_iter().find(|a| a.slot == Some(slot)) {
+                return asked;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the slot was asked for");
+    assert!(answered.granted, "{answered:?}");
+    assert!(
+        answered.answered - slot > TimeDelta::milliseconds(1500),
+        "answered past the grace: {answered:?}"
+    );
+    // The fire's outcome is recorded right after the release (one local SQLite write).
+    let outcome = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let status = scheduler.jobs().remove(0);
+            if let (false, Some(outcome)) = (status.running, status.last_outcome) {
+                return outcome;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the fire ended");
+    assert_eq!(outcome, RunOutcome::Skipped, "recorded as missed");
+    assert!(
+        runs.lock().unwrap().is_empty(),
+        "the body did not run: {:?}",
+        runs.lock().unwrap()
+    );
+    let row = provider.inner.read_lock("late").await.unwrap().unwrap();
+    assert!(!row.held, "the lease was given back at once: {row:?}");
+    assert!(
+        row.lock_until - row.locked_at < TimeDelta::seconds(10),
+        "released, not left to lock_at_most_for (60 s): {row:?}"
+    );
+    assert_eq!(row.last_fire, Some(slot), "the slot stays spent: {row:?}");
+    let history = provider
+        .inner
+        .cluster()
+        .unwrap()
+        .history("late", 10)
+        .await
+        .unwrap();
+    assert!(history.is_empty(), "no run to show: {history:?}");
+    scheduler.shutdown().await.unwrap();
 }

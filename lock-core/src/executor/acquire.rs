@@ -1,6 +1,8 @@
 //! Taking the lock: reentrancy, the bounded acquire call, what a grant or refusal means, and
 //! for a fire that asked ahead of its slot, the wait for the slot.
 
+use std::time::Duration;
+
 use tokio::time::Instant;
 
 use crate::{
@@ -15,7 +17,7 @@ use super::{LockingTaskExecutor, bounded, later};
 #[allow(clippy::large_enum_variant)]
 pub(super) enum Acquired {
     Reentrant,
-    Skipped,
+    Skipped(RefusalReason),
     Lease(LeaseGuard, JobContext),
 }
 
@@ -165,7 +167,7 @@ impl LockingTaskExecutor {
                     lock_until = ?refusal.lock_until,
                     "lock not acquired; skipped"
                 );
-                Ok(Acquired::Skipped)
+                Ok(Acquired::Skipped(refusal.reason))
             }
         }
     }
@@ -174,6 +176,11 @@ impl LockingTaskExecutor {
     /// granted ahead of it, records how late the body starts after the slot, and returns the
     /// body's context. The caller counts the run's duration (`scheduled_job_duration_seconds`)
     /// from then, not from the grant: the wait is not the job's.
+    ///
+    /// A grant that came back more than `grace` (the job's `misfire_grace`) after the slot
+    /// is given back at once and `None` returned: the body never starts later than that after
+    /// its slot (a database that froze and then decided). The slot stays spent: the database
+    /// wrote it as run, and the fire counts as missed.
     ///
     /// A fire granted before shutdown began whose slot comes after it still runs: the slot is
     /// taken (every other instance was refused it), so only this body can run it. It starts
@@ -184,17 +191,37 @@ impl LockingTaskExecutor {
     pub(super) async fn at_slot(
         &self,
         config: &LockConfiguration,
-        due: Option<Instant>,
+        (due, grace): (Option<Instant>, Option<Duration>),
+        guard: &mut LeaseGuard,
         ctx: JobContext,
-    ) -> JobContext {
-        let Some(due) = due else { return ctx };
-        if Instant::now() < due {
+    ) -> Option<JobContext> {
+        let Some(due) = due else { return Some(ctx) };
+        let now = Instant::now();
+        if let Some(grace) = grace
+            && now > later(due, grace)
+        {
+            config
+                .metrics()
+                .fire_lag(now.saturating_duration_since(due));
+            tracing::debug!(
+                lock = config.name(),
+                fence = ctx.fence(),
+                late_by = ?now.saturating_duration_since(due),
+                ?grace,
+                "lock granted later than misfire_grace after the slot; given back, body not run"
+            );
+            // Nothing ran under it: no `lock_at_least_for` to keep.
+            guard.lock_at_least_for = Duration::ZERO;
+            guard.release().await;
+            return None;
+        }
+        if now < due {
             tokio::time::sleep_until(due).await;
         }
         config
             .metrics()
             .fire_lag(Instant::now().saturating_duration_since(due));
-        ctx
+        Some(ctx)
     }
 }
 

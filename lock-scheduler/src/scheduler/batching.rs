@@ -44,7 +44,8 @@ impl SchedulerBuilder {
     /// fire-ahead window.
     ///
     /// - The body never starts before its slot; a fire whose lock is decided late starts at
-    ///   once.
+    ///   once, but never later than its trigger's `misfire_grace` (default one period) after
+    ///   the slot: a later grant is given back and the slot is missed.
     /// - The database still decides the slot: an acquire for a slot more than
     ///   [`max_slot_lead`](Self::max_slot_lead) ahead of its clock is refused, so the ahead is
     ///   capped at half of that (2.5 s by default); for each job at half its

@@ -25,7 +25,7 @@ use crate::__private::JobBody;
 use crate::StateMap;
 use crate::clock::DatabaseClock;
 use lock_core::{
-    FireKind, FireSlot, LockConfiguration, LockError, LockOutcome, LockingTaskExecutor,
+    FireKind, FireOutcome, FireSlot, LockConfiguration, LockError, LockingTaskExecutor,
 };
 
 /// One job's timer loop (a clone runs the job's manual fires).
@@ -318,6 +318,19 @@ impl JobRunner {
         })
     }
 
+    /// How long after `slot` its body may still start: the job's `misfire_grace`, by default
+    /// one period (the gap to the next slot), as for the slots `misfire.rs` catches up. A
+    /// later start would be a missed slot's run, or overlap the next slot's.
+    fn start_grace(&self, slot: FireSlot) -> Duration {
+        let trigger = self.job.trigger();
+        trigger.spec().misfire_grace.unwrap_or_else(|| {
+            trigger
+                .next_slot(slot.instant())
+                .and_then(|next| (next.instant() - slot.instant()).to_std().ok())
+                .unwrap_or(Duration::MAX)
+        })
+    }
+
     /// The name a run is kept under in the history: the job's, with `#<index>` for a shard.
     pub(super) fn history_name(&self) -> Cow<'_, str> {
         match self.config.shard() {
@@ -374,13 +387,13 @@ impl JobRunner {
             .await;
         let elapsed = started.elapsed();
         let outcome = match outcome {
-            Ok(Ok(LockOutcome::Executed((Attempted::TimedOut, _)))) => {
+            Ok(Ok(FireOutcome::Executed((Attempted::TimedOut, _)))) => {
                 span.in_scope(|| {
                     tracing::error!(?elapsed, timeout = ?self.job.run_policy().timeout, "job timed out")
                 });
                 RunOutcome::TimedOut
             }
-            Ok(Ok(LockOutcome::Executed((Attempted::Returned(Ok(())), true)))) => {
+            Ok(Ok(FireOutcome::Executed((Attempted::Returned(Ok(())), true)))) => {
                 span.in_scope(|| {
                     tracing::info!(
                         ?elapsed,
@@ -390,7 +403,7 @@ impl JobRunner {
                 self.config.metrics().cancelled();
                 RunOutcome::Cancelled
             }
-            Ok(Ok(LockOutcome::Executed((Attempted::Returned(Ok(())), false)))) => {
+            Ok(Ok(FireOutcome::Executed((Attempted::Returned(Ok(())), false)))) => {
                 span.in_scope(|| tracing::debug!(?elapsed, "job succeeded"));
                 // Unix time by the database's clock, like every time here: a host whose clock
                 // is off would otherwise shift the alert comparing it with Prometheus' `time()`.
@@ -399,12 +412,31 @@ impl JobRunner {
                 RunOutcome::Succeeded
             }
             // An error stays a failure even when cancelled: the body said what went wrong.
-            Ok(Ok(LockOutcome::Executed((Attempted::Returned(Err(error)), _)))) => {
+            Ok(Ok(FireOutcome::Executed((Attempted::Returned(Err(error)), _)))) => {
                 span.in_scope(|| tracing::error!(?elapsed, %error, "job failed"));
                 self.config.metrics().failure();
                 RunOutcome::Failed(error)
             }
-            Ok(Ok(LockOutcome::Skipped)) => RunOutcome::Skipped,
+            Ok(Ok(FireOutcome::Refused(_))) => RunOutcome::Skipped,
+            // Granted later than misfire_grace after the slot and given back: a missed slot,
+            // recorded as one (skipped, no history row).
+            Ok(Ok(FireOutcome::Missed)) => {
+                if let Some(slot) = slot {
+                    let late = self.clock.now() - slot.instant();
+                    span.in_scope(|| {
+                        tracing::warn!(
+                            job = self.job.name(),
+                            %slot,
+                            late_seconds = late.as_seconds_f64(),
+                            misfire_grace = ?self.start_grace(slot),
+                            "lock granted {:.3} s after the slot, later than misfire_grace: \
+                             given back at once, the body not run; the slot is missed",
+                            late.as_seconds_f64()
+                        )
+                    });
+                }
+                RunOutcome::Skipped
+            }
             // Logged by the executor; the next fire tries again.
             Ok(Err(error)) => RunOutcome::LockFailed(error.to_string()),
             Err(panic) => {
@@ -431,14 +463,17 @@ impl JobRunner {
         slot: Option<FireSlot>,
         kind: FireKind,
         recorder: Option<RunRecorder>,
-    ) -> Result<LockOutcome<(Attempted, bool)>, LockError> {
+    ) -> Result<FireOutcome<(Attempted, bool)>, LockError> {
         let executor = &self.executor;
         // When the database reaches a scheduled fire's slot: the body starts no earlier, and
-        // its lag is measured from it. A catch-up's slot is missed by definition: its lateness
-        // is not the timer's.
-        let due = match (slot, kind) {
-            (Some(slot), FireKind::Scheduled) => Some(self.clock.instant_at(slot.instant())),
-            _ => None,
+        // its lag is measured from it; and no later than misfire_grace after it. A catch-up's
+        // slot is missed by definition: its lateness is not the timer's.
+        let (due, grace) = match (slot, kind) {
+            (Some(slot), FireKind::Scheduled) => (
+                Some(self.clock.instant_at(slot.instant())),
+                Some(self.start_grace(slot)),
+            ),
+            _ => (None, None),
         };
         let values = &self.values;
         let state = &self.state;
@@ -452,20 +487,20 @@ impl JobRunner {
             Body::Registered(JobBody::Async(body)) => {
                 let fut = noting_end(state.clone(), attempts.run(|| body(values)));
                 executor
-                    .execute_fire(&self.config, slot, kind, due, fut)
+                    .execute_fire(&self.config, slot, kind, due, grace, fut)
                     .await
             }
             Body::Async(body) => {
                 let fut = noting_end(state.clone(), attempts.run(|| body(values.clone())));
                 executor
-                    .execute_fire(&self.config, slot, kind, due, fut)
+                    .execute_fire(&self.config, slot, kind, due, grace, fut)
                     .await
             }
             Body::Registered(JobBody::Blocking(body)) => {
                 let (body, values, ended) = (*body, values.clone(), BodyEnd(state.clone()));
                 let attempts = attempts.for_blocking();
                 executor
-                    .execute_blocking_fire(&self.config, slot, kind, due, move || {
+                    .execute_blocking_fire(&self.config, slot, kind, due, grace, move || {
                         let _ended = ended;
                         (attempts.run(|| body(&values)), cancelled_now())
                     })
@@ -475,7 +510,7 @@ impl JobRunner {
                 let (body, values, ended) = (body.clone(), values.clone(), BodyEnd(state.clone()));
                 let attempts = attempts.for_blocking();
                 executor
-                    .execute_blocking_fire(&self.config, slot, kind, due, move || {
+                    .execute_blocking_fire(&self.config, slot, kind, due, grace, move || {
                         let _ended = ended;
                         (attempts.run(|| body(&values)), cancelled_now())
                     })
