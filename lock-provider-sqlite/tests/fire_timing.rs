@@ -58,6 +58,11 @@ impl Wrapped {
     fn now(&self) -> DateTime<Utc> {
         Utc::now() + *self.offset.lock().unwrap()
     }
+
+    /// Steps the database's clock by `by`.
+    fn step(&self, by: TimeDelta) {
+        *self.offset.lock().unwrap() += by;
+    }
 }
 
 impl ClusterProvider for Wrapped {
@@ -334,4 +339,70 @@ async fn a_grant_later_than_the_misfire_grace_is_given_back() {
         .unwrap();
     assert!(history.is_empty(), "no run to show: {history:?}");
     scheduler.shutdown().await.unwrap();
+}
+
+/// The database's clock steps back by 8 s (more than `max_slot_lead`, 5 s): each instance asks
+/// the next slot 8 s before the database reaches it and is refused as too far ahead. That
+/// refusal does not spend the slot: the job loop reads the database's clock again at once and
+/// fires the slot when the database reaches it, so every slot after the last one run before
+/// the step runs exactly once, on the stepped clock. It used to count each refused slot as
+/// done until the next clock refresh (30 s) and go on after the last, losing them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_clock_stepping_back_loses_no_slot() {
+    let (_dir, sqlite) = common::fresh_provider().await;
+    let provider = Wrapped::new(sqlite);
+    let runs: Runs = Arc::default();
+    let job = Job::new("tick", Trigger::cron("* * * * * *").unwrap(), {
+        let runs = runs.clone();
+        move || {
+            let runs = runs.clone();
+            async move {
+                note(&runs);
+            }
+        }
+    });
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .jobs([job])
+        .start()
+        .await
+        .unwrap();
+    // Half way between two slots, a few slots in.
+    sleep_until(next_second_after(Duration::from_millis(2500)) + TimeDelta::milliseconds(500))
+        .await;
+    let step = TimeDelta::seconds(8);
+    provider.step(-step);
+    let last_before = runs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.slot)
+        .max()
+        .expect("slots ran before the step");
+    // The stepped clock goes past the last slot run before the step, then 3 more slots (and a
+    // half second for the last to start).
+    let until = last_before + TimeDelta::milliseconds(3500);
+    sleep_until(until + step).await;
+    scheduler.shutdown().await.unwrap();
+    let runs = runs.lock().unwrap().clone();
+    let after: Vec<_> = runs.iter().filter(|r| r.slot > last_before).collect();
+    let expected: Vec<_> = (1..=3)
+        .map(|s| last_before + TimeDelta::seconds(s))
+        .collect();
+    let slots: Vec<_> = after.iter().map(|r| r.slot).collect();
+    assert_eq!(
+        slots,
+        expected,
+        "each slot after the step ran once, none lost: {runs:?}, asked {:?}",
+        provider.asked()
+    );
+    for run in after {
+        // Started at its slot by the stepped clock: 8 s after it by the host's.
+        let by_database = run.at - step;
+        assert!(
+            by_database >= run.slot - CLOCK_ERROR
+                && by_database - run.slot < TimeDelta::milliseconds(500),
+            "{run:?}"
+        );
+    }
 }

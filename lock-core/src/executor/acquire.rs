@@ -137,8 +137,9 @@ impl LockingTaskExecutor {
                         ahead_seconds = ahead.map(|a| a.as_seconds_f64()),
                         max_slot_lead = ?self.max_slot_lead,
                         "refused: this fire's slot is {} ahead of the database's clock (more than \
-                         the {:?} allowed); this instance's idea of the time is wrong, the fire is \
-                         skipped and nothing was written",
+                         the {:?} allowed); this instance's idea of the database's time is wrong \
+                         (or the database's clock stepped back): nothing was written, the slot is \
+                         not spent",
                         ahead.map_or_else(|| "too far".to_owned(), |a| format!("{:.3} s", a.as_seconds_f64())),
                         self.max_slot_lead,
                     );

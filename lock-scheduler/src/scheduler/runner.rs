@@ -26,6 +26,7 @@ use crate::StateMap;
 use crate::clock::DatabaseClock;
 use lock_core::{
     FireKind, FireOutcome, FireSlot, LockConfiguration, LockError, LockingTaskExecutor,
+    RefusalReason,
 };
 
 /// One job's timer loop (a clone runs the job's manual fires).
@@ -172,7 +173,13 @@ impl JobRunner {
             }
             // Boxed: while the loop sleeps it holds a pointer, not the fire's kilobytes of
             // state (10,000 idle jobs); one allocation per fire.
+            self.state.take_slot_in_future();
             let outcome = Box::pin(self.fire_as(Some(slot), FireKind::Scheduled)).await;
+            if self.state.take_slot_in_future() && Box::pin(self.database_behind(slot)).await {
+                // Not done: planned again from the last slot run, by the clock just measured.
+                following = None;
+                continue;
+            }
             last = Some(slot);
             if let RunOutcome::LockFailed(_) = outcome {
                 // The database did not answer: the slot is missed (`misfire`).
@@ -181,6 +188,56 @@ impl JobRunner {
                 following = None;
             }
         }
+    }
+
+    /// After the database refused `slot` as more than `max_slot_lead` ahead of its clock:
+    /// measures the database's clock at once (shared with the other loops refused meanwhile)
+    /// and says whether the slot is still to fire. It is when the new measurement shows the
+    /// database that far behind the slot (its clock stepped back): the loop then sleeps until
+    /// the database reaches the slot, so no slot is lost to the step, on any instance. When
+    /// it does not (the clock could not be read, or the provider's acquire and its clock
+    /// disagree), the slot counts as done, as before, rather than being asked for in a loop.
+    async fn database_behind(&self, slot: FireSlot) -> bool {
+        let refused = tokio::time::Instant::now();
+        let measured = tokio::select! {
+            biased;
+            _ = self.stop.cancelled() => return false,
+            measured = self.clock.refresh_after(refused) => measured,
+        };
+        let now = self.clock.now();
+        let lead = self.executor.max_slot_lead();
+        let ahead = slot.instant() - now;
+        if ahead > chrono::TimeDelta::from_std(lead).unwrap_or(chrono::TimeDelta::MAX) {
+            tracing::warn!(
+                job = self.job.name(),
+                %slot,
+                database_now = %now,
+                ahead_seconds = ahead.as_seconds_f64(),
+                "the database refused this slot as more than max_slot_lead ({lead:?}) ahead of \
+                 its clock, and its clock, read again, is {:.3} s behind the slot: it stepped \
+                 back; the slot is not lost, it fires when the database reaches it",
+                ahead.as_seconds_f64()
+            );
+            return true;
+        }
+        match measured {
+            Ok(()) => tracing::warn!(
+                job = self.job.name(),
+                %slot,
+                database_now = %now,
+                "the database refused this slot as more than max_slot_lead ({lead:?}) ahead of \
+                 its clock, but its clock, read again, is not that far behind: the provider's \
+                 acquire and its clock disagree; this slot is skipped"
+            ),
+            Err(error) => tracing::warn!(
+                job = self.job.name(),
+                %slot,
+                error = &error as &dyn std::error::Error,
+                "the database refused this slot as more than max_slot_lead ({lead:?}) ahead of \
+                 its clock, and its clock could not be read again; this slot is skipped"
+            ),
+        }
+        false
     }
 
     /// Fixed delay: the first fire once the initial delay has passed, then each `pause`
@@ -249,7 +306,7 @@ impl JobRunner {
                 match members.and_then(|m| m.rank_of(instance)) {
                     Some((rank, count)) if rank < MAX_SHARDS => {
                         match self.shard(spread, rank, count) {
-                            Ok(runner) => runner.fire_one(slot, kind).await,
+                            Ok(runner) => self.fire_shard(&runner, slot, kind).await,
                             Err(error) => RunOutcome::LockFailed(error.to_string()),
                         }
                     }
@@ -278,7 +335,7 @@ impl JobRunner {
                 };
                 let fire = |index: u32| async move {
                     match self.shard(spread, index, total) {
-                        Ok(runner) => runner.fire_one(slot, kind).await,
+                        Ok(runner) => self.fire_shard(&runner, slot, kind).await,
                         Err(error) => RunOutcome::LockFailed(error.to_string()),
                     }
                 };
@@ -304,6 +361,21 @@ impl JobRunner {
         status.running = false;
         status.last_outcome = Some(outcome.clone());
         status.last_duration = Some(started.elapsed());
+        outcome
+    }
+
+    /// One shard's fire through its `runner`; a refusal of the slot as too far ahead of the
+    /// database is passed on to this job's status, which the job loop reads.
+    async fn fire_shard(
+        &self,
+        runner: &JobRunner,
+        slot: Option<FireSlot>,
+        kind: FireKind,
+    ) -> RunOutcome {
+        let outcome = runner.fire_one(slot, kind).await;
+        if runner.state.take_slot_in_future() {
+            self.state.note_slot_in_future();
+        }
         outcome
     }
 
@@ -417,7 +489,12 @@ impl JobRunner {
                 self.config.metrics().failure();
                 RunOutcome::Failed(error)
             }
-            Ok(Ok(FireOutcome::Refused(_))) => RunOutcome::Skipped,
+            Ok(Ok(FireOutcome::Refused(reason))) => {
+                if reason == RefusalReason::SlotInFuture && kind == FireKind::Scheduled {
+                    self.state.note_slot_in_future();
+                }
+                RunOutcome::Skipped
+            }
             // Granted later than misfire_grace after the slot and given back: a missed slot,
             // recorded as one (skipped, no history row).
             Ok(Ok(FireOutcome::Missed)) => {
