@@ -179,7 +179,7 @@ impl LockingTaskExecutor {
     /// from then, not from the grant: the wait is not the job's.
     ///
     /// A grant that came back more than `grace` (the job's `misfire_grace`) after the slot
-    /// is given back at once and `None` returned: the body never starts later than that after
+    /// is given back at once and how late it came returned: the body never starts later than that after
     /// its slot (a database that froze and then decided). The slot stays spent: the database
     /// wrote it as run, and the fire counts as missed.
     ///
@@ -195,26 +195,25 @@ impl LockingTaskExecutor {
         (due, grace): (Option<Instant>, Option<Duration>),
         guard: &mut LeaseGuard,
         ctx: JobContext,
-    ) -> Option<JobContext> {
-        let Some(due) = due else { return Some(ctx) };
+    ) -> Result<JobContext, Duration> {
+        let Some(due) = due else { return Ok(ctx) };
         let now = Instant::now();
         if let Some(grace) = grace
             && now > later(due, grace)
         {
-            config
-                .metrics()
-                .fire_lag(now.saturating_duration_since(due));
+            let late_by = now.saturating_duration_since(due);
+            config.metrics().fire_lag(late_by);
             tracing::debug!(
                 lock = config.name(),
                 fence = ctx.fence(),
-                late_by = ?now.saturating_duration_since(due),
+                ?late_by,
                 ?grace,
                 "lock granted later than misfire_grace after the slot; given back, body not run"
             );
             // Nothing ran under it: no `lock_at_least_for` to keep.
             guard.lock_at_least_for = Duration::ZERO;
             guard.release().await;
-            return None;
+            return Err(late_by);
         }
         if now < due {
             tokio::time::sleep_until(due).await;
@@ -222,7 +221,7 @@ impl LockingTaskExecutor {
         config
             .metrics()
             .fire_lag(Instant::now().saturating_duration_since(due));
-        Some(ctx)
+        Ok(ctx)
     }
 }
 

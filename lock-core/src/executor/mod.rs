@@ -74,16 +74,19 @@ pub enum FireOutcome<T> {
     Executed(T),
     /// The provider refused the lock, for this reason; the body did not run.
     Refused(RefusalReason),
-    /// The lock was granted later than the slot's grace: given back at once, the body not
-    /// run, the slot spent (missed).
-    Missed,
+    /// The lock was granted later than the slot's grace (`late_by` after the slot): given
+    /// back at once, the body not run, the slot spent (missed).
+    Missed {
+        /// How long after the slot the grant came back.
+        late_by: Duration,
+    },
 }
 
 impl<T> From<FireOutcome<T>> for LockOutcome<T> {
     fn from(fired: FireOutcome<T>) -> Self {
         match fired {
             FireOutcome::Executed(out) => LockOutcome::Executed(out),
-            FireOutcome::Refused(_) | FireOutcome::Missed => LockOutcome::Skipped,
+            FireOutcome::Refused(_) | FireOutcome::Missed { .. } => LockOutcome::Skipped,
         }
     }
 }
@@ -423,8 +426,9 @@ impl LockingTaskExecutor {
             Acquired::Skipped(reason) => Ok(FireOutcome::Refused(reason)),
             Acquired::Lease(mut guard, ctx) => {
                 let ctx = ctx.for_fire(kind, config.shard());
-                let Some(ctx) = self.at_slot(config, (due, grace), &mut guard, ctx).await else {
-                    return Ok(FireOutcome::Missed);
+                let ctx = match self.at_slot(config, (due, grace), &mut guard, ctx).await {
+                    Ok(ctx) => ctx,
+                    Err(late_by) => return Ok(FireOutcome::Missed { late_by }),
                 };
                 guard.started = Instant::now();
                 let out = self
@@ -488,8 +492,9 @@ impl LockingTaskExecutor {
             Acquired::Skipped(reason) => return Ok(FireOutcome::Refused(reason)),
             Acquired::Lease(mut guard, ctx) => {
                 let ctx = ctx.for_fire(kind, config.shard());
-                let Some(ctx) = self.at_slot(config, (due, grace), &mut guard, ctx).await else {
-                    return Ok(FireOutcome::Missed);
+                let ctx = match self.at_slot(config, (due, grace), &mut guard, ctx).await {
+                    Ok(ctx) => ctx,
+                    Err(late_by) => return Ok(FireOutcome::Missed { late_by }),
                 };
                 guard.started = Instant::now();
                 let run = ctx.clone();

@@ -497,21 +497,18 @@ impl JobRunner {
             }
             // Granted later than misfire_grace after the slot and given back: a missed slot,
             // recorded as one (skipped, no history row).
-            Ok(Ok(FireOutcome::Missed)) => {
-                if let Some(slot) = slot {
-                    let late = self.clock.now() - slot.instant();
-                    span.in_scope(|| {
-                        tracing::warn!(
-                            job = self.job.name(),
-                            %slot,
-                            late_seconds = late.as_seconds_f64(),
-                            misfire_grace = ?self.start_grace(slot),
-                            "lock granted {:.3} s after the slot, later than misfire_grace: \
-                             given back at once, the body not run; the slot is missed",
-                            late.as_seconds_f64()
-                        )
-                    });
-                }
+            Ok(Ok(FireOutcome::Missed { late_by })) => {
+                span.in_scope(|| {
+                    tracing::warn!(
+                        job = self.job.name(),
+                        slot = slot.map(tracing::field::display),
+                        late_seconds = late_by.as_secs_f64(),
+                        misfire_grace = ?slot.map(|slot| self.start_grace(slot)),
+                        "lock granted {:.3} s after the slot, later than misfire_grace: given \
+                         back at once, the body not run; the slot is missed",
+                        late_by.as_secs_f64()
+                    )
+                });
                 RunOutcome::Skipped
             }
             // Logged by the executor; the next fire tries again.
