@@ -178,10 +178,10 @@ impl LockingTaskExecutor {
     /// body's context. The caller counts the run's duration (`scheduled_job_duration_seconds`)
     /// from then, not from the grant: the wait is not the job's.
     ///
-    /// A grant that came back more than `grace` (the job's `misfire_grace`) after the slot
-    /// is given back at once and how late it came returned: the body never starts later than that after
-    /// its slot (a database that froze and then decided). The slot stays spent: the database
-    /// wrote it as run, and the fire counts as missed.
+    /// A grant that came back more than `grace` (the job's `misfire_grace`) after the slot is
+    /// given back at once, and how late it came is returned: the body never starts later than
+    /// that after its slot (a database that froze, then decided). The slot stays spent: the
+    /// database wrote it as run, and the fire counts as missed.
     ///
     /// A fire granted before shutdown began whose slot comes after it still runs: the slot is
     /// taken (every other instance was refused it), so only this body can run it. It starts
