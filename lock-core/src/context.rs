@@ -138,20 +138,6 @@ impl JobContext {
         }
     }
 
-    /// The same context with another cancellation signal: a fire granted ahead of its slot
-    /// that starts after shutdown began (the executor's `at_slot`).
-    pub(crate) fn with_cancel(self, cancel: CancellationToken) -> Self {
-        JobContext {
-            inner: Arc::new(ContextInner {
-                lease: self.inner.lease.clone(),
-                cancel,
-                fire_kind: self.inner.fire_kind,
-                attempt: AtomicU32::new(self.inner.attempt.load(Ordering::Relaxed)),
-                shard: self.inner.shard,
-            }),
-        }
-    }
-
     /// The shard this run processes, `(index, total)`: for a job with `shards = N`, one of
     /// `0..N` (each runs once per slot somewhere in the cluster); for a `broadcast` job, this
     /// instance's rank among the live instances and their number. `None` for any other run.

@@ -26,6 +26,8 @@ pub use config::{LockConfiguration, MAX_DURATION, MAX_LOCK_NAME_LEN, validate_lo
 pub use context::{FireKind, JobContext, assert_locked};
 pub use error::{BoxError, LockError};
 #[doc(hidden)]
+pub use executor::FireOutcome;
+#[doc(hidden)]
 pub use executor::install_scheduler_executor;
 pub use executor::{
     DEFAULT_BATCH_WINDOW, DEFAULT_LOCK_AT_MOST_FOR, DEFAULT_OPERATION_TIMEOUT, LockDefaults,

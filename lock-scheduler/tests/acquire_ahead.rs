@@ -1,6 +1,7 @@
 //! The scheduler's acquire-ahead: a cron fire takes its lock before its slot and starts its
 //! body at the slot; asking early never loses a slot, never costs a winner's slot a second
-//! acquire, and a granted fire runs even when shutdown begins before its slot.
+//! acquire, and a granted fire runs even when shutdown begins before its slot (with the
+//! shutdown's `cancelled()` resolved, as any running body).
 //!
 //! The in-memory provider's clock is this host's, so the slots, the acquires and the bodies'
 //! starts are all compared on one clock.
@@ -272,7 +273,7 @@ async fn a_lease_that_ends_before_the_slot_does_not_lose_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn shutdown_after_an_early_grant_runs_the_slot_uncancelled() {
+async fn shutdown_after_an_early_grant_runs_the_slot_cancelled() {
     let provider = Noting::default();
     let runs = Arc::new(Mutex::new(Vec::new()));
     let scheduler = one_instance(&provider, &runs, Duration::from_millis(490)).await;
@@ -286,14 +287,15 @@ async fn shutdown_after_an_early_grant_runs_the_slot_uncancelled() {
         .find(|r| r.slot == slot)
         .unwrap_or_else(|| panic!("the granted slot {slot} did not run: {runs:?}"));
     assert!(run.at >= slot - CLOCK_ERROR, "{run:?}");
+    // As any body running when shutdown began: its cancelled() already resolved.
     assert!(
-        !run.cancelled,
-        "a granted slot runs as a normal run: {run:?}"
+        run.cancelled,
+        "a granted slot runs with the shutdown's signal: {run:?}"
     );
     assert!(returned >= run.at, "shutdown waited for it");
     assert_eq!(
         scheduler.jobs()[0].last_outcome,
-        Some(RunOutcome::Succeeded)
+        Some(RunOutcome::Cancelled)
     );
 }
 

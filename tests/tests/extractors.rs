@@ -172,9 +172,13 @@ async fn jobs_get_registered_state_and_context_and_missing_state_refuses_to_star
         );
     }
     for job in scheduler.jobs() {
-        assert_eq!(
-            job.last_outcome,
-            Some(lock_scheduler::RunOutcome::Succeeded),
+        // Cancelled: a fire granted ahead of its slot as shutdown began runs at its slot with
+        // the shutdown's cancelled() resolved, as any body then running.
+        assert!(
+            matches!(
+                job.last_outcome,
+                Some(lock_scheduler::RunOutcome::Succeeded | lock_scheduler::RunOutcome::Cancelled)
+            ),
             "{job:?}"
         );
     }

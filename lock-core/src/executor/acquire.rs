@@ -1,8 +1,9 @@
 //! Taking the lock: reentrancy, the bounded acquire call, what a grant or refusal means, and
 //! for a fire that asked ahead of its slot, the wait for the slot.
 
+use std::time::Duration;
+
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::{
     AcquireOutcome, FireSlot, JobContext, LockConfiguration, LockError, LockRequest, Refusal,
@@ -16,7 +17,7 @@ use super::{LockingTaskExecutor, bounded, later};
 #[allow(clippy::large_enum_variant)]
 pub(super) enum Acquired {
     Reentrant,
-    Skipped,
+    Skipped(RefusalReason),
     Lease(LeaseGuard, JobContext),
 }
 
@@ -136,8 +137,9 @@ impl LockingTaskExecutor {
                         ahead_seconds = ahead.map(|a| a.as_seconds_f64()),
                         max_slot_lead = ?self.max_slot_lead,
                         "refused: this fire's slot is {} ahead of the database's clock (more than \
-                         the {:?} allowed); this instance's idea of the time is wrong, the fire is \
-                         skipped and nothing was written",
+                         the {:?} allowed); this instance's idea of the database's time is wrong \
+                         (or the database's clock stepped back): nothing was written, the slot is \
+                         not spent",
                         ahead.map_or_else(|| "too far".to_owned(), |a| format!("{:.3} s", a.as_seconds_f64())),
                         self.max_slot_lead,
                     );
@@ -166,7 +168,7 @@ impl LockingTaskExecutor {
                     lock_until = ?refusal.lock_until,
                     "lock not acquired; skipped"
                 );
-                Ok(Acquired::Skipped)
+                Ok(Acquired::Skipped(refusal.reason))
             }
         }
     }
@@ -176,30 +178,50 @@ impl LockingTaskExecutor {
     /// body's context. The caller counts the run's duration (`scheduled_job_duration_seconds`)
     /// from then, not from the grant: the wait is not the job's.
     ///
-    /// A fire granted before shutdown began whose slot comes after it still runs, as a normal
-    /// run: the slot is taken (every other instance was refused it), so only this body can run
-    /// it, and a body that saw `cancelled()` resolved at its start might drop it. Its context
-    /// is therefore not cancelled by that shutdown, which waits for it as for any running
-    /// body.
+    /// A grant that came back more than `grace` (the job's `misfire_grace`) after the slot is
+    /// given back at once, and how late it came is returned: the body never starts later than
+    /// that after its slot (a database that froze, then decided). The slot stays spent: the
+    /// database wrote it as run, and the fire counts as missed.
+    ///
+    /// A fire granted before shutdown began whose slot comes after it still runs: the slot is
+    /// taken (every other instance was refused it), so only this body can run it. It starts
+    /// with the shutdown's `cancelled()` already resolved (its context's signal is a child of
+    /// the shutdown's), exactly like any body running when shutdown began, and the shutdown
+    /// waits for it as for those: a body that honours the signal ends at once and its lease is
+    /// released.
     pub(super) async fn at_slot(
         &self,
         config: &LockConfiguration,
-        due: Option<Instant>,
+        (due, grace): (Option<Instant>, Option<Duration>),
+        guard: &mut LeaseGuard,
         ctx: JobContext,
-    ) -> JobContext {
-        let Some(due) = due else { return ctx };
-        let early = Instant::now() < due;
-        if early {
+    ) -> Result<JobContext, Duration> {
+        let Some(due) = due else { return Ok(ctx) };
+        let now = Instant::now();
+        if let Some(grace) = grace
+            && now > later(due, grace)
+        {
+            let late_by = now.saturating_duration_since(due);
+            config.metrics().fire_lag(late_by);
+            tracing::debug!(
+                lock = config.name(),
+                fence = ctx.fence(),
+                ?late_by,
+                ?grace,
+                "lock granted later than misfire_grace after the slot; given back, body not run"
+            );
+            // Nothing ran under it: no `lock_at_least_for` to keep.
+            guard.lock_at_least_for = Duration::ZERO;
+            guard.release().await;
+            return Err(late_by);
+        }
+        if now < due {
             tokio::time::sleep_until(due).await;
         }
         config
             .metrics()
             .fire_lag(Instant::now().saturating_duration_since(due));
-        if early && self.shutdown.is_cancelled() {
-            ctx.with_cancel(CancellationToken::new())
-        } else {
-            ctx
-        }
+        Ok(ctx)
     }
 }
 

@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     DEFAULT_MAX_SLOT_LEAD, FireKind, FireSlot, JobContext, LockConfiguration, LockError,
-    LockProvider, MAX_DURATION, MAX_INSTANCE_ID_LEN, default_instance_id,
+    LockProvider, MAX_DURATION, MAX_INSTANCE_ID_LEN, RefusalReason, default_instance_id,
 };
 
 use acquire::Acquired;
@@ -62,6 +62,32 @@ impl<T> LockOutcome<T> {
     /// Whether the body ran.
     pub fn is_executed(&self) -> bool {
         matches!(self, LockOutcome::Executed(_))
+    }
+}
+
+/// What one of the scheduler's fires did ([`LockingTaskExecutor::execute_fire`]): the body's
+/// output, or why it did not run. [`LockOutcome`] is what it tells any other caller.
+#[doc(hidden)] // For `lock-scheduler`; not part of the API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FireOutcome<T> {
+    /// The lock was taken (or already held by the calling body) and the body ran.
+    Executed(T),
+    /// The provider refused the lock, for this reason; the body did not run.
+    Refused(RefusalReason),
+    /// The lock was granted later than the slot's grace (`late_by` after the slot): given
+    /// back at once, the body not run, the slot spent (missed).
+    Missed {
+        /// How long after the slot the grant came back.
+        late_by: Duration,
+    },
+}
+
+impl<T> From<FireOutcome<T>> for LockOutcome<T> {
+    fn from(fired: FireOutcome<T>) -> Self {
+        match fired {
+            FireOutcome::Executed(out) => LockOutcome::Executed(out),
+            FireOutcome::Refused(_) | FireOutcome::Missed { .. } => LockOutcome::Skipped,
+        }
     }
 }
 
@@ -371,8 +397,10 @@ impl LockingTaskExecutor {
         slot: Option<FireSlot>,
         body: F,
     ) -> Result<LockOutcome<F::Output>, LockError> {
-        self.execute_fire(config, slot, FireKind::of_slot(slot), None, body)
-            .await
+        let fired = self
+            .execute_fire(config, slot, FireKind::of_slot(slot), None, None, body)
+            .await?;
+        Ok(fired.into())
     }
 
     /// [`execute_in_slot`](Self::execute_in_slot) with the body's fire kind given: the
@@ -380,7 +408,9 @@ impl LockingTaskExecutor {
     ///
     /// `due`: a scheduled fire's slot on the monotonic clock (when the database's clock
     /// reaches it). The lock may be decided before it (the scheduler's acquire-ahead); the body
-    /// starts no earlier, and the fire's lag is measured from it (`acquire.rs`).
+    /// starts no earlier, and the fire's lag is measured from it (`acquire.rs`). `grace`: how
+    /// long after `due` the body may still start (the job's `misfire_grace`); a grant that
+    /// comes back later is given back and the fire is [`FireOutcome::Missed`].
     #[doc(hidden)] // For `lock-scheduler`; not part of the API.
     pub async fn execute_fire<F: Future>(
         &self,
@@ -388,20 +418,23 @@ impl LockingTaskExecutor {
         slot: Option<FireSlot>,
         kind: FireKind,
         due: Option<Instant>,
+        grace: Option<Duration>,
         body: F,
-    ) -> Result<LockOutcome<F::Output>, LockError> {
+    ) -> Result<FireOutcome<F::Output>, LockError> {
         match self.acquire(config, slot, due).await? {
-            Acquired::Reentrant => Ok(LockOutcome::Executed(body.await)),
-            Acquired::Skipped => Ok(LockOutcome::Skipped),
+            Acquired::Reentrant => Ok(FireOutcome::Executed(body.await)),
+            Acquired::Skipped(reason) => Ok(FireOutcome::Refused(reason)),
             Acquired::Lease(mut guard, ctx) => {
-                let ctx = self
-                    .at_slot(config, due, ctx.for_fire(kind, config.shard()))
-                    .await;
+                let ctx = ctx.for_fire(kind, config.shard());
+                let ctx = match self.at_slot(config, (due, grace), &mut guard, ctx).await {
+                    Ok(ctx) => ctx,
+                    Err(late_by) => return Ok(FireOutcome::Missed { late_by }),
+                };
                 guard.started = Instant::now();
                 let out = self
                     .run_holding(config, &ctx, guard, ctx.clone().scope(body))
                     .await;
-                Ok(LockOutcome::Executed(out))
+                Ok(FireOutcome::Executed(out))
             }
         }
     }
@@ -432,12 +465,14 @@ impl LockingTaskExecutor {
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
-        self.execute_blocking_fire(config, slot, FireKind::of_slot(slot), None, body)
-            .await
+        let fired = self
+            .execute_blocking_fire(config, slot, FireKind::of_slot(slot), None, None, body)
+            .await?;
+        Ok(fired.into())
     }
 
     /// [`execute_blocking_in_slot`](Self::execute_blocking_in_slot) with the body's fire kind
-    /// and the slot's `due` instant given (as [`execute_fire`](Self::execute_fire)).
+    /// and the slot's `due` instant and `grace` given (as [`execute_fire`](Self::execute_fire)).
     #[doc(hidden)] // For `lock-scheduler`; not part of the API.
     pub async fn execute_blocking_fire<F, T>(
         &self,
@@ -445,26 +480,29 @@ impl LockingTaskExecutor {
         slot: Option<FireSlot>,
         kind: FireKind,
         due: Option<Instant>,
+        grace: Option<Duration>,
         body: F,
-    ) -> Result<LockOutcome<T>, LockError>
+    ) -> Result<FireOutcome<T>, LockError>
     where
         F: FnOnce() -> T + Send + 'static,
         T: Send + 'static,
     {
         let ctx = match self.acquire(config, slot, due).await? {
             Acquired::Reentrant => JobContext::current(),
-            Acquired::Skipped => return Ok(LockOutcome::Skipped),
+            Acquired::Skipped(reason) => return Ok(FireOutcome::Refused(reason)),
             Acquired::Lease(mut guard, ctx) => {
-                let ctx = self
-                    .at_slot(config, due, ctx.for_fire(kind, config.shard()))
-                    .await;
+                let ctx = ctx.for_fire(kind, config.shard());
+                let ctx = match self.at_slot(config, (due, grace), &mut guard, ctx).await {
+                    Ok(ctx) => ctx,
+                    Err(late_by) => return Ok(FireOutcome::Missed { late_by }),
+                };
                 guard.started = Instant::now();
                 let run = ctx.clone();
                 let task = tokio::task::spawn_blocking(move || run.enter_blocking(body));
                 let out = self
                     .run_holding(config, &ctx, guard, join_blocking(task))
                     .await;
-                return Ok(LockOutcome::Executed(out));
+                return Ok(FireOutcome::Executed(out));
             }
         };
         // Reentrant: keep the caller's context visible on the blocking thread.
@@ -472,7 +510,7 @@ impl LockingTaskExecutor {
             Some(ctx) => ctx.enter_blocking(body),
             None => body(),
         });
-        Ok(LockOutcome::Executed(join_blocking(task).await))
+        Ok(FireOutcome::Executed(join_blocking(task).await))
     }
 
     /// Runs a synchronous `body` on the calling thread under the lock, blocking the thread
@@ -503,7 +541,7 @@ impl LockingTaskExecutor {
         let runtime = self.runtime.as_ref();
         let (mut guard, ctx) = match block_on(runtime, self.acquire(config, None, None))? {
             Acquired::Reentrant => return Ok(LockOutcome::Executed(body())),
-            Acquired::Skipped => return Ok(LockOutcome::Skipped),
+            Acquired::Skipped(_) => return Ok(LockOutcome::Skipped),
             Acquired::Lease(guard, ctx) => (guard, ctx),
         };
         let keep_alive = config.keep_alive().then(|| {

@@ -17,7 +17,9 @@
 //!   the narrower one and agrees with the newer.
 //! - A step of the database's clock is seen at the next refresh (by default within 30 s): the
 //!   new measurement disagrees with the old, replaces it, and every sleeping timer is woken to
-//!   re-plan.
+//!   re-plan. A step back by more than `max_slot_lead` is seen sooner: the first acquire it
+//!   refuses as a slot too far ahead makes its job loop measure at once
+//!   ([`DatabaseClock::refresh_after`]).
 //! - A step of this host's wall clock changes nothing but the reported offset.
 
 mod estimate;
@@ -90,6 +92,9 @@ struct Shared {
     instance: Arc<str>,
     /// The offset last reported at `warn`, so a steady offset is not repeated every refresh.
     warned: std::sync::Mutex<Option<TimeDelta>>,
+    /// When the last measurement began; held while one is taken, so that the job loops that
+    /// ask for one at once (each refused a slot by a clock that stepped) share it.
+    measured: tokio::sync::Mutex<Instant>,
 }
 
 impl std::fmt::Debug for DatabaseClock {
@@ -110,6 +115,7 @@ impl DatabaseClock {
         timeout: Duration,
         instance: Arc<str>,
     ) -> Result<Self, LockError> {
+        let began = Instant::now();
         let estimate = sample_round(&*source, START_SAMPLES, timeout).await?;
         let clock = DatabaseClock {
             shared: Arc::new(Shared {
@@ -120,6 +126,7 @@ impl DatabaseClock {
                 timeout,
                 instance,
                 warned: std::sync::Mutex::new(None),
+                measured: tokio::sync::Mutex::new(began),
             }),
         };
         clock.report(true);
@@ -187,6 +194,26 @@ impl DatabaseClock {
 
     /// Measures again and keeps the better estimate; wakes the timers when it moved.
     pub(crate) async fn refresh(&self) -> Result<(), LockError> {
+        let mut measured = self.shared.measured.lock().await;
+        *measured = Instant::now();
+        self.measure_again().await
+    }
+
+    /// [Refreshes](Self::refresh) unless a measurement begun at or after `since` was taken
+    /// meanwhile: a job loop refused a slot as too far ahead of the database's clock asks for
+    /// one at once, and a thousand loops refused together cost one or two, not a thousand. A
+    /// failed measurement counts too: the others go on with the estimate they have rather
+    /// than each waiting for the same timeout.
+    pub(crate) async fn refresh_after(&self, since: Instant) -> Result<(), LockError> {
+        let mut measured = self.shared.measured.lock().await;
+        if *measured >= since {
+            return Ok(());
+        }
+        *measured = Instant::now();
+        self.measure_again().await
+    }
+
+    async fn measure_again(&self) -> Result<(), LockError> {
         let shared = &self.shared;
         let newer = sample_round(&*shared.source, REFRESH_SAMPLES, shared.timeout).await?;
         let now = Instant::now();

@@ -351,3 +351,31 @@ async fn a_scheduler_does_not_start_by_an_unmeasured_clock() {
         "a job fired"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn loops_refused_together_share_one_measurement_that_sees_the_step() {
+    let db = FakeDatabase::new(&[(1_000, 1_000)]);
+    let (clock, _) = clock(&db, TimeDelta::zero()).await;
+    let reads = || db.state.lock().unwrap().next;
+    // The database's clock steps back; three job loops are refused at once and each asks for
+    // a measurement taken after its refusal.
+    db.step(TimeDelta::seconds(-10));
+    let refused = Instant::now();
+    let before = reads();
+    let (a, b, c) = tokio::join!(
+        clock.refresh_after(refused),
+        clock.refresh_after(refused),
+        clock.refresh_after(refused)
+    );
+    a.and(b).and(c).unwrap();
+    assert_eq!(
+        reads() - before,
+        super::REFRESH_SAMPLES,
+        "one measurement for the three"
+    );
+    assert!(error(&clock, &db) <= clock.error_bound(), "it saw the step");
+    // A refusal after that measurement gets one of its own.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    clock.refresh_after(Instant::now()).await.unwrap();
+    assert_eq!(reads() - before, 2 * super::REFRESH_SAMPLES);
+}

@@ -44,7 +44,8 @@ impl SchedulerBuilder {
     /// fire-ahead window.
     ///
     /// - The body never starts before its slot; a fire whose lock is decided late starts at
-    ///   once.
+    ///   once, but never later than its trigger's `misfire_grace` (default one period) after
+    ///   the slot: a later grant is given back and the slot is missed.
     /// - The database still decides the slot: an acquire for a slot more than
     ///   [`max_slot_lead`](Self::max_slot_lead) ahead of its clock is refused, so the ahead is
     ///   capped at half of that (2.5 s by default); for each job at half its
@@ -57,10 +58,11 @@ impl SchedulerBuilder {
     ///   instance won it ahead) is final.
     /// - The lease starts when it is granted, so `lock_at_most_for` and `lock_at_least_for`
     ///   count from up to this much before the body's start.
-    /// - A fire granted before shutdown begins runs at its slot as a normal run, its
-    ///   `cancelled()` not resolved by that shutdown (which waits for it like for any running
-    ///   body): the slot is taken, and only this body can run it. A fire still waiting to ask
-    ///   again when shutdown begins does not ask.
+    /// - A fire granted before shutdown begins still runs at its slot (the slot is taken, and
+    ///   only this body can run it), with its `cancelled()` already resolved by that
+    ///   shutdown, exactly like any body running when shutdown began; the shutdown waits for
+    ///   it as for those, so a body that honours `cancelled()` ends at once and its lease is
+    ///   released. A fire still waiting to ask again when shutdown begins does not ask.
     ///
     /// ```
     /// # use lock_core::InMemoryLockProvider;

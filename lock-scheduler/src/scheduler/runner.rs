@@ -25,7 +25,8 @@ use crate::__private::JobBody;
 use crate::StateMap;
 use crate::clock::DatabaseClock;
 use lock_core::{
-    FireKind, FireSlot, LockConfiguration, LockError, LockOutcome, LockingTaskExecutor,
+    FireKind, FireOutcome, FireSlot, LockConfiguration, LockError, LockingTaskExecutor,
+    RefusalReason,
 };
 
 /// One job's timer loop (a clone runs the job's manual fires).
@@ -201,7 +202,13 @@ impl JobRunner {
             }
             // Boxed: while the loop sleeps it holds a pointer, not the fire's kilobytes of
             // state (10,000 idle jobs); one allocation per fire.
+            self.state.take_slot_in_future();
             let outcome = Box::pin(self.fire_as(Some(slot), FireKind::Scheduled)).await;
+            if self.state.take_slot_in_future() && Box::pin(self.database_behind(slot)).await {
+                // Not done: planned again from the last slot run, by the clock just measured.
+                following = None;
+                continue;
+            }
             last = Some(slot);
             if let RunOutcome::LockFailed(_) = outcome {
                 // The database did not answer: the slot is missed (`misfire`).
@@ -210,6 +217,56 @@ impl JobRunner {
                 following = None;
             }
         }
+    }
+
+    /// After the database refused `slot` as more than `max_slot_lead` ahead of its clock:
+    /// measures the database's clock at once (shared with the other loops refused meanwhile)
+    /// and says whether the slot is still to fire. It is when the new measurement shows the
+    /// database that far behind the slot (its clock stepped back): the loop then sleeps until
+    /// the database reaches the slot, so no slot is lost to the step, on any instance. When
+    /// it does not (the clock could not be read, or the provider's acquire and its clock
+    /// disagree), the slot counts as done, as before, rather than being asked for in a loop.
+    async fn database_behind(&self, slot: FireSlot) -> bool {
+        let refused = tokio::time::Instant::now();
+        let measured = tokio::select! {
+            biased;
+            _ = self.stop.cancelled() => return false,
+            measured = self.clock.refresh_after(refused) => measured,
+        };
+        let now = self.clock.now();
+        let lead = self.executor.max_slot_lead();
+        let ahead = slot.instant() - now;
+        if ahead > chrono::TimeDelta::from_std(lead).unwrap_or(chrono::TimeDelta::MAX) {
+            tracing::warn!(
+                job = self.job.name(),
+                %slot,
+                database_now = %now,
+                ahead_seconds = ahead.as_seconds_f64(),
+                "the database refused this slot as more than max_slot_lead ({lead:?}) ahead of \
+                 its clock, and its clock, read again, is {:.3} s behind the slot: it stepped \
+                 back; the slot is not lost, it fires when the database reaches it",
+                ahead.as_seconds_f64()
+            );
+            return true;
+        }
+        match measured {
+            Ok(()) => tracing::warn!(
+                job = self.job.name(),
+                %slot,
+                database_now = %now,
+                "the database refused this slot as more than max_slot_lead ({lead:?}) ahead of \
+                 its clock, but its clock, read again, is not that far behind: the provider's \
+                 acquire and its clock disagree; this slot is skipped"
+            ),
+            Err(error) => tracing::warn!(
+                job = self.job.name(),
+                %slot,
+                error = &error as &dyn std::error::Error,
+                "the database refused this slot as more than max_slot_lead ({lead:?}) ahead of \
+                 its clock, and its clock could not be read again; this slot is skipped"
+            ),
+        }
+        false
     }
 
     /// Fixed delay: the first fire once the initial delay has passed, then each `pause`
@@ -280,7 +337,7 @@ impl JobRunner {
                 match members.and_then(|m| m.rank_of(instance)) {
                     Some((rank, count)) if rank < MAX_SHARDS => {
                         match self.shard(spread, rank, count) {
-                            Ok(runner) => runner.fire_one(slot, kind).await,
+                            Ok(runner) => self.fire_shard(&runner, slot, kind).await,
                             Err(error) => RunOutcome::LockFailed(error.to_string()),
                         }
                     }
@@ -309,7 +366,7 @@ impl JobRunner {
                 };
                 let fire = |index: u32| async move {
                     match self.shard(spread, index, total) {
-                        Ok(runner) => runner.fire_one(slot, kind).await,
+                        Ok(runner) => self.fire_shard(&runner, slot, kind).await,
                         Err(error) => RunOutcome::LockFailed(error.to_string()),
                     }
                 };
@@ -338,6 +395,21 @@ impl JobRunner {
         outcome
     }
 
+    /// One shard's fire through its `runner`; a refusal of the slot as too far ahead of the
+    /// database is passed on to this job's status, which the job loop reads.
+    async fn fire_shard(
+        &self,
+        runner: &JobRunner,
+        slot: Option<FireSlot>,
+        kind: FireKind,
+    ) -> RunOutcome {
+        let outcome = runner.fire_one(slot, kind).await;
+        if runner.state.take_slot_in_future() {
+            self.state.note_slot_in_future();
+        }
+        outcome
+    }
+
     /// The runner of shard `index` of `total`: this one with the shard's lock.
     fn shard(&self, spread: &Spread, index: u32, total: u32) -> Result<JobRunner, LockError> {
         let (lock, state) = spread.shard(index, &self.job)?;
@@ -346,6 +418,19 @@ impl JobRunner {
             state: state.clone(),
             spread: None,
             ..self.clone()
+        })
+    }
+
+    /// How long after `slot` its body may still start: the job's `misfire_grace`, by default
+    /// one period (the gap to the next slot), as for the slots `misfire.rs` catches up. A
+    /// later start would be a missed slot's run, or overlap the next slot's.
+    fn start_grace(&self, slot: FireSlot) -> Duration {
+        let trigger = self.job.trigger();
+        trigger.spec().misfire_grace.unwrap_or_else(|| {
+            trigger
+                .next_slot(slot.instant())
+                .and_then(|next| (next.instant() - slot.instant()).to_std().ok())
+                .unwrap_or(Duration::MAX)
         })
     }
 
@@ -405,13 +490,13 @@ impl JobRunner {
             .await;
         let elapsed = started.elapsed();
         let outcome = match outcome {
-            Ok(Ok(LockOutcome::Executed((Attempted::TimedOut, _)))) => {
+            Ok(Ok(FireOutcome::Executed((Attempted::TimedOut, _)))) => {
                 span.in_scope(|| {
                     tracing::error!(?elapsed, timeout = ?self.job.run_policy().timeout, "job timed out")
                 });
                 RunOutcome::TimedOut
             }
-            Ok(Ok(LockOutcome::Executed((Attempted::Returned(Ok(())), true)))) => {
+            Ok(Ok(FireOutcome::Executed((Attempted::Returned(Ok(())), true)))) => {
                 span.in_scope(|| {
                     tracing::info!(
                         ?elapsed,
@@ -421,7 +506,7 @@ impl JobRunner {
                 self.config.metrics().cancelled();
                 RunOutcome::Cancelled
             }
-            Ok(Ok(LockOutcome::Executed((Attempted::Returned(Ok(())), false)))) => {
+            Ok(Ok(FireOutcome::Executed((Attempted::Returned(Ok(())), false)))) => {
                 span.in_scope(|| tracing::debug!(?elapsed, "job succeeded"));
                 // Unix time by the database's clock, like every time here: a host whose clock
                 // is off would otherwise shift the alert comparing it with Prometheus' `time()`.
@@ -430,12 +515,33 @@ impl JobRunner {
                 RunOutcome::Succeeded
             }
             // An error stays a failure even when cancelled: the body said what went wrong.
-            Ok(Ok(LockOutcome::Executed((Attempted::Returned(Err(error)), _)))) => {
+            Ok(Ok(FireOutcome::Executed((Attempted::Returned(Err(error)), _)))) => {
                 span.in_scope(|| tracing::error!(?elapsed, %error, "job failed"));
                 self.config.metrics().failure();
                 RunOutcome::Failed(error)
             }
-            Ok(Ok(LockOutcome::Skipped)) => RunOutcome::Skipped,
+            Ok(Ok(FireOutcome::Refused(reason))) => {
+                if reason == RefusalReason::SlotInFuture && kind == FireKind::Scheduled {
+                    self.state.note_slot_in_future();
+                }
+                RunOutcome::Skipped
+            }
+            // Granted later than misfire_grace after the slot and given back: a missed slot,
+            // recorded as one (skipped, no history row).
+            Ok(Ok(FireOutcome::Missed { late_by })) => {
+                span.in_scope(|| {
+                    tracing::warn!(
+                        job = self.job.name(),
+                        slot = slot.map(tracing::field::display),
+                        late_seconds = late_by.as_secs_f64(),
+                        misfire_grace = ?slot.map(|slot| self.start_grace(slot)),
+                        "lock granted {:.3} s after the slot, later than misfire_grace: given \
+                         back at once, the body not run; the slot is missed",
+                        late_by.as_secs_f64()
+                    )
+                });
+                RunOutcome::Skipped
+            }
             // Logged by the executor; the next fire tries again.
             Ok(Err(error)) => RunOutcome::LockFailed(error.to_string()),
             Err(panic) => {
@@ -462,14 +568,17 @@ impl JobRunner {
         slot: Option<FireSlot>,
         kind: FireKind,
         recorder: Option<RunRecorder>,
-    ) -> Result<LockOutcome<(Attempted, bool)>, LockError> {
+    ) -> Result<FireOutcome<(Attempted, bool)>, LockError> {
         let executor = &self.executor;
         // When the database reaches a scheduled fire's slot: the body starts no earlier, and
-        // its lag is measured from it. A catch-up's slot is missed by definition: its lateness
-        // is not the timer's.
-        let due = match (slot, kind) {
-            (Some(slot), FireKind::Scheduled) => Some(self.clock.instant_at(slot.instant())),
-            _ => None,
+        // its lag is measured from it; and no later than misfire_grace after it. A catch-up's
+        // slot is missed by definition: its lateness is not the timer's.
+        let (due, grace) = match (slot, kind) {
+            (Some(slot), FireKind::Scheduled) => (
+                Some(self.clock.instant_at(slot.instant())),
+                Some(self.start_grace(slot)),
+            ),
+            _ => (None, None),
         };
         let values = &self.values;
         let state = &self.state;
@@ -483,20 +592,20 @@ impl JobRunner {
             Body::Registered(JobBody::Async(body)) => {
                 let fut = noting_end(state.clone(), attempts.run(|| body(values)));
                 executor
-                    .execute_fire(&self.config, slot, kind, due, fut)
+                    .execute_fire(&self.config, slot, kind, due, grace, fut)
                     .await
             }
             Body::Async(body) => {
                 let fut = noting_end(state.clone(), attempts.run(|| body(values.clone())));
                 executor
-                    .execute_fire(&self.config, slot, kind, due, fut)
+                    .execute_fire(&self.config, slot, kind, due, grace, fut)
                     .await
             }
             Body::Registered(JobBody::Blocking(body)) => {
                 let (body, values, ended) = (*body, values.clone(), BodyEnd(state.clone()));
                 let attempts = attempts.for_blocking();
                 executor
-                    .execute_blocking_fire(&self.config, slot, kind, due, move || {
+                    .execute_blocking_fire(&self.config, slot, kind, due, grace, move || {
                         let _ended = ended;
                         (attempts.run(|| body(&values)), cancelled_now())
                     })
@@ -506,7 +615,7 @@ impl JobRunner {
                 let (body, values, ended) = (body.clone(), values.clone(), BodyEnd(state.clone()));
                 let attempts = attempts.for_blocking();
                 executor
-                    .execute_blocking_fire(&self.config, slot, kind, due, move || {
+                    .execute_blocking_fire(&self.config, slot, kind, due, grace, move || {
                         let _ended = ended;
                         (attempts.run(|| body(&values)), cancelled_now())
                     })

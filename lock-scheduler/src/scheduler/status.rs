@@ -67,6 +67,9 @@ pub(super) struct JobState {
     /// From the start of a fire until its body returns (or unwinds): what shutdown waits for
     /// and names at its timeout. A fire that is `running` but not in its body is releasing.
     in_body: AtomicBool,
+    /// Set when a scheduled fire was refused as a slot too far ahead of the database's clock
+    /// (for a sharded job, by any shard), so that the job loop does not count the slot done.
+    slot_in_future: AtomicBool,
     /// The next fire the job registry holds for this job, as the heartbeat sent it
     /// (`cluster.rs`): a beat writes the job's row only when it moved.
     pub(super) registered: AtomicI64,
@@ -92,6 +95,7 @@ impl JobState {
             trigger,
             progress: Mutex::default(),
             in_body: AtomicBool::new(false),
+            slot_in_future: AtomicBool::new(false),
             registered: AtomicI64::new(UNREGISTERED),
         }
     }
@@ -103,6 +107,16 @@ impl JobState {
     /// A fire is in its body (or still taking the lock).
     pub(super) fn in_body(&self) -> bool {
         self.in_body.load(Ordering::SeqCst)
+    }
+
+    /// Notes that a scheduled fire was refused as a slot too far ahead of the database.
+    pub(super) fn note_slot_in_future(&self) {
+        self.slot_in_future.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a fire was refused as a slot too far ahead since the last call.
+    pub(super) fn take_slot_in_future(&self) -> bool {
+        self.slot_in_future.swap(false, Ordering::Relaxed)
     }
 
     /// A fire whose body returned is releasing its lease.

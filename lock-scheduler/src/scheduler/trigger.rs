@@ -183,6 +183,10 @@ impl Trigger {
     /// How old a missed slot may be and still run (`misfire_grace`); by default one period of
     /// the trigger (the gap between its next two slots). Zero or over 1000 years is refused at
     /// start.
+    ///
+    /// It also bounds how late a regular fire's body starts: a lock granted later than this
+    /// after its slot is given back at once, and the slot is missed (the fire's outcome is
+    /// `Skipped`, with a warning).
     #[must_use]
     pub fn with_misfire_grace(mut self, grace: Duration) -> Self {
         self.spec.misfire_grace = Some(grace);
