@@ -18,7 +18,7 @@ use crate::config::LockTableConfig;
 use crate::operations::MySqlOperations;
 use crate::session::{DEFAULT_CONNECT_TIMEOUT, Session, connect_timed_out, pool_options};
 use crate::statements::{self as sql, RecordRow, Statements};
-use crate::table::Table;
+use crate::table::{Column, Table};
 
 /// A [`LockProvider`] that keeps leases in a MySQL (8.0+) or MariaDB (10.6+) table, with every
 /// time taken from the database server's clock.
@@ -478,6 +478,18 @@ impl LockProvider for MySqlLockProvider {
                 "SELECT UTC_TIMESTAMP(6) returned no row",
             )
         })
+    }
+
+    /// A table made by ShedLock's DDL has no `last_fire`: refused, with the `ALTER TABLE`.
+    async fn check_once_per_slot(&self) -> Result<(), LockError> {
+        if self.session.shape_now("check").await?.extended {
+            return Ok(());
+        }
+        let table = &self.session.table;
+        let alter = table
+            .migration_ddl(&[Column::Fence, Column::LastFire])
+            .unwrap_or_default();
+        Err(lock_sql::sql::no_last_fire(&table.display(), &alter))
     }
 
     fn describe(&self) -> String {

@@ -182,6 +182,14 @@ impl Session {
         self.statements(&mut conn, "schema", "").await.map(drop)
     }
 
+    /// The table's shape as it is now (inspected again, not the cached one): a table another
+    /// instance has just migrated is seen as migrated.
+    pub(crate) async fn shape_now(&self, operation: &'static str) -> Result<Shape, LockError> {
+        let mut conn = self.conn(operation, "").await?;
+        *self.cached() = None;
+        Ok(self.statements(&mut conn, operation, "").await?.shape())
+    }
+
     /// A connection from the pool, with the statements for the table as it is now.
     pub(crate) async fn ready(
         &self,

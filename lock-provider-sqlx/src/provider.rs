@@ -537,6 +537,30 @@ impl LockProvider for SqlxLockProvider {
         on_backend!(self, b => b.database_time().await)
     }
 
+    /// A table made by ShedLock's DDL has no `last_fire`: refused, with the `ALTER TABLE`.
+    /// (SQLite's statements need every column, so such a table fails its first statement.)
+    async fn check_once_per_slot(&self) -> Result<(), LockError> {
+        if self.check_schema().await? == TableShape::Full {
+            return Ok(());
+        }
+        let (table, alter) = match &self.backend {
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(b) => (
+                b.table.display.clone(),
+                lock_sql::sql::postgres::add_extension_columns(&b.table),
+            ),
+            #[cfg(feature = "mysql")]
+            Backend::MySql(b) => {
+                use lock_sql::sql::mysql::Column;
+                let alter = b.table.migration_ddl(&[Column::Fence, Column::LastFire]);
+                (b.table.display(), alter.unwrap_or_default())
+            }
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(_) => return Ok(()),
+        };
+        Err(lock_sql::sql::no_last_fire(&table, &alter))
+    }
+
     fn describe(&self) -> String {
         on_backend!(self, b => b.describe())
     }

@@ -165,6 +165,14 @@ impl LockProvider for FaultyProvider {
         self.inner().database_time().await
     }
 
+    async fn check_once_per_slot(&self) -> Result<(), LockError> {
+        self.inner().check_once_per_slot().await
+    }
+
+    async fn confirm_grant(&self, lease: &Lease) -> Result<(), LockError> {
+        self.inner().confirm_grant(lease).await
+    }
+
     fn describe(&self) -> String {
         format!("{} with injected faults", self.inner().describe())
     }
