@@ -1,5 +1,6 @@
 //! What `start()` checks before any job fires: unique job names, one job per lock name, each
-//! job's lock configuration, and every job's parameters against the registered state; and
+//! job's lock configuration, no job locked under another's shard lock (`x#0` beside a sharded
+//! `x`), and every job's parameters against the registered state; and
 //! what it warns about: no jobs, leases many periods long.
 
 use std::collections::HashMap;
@@ -60,6 +61,7 @@ pub(super) fn prepare(
     if !missing.is_empty() {
         return Err(LockError::InvalidConfiguration(missing.join("; ")));
     }
+    super::shards::check_shard_rows(&prepared)?;
     Ok(prepared)
 }
 
