@@ -325,7 +325,10 @@ impl MySqlLockProvider {
                     let mut tx = conn.start_transaction(TxOpts::default()).await?;
                     let before: Option<RecordRow> = tx
                         .exec_first(statements.select_for_unlock(), (name,))
-                        .await?;
+                        .await?
+                        // By bytes: a case-insensitive collation also finds `u_live` for
+                        // `U_LIVE `, which an operator's unlock must not end.
+                        .filter(|row: &RecordRow| row.0 == name);
                     if before.is_some() {
                         tx.exec_drop(change(&statements), (name,)).await?;
                     }

@@ -383,13 +383,16 @@ impl MySqlBackend {
                     .await?;
                 return Ok(Reply::Rows(rows));
             }
-            Op::Change(name, change) => {
-                let name = || vec![SqlValue::Text(name.to_owned())];
+            Op::Change(lock, change) => {
+                let name = || vec![SqlValue::Text(lock.to_owned())];
                 let mut tx = self.pool.begin().await?;
                 let before = self
                     .query(statements.select_for_unlock(), name())
                     .fetch_optional(&mut *tx)
-                    .await?;
+                    .await?
+                    // By bytes: a case-insensitive collation also finds `u_live` for `U_LIVE `,
+                    // which an operator's unlock must not end.
+                    .filter(|row| record(row).is_ok_and(|found| found.name == lock));
                 if before.is_some() {
                     self.query(change(statements), name())
                         .execute(&mut *tx)
