@@ -529,6 +529,28 @@ pub trait LockProvider: Send + Sync + 'static {
         Ok(())
     }
 
+    /// The pairs of distinct `names` that this store would keep in one row: names are meant
+    /// to compare byte for byte, but a MySQL/MariaDB table made by ShedLock's DDL has a `name`
+    /// column whose collation ignores case and trailing spaces (`Report`, `report `). The
+    /// scheduler refuses to start such jobs, naming both; a provider that may find such a
+    /// table also warns, with the `ALTER TABLE` that makes the column compare bytes. The
+    /// default, for stores that compare bytes, finds none.
+    ///
+    /// ```
+    /// use lock_core::{InMemoryLockProvider, LockProvider};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let pairs = InMemoryLockProvider::new().names_sharing_a_row(&["Report", "report"]).await?;
+    /// assert!(pairs.is_empty());
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    async fn names_sharing_a_row(
+        &self,
+        names: &[&str],
+    ) -> Result<Vec<(String, String)>, LockError> {
+        let _ = names;
+        Ok(Vec::new())
+    }
+
     /// A short description for logs and errors, e.g. `postgres table public.shedlock`.
     fn describe(&self) -> String;
 }
@@ -583,6 +605,12 @@ impl<P: LockProvider + ?Sized> LockProvider for Arc<P> {
     }
     async fn confirm_grant(&self, lease: &Lease) -> Result<(), LockError> {
         (**self).confirm_grant(lease).await
+    }
+    async fn names_sharing_a_row(
+        &self,
+        names: &[&str],
+    ) -> Result<Vec<(String, String)>, LockError> {
+        (**self).names_sharing_a_row(names).await
     }
     fn describe(&self) -> String {
         (**self).describe()

@@ -483,6 +483,14 @@ impl LockProvider for MySqlLockProvider {
         })
     }
 
+    /// A table made by ShedLock's DDL compares names as its collation does.
+    async fn names_sharing_a_row(
+        &self,
+        names: &[&str],
+    ) -> Result<Vec<(String, String)>, LockError> {
+        self.session.names_sharing_a_row(names).await
+    }
+
     /// A table made by ShedLock's DDL has no `last_fire`: refused, with the `ALTER TABLE`.
     async fn check_once_per_slot(&self) -> Result<(), LockError> {
         if self.session.shape_now("check").await?.extended {

@@ -537,6 +537,19 @@ impl LockProvider for SqlxLockProvider {
         on_backend!(self, b => b.database_time().await)
     }
 
+    /// A MySQL table made by ShedLock's DDL compares names as its collation does.
+    async fn names_sharing_a_row(
+        &self,
+        names: &[&str],
+    ) -> Result<Vec<(String, String)>, LockError> {
+        match &self.backend {
+            #[cfg(feature = "mysql")]
+            Backend::MySql(b) => b.names_sharing_a_row(names).await,
+            #[allow(unreachable_patterns)] // with the mysql feature alone
+            _ => Ok(Vec::new()),
+        }
+    }
+
     /// A table made by ShedLock's DDL has no `last_fire`: refused, with the `ALTER TABLE`.
     /// (SQLite's statements need every column, so such a table fails its first statement.)
     async fn check_once_per_slot(&self) -> Result<(), LockError> {

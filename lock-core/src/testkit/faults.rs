@@ -173,6 +173,13 @@ impl LockProvider for FaultyProvider {
         self.inner().confirm_grant(lease).await
     }
 
+    async fn names_sharing_a_row(
+        &self,
+        names: &[&str],
+    ) -> Result<Vec<(String, String)>, LockError> {
+        self.inner().names_sharing_a_row(names).await
+    }
+
     fn describe(&self) -> String {
         format!("{} with injected faults", self.inner().describe())
     }
