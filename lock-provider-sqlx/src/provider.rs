@@ -545,8 +545,12 @@ impl LockProvider for SqlxLockProvider {
         match &self.backend {
             #[cfg(feature = "mysql")]
             Backend::MySql(b) => b.names_sharing_a_row(names).await,
+            // PostgreSQL and SQLite compare the `text`/`VARCHAR` name byte for byte.
             #[allow(unreachable_patterns)] // with the mysql feature alone
-            _ => Ok(Vec::new()),
+            _ => {
+                let _ = names;
+                Ok(Vec::new())
+            }
         }
     }
 
@@ -556,22 +560,22 @@ impl LockProvider for SqlxLockProvider {
         if self.check_schema().await? == TableShape::Full {
             return Ok(());
         }
-        let (table, alter) = match &self.backend {
+        match &self.backend {
             #[cfg(feature = "postgres")]
-            Backend::Postgres(b) => (
-                b.table.display.clone(),
-                lock_sql::sql::postgres::add_extension_columns(&b.table),
-            ),
+            Backend::Postgres(b) => Err(lock_sql::sql::no_last_fire(
+                &b.table.display,
+                &lock_sql::sql::postgres::add_extension_columns(&b.table),
+            )),
             #[cfg(feature = "mysql")]
             Backend::MySql(b) => {
                 use lock_sql::sql::mysql::Column;
                 let alter = b.table.migration_ddl(&[Column::Fence, Column::LastFire]);
-                (b.table.display(), alter.unwrap_or_default())
+                let alter = alter.unwrap_or_default();
+                Err(lock_sql::sql::no_last_fire(&b.table.display(), &alter))
             }
             #[cfg(feature = "sqlite")]
-            Backend::Sqlite(_) => return Ok(()),
-        };
-        Err(lock_sql::sql::no_last_fire(&table, &alter))
+            Backend::Sqlite(_) => Ok(()),
+        }
     }
 
     fn describe(&self) -> String {
