@@ -58,7 +58,7 @@ async fn start_refuses_job_names_that_a_shedlock_table_keeps_in_one_row() {
         "{text}"
     );
 
-    // Names that differ under the collation too start.
+    // Names that differ under the collation too start; a job added later is checked too.
     let scheduler = Scheduler::builder()
         .lock_provider(provider())
         .jobs([job("report"), job("other")])
@@ -66,6 +66,16 @@ async fn start_refuses_job_names_that_a_shedlock_table_keeps_in_one_row() {
         .start()
         .await
         .expect("distinct names");
+    let error = scheduler
+        .add_job(job("OTHER"))
+        .await
+        .expect_err("OTHER and other share one row")
+        .to_string();
+    assert!(error.contains("`OTHER` and `other`"), "{error}");
+    scheduler
+        .add_job(job("third"))
+        .await
+        .expect("a distinct name");
     scheduler.shutdown().await.unwrap();
 
     // After the fix the warning gives, the names are distinct rows: the same jobs start.

@@ -334,5 +334,14 @@ async fn start_refuses_a_job_locked_under_another_jobs_shard() {
     .await
     .expect("no shared row");
     assert_eq!(scheduler.jobs().len(), 3);
+    // A job added later is held to the same rule, against the running ones.
+    let error = scheduler
+        .add_job(job("cache#0"))
+        .await
+        .expect_err("a shared row")
+        .to_string();
+    assert!(error.contains("job `cache#0`"), "{error}");
+    assert!(error.contains("shard 0 of job `cache`"), "{error}");
+    scheduler.add_job(job("cache#3")).await.expect("no shard 3");
     scheduler.shutdown().await.unwrap();
 }

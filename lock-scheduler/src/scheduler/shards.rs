@@ -84,16 +84,16 @@ pub(super) fn check_job(job: &Job, config: &LockConfiguration) -> Result<(), Loc
 /// locked as `x#0` and the row of shard 0 of a job `x` with shards (or broadcast), so the two
 /// would share its lease and its last fire. Linear in the jobs: a shard's row names its base
 /// (the text before the last `#`, the index being digits), so only that base is looked up.
-pub(super) fn check_shard_rows(prepared: &[(Job, LockConfiguration)]) -> Result<(), LockError> {
-    let spread: HashMap<&str, &Job> = prepared
+pub(super) fn check_shard_rows(jobs: &[(&Job, &LockConfiguration)]) -> Result<(), LockError> {
+    let spread: HashMap<&str, &Job> = jobs
         .iter()
         .filter(|(job, _)| job.distribution() != Distribution::Single)
-        .map(|(job, config)| (config.name(), job))
+        .map(|(job, config)| (config.name(), *job))
         .collect();
     if spread.is_empty() {
         return Ok(());
     }
-    for (job, config) in prepared {
+    for (job, config) in jobs {
         let Some((base, index)) = config.name().rsplit_once('#') else {
             continue;
         };

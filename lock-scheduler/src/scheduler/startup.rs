@@ -61,7 +61,8 @@ pub(super) fn prepare(
     if !missing.is_empty() {
         return Err(LockError::InvalidConfiguration(missing.join("; ")));
     }
-    super::shards::check_shard_rows(&prepared)?;
+    let jobs: Vec<_> = prepared.iter().map(|(job, config)| (job, config)).collect();
+    super::shards::check_shard_rows(&jobs)?;
     Ok(prepared)
 }
 
