@@ -498,6 +498,59 @@ pub trait LockProvider: Send + Sync + 'static {
         Ok(Utc::now())
     }
 
+    /// Fails when this store cannot keep once per slot: a lock table with ShedLock's four
+    /// columns only has no `last_fire`, so a slot is granted every time. The error names the
+    /// table and the statement (or `ensure_schema()`) that adds the column.
+    ///
+    /// Features that depend on a remembered slot call it before they act: [`run_once`]
+    /// (whose done marker is a `last_fire`) would otherwise run its task at every call. The
+    /// default, for stores that always keep slots, is `Ok`.
+    ///
+    /// [`run_once`]: crate::LockingTaskExecutor::run_once
+    ///
+    /// ```
+    /// use lock_core::{InMemoryLockProvider, LockProvider};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// InMemoryLockProvider::new().check_once_per_slot().await?;
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    async fn check_once_per_slot(&self) -> Result<(), LockError> {
+        Ok(())
+    }
+
+    /// Confirms a grant the executor found by reading the row back after an acquire whose
+    /// answer was lost, before it adopts it (see [`read_lock`](Self::read_lock)). A provider
+    /// whose grants must be acknowledged before a body runs (Redis with replica
+    /// acknowledgements: `WAIT`) checks it here, as its `acquire` does; on `Err` the lease is
+    /// not adopted, and the provider has released it (by its fence) if it could. The default,
+    /// for stores whose committed grant is durable as it is, is `Ok`.
+    async fn confirm_grant(&self, lease: &Lease) -> Result<(), LockError> {
+        let _ = lease;
+        Ok(())
+    }
+
+    /// The pairs of distinct `names` that this store would keep in one row: names are meant
+    /// to compare byte for byte, but a MySQL/MariaDB table made by ShedLock's DDL has a `name`
+    /// column whose collation ignores case and trailing spaces (`Report`, `report `). The
+    /// scheduler refuses to start such jobs, naming both; a provider that may find such a
+    /// table also warns, with the `ALTER TABLE` that makes the column compare bytes. The
+    /// default, for stores that compare bytes, finds none.
+    ///
+    /// ```
+    /// use lock_core::{InMemoryLockProvider, LockProvider};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let pairs = InMemoryLockProvider::new().names_sharing_a_row(&["Report", "report"]).await?;
+    /// assert!(pairs.is_empty());
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    async fn names_sharing_a_row(
+        &self,
+        names: &[&str],
+    ) -> Result<Vec<(String, String)>, LockError> {
+        let _ = names;
+        Ok(Vec::new())
+    }
+
     /// A short description for logs and errors, e.g. `postgres table public.shedlock`.
     fn describe(&self) -> String;
 }
@@ -546,6 +599,18 @@ impl<P: LockProvider + ?Sized> LockProvider for Arc<P> {
     }
     async fn database_time(&self) -> Result<DateTime<Utc>, LockError> {
         (**self).database_time().await
+    }
+    async fn check_once_per_slot(&self) -> Result<(), LockError> {
+        (**self).check_once_per_slot().await
+    }
+    async fn confirm_grant(&self, lease: &Lease) -> Result<(), LockError> {
+        (**self).confirm_grant(lease).await
+    }
+    async fn names_sharing_a_row(
+        &self,
+        names: &[&str],
+    ) -> Result<Vec<(String, String)>, LockError> {
+        (**self).names_sharing_a_row(names).await
     }
     fn describe(&self) -> String {
         (**self).describe()

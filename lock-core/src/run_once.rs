@@ -1,7 +1,9 @@
 //! Run once across the cluster: a start-up task (a data migration, a cache warm-up) keyed by a
 //! name and a version, run by one instance, recorded only when it succeeds.
 //!
-//! Built on [`LockProvider`]'s ordinary operations, so every provider supports it:
+//! Built on [`LockProvider`]'s ordinary operations, so every provider supports it, on a lock
+//! table that keeps slots (a table with ShedLock's four columns only has no `last_fire`:
+//! [`LockProvider::check_once_per_slot`] refuses it before the task runs):
 //!
 //! - `NAME@VERSION` is the **run lock**: a slot-less lease (plain mutual exclusion, kept alive
 //!   while the task runs) that one caller at a time holds while it checks and runs the task;
@@ -117,8 +119,9 @@ impl RunOnce<'_> {
     /// Runs `task` unless it is done already or another instance is running it (then waits
     /// for that one, bounded by [`wait_at_most`](Self::wait_at_most)).
     ///
-    /// `Err` when the lock table could not be asked (the task did not run), or when the task
-    /// succeeded but recording it failed (it then runs again on the next caller: write tasks
+    /// `Err` when the lock table could not be asked or cannot keep the done marker (a table
+    /// with ShedLock's four columns only: the error names it and the statement that adds
+    /// `last_fire`; the task did not run), or when the task succeeded but recording it failed (it then runs again on the next caller: write tasks
     /// that tolerate a rerun, as any migration should).
     pub async fn run<F, Fut, T, E>(self, task: F) -> Result<RunOnceOutcome<T, E>, LockError>
     where
@@ -128,6 +131,15 @@ impl RunOnce<'_> {
         let key = format!("{}@{}", self.name, self.version);
         let done = format!("{key}:done");
         check_name(&done)?;
+        // A table without `last_fire` cannot keep the done marker: the task would run again
+        // at every call, so say so before it runs at all.
+        bounded(
+            self.executor,
+            "check",
+            &done,
+            self.executor.provider().check_once_per_slot(),
+        )
+        .await?;
         let run_lock =
             LockConfiguration::new(key.as_str(), self.lease, Duration::ZERO)?.with_keep_alive(true);
         let executor = self.executor;

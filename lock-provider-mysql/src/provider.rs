@@ -18,7 +18,7 @@ use crate::config::LockTableConfig;
 use crate::operations::MySqlOperations;
 use crate::session::{DEFAULT_CONNECT_TIMEOUT, Session, connect_timed_out, pool_options};
 use crate::statements::{self as sql, RecordRow, Statements};
-use crate::table::Table;
+use crate::table::{Column, Table};
 
 /// A [`LockProvider`] that keeps leases in a MySQL (8.0+) or MariaDB (10.6+) table, with every
 /// time taken from the database server's clock.
@@ -325,7 +325,10 @@ impl MySqlLockProvider {
                     let mut tx = conn.start_transaction(TxOpts::default()).await?;
                     let before: Option<RecordRow> = tx
                         .exec_first(statements.select_for_unlock(), (name,))
-                        .await?;
+                        .await?
+                        // By bytes: a case-insensitive collation also finds `u_live` for
+                        // `U_LIVE `, which an operator's unlock must not end.
+                        .filter(|row: &RecordRow| row.0 == name);
                     if before.is_some() {
                         tx.exec_drop(change(&statements), (name,)).await?;
                     }
@@ -478,6 +481,26 @@ impl LockProvider for MySqlLockProvider {
                 "SELECT UTC_TIMESTAMP(6) returned no row",
             )
         })
+    }
+
+    /// A table made by ShedLock's DDL compares names as its collation does.
+    async fn names_sharing_a_row(
+        &self,
+        names: &[&str],
+    ) -> Result<Vec<(String, String)>, LockError> {
+        self.session.names_sharing_a_row(names).await
+    }
+
+    /// A table made by ShedLock's DDL has no `last_fire`: refused, with the `ALTER TABLE`.
+    async fn check_once_per_slot(&self) -> Result<(), LockError> {
+        if self.session.shape_now("check").await?.extended {
+            return Ok(());
+        }
+        let table = &self.session.table;
+        let alter = table
+            .migration_ddl(&[Column::Fence, Column::LastFire])
+            .unwrap_or_default();
+        Err(lock_sql::sql::no_last_fire(&table.display(), &alter))
     }
 
     fn describe(&self) -> String {

@@ -23,6 +23,7 @@ use mysql_async::{Conn, Opts, OptsBuilder, Pool};
 
 use crate::statements::Statements;
 use crate::table::{COLUMNS_QUERY, ColumnInfo, ColumnRow, Shape, Table, column_info};
+use lock_sql::sql::mysql::{json_names, names_sharing_a_row_query};
 
 /// The statement that pins the session time zone to UTC.
 pub(crate) const UTC_SESSION: &str = "SET time_zone = '+00:00'";
@@ -180,6 +181,42 @@ impl Session {
         }
         *self.cached() = None;
         self.statements(&mut conn, "schema", "").await.map(drop)
+    }
+
+    /// The table's shape as it is now (inspected again, not the cached one): a table another
+    /// instance has just migrated is seen as migrated.
+    pub(crate) async fn shape_now(&self, operation: &'static str) -> Result<Shape, LockError> {
+        let mut conn = self.conn(operation, "").await?;
+        *self.cached() = None;
+        Ok(self.statements(&mut conn, operation, "").await?.shape())
+    }
+
+    /// The pairs of `names` the table's `name` column keeps in one row (none when it compares
+    /// bytes, as a table `ensure_schema` made does), warning once with the fix when it does not.
+    pub(crate) async fn names_sharing_a_row(
+        &self,
+        names: &[&str],
+    ) -> Result<Vec<(String, String)>, LockError> {
+        let mut conn = self.conn("check", "").await?;
+        let rows = self.columns(&mut conn).await?;
+        let Some(query) = self
+            .table
+            .name_collation(&rows)
+            .and_then(names_sharing_a_row_query)
+        else {
+            return Ok(Vec::new());
+        };
+        if let Some(warning) = self.table.name_collation_warning(&rows)
+            && !self.warned_collation.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(table = %self.table.display(), "{warning}");
+        }
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = conn
+            .exec(query, (json_names(names),))
+            .await
+            .map_err(|e| self.error("check", "", e))?;
+        let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+        Ok(pairs.into_iter().map(|(a, b)| (text(a), text(b))).collect())
     }
 
     /// A connection from the pool, with the statements for the table as it is now.

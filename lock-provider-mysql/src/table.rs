@@ -2,7 +2,7 @@
 //! kit's ([`lock_sql::sql::mysql`]); what is mysql_async's is the type a catalog row is
 //! decoded into.
 
-pub(crate) use lock_sql::sql::mysql::{COLUMNS_QUERY, ColumnInfo, Shape, Table};
+pub(crate) use lock_sql::sql::mysql::{COLUMNS_QUERY, Column, ColumnInfo, Shape, Table};
 
 /// [`COLUMNS_QUERY`]'s row as the driver decodes it.
 pub(crate) type ColumnRow = (String, String, Option<u64>, Option<String>, String, String);

@@ -202,3 +202,49 @@ async fn an_auto_increment_surrogate_key_is_not_read_as_the_fence() {
         refused => panic!("{refused:?}"),
     }
 }
+
+/// A table with ShedLock's four columns only cannot keep run_once's done marker (a
+/// `last_fire`): run_once would run the task at every call. It fails before the task runs,
+/// naming the table and the `ALTER TABLE` that adds the columns; after the migration it runs
+/// once. (The name is byte-compared here, see [`SIX_COLUMNS`].)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_once_on_a_shedlock_table_fails_before_the_task_runs() {
+    let columns = "name VARBINARY(64) NOT NULL PRIMARY KEY, lock_until TIMESTAMP(3) NOT NULL, \
+        locked_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), \
+        locked_by VARCHAR(255) NOT NULL";
+    let Some((table, _drop, provider)) = table_with("run_once", columns).await else {
+        return;
+    };
+    let provider = Arc::new(provider);
+    let executor = lock_core::LockingTaskExecutor::from_shared(provider.clone());
+    let runs = std::sync::atomic::AtomicUsize::new(0);
+    let task = || async {
+        runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok::<_, String>(())
+    };
+    for _ in 0..2 {
+        let error = executor
+            .run_once("migrate", "v1")
+            .run(task)
+            .await
+            .expect_err("a table without last_fire cannot keep the done marker");
+        let message = error.to_string();
+        assert!(message.contains(&table), "{message}");
+        assert!(
+            message.contains(&format!("ALTER TABLE `{table}` ADD COLUMN")),
+            "{message}"
+        );
+    }
+    assert_eq!(
+        runs.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the task ran"
+    );
+
+    provider.ensure_schema().await.unwrap();
+    let first = executor.run_once("migrate", "v1").run(task).await.unwrap();
+    assert_eq!(first, lock_core::RunOnceOutcome::Ran(()));
+    let again = executor.run_once("migrate", "v1").run(task).await.unwrap();
+    assert_eq!(again, lock_core::RunOnceOutcome::AlreadyDone);
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

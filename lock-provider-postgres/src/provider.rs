@@ -577,6 +577,18 @@ impl LockProvider for PostgresLockProvider {
         Ok(utc(now))
     }
 
+    /// A table made by ShedLock's DDL has no `last_fire`: refused, with the `ALTER TABLE`.
+    async fn check_once_per_slot(&self) -> Result<(), LockError> {
+        if self.check_schema().await? == TableShape::Full {
+            return Ok(());
+        }
+        let table = &self.session.table;
+        Err(lock_sql::sql::no_last_fire(
+            &table.display,
+            &table::add_extension_columns(table),
+        ))
+    }
+
     fn describe(&self) -> String {
         self.session.describe()
     }

@@ -562,3 +562,46 @@ async fn a_table_recreated_under_a_running_provider_costs_no_fire() {
         TableShape::ShedLockOnly
     );
 }
+
+/// A table with ShedLock's four columns only cannot keep run_once's done marker (a
+/// `last_fire`): run_once would run the task at every call. It fails before the task runs,
+/// naming the table and the statement that adds the column; after the migration it runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_once_on_a_shedlock_table_fails_before_the_task_runs() {
+    let table = common::unique_table("run_once_shedlock");
+    let _guard = common::drop_table(&table);
+    let Some(pool) = common::pool().await else {
+        return;
+    };
+    let client = common::raw_client().await;
+    client.batch_execute(&shedlock_ddl(&table)).await.unwrap();
+    let provider = PostgresLockProvider::new(pool).with_table(&table).unwrap();
+    let executor = lock_core::LockingTaskExecutor::new(provider.clone());
+    let runs = std::sync::atomic::AtomicUsize::new(0);
+    let task = || async {
+        runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok::<_, String>(())
+    };
+    for _ in 0..2 {
+        let error = executor
+            .run_once("migrate", "v1")
+            .run(task)
+            .await
+            .expect_err("a table without last_fire cannot keep the done marker");
+        let message = error.to_string();
+        assert!(message.contains(&table), "{message}");
+        assert!(message.contains("ADD COLUMN IF NOT EXISTS"), "{message}");
+    }
+    assert_eq!(
+        runs.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the task ran"
+    );
+
+    provider.ensure_schema().await.unwrap();
+    let first = executor.run_once("migrate", "v1").run(task).await.unwrap();
+    assert_eq!(first, lock_core::RunOnceOutcome::Ran(()));
+    let again = executor.run_once("migrate", "v1").run(task).await.unwrap();
+    assert_eq!(again, lock_core::RunOnceOutcome::AlreadyDone);
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+}

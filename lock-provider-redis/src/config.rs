@@ -46,8 +46,11 @@ pub struct RedisLockConfig {
 ///
 /// Cost: one more round trip per grant, plus the replicas' replication delay (a losing acquire,
 /// which writes nothing, never waits). A grant that fewer replicas acknowledge within `timeout`
-/// is released again at once (its fence and `last_fire` stay) and the acquire fails with an
-/// error saying so: the body does not run on a grant that a failover could forget.
+/// (or whose `WAIT` fails) is released again at once (its fence and `last_fire` stay) and the
+/// acquire fails with an error saying so: the body does not run on a grant that a failover
+/// could forget. A grant the executor finds by reading the row back after a lost reply is
+/// waited for the same way before it is adopted
+/// ([`confirm_grant`](lock_core::LockProvider::confirm_grant)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ReplicaAcks {
     /// How many replicas must acknowledge (at least 1).

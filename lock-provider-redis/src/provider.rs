@@ -271,8 +271,9 @@ impl RedisLockProvider {
         parse_row(name, &reply).map_err(|e| self.error(operation, name, e))
     }
 
-    /// After a grant, `WAIT` for the configured replicas; a grant fewer of them acknowledged is
-    /// released again and reported as an error, so its body does not run.
+    /// After a grant, `WAIT` for the configured replicas; a grant fewer of them acknowledged,
+    /// or whose `WAIT` failed (its acknowledgement unknown), is released again (by its fence)
+    /// and reported as an error, so its body does not run.
     pub(crate) async fn wait_for_replicas(
         &self,
         lease: &Lease,
@@ -280,26 +281,27 @@ impl RedisLockProvider {
     ) -> Result<(), LockError> {
         let mut conn = self.conn.clone();
         let timeout_ms = u64::try_from(acks.timeout.as_millis()).unwrap_or(u64::MAX);
-        let acknowledged: i64 = redis::cmd("WAIT")
+        let waited: Result<i64, _> = redis::cmd("WAIT")
             .arg(acks.replicas)
             .arg(timeout_ms)
             .query_async(&mut conn)
-            .await
-            .map_err(|e| self.error("acquire", lease.name(), e))?;
-        if acknowledged >= i64::from(acks.replicas) {
-            return Ok(());
-        }
+            .await;
+        let why = match waited {
+            Ok(acknowledged) if acknowledged >= i64::from(acks.replicas) => return Ok(()),
+            Ok(acknowledged) => format!(
+                "was acknowledged by {acknowledged} of the {} replicas asked for within {:?}",
+                acks.replicas, acks.timeout
+            ),
+            Err(e) => format!("could not be confirmed by replicas (WAIT failed: {e})"),
+        };
         let released = self.release(lease, Duration::ZERO).await;
         Err(self.error(
             "acquire",
             lease.name(),
             format!(
-                "the grant (fence {}) was acknowledged by {acknowledged} of the {} replicas \
-                 asked for within {:?}; a failover could forget it, so it was released again \
-                 ({}) and the job does not run here",
+                "the grant (fence {}) {why}; a failover could forget it, so it was released \
+                 again ({}) and the job does not run here",
                 lease.fence(),
-                acks.replicas,
-                acks.timeout,
                 match released {
                     Ok(true) => "released".to_owned(),
                     Ok(false) => "it was no longer ours".to_owned(),
@@ -432,6 +434,17 @@ impl LockProvider for RedisLockProvider {
 
     async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
         Ok(self.row("read", name, &self.scripts.read).await?.1)
+    }
+
+    /// With replica acknowledgements, a grant read back after a lost reply is held to the
+    /// same rule as one `acquire` answered: `WAIT` for the replicas, else release it and fail.
+    /// `WAIT` counts the writes of this (multiplexed) connection, the lost acquire's among
+    /// them unless the connection was replaced since.
+    async fn confirm_grant(&self, lease: &Lease) -> Result<(), LockError> {
+        match self.config.replica_acks {
+            Some(acks) => self.wait_for_replicas(lease, acks).await,
+            None => Ok(()),
+        }
     }
 
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {

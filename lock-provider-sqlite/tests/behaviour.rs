@@ -313,3 +313,43 @@ async fn describe_names_table_and_file() {
         "{text}"
     );
 }
+
+/// run_once on ShedLock's four columns: SQLite's statements read every column, so the first
+/// one (the done marker's read) fails, naming the statements that add them; the task does not
+/// run. After `ensure_schema` it runs once.
+#[tokio::test]
+async fn run_once_on_a_shedlock_table_fails_before_the_task_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locks.db");
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE shedlock(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP(3) NOT NULL,
+               locked_at TIMESTAMP(3) NOT NULL, locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name));",
+        )
+        .unwrap();
+    let provider = SqliteLockProvider::open(&path).unwrap();
+    let executor = lock_core::LockingTaskExecutor::new(provider.clone());
+    let runs = std::sync::atomic::AtomicUsize::new(0);
+    let task = || async {
+        runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok::<_, String>(())
+    };
+    let error = executor
+        .run_once("migrate", "v1")
+        .run(task)
+        .await
+        .expect_err("a table without last_fire cannot keep the done marker");
+    let chain = format!("{error} / {}", std::error::Error::source(&error).unwrap());
+    assert!(chain.contains("ADD COLUMN"), "{chain}");
+    assert_eq!(
+        runs.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the task ran"
+    );
+    provider.ensure_schema().await.unwrap();
+    let first = executor.run_once("migrate", "v1").run(task).await.unwrap();
+    assert_eq!(first, lock_core::RunOnceOutcome::Ran(()));
+    let again = executor.run_once("migrate", "v1").run(task).await.unwrap();
+    assert_eq!(again, lock_core::RunOnceOutcome::AlreadyDone);
+}

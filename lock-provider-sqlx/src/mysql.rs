@@ -246,6 +246,40 @@ impl MySqlBackend {
         self.statements("schema", "").await.map(drop)
     }
 
+    /// The pairs of `names` the table's `name` column keeps in one row (none when it compares
+    /// bytes, as a table `ensure_schema` made does), warning once with the fix when it does not.
+    pub(crate) async fn names_sharing_a_row(
+        &self,
+        names: &[&str],
+    ) -> Result<Vec<(String, String)>, LockError> {
+        let found = async {
+            let mut conn = self.pool.acquire().await?;
+            let rows = self.columns(&mut conn).await?;
+            let Some(query) = self
+                .table
+                .name_collation(&rows)
+                .and_then(lock_sql::sql::mysql::names_sharing_a_row_query)
+            else {
+                return Ok(None);
+            };
+            let pairs: Vec<(Vec<u8>, Vec<u8>)> = sqlx::query_as(AssertSqlSafe(query))
+                .bind(lock_sql::sql::mysql::json_names(names))
+                .fetch_all(&mut *conn)
+                .await?;
+            Ok(Some((self.table.name_collation_warning(&rows), pairs)))
+        };
+        let Some((warning, pairs)) = found.await.map_err(|e| self.error("check", "", e))? else {
+            return Ok(Vec::new());
+        };
+        if let Some(warning) = warning
+            && !self.cache.warned_collation.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(table = %self.table.display(), "{warning}");
+        }
+        let text = |bytes: Vec<u8>| String::from_utf8_lossy(&bytes).into_owned();
+        Ok(pairs.into_iter().map(|(a, b)| (text(a), text(b))).collect())
+    }
+
     /// The shape of the table as it is now (inspects it again).
     pub(crate) async fn check_schema(&self) -> Result<Shape, LockError> {
         self.cache.set(None);
@@ -383,13 +417,16 @@ impl MySqlBackend {
                     .await?;
                 return Ok(Reply::Rows(rows));
             }
-            Op::Change(name, change) => {
-                let name = || vec![SqlValue::Text(name.to_owned())];
+            Op::Change(lock, change) => {
+                let name = || vec![SqlValue::Text(lock.to_owned())];
                 let mut tx = self.pool.begin().await?;
                 let before = self
                     .query(statements.select_for_unlock(), name())
                     .fetch_optional(&mut *tx)
-                    .await?;
+                    .await?
+                    // By bytes: a case-insensitive collation also finds `u_live` for `U_LIVE `,
+                    // which an operator's unlock must not end.
+                    .filter(|row| record(row).is_ok_and(|found| found.name == lock));
                 if before.is_some() {
                     self.query(change(statements), name())
                         .execute(&mut *tx)

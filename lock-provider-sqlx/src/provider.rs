@@ -537,6 +537,47 @@ impl LockProvider for SqlxLockProvider {
         on_backend!(self, b => b.database_time().await)
     }
 
+    /// A MySQL table made by ShedLock's DDL compares names as its collation does.
+    async fn names_sharing_a_row(
+        &self,
+        names: &[&str],
+    ) -> Result<Vec<(String, String)>, LockError> {
+        match &self.backend {
+            #[cfg(feature = "mysql")]
+            Backend::MySql(b) => b.names_sharing_a_row(names).await,
+            // PostgreSQL and SQLite compare the `text`/`VARCHAR` name byte for byte.
+            #[allow(unreachable_patterns)] // with the mysql feature alone
+            _ => {
+                let _ = names;
+                Ok(Vec::new())
+            }
+        }
+    }
+
+    /// A table made by ShedLock's DDL has no `last_fire`: refused, with the `ALTER TABLE`.
+    /// (SQLite's statements need every column, so such a table fails its first statement.)
+    async fn check_once_per_slot(&self) -> Result<(), LockError> {
+        if self.check_schema().await? == TableShape::Full {
+            return Ok(());
+        }
+        match &self.backend {
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(b) => Err(lock_sql::sql::no_last_fire(
+                &b.table.display,
+                &lock_sql::sql::postgres::add_extension_columns(&b.table),
+            )),
+            #[cfg(feature = "mysql")]
+            Backend::MySql(b) => {
+                use lock_sql::sql::mysql::Column;
+                let alter = b.table.migration_ddl(&[Column::Fence, Column::LastFire]);
+                let alter = alter.unwrap_or_default();
+                Err(lock_sql::sql::no_last_fire(&b.table.display(), &alter))
+            }
+            #[cfg(feature = "sqlite")]
+            Backend::Sqlite(_) => Ok(()),
+        }
+    }
+
     fn describe(&self) -> String {
         on_backend!(self, b => b.describe())
     }

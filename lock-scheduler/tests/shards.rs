@@ -302,3 +302,46 @@ async fn shutdown_names_a_sharded_job_while_one_shard_still_runs() {
         other => panic!("expected the sharded job named at the timeout, got {other:?}"),
     }
 }
+
+/// Shard `k` of a job `x` is locked as `x#k`; a job locked as `x#k` itself would share that
+/// row, its lease and its last fire. `start()` refuses the pair, in either order, naming both;
+/// a name no shard has (`x#2` beside two shards, `x#01`) is fine.
+#[tokio::test]
+async fn start_refuses_a_job_locked_under_another_jobs_shard() {
+    let job = |name: &str| Job::new(name, Trigger::cron("* * * * * *").unwrap(), || async {});
+    let start = |jobs: Vec<Job>| async move {
+        Scheduler::builder()
+            .lock_provider(InMemoryLockProvider::new())
+            .jobs(jobs)
+            .start()
+            .await
+    };
+    for jobs in [
+        vec![job("cache").with_shards(2), job("cache#1")],
+        vec![job("cache#0"), job("cache").with_shards(2)],
+        vec![job("cache").broadcast(), job("cache#7")],
+    ] {
+        let error = start(jobs).await.expect_err("a shared row").to_string();
+        assert!(error.contains("also the lock of shard"), "{error}");
+        assert!(error.contains("job `cache`"), "{error}");
+        assert!(error.contains("job `cache#"), "{error}");
+    }
+    let scheduler = start(vec![
+        job("cache").with_shards(2),
+        job("cache#2"),
+        job("cache#01"),
+    ])
+    .await
+    .expect("no shared row");
+    assert_eq!(scheduler.jobs().len(), 3);
+    // A job added later is held to the same rule, against the running ones.
+    let error = scheduler
+        .add_job(job("cache#0"))
+        .await
+        .expect_err("a shared row")
+        .to_string();
+    assert!(error.contains("job `cache#0`"), "{error}");
+    assert!(error.contains("shard 0 of job `cache`"), "{error}");
+    scheduler.add_job(job("cache#3")).await.expect("no shard 3");
+    scheduler.shutdown().await.unwrap();
+}

@@ -121,6 +121,13 @@ impl LockingTaskExecutor {
         .await;
         match read {
             Ok(Some(record)) if self.is_lost_grant(&record, request) => {
+                let lease = Lease::granted(request, record.fence);
+                // Held to what an answered acquire is held to (Redis: replicas acknowledged
+                // it); a grant not confirmed is released by the provider and not adopted.
+                let sent = tokio::time::Instant::now();
+                let confirm = self.provider.confirm_grant(&lease);
+                let deadline = later(sent, self.operation_timeout);
+                bounded("confirm", &request.name, sent, deadline, confirm).await?;
                 tracing::warn!(
                     lock = &*request.name,
                     fence = record.fence,
@@ -128,10 +135,7 @@ impl LockingTaskExecutor {
                     outcome = ?result.as_ref().map_err(|e| e.to_string()),
                     "the acquire's answer was lost but its grant committed; adopting the lease"
                 );
-                Ok(AcquireOutcome::Acquired(Lease::granted(
-                    request,
-                    record.fence,
-                )))
+                Ok(AcquireOutcome::Acquired(lease))
             }
             Ok(_) => result,
             Err(error) => {

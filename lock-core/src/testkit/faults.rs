@@ -165,6 +165,21 @@ impl LockProvider for FaultyProvider {
         self.inner().database_time().await
     }
 
+    async fn check_once_per_slot(&self) -> Result<(), LockError> {
+        self.inner().check_once_per_slot().await
+    }
+
+    async fn confirm_grant(&self, lease: &Lease) -> Result<(), LockError> {
+        self.inner().confirm_grant(lease).await
+    }
+
+    async fn names_sharing_a_row(
+        &self,
+        names: &[&str],
+    ) -> Result<Vec<(String, String)>, LockError> {
+        self.inner().names_sharing_a_row(names).await
+    }
+
     fn describe(&self) -> String {
         format!("{} with injected faults", self.inner().describe())
     }

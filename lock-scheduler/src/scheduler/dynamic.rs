@@ -55,7 +55,39 @@ impl Scheduler {
             unreachable!("prepare returns one entry per job")
         };
         super::shards::require_registry([&job], inner.ops.is_some())?;
+        // Read before the table's lock (the provider is asked): a job added concurrently
+        // under a colliding name is the one case this misses.
+        let mut names: Vec<String> = inner
+            .jobs
+            .lock()
+            .iter()
+            .map(|e| e.lock_name().to_owned())
+            .collect();
+        names.push(config.name().to_owned());
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        if let Some((a, b)) = inner
+            .executor
+            .provider()
+            .names_sharing_a_row(&names)
+            .await?
+            .first()
+        {
+            return Err(LockError::InvalidConfiguration(format!(
+                "Scheduler::add_job(`{}`): the lock names `{a}` and `{b}` are one name in {} \
+                 (its name column ignores case or trailing spaces): they would share one lock \
+                 and its last fire; make the column compare bytes or choose another lock name",
+                job.name(),
+                inner.executor.provider().describe()
+            )));
+        }
         let mut entries = inner.jobs.lock();
+        let mut running: Vec<_> = entries
+            .iter()
+            .map(|e| (&e.runner.job, &e.runner.config))
+            .collect();
+        running.push((&job, &config));
+        super::shards::check_shard_rows(&running)?;
+        drop(running);
         if entries.iter().any(|e| e.name() == job.name()) {
             return Err(LockError::InvalidConfiguration(format!(
                 "two jobs are named `{}`",

@@ -435,6 +435,7 @@ impl SchedulerBuilder {
             startup::warn_no_jobs(from_registry);
         }
         startup::warn_long_leases(&prepared);
+        startup::refuse_names_sharing_a_row(&executor, &prepared).await?;
         let clock = DatabaseClock::for_scheduler(&executor).await?;
         let ops = cluster::Operations::set_up(
             &provider,

@@ -32,6 +32,7 @@
 //!   `<job>#<index>` and its metrics under the shard's lock name (label `scheduled_job`), so
 //!   the history tables need no new column and `lockctl history 'job#2'` shows one shard.
 
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -77,6 +78,51 @@ pub(super) fn check_job(job: &Job, config: &LockConfiguration) -> Result<(), Loc
     distribution
         .check(config.name())
         .map_err(|e| refuse(e.to_string()))
+}
+
+/// Refuses a job whose lock name is a shard's of another job: `x#0` is both the lock of a job
+/// locked as `x#0` and the row of shard 0 of a job `x` with shards (or broadcast), so the two
+/// would share its lease and its last fire. Linear in the jobs: a shard's row names its base
+/// (the text before the last `#`, the index being digits), so only that base is looked up.
+pub(super) fn check_shard_rows(jobs: &[(&Job, &LockConfiguration)]) -> Result<(), LockError> {
+    let spread: HashMap<&str, &Job> = jobs
+        .iter()
+        .filter(|(job, _)| job.distribution() != Distribution::Single)
+        .map(|(job, config)| (config.name(), *job))
+        .collect();
+    if spread.is_empty() {
+        return Ok(());
+    }
+    for (job, config) in jobs {
+        let Some((base, index)) = config.name().rsplit_once('#') else {
+            continue;
+        };
+        let Some(other) = spread.get(base).filter(|other| other.name() != job.name()) else {
+            continue;
+        };
+        let count = match other.distribution() {
+            Distribution::Shards(n) => n,
+            Distribution::Broadcast => MAX_SHARDS,
+            Distribution::Single => continue,
+        };
+        // `x#00` is not a shard's name: shards are named by the index as `format!` writes it.
+        let Some(shard) = index.parse::<u32>().ok().filter(|k| k.to_string() == index) else {
+            continue;
+        };
+        if shard < count {
+            return Err(LockError::InvalidConfiguration(format!(
+                "job `{}` is locked under `{}`, which is also the lock of shard {shard} of job \
+                 `{}` ({}, locked as `{base}#<index>`): they would share its lease and last \
+                 fire, so each would refuse the other's slots as already run; give one of \
+                 them another lock name",
+                job.name(),
+                config.name(),
+                other.name(),
+                other.distribution(),
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Refuses to start a broadcast job without the registry (which gives the ranks).

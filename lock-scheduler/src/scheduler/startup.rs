@@ -1,5 +1,6 @@
 //! What `start()` checks before any job fires: unique job names, one job per lock name, each
-//! job's lock configuration, and every job's parameters against the registered state; and
+//! job's lock configuration, no job locked under another's shard lock (`x#0` beside a sharded
+//! `x`), and every job's parameters against the registered state; and
 //! what it warns about: no jobs, leases many periods long.
 
 use std::collections::HashMap;
@@ -60,7 +61,39 @@ pub(super) fn prepare(
     if !missing.is_empty() {
         return Err(LockError::InvalidConfiguration(missing.join("; ")));
     }
+    let jobs: Vec<_> = prepared.iter().map(|(job, config)| (job, config)).collect();
+    super::shards::check_shard_rows(&jobs)?;
     Ok(prepared)
+}
+
+/// Refuses jobs whose lock names the lock table keeps in one row although they differ (a
+/// MySQL/MariaDB table made by ShedLock's DDL ignores case and trailing spaces: `Report` and
+/// `report` would share one lease and one last fire); names both jobs. The provider warns with
+/// the `ALTER TABLE` that makes the column compare bytes.
+pub(super) async fn refuse_names_sharing_a_row(
+    executor: &LockingTaskExecutor,
+    prepared: &[(Job, LockConfiguration)],
+) -> Result<(), LockError> {
+    let names: Vec<&str> = prepared.iter().map(|(_, config)| config.name()).collect();
+    let pairs = executor.provider().names_sharing_a_row(&names).await?;
+    let Some((a, b)) = pairs.first() else {
+        return Ok(());
+    };
+    let job_of = |lock: &str| {
+        prepared
+            .iter()
+            .find(|(_, config)| config.name() == lock)
+            .map_or(lock.to_owned(), |(job, _)| job.name().to_owned())
+    };
+    Err(LockError::InvalidConfiguration(format!(
+        "jobs `{}` and `{}` are locked under `{a}` and `{b}`, which {} compares as one name \
+         (its name column ignores case or trailing spaces): they would share one lock and its \
+         last fire; make the column compare bytes (the warning above has the ALTER TABLE) or \
+         give one of them another lock name",
+        job_of(a),
+        job_of(b),
+        executor.provider().describe()
+    )))
 }
 
 /// The warning for a scheduler started without jobs: why it happens, and the fix.

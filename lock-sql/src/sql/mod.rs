@@ -34,3 +34,19 @@ pub enum SqlValue {
     /// A UTC wall time, or SQL `NULL` (a request without a slot).
     Timestamp(Option<NaiveDateTime>),
 }
+
+/// The error of [`LockProvider::check_once_per_slot`](lock_core::LockProvider::check_once_per_slot)
+/// on a lock table with ShedLock's four columns only: it names the table and the statement
+/// (`alter`) that adds the missing columns, shared by every SQL provider so they say it alike.
+///
+/// ```
+/// let error = lock_sql::sql::no_last_fire("test.shedlock", "ALTER TABLE `shedlock` ADD ...");
+/// assert!(error.to_string().contains("test.shedlock has no last_fire column"));
+/// ```
+pub fn no_last_fire(table: &str, alter: &str) -> lock_core::LockError {
+    lock_core::LockError::InvalidConfiguration(format!(
+        "lock table {table} has no last_fire column (ShedLock's four columns only), so it \
+         cannot remember that a slot or a run-once task is done: the task would run again at \
+         every call. Call ensure_schema() or run:\n{alter}"
+    ))
+}

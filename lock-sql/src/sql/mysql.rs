@@ -357,7 +357,9 @@ fn micros(millis: i64) -> SqlValue {
 mod batch;
 mod table;
 pub use batch::BATCH_EXTRA_PACKETS;
-pub use table::{COLUMNS_QUERY, Column, ColumnInfo, Shape, Table};
+pub use table::{
+    COLUMNS_QUERY, Column, ColumnInfo, Shape, Table, json_names, names_sharing_a_row_query,
+};
 
 #[cfg(test)]
 mod statement_tests;

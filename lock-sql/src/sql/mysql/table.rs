@@ -300,12 +300,7 @@ impl Table {
         let name = rows
             .iter()
             .find(|c| c.name.eq_ignore_ascii_case(&self.columns.name))?;
-        let collation = name.collation.as_deref()?;
-        let lower = collation.to_ascii_lowercase();
-        // Binary and no-pad binary collations compare bytes; `binary` types have none.
-        if lower == "binary" || lower.ends_with("_nopad_bin") || lower.ends_with("_0900_bin") {
-            return None;
-        }
+        let collation = self.name_collation(rows)?;
         Some(format!(
             "lock table {}: column `{}` has collation {collation}, so lock names that differ \
              only in case, accents or trailing spaces (`Report`, `report`) share one lock; to \
@@ -315,6 +310,21 @@ impl Table {
             self.quoted(),
             self.col(Column::Name)
         ))
+    }
+
+    /// The collation of the `name` column when it does not compare bytes (see
+    /// [`name_collation_warning`](Self::name_collation_warning)); `None` when it does.
+    pub fn name_collation<'a>(&self, rows: &'a [ColumnInfo]) -> Option<&'a str> {
+        let name = rows
+            .iter()
+            .find(|c| c.name.eq_ignore_ascii_case(&self.columns.name))?;
+        let collation = name.collation.as_deref()?;
+        let lower = collation.to_ascii_lowercase();
+        // Binary and no-pad binary collations compare bytes; `binary` types have none.
+        if lower == "binary" || lower.ends_with("_nopad_bin") || lower.ends_with("_0900_bin") {
+            return None;
+        }
+        Some(collation)
     }
 
     /// The extension columns missing from a table with these [`COLUMNS_QUERY`] rows.
@@ -329,6 +339,58 @@ impl Table {
         }
         missing
     }
+}
+
+/// The query that finds lock names a `name` column of `collation` keeps in one row: parameter
+/// 1 is the names as a JSON array ([`json_names`]); each row is two distinct names (as bytes)
+/// that compare equal, grouped by the server itself so that its rules (case, accents, trailing
+/// spaces) are exactly the table's. `None` for a collation name that is not a plain identifier.
+///
+/// ```
+/// let query = lock_sql::sql::mysql::names_sharing_a_row_query("utf8mb4_general_ci").unwrap();
+/// assert!(query.contains("COLLATE utf8mb4_general_ci"));
+/// assert_eq!(lock_sql::sql::mysql::names_sharing_a_row_query("x; DROP"), None);
+/// ```
+pub fn names_sharing_a_row_query(collation: &str) -> Option<String> {
+    let plain =
+        |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    // A collation's name starts with its character set's (`utf8mb4_general_ci`, `latin1_bin`).
+    let (charset, _) = collation.split_once('_')?;
+    if !plain(collation) || !plain(charset) {
+        return None;
+    }
+    Some(format!(
+        "SELECT MIN(CAST(n AS BINARY)), MAX(CAST(n AS BINARY)) \
+         FROM JSON_TABLE(?, '$[*]' COLUMNS(n VARCHAR(255) PATH '$')) AS names \
+         GROUP BY CONVERT(n USING {charset}) COLLATE {collation} \
+         HAVING COUNT(DISTINCT CAST(n AS BINARY)) > 1"
+    ))
+}
+
+/// `names` as a JSON array of strings, the parameter of [`names_sharing_a_row_query`].
+///
+/// ```
+/// assert_eq!(lock_sql::sql::mysql::json_names(&["a\"b", "c\\"]), r#"["a\"b","c\\"]"#);
+/// ```
+pub fn json_names(names: &[&str]) -> String {
+    let mut json = String::from("[");
+    for (i, name) in names.iter().enumerate() {
+        if i > 0 {
+            json.push(',');
+        }
+        json.push('"');
+        for c in name.chars() {
+            match c {
+                '"' => json.push_str("\\\""),
+                '\\' => json.push_str("\\\\"),
+                c if c.is_control() => json.push_str(&format!("\\u{:04x}", u32::from(c))),
+                c => json.push(c),
+            }
+        }
+        json.push('"');
+    }
+    json.push(']');
+    json
 }
 
 /// The type of the `name` column: bytes compared as bytes, as many as the longest lock name
