@@ -38,6 +38,8 @@ const FREEZE_TIMEOUT: Duration = Duration::from_secs(10);
 /// pg.freeze(); // every process of the cluster stopped: connections hang, nothing answers
 /// pg.thaw();
 /// pg.restart_immediate(); // a crash: no shutdown checkpoint, recovery from the WAL at start
+/// pg.crash(); // the same crash, and the server stays down until started again
+/// pg.start_again();
 /// pg.stop();
 /// pg.start_again();
 /// ```
@@ -163,8 +165,14 @@ impl PrivatePostgres {
     /// checkpoint), then starts the server again on the same port and data, which recovers
     /// from the WAL; returns once it accepts connections.
     pub fn restart_immediate(&mut self) {
-        self.stop_with("immediate");
+        self.crash();
         self.start_again();
+    }
+
+    /// `pg_ctl -m immediate stop` alone: the server is down, as after a crash, until
+    /// [`start_again`](Self::start_again) (thawed first if frozen).
+    pub fn crash(&mut self) {
+        self.stop_with("immediate");
     }
 
     /// `pg_ctl -m fast stop`: sessions are ended, the server shuts down cleanly (thawed first
