@@ -32,7 +32,7 @@
 //!    at=<ms>` on the service's stdout, `at` by the service's clock, which is the servers'
 //!    host clock; for a pulse, by its own instance).
 //!
-//! The scenarios run concurrently in one test (about 2.5 minutes: the 90 s stop is the
+//! The scenarios run concurrently in one test (about 2 minutes: the 90 s stop is the
 //! longest); `CHAOS_SCENARIOS=pg_frozen,redis_restarted` runs only those. Each prints its
 //! measurements (`CHAOS <scenario> ...` lines, shown with `-- --nocapture`), and every failed
 //! assertion of every scenario is reported together at the end.
@@ -210,7 +210,7 @@ async fn chaos() {
 /// Starts the server, the fixture and three instances, breaks the server once, and checks
 /// the runs; `None` when the server or the runs database is not available (skipped).
 async fn run_scenario(scenario: Scenario) -> Option<Report> {
-    let (server, fx) = match scenario {
+    let (mut server, fx) = match scenario {
         Scenario::PgFrozen | Scenario::PgRestarted | Scenario::PgStopped => {
             let pg = tokio::task::block_in_place(PrivatePostgres::start)?;
             let fx = Fixture::with_runs_in(
@@ -236,7 +236,6 @@ async fn run_scenario(scenario: Scenario) -> Option<Report> {
             (Server::Redis(redis), fx)
         }
     };
-    let mut server = server;
     let mut instances: Vec<Instance> = INSTANCES
         .iter()
         .map(|letter| {

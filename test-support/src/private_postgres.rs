@@ -118,6 +118,11 @@ impl PrivatePostgres {
         self.port
     }
 
+    /// The server's binaries (`psql`, `pg_dump`, ... of the server's version).
+    pub fn bin_dir(&self) -> &std::path::Path {
+        &self.bin
+    }
+
     /// The data folder.
     pub fn data_dir(&self) -> PathBuf {
         self.dir.join("data")
@@ -334,11 +339,13 @@ fn state(pid: u32) -> Option<char> {
     stat.rsplit_once(')')?.1.trim_start().chars().next()
 }
 
-/// `SIGSTOP`, then waits until the process shows as stopped (or has gone).
+/// `SIGSTOP`, then waits until the process shows as stopped, or has gone: exited (a zombie,
+/// `Z`, which the stopped postmaster cannot reap, like a backend whose session just ended) or
+/// reaped.
 fn stop_and_wait(pid: u32) {
     signal(pid, "STOP");
     let deadline = Instant::now() + FREEZE_TIMEOUT;
-    while !matches!(state(pid), Some('T') | None) {
+    while !matches!(state(pid), Some('T' | 'Z' | 'X') | None) {
         assert!(
             Instant::now() < deadline,
             "process {pid} of the private PostgreSQL did not stop within {FREEZE_TIMEOUT:?}"
