@@ -7,6 +7,7 @@
 //! | scenario | fault |
 //! |---|---|
 //! | `pg_frozen` | every process of the PostgreSQL cluster `SIGSTOP`ped for 30 s |
+//! | `pg_stalled` | the same from 300 ms before a slot to 1.5 s after it: shorter than the operation timeout, so that slot's acquires are answered, late |
 //! | `pg_restarted` | `pg_ctl -m immediate stop` (a crash), started again 1 s later |
 //! | `pg_stopped` | `pg_ctl -m fast stop`, started again 90 s later |
 //! | `redis_frozen` | `redis-server` `SIGSTOP`ped for 30 s |
@@ -52,8 +53,8 @@ use test_support::redis_server::{Durability, PrivateRedis};
 /// after it, which keeps the suite short (the default is 10 s).
 const OPERATION_TIMEOUT_MS: i64 = 2000;
 /// The start of a run is the runs database's time of the body's first insert, one round trip
-/// after the body started, on a loaded 2-core machine running fifteen service processes and
-/// five servers: a recorded start may trail the real one by this much.
+/// after the body started, on a loaded 2-core machine running eighteen service processes and
+/// six servers: a recorded start may trail the real one by this much.
 const RECORD_MARGIN_MS: i64 = 300;
 /// After the server answers again, how long the runs are watched: the longest bound (the
 /// operation timeout plus `chaos_keep`'s 6 s period) and as much again.
@@ -63,14 +64,16 @@ const INSTANCES: [&str; 3] = ["A", "B", "C"];
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Scenario {
     PgFrozen,
+    PgStalled,
     PgRestarted,
     PgStopped,
     RedisFrozen,
     RedisRestarted,
 }
 
-const SCENARIOS: [Scenario; 5] = [
+const SCENARIOS: [Scenario; 6] = [
     Scenario::PgFrozen,
+    Scenario::PgStalled,
     Scenario::PgRestarted,
     Scenario::PgStopped,
     Scenario::RedisFrozen,
@@ -81,6 +84,7 @@ impl Scenario {
     fn name(self) -> &'static str {
         match self {
             Scenario::PgFrozen => "pg_frozen",
+            Scenario::PgStalled => "pg_stalled",
             Scenario::PgRestarted => "pg_restarted",
             Scenario::PgStopped => "pg_stopped",
             Scenario::RedisFrozen => "redis_frozen",
@@ -92,6 +96,7 @@ impl Scenario {
     fn tag(self) -> &'static str {
         match self {
             Scenario::PgFrozen => "cpgfreeze",
+            Scenario::PgStalled => "cpgstall",
             Scenario::PgRestarted => "cpgcrash",
             Scenario::PgStopped => "cpgstop",
             Scenario::RedisFrozen => "crdfreeze",
@@ -211,7 +216,7 @@ async fn chaos() {
 /// the runs; `None` when the server or the runs database is not available (skipped).
 async fn run_scenario(scenario: Scenario) -> Option<Report> {
     let (mut server, fx) = match scenario {
-        Scenario::PgFrozen | Scenario::PgRestarted | Scenario::PgStopped => {
+        Scenario::PgFrozen | Scenario::PgStalled | Scenario::PgRestarted | Scenario::PgStopped => {
             let pg = tokio::task::block_in_place(PrivatePostgres::start)?;
             let fx = Fixture::with_runs_in(
                 Provider::Postgres,
@@ -293,8 +298,7 @@ async fn run_scenario(scenario: Scenario) -> Option<Report> {
     .await;
     common::sleep_until_db(&fx, keep.started + 1000).await;
 
-    let fault_at = fx.now().await;
-    let back_at = break_server(scenario, &mut server, &fx).await;
+    let (fault_at, back_at) = break_server(scenario, &mut server, &fx).await;
     eventually(
         Duration::from_secs(60),
         "the broken server answering again",
@@ -364,11 +368,27 @@ async fn run_scenario(scenario: Scenario) -> Option<Report> {
 }
 
 /// Breaks the server as the scenario says and brings it back; returns the runs database's
-/// time just before the thaw or start (the server was down, or frozen, from `fault_at` to
-/// then: nothing it granted before the fault starts a body after it, since a grant comes at
+/// time just before the fault and just before the thaw or start (the server was down, or
+/// frozen, in between: nothing it granted before the fault starts a body after it, since a grant comes at
 /// most `acquire_ahead`, 100 ms, before its body starts and the server was down at least 1 s).
-async fn break_server(scenario: Scenario, server: &mut Server, fx: &Fixture) -> i64 {
-    match (scenario, server) {
+async fn break_server(scenario: Scenario, server: &mut Server, fx: &Fixture) -> (i64, i64) {
+    if scenario == Scenario::PgStalled {
+        // Every instance asks for slot `slot`'s locks 100 ms before it (acquire ahead), into
+        // the frozen server, and is answered at the thaw, 1.6 s later: within the 2 s
+        // operation timeout, 1.5 s after the slot, beyond the 1 s grace of the every-second
+        // jobs.
+        let slot = (fx.now().await / 1000 + 2) * 1000;
+        common::sleep_until_db(fx, slot - 300).await;
+    }
+    let fault_at = fx.now().await;
+    let back_at = match (scenario, server) {
+        (Scenario::PgStalled, Server::Postgres(pg)) => {
+            tokio::task::block_in_place(|| pg.freeze());
+            common::sleep_until_db(fx, fault_at + 1800).await;
+            let back_at = fx.now().await;
+            tokio::task::block_in_place(|| pg.thaw());
+            back_at
+        }
         (Scenario::PgFrozen, Server::Postgres(pg)) => {
             tokio::task::block_in_place(|| pg.freeze());
             tokio::time::sleep(Duration::from_secs(30)).await;
@@ -405,7 +425,8 @@ async fn break_server(scenario: Scenario, server: &mut Server, fx: &Fixture) -> 
             back_at
         }
         (scenario, _) => unreachable!("{scenario:?} on the wrong server"),
-    }
+    };
+    (fault_at, back_at)
 }
 
 /// The five assertions of the module's docs, on the runs of every job.
