@@ -151,11 +151,13 @@ impl PrivatePostgres {
         let postmaster = self
             .postmaster_pid()
             .expect("freeze: the postmaster's pid (postmaster.pid)");
+        // Set first: a freeze that fails halfway is thawed on drop, or the stopped processes
+        // would outlive the test (a pending `pg_ctl stop` signal waits for `SIGCONT`).
+        self.frozen = true;
         stop_and_wait(postmaster);
         for child in children(postmaster) {
             stop_and_wait(child);
         }
-        self.frozen = true;
     }
 
     /// `SIGCONT` to every process of the cluster.
