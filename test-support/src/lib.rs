@@ -7,6 +7,7 @@ pub mod http;
 #[cfg(feature = "logs")]
 pub mod logs;
 pub mod mode;
+pub mod private_postgres;
 pub mod process;
 #[cfg(feature = "proxy")]
 pub mod proxy;

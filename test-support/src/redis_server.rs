@@ -121,7 +121,38 @@ impl PrivateRedis {
         &self.dir
     }
 
-    /// `SIGKILL`: the server dies without saving anything, as in a crash.
+    /// The server's process id; `None` while it is killed.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// `SIGSTOP`: the server hangs (the kernel still accepts connections into its listen
+    /// queue, nothing answers) until [`thaw`](Self::thaw).
+    ///
+    /// ```no_run
+    /// use test_support::redis_server::{Durability, PrivateRedis};
+    /// let Some(redis) = PrivateRedis::start(Durability::AppendOnly) else { return };
+    /// redis.freeze();
+    /// redis.thaw();
+    /// assert!(redis.command("PING").unwrap().starts_with("+PONG"));
+    /// ```
+    pub fn freeze(&self) {
+        let pid = self
+            .pid()
+            .expect("freeze: the private redis-server is not running");
+        assert!(crate::process::signal(pid, "STOP"), "kill -STOP {pid}");
+    }
+
+    /// `SIGCONT` after [`freeze`](Self::freeze).
+    pub fn thaw(&self) {
+        let pid = self
+            .pid()
+            .expect("thaw: the private redis-server is not running");
+        assert!(crate::process::signal(pid, "CONT"), "kill -CONT {pid}");
+    }
+
+    /// `SIGKILL`: the server dies without saving anything, as in a crash (a frozen server
+    /// too: `SIGKILL` ends a stopped process).
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();

@@ -3,19 +3,23 @@
 //! ```text
 //! fault-service --backend postgres|mysql|sqlite|redis --lock-url URL_OR_PATH --lock-table T
 //!               --runs-table R --instance ID [--runs-url URL_OR_PATH] [--jobs a,b,..]
-//!               [--pulse] [--load-jobs N] [--shutdown-timeout-ms MS] [--schema create|check]
+//!               [--pulse] [--chaos-jobs] [--load-jobs N] [--shutdown-timeout-ms MS]
+//!               [--operation-timeout-ms MS] [--schema create|check]
 //! ```
 //!
 //! Its fixed jobs are annotated functions (`#[scheduled]` + `#[scheduler_lock]`), picked by
-//! `--jobs`; jobs whose names or number come from the arguments (`--pulse`, `--load-jobs`)
-//! are built with `Job::new`. Every run writes a row to the runs table over a direct
+//! `--jobs`; jobs whose names, number or policies come from the arguments (`--pulse`,
+//! `--chaos-jobs`, `--load-jobs`) are built with `Job::new`. Every run writes a row to the runs table over a direct
 //! connection (`--runs-url`, by default the lock URL), so a test reads what happened on the
 //! database's clock even when the lock provider's link (`--lock-url`, maybe a proxy) is cut.
 //!
 //! Protocol with the test: `READY <instance> <own clock, Unix ms>` on stdout once the
 //! scheduler runs, then `CLOCK <instance> offset_ms=<Scheduler::clock_offset> gauge_ms=<the
 //! scheduled_clock_offset_seconds gauge as recorded>`; SIGTERM or SIGINT shuts it down gracefully, then `EXIT errors=<n>
-//! warnings=<n>` (events logged at those levels) on stdout and exit code 0. A bad argument or
+//! warnings=<n>` (events logged at those levels) on stdout and exit code 0. Every WARN event
+//! that names a job (its `job` or `lock` field, or the `fire` span it is logged in) is also
+//! printed on stdout as it happens, `WARN job=<name> at=<own clock, Unix ms> <message>`, so a
+//! test can tell which jobs were warned about, and when. A bad argument or
 //! a start-up failure prints the error with its causes on stderr and exits with code 2.
 
 #![forbid(unsafe_code)]
@@ -29,10 +33,15 @@ use test_support::skip::chain;
 
 use fault_tests::{Backend, RunsTable, SchemaAction};
 use lock_core::{BoxError, JobContext, LockConfiguration};
-use lock_scheduler::{Job, Scheduler, Trigger, registered_jobs, scheduled, scheduler_lock};
+use lock_scheduler::{
+    Job, MisfirePolicy, Scheduler, Trigger, registered_jobs, scheduled, scheduler_lock,
+};
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 
 /// Exit code for bad arguments and start-up failures (bad credentials, missing table, ...).
@@ -196,21 +205,25 @@ struct Args {
     instance: String,
     jobs: Vec<String>,
     pulse: bool,
+    chaos_jobs: bool,
     load_jobs: usize,
     shutdown_timeout: Duration,
+    operation_timeout: Option<Duration>,
     schema: SchemaAction,
 }
 
 const USAGE: &str = "usage: fault-service --backend postgres|mysql|sqlite|redis --lock-url URL_OR_PATH \
      --lock-table T --runs-table R --instance ID [--runs-url URL_OR_PATH] [--jobs a,b,..] \
-     [--pulse] [--load-jobs N] [--shutdown-timeout-ms MS] [--schema create|check]";
+     [--pulse] [--chaos-jobs] [--load-jobs N] [--shutdown-timeout-ms MS] \
+     [--operation-timeout-ms MS] [--schema create|check]";
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let (mut kind, mut lock_url, mut runs_url) = (None, None, None);
     let (mut lock_table, mut runs_table, mut instance) = (None, None, None);
     let mut jobs = Vec::new();
-    let (mut pulse, mut load_jobs) = (false, 0);
+    let (mut pulse, mut chaos_jobs, mut load_jobs) = (false, false, 0);
     let mut shutdown_timeout = Duration::from_secs(10);
+    let mut operation_timeout = None;
     let mut schema = SchemaAction::Create;
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -228,6 +241,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                     .map(str::to_owned),
             ),
             "--pulse" => pulse = true,
+            "--chaos-jobs" => chaos_jobs = true,
             "--load-jobs" => {
                 load_jobs = value()?.parse().map_err(|e| format!("--load-jobs: {e}"))?
             }
@@ -237,6 +251,13 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                         .parse()
                         .map_err(|e| format!("--shutdown-timeout-ms: {e}"))?,
                 )
+            }
+            "--operation-timeout-ms" => {
+                operation_timeout = Some(Duration::from_millis(
+                    value()?
+                        .parse()
+                        .map_err(|e| format!("--operation-timeout-ms: {e}"))?,
+                ))
             }
             "--schema" => {
                 schema = match value()?.as_str() {
@@ -260,8 +281,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         instance: required(instance, "--instance")?,
         jobs,
         pulse,
+        chaos_jobs,
         load_jobs,
         shutdown_timeout,
+        operation_timeout,
         schema,
     })
 }
@@ -295,28 +318,115 @@ fn jobs(args: &Args) -> Result<Vec<Job>, BoxError> {
         let lock = LockConfiguration::new(name.as_str(), Duration::from_secs(3), Duration::ZERO)?;
         jobs.push(Job::new(name, every_second.clone(), record_once).with_lock(lock));
     }
+    if args.chaos_jobs {
+        jobs.extend(chaos_jobs()?);
+    }
     for i in 0..args.load_jobs {
         let name = format!("load_{i:03}");
         let lock = LockConfiguration::new(name.as_str(), Duration::from_secs(10), Duration::ZERO)?;
         jobs.push(Job::new(name, every_second.clone(), record_once).with_lock(lock));
     }
     if jobs.is_empty() {
-        return Err("no jobs: give --jobs, --pulse or --load-jobs".into());
+        return Err("no jobs: give --jobs, --pulse, --chaos-jobs or --load-jobs".into());
     }
     Ok(jobs)
+}
+
+/// The chaos suite's shared jobs (`tests/chaos.rs`; each instance adds its own with `--pulse`).
+fn chaos_jobs() -> Result<Vec<Job>, BoxError> {
+    // Every second, `fire_once` with the default grace (one period): after an outage the
+    // latest missed slot runs once, then the regular slots.
+    let once = Job::new(
+        "chaos_once",
+        Trigger::cron("* * * * * *")?.with_misfire(MisfirePolicy::FireOnce)?,
+        record_once,
+    )
+    .with_lock(LockConfiguration::new(
+        "chaos_once",
+        Duration::from_secs(10),
+        Duration::ZERO,
+    )?);
+    // Every 6 s, a 4 s body on a 3 s lease kept alive: the lease outlives its first term
+    // only by extensions, so a broken server shows in the keep-alive; the body stops when
+    // `cancelled()` resolves, and ends before the next slot (no overrun warning of its own).
+    let keep = Job::new(
+        "chaos_keep",
+        Trigger::fixed_rate(Duration::from_secs(6))?,
+        || run_body(Duration::from_secs(4), OnCancel::Stop, false),
+    )
+    .with_lock(
+        LockConfiguration::new("chaos_keep", Duration::from_secs(3), Duration::ZERO)?
+            .with_keep_alive(true),
+    );
+    Ok(vec![once, keep])
 }
 
 // ---- Logging: stderr, plus counts of errors and warnings for the exit report. ----
 
 struct CountLevels;
 
-impl<S: Subscriber> Layer<S> for CountLevels {
-    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for CountLevels {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut named = JobNamed::default();
+        attrs.record(&mut named);
+        if let (Some(job), Some(span)) = (named.job, ctx.span(id)) {
+            span.extensions_mut().insert(SpanJob(job));
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         match *event.metadata().level() {
             Level::ERROR => ERRORS.fetch_add(1, Ordering::Relaxed),
             Level::WARN => WARNINGS.fetch_add(1, Ordering::Relaxed),
             _ => 0,
         };
+        if *event.metadata().level() != Level::WARN {
+            return;
+        }
+        let mut named = JobNamed::default();
+        event.record(&mut named);
+        let job = named.job.or_else(|| {
+            ctx.event_scope(event)?
+                .find_map(|span| span.extensions().get::<SpanJob>().map(|j| j.0.clone()))
+        });
+        if let Some(job) = job {
+            let at = chrono::Utc::now().timestamp_millis();
+            println!(
+                "WARN job={job} at={at} {}",
+                named.message.unwrap_or_default()
+            );
+        }
+    }
+}
+
+/// The job a span (the scheduler's `fire` span) names.
+struct SpanJob(String);
+
+/// The `job` (else `lock`) and `message` fields of an event or span.
+#[derive(Default)]
+struct JobNamed {
+    job: Option<String>,
+    message: Option<String>,
+}
+
+impl Visit for JobNamed {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.record(field, value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.record(field, format!("{value:?}"));
+    }
+}
+
+impl JobNamed {
+    fn record(&mut self, field: &Field, value: String) {
+        match field.name() {
+            "job" => self.job = Some(value),
+            "lock" if self.job.is_none() => self.job = Some(value),
+            "message" => self.message = Some(value),
+            _ => {}
+        }
     }
 }
 
@@ -400,14 +510,15 @@ async fn main() -> ExitCode {
     if let Err(e) = futures_util::future::try_join_all(warm_up).await {
         return fail("cannot reach the lock database", &e);
     }
-    let scheduler = match Scheduler::builder()
+    let mut builder = Scheduler::builder()
         .lock_provider(provider)
         .instance_id(args.instance.as_str())
         .shutdown_timeout(args.shutdown_timeout)
-        .jobs(jobs)
-        .start()
-        .await
-    {
+        .jobs(jobs);
+    if let Some(timeout) = args.operation_timeout {
+        builder = builder.operation_timeout(timeout);
+    }
+    let scheduler = match builder.start().await {
         Ok(scheduler) => scheduler,
         Err(e) => return fail("cannot start the scheduler", &e),
     };

@@ -65,6 +65,8 @@ pub struct Fixture {
     /// `<scenario>-<provider>`: prefix of instance names.
     pub tag: String,
     pub backend: Backend,
+    /// Where the runs table is: `backend`, or a server the test does not break.
+    pub runs_backend: Backend,
     pub lock_table: String,
     pub runs: RunsTable,
     pub locks: Arc<dyn LockProvider>,
@@ -99,6 +101,18 @@ impl Fixture {
         backend: Backend,
         dir: Option<tempfile::TempDir>,
     ) -> Option<Fixture> {
+        Fixture::with_runs_in(provider, scenario, backend.clone(), backend, dir).await
+    }
+
+    /// [`on`](Self::on) with the runs table on `runs_backend` (the services get `--runs-url`),
+    /// so the runs are recorded while the lock server is broken.
+    pub async fn with_runs_in(
+        provider: Provider,
+        scenario: &str,
+        backend: Backend,
+        runs_backend: Backend,
+        dir: Option<tempfile::TempDir>,
+    ) -> Option<Fixture> {
         let base =
             test_support::table::unique_table(&format!("ft_{scenario}_{}", provider.short()));
         let lock_table = format!("{base}_l");
@@ -113,7 +127,7 @@ impl Fixture {
             }
             Err(e) => panic!("open the SQLite lock file: {}", chain(&e)),
         };
-        let runs = RunsTable::open(&backend, &format!("{base}_r"))
+        let runs = RunsTable::open(&runs_backend, &format!("{base}_r"))
             .await
             .unwrap_or_else(|e| panic!("open the runs table: {e}"));
         runs.create().await.expect("create the runs table");
@@ -121,6 +135,7 @@ impl Fixture {
             provider,
             tag: format!("{scenario}-{}", provider.short()),
             backend,
+            runs_backend,
             lock_table,
             runs,
             locks,
@@ -130,12 +145,16 @@ impl Fixture {
 
     /// A service process for instance `<tag>-<letter>`, on this fixture's tables.
     pub fn service(&self, letter: &str) -> Service {
-        Service::new(
+        let service = Service::new(
             format!("{}-{letter}", self.tag),
             &self.backend,
             &self.lock_table,
             self.runs.table(),
-        )
+        );
+        match self.runs_backend == self.backend {
+            true => service,
+            false => service.arg("--runs-url").arg(&self.runs_backend.location()),
+        }
     }
 
     /// The database's clock, Unix ms.
@@ -229,13 +248,14 @@ impl Drop for Fixture {
             return;
         }
         // A failed test: drop the tables on a thread with its own runtime (Drop cannot await).
-        let (backend, runs, lock) = (
+        let (backend, runs_backend, runs, lock) = (
             self.backend.clone(),
+            self.runs_backend.clone(),
             self.runs.table().to_owned(),
             self.lock_table.clone(),
         );
         test_support::table::block_on_own_thread(move || async move {
-            if let Ok(runs) = RunsTable::open(&backend, &runs).await {
+            if let Ok(runs) = RunsTable::open(&runs_backend, &runs).await {
                 let tables = with_operations_tables(&lock);
                 let tables: Vec<&str> = tables.iter().map(String::as_str).collect();
                 let _ = runs.drop_tables(&tables).await;
