@@ -121,6 +121,7 @@ async fn run(mode: Mode) {
         lock_at_most_for: minute,
         slot: None,
         max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+        give_up_at: None,
     };
     let cycle_request = request("bench-cycle", "bench-instance");
     // Held for the whole run, however slow the machine is.

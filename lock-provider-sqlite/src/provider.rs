@@ -529,6 +529,7 @@ mod tests {
             lock_at_most_for: Duration::from_micros(200),
             slot: None,
             max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+            give_up_at: None,
         };
         let outcome = provider.acquire(&request).await.unwrap();
         assert!(

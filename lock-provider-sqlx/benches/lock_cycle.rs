@@ -65,6 +65,7 @@ fn request(name: &str, owner: &str, at_most: Duration) -> LockRequest {
         lock_at_most_for: at_most,
         slot: None,
         max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+        give_up_at: None,
     }
 }
 

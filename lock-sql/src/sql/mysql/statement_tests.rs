@@ -21,6 +21,7 @@ fn request() -> LockRequest {
         lock_at_most_for: Duration::from_micros(10),
         slot: FireSlot::from_unix_millis(1_700_000_000_000),
         max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+        give_up_at: None,
     }
 }
 
