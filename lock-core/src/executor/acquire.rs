@@ -68,18 +68,12 @@ impl LockingTaskExecutor {
             // within the operation timeout.
             let deadline = later(requested_at, self.operation_timeout);
             request.give_up_at = give_up_at(slot, due, deadline);
-            let result = bounded(
-                "acquire",
-                config.name(),
-                requested_at,
-                deadline,
-                async {
-                    match (&self.acquires, request.slot) {
-                        (Some(batch), Some(_)) => batch.submit(request.clone()).await,
-                        _ => self.provider.as_ref().acquire(&request).await,
-                    }
-                },
-            )
+            let result = bounded("acquire", config.name(), requested_at, deadline, async {
+                match (&self.acquires, request.slot) {
+                    (Some(batch), Some(_)) => batch.submit(request.clone()).await,
+                    _ => self.provider.as_ref().acquire(&request).await,
+                }
+            })
             .await;
             let recovered = self.recover_lost_grant(&request, result, deadline).await;
             let result = recovered.result;

@@ -117,7 +117,6 @@ impl OwnGrants {
     }
 }
 
-
 /// The leases of this process, per (instance id, lock name), shared by all its executors:
 /// which fences are held now (granted or adopted, not yet released), the highest fence ever
 /// granted here, and how many acquires are in flight.
@@ -215,9 +214,7 @@ impl LockingTaskExecutor {
                     refusal.reason == RefusalReason::Held,
                 )
             }
-            Ok(AcquireOutcome::Refused(_) | AcquireOutcome::Acquired(_)) | Err(_) => {
-                (false, false)
-            }
+            Ok(AcquireOutcome::Refused(_) | AcquireOutcome::Acquired(_)) | Err(_) => (false, false),
         };
         let as_answered = |result| Recovered {
             result,

@@ -135,8 +135,7 @@ pub async fn lost_batched_replies_are_released(fixture: Arc<dyn Fixture>) {
     let fire_all = |slot: FireSlot| {
         let fires = names.iter().map(|name| {
             let executor = executor.clone();
-            let config =
-                LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+            let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
             async move { fire(&executor, &config, slot).await }
         });
         futures_util::future::join_all(fires)

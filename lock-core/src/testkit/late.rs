@@ -60,7 +60,10 @@ pub async fn refuses_past_give_up_at(provider: &dyn LockProvider) {
         .await
         .unwrap_or_else(|e| panic!("too late: acquire_many failed: {e:?}"));
     match &outcomes[..] {
-        [AcquireOutcome::Refused(refusal), AcquireOutcome::Acquired(lease)] => {
+        [
+            AcquireOutcome::Refused(refusal),
+            AcquireOutcome::Acquired(lease),
+        ] => {
             assert_eq!(
                 refusal.reason,
                 RefusalReason::TooLate,
@@ -102,8 +105,18 @@ async fn assert_unchanged(provider: &dyn LockProvider, before: &LockRecord, why:
     let after = read(provider, &before.name).await.expect("the row");
     assert!(!after.held, "{why}: the row is held: {after:?}");
     assert_eq!(
-        (after.fence, after.last_fire, &after.locked_by, after.lock_until),
-        (before.fence, before.last_fire, &before.locked_by, before.lock_until),
+        (
+            after.fence,
+            after.last_fire,
+            &after.locked_by,
+            after.lock_until
+        ),
+        (
+            before.fence,
+            before.last_fire,
+            &before.locked_by,
+            before.lock_until
+        ),
         "{why}: a refused acquire changed the row"
     );
 }
