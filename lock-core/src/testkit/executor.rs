@@ -546,3 +546,51 @@ pub async fn lease_of_a_sibling_executor_is_kept(fixture: Arc<dyn Fixture>) {
         "sibling: the held lease was released or taken by a sibling executor"
     );
 }
+
+/// Two instances fire one slot ahead of it (the scheduler's acquire-ahead); one wins. The
+/// loser's refusal shows the slot taken (`last_fire`), so it does not ask again at the slot:
+/// two acquires for two instances (N), not three (2N - 1).
+pub async fn loser_asks_once_for_a_slot_won_ahead(fixture: Arc<dyn Fixture>) {
+    let provider = fixture.provider();
+    let name = unique_name("ahead-loser");
+    let faulty = faulty(&fixture, Faults::default());
+    let (a, b) = (
+        executor(&faulty, &format!("{name}-a")),
+        executor(&faulty, &format!("{name}-b")),
+    );
+    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+    // Half a second ahead on the store's clock, and so on the monotonic one: both ask before
+    // the slot, and the loser's answer comes long before it.
+    let ahead = Duration::from_millis(500);
+    let db_now = provider
+        .database_time()
+        .await
+        .unwrap_or_else(|e| panic!("database_time failed: {e:?}"));
+    let slot = FireSlot::new(db_now + TimeDelta::from_std(ahead).expect("small"));
+    let due = Instant::now() + ahead;
+    let fire = |executor: &LockingTaskExecutor| {
+        let (executor, config) = (executor.clone(), config.clone());
+        async move {
+            executor
+                .execute_fire(
+                    &config,
+                    Some(slot),
+                    crate::FireKind::Scheduled,
+                    Some(due),
+                    async {},
+                )
+                .await
+        }
+    };
+    let (ran_a, ran_b) = tokio::join!(fire(&a), fire(&b));
+    let ran = [&ran_a, &ran_b]
+        .iter()
+        .filter(|r| matches!(r, Ok(LockOutcome::Executed(()))))
+        .count();
+    assert_eq!(ran, 1, "ahead: one instance runs the slot ({ran_a:?}, {ran_b:?})");
+    assert_eq!(
+        faulty.acquires(),
+        2,
+        "ahead: the loser asked again at the slot although its refusal showed the slot taken"
+    );
+}

@@ -103,6 +103,11 @@ impl FaultyProvider {
         })
     }
 
+    /// How many acquires the store has answered so far (each request of a batch counts).
+    pub fn acquires(&self) -> u32 {
+        *self.answered.borrow()
+    }
+
     fn lock(&self) -> MutexGuard<'_, Faults> {
         self.faults.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -48,7 +48,8 @@ pub use executor::{
     finished_slot_is_not_adopted, keep_alive_counts_from_the_request,
     keep_alive_retries_a_failed_extend, late_grant_leaves_no_lease,
     lease_of_a_sibling_executor_is_kept, lost_acquire_reply_is_released,
-    lost_batched_replies_are_released, orphan_of_this_instance_is_released,
+    lost_batched_replies_are_released, loser_asks_once_for_a_slot_won_ahead,
+    orphan_of_this_instance_is_released,
     retried_acquire_is_adopted,
 };
 pub use expiry::{
@@ -63,7 +64,7 @@ pub use ownership::{
     stale_lease_cannot_release_new_one,
 };
 pub use slots::{
-    future_slot_refused, once_per_slot, reset_slot_repairs_a_future_last_fire,
+    future_slot_refused, held_refusal_carries_last_fire, once_per_slot, reset_slot_repairs_a_future_last_fire,
     slot_refused_while_held,
 };
 pub use support::{lock_cycle, request, unique_name};
@@ -139,6 +140,7 @@ macro_rules! __conformance_suite {
             fence_strictly_increasing,
             once_per_slot,
             slot_refused_while_held,
+            held_refusal_carries_last_fire,
             future_slot_refused,
             reset_slot_repairs_a_future_last_fire,
             refuses_past_give_up_at,
@@ -180,6 +182,7 @@ macro_rules! __executor_suite {
             late_grant_leaves_no_lease,
             orphan_of_this_instance_is_released,
             lease_of_a_sibling_executor_is_kept,
+            loser_asks_once_for_a_slot_won_ahead,
         );
     };
     (@tests ($setup:expr); $($test:ident),* $(,)?) => {$(
