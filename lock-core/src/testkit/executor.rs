@@ -587,7 +587,10 @@ pub async fn loser_asks_once_for_a_slot_won_ahead(fixture: Arc<dyn Fixture>) {
         .iter()
         .filter(|r| matches!(r, Ok(LockOutcome::Executed(()))))
         .count();
-    assert_eq!(ran, 1, "ahead: one instance runs the slot ({ran_a:?}, {ran_b:?})");
+    assert_eq!(
+        ran, 1,
+        "ahead: one instance runs the slot ({ran_a:?}, {ran_b:?})"
+    );
     assert_eq!(
         faulty.acquires(),
         2,

@@ -47,10 +47,9 @@ pub use executor::{
     cancelled_before_another_can_take_over, concurrent_call_is_not_adopted,
     finished_slot_is_not_adopted, keep_alive_counts_from_the_request,
     keep_alive_retries_a_failed_extend, late_grant_leaves_no_lease,
-    lease_of_a_sibling_executor_is_kept, lost_acquire_reply_is_released,
-    lost_batched_replies_are_released, loser_asks_once_for_a_slot_won_ahead,
-    orphan_of_this_instance_is_released,
-    retried_acquire_is_adopted,
+    lease_of_a_sibling_executor_is_kept, loser_asks_once_for_a_slot_won_ahead,
+    lost_acquire_reply_is_released, lost_batched_replies_are_released,
+    orphan_of_this_instance_is_released, retried_acquire_is_adopted,
 };
 pub use expiry::{
     at_least_hold, at_most_expiry, durations_beyond_the_cap, extend_of_expired_refused,
@@ -64,8 +63,8 @@ pub use ownership::{
     stale_lease_cannot_release_new_one,
 };
 pub use slots::{
-    future_slot_refused, held_refusal_carries_last_fire, once_per_slot, reset_slot_repairs_a_future_last_fire,
-    slot_refused_while_held,
+    future_slot_refused, held_refusal_carries_last_fire, once_per_slot,
+    reset_slot_repairs_a_future_last_fire, slot_refused_while_held,
 };
 pub use support::{lock_cycle, request, unique_name};
 

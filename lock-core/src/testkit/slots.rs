@@ -114,7 +114,11 @@ pub async fn held_refusal_carries_last_fire(provider: &dyn LockProvider) {
         "held last_fire: the loser",
     )
     .await;
-    assert_eq!(refusal.reason, RefusalReason::Held, "held last_fire: reason");
+    assert_eq!(
+        refusal.reason,
+        RefusalReason::Held,
+        "held last_fire: reason"
+    );
     assert!(
         refusal
             .last_fire
