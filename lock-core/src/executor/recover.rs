@@ -8,7 +8,8 @@
 //!   ([`LockRequest::give_up_at`], on the database's clock: `slot + (deadline - due)`), and the
 //!   store refuses a grant it decides after that ([`RefusalReason::TooLate`](crate::RefusalReason::TooLate)),
 //!   writing nothing. Direct calls (no slot, or no `due` instant) send no deadline.
-//! - **Adopted.** After an error whose effect is unknown, or a refusal naming this instance,
+//! - **Adopted.** After an error whose effect is unknown, or a refusal naming this instance
+//!   as the holder for this very slot (a driver's retry refused by its own first attempt),
 //!   the executor reads the row back, within the same deadline as the acquire (so a failed
 //!   acquire is reported within the operation timeout, read-back included; when no time is
 //!   left there is no read-back). It adopts the lease when the row is this request's grant:
@@ -206,11 +207,15 @@ impl LockingTaskExecutor {
         let slot = request.slot.map(FireSlot::instant);
         let (may_hide_a_grant, may_be_orphan) = match &result {
             Err(LockError::Timeout { .. } | LockError::Provider { .. }) => (true, false),
+            // A clean refusal naming this instance: for this slot, the grant of a retry by the
+            // driver (adopted: asking again would be refused, the slot is spent); without a
+            // slot, or for another slot, a lease decided before this request, so never this
+            // request's own grant (released if it is an orphan, then asked for again).
             Ok(AcquireOutcome::Refused(refusal))
                 if refusal.locked_by.as_deref() == Some(&*request.locked_by) =>
             {
                 (
-                    slot.is_none() || refusal.last_fire == slot,
+                    slot.is_some() && refusal.last_fire == slot,
                     refusal.reason == RefusalReason::Held,
                 )
             }

@@ -503,6 +503,30 @@ pub async fn orphan_of_this_instance_is_released(fixture: Arc<dyn Fixture>) {
         (false, Some(next.instant())),
         "orphan: the fire ran its slot and released"
     );
+
+    // A direct call (no slot) finds the orphan of an earlier direct call the same way.
+    let name = unique_name("orphan-direct");
+    let orphan = support::must_acquire(
+        provider,
+        &request(&name, &owner, LONG, None),
+        "orphan: a direct call's late grant",
+    )
+    .await;
+    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+    let ran = executor
+        .execute_with_lock(&config, async {
+            JobContext::current().expect("inside a body").fence()
+        })
+        .await;
+    assert!(
+        matches!(ran, Ok(LockOutcome::Executed(fence)) if fence > orphan.fence()),
+        "orphan: a direct call must release the orphan lease (fence {}) and run, got {ran:?}",
+        orphan.fence()
+    );
+    assert!(
+        !record(provider, &name).await.held,
+        "orphan: released after the call"
+    );
 }
 
 /// A lease in this instance's name that another executor of the same process (and instance
