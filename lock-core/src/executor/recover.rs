@@ -125,8 +125,9 @@ impl OwnGrants {
 /// A lease in this instance's name whose fence no executor of the process was ever granted,
 /// while no other acquire of the name is in flight, was granted to nobody alive: an orphan.
 /// Bounded like [`OwnGrants`]: past [`REMEMBERED_NAMES`] entries, those with nothing held or
-/// in flight are forgotten, which only makes an orphan look like a lease seen before (kept,
-/// not released): the safe side.
+/// in flight are forgotten. That weakens only the fence test; the shape test still tells a
+/// released lease (kept by `lock_at_least_for`) from an untouched grant, unless
+/// `lock_at_least_for` equals `lock_at_most_for`.
 pub(super) struct HeldLeases;
 
 #[derive(Default)]

@@ -571,9 +571,9 @@ pub async fn lease_of_a_sibling_executor_is_kept(fixture: Arc<dyn Fixture>) {
     );
 }
 
-/// Two instances fire one slot ahead of it (the scheduler's acquire-ahead); one wins. The
-/// loser's refusal shows the slot taken (`last_fire`), so it does not ask again at the slot:
-/// two acquires for two instances (N), not three (2N - 1).
+/// Two instances fire one slot ahead of it (the scheduler's acquire-ahead); the first wins.
+/// The loser's refusal shows the slot taken (`last_fire`), so it does not ask again at the
+/// slot: two acquires for two instances (N), not three (2N - 1).
 pub async fn loser_asks_once_for_a_slot_won_ahead(fixture: Arc<dyn Fixture>) {
     let provider = fixture.provider();
     let name = unique_name("ahead-loser");
@@ -606,7 +606,14 @@ pub async fn loser_asks_once_for_a_slot_won_ahead(fixture: Arc<dyn Fixture>) {
                 .await
         }
     };
-    let (ran_a, ran_b) = tokio::join!(fire(&a), fire(&b));
+    // B asks once A's grant is decided (both still ahead of the slot): two acquires decided at
+    // the same instant may both see the row as it was before either, and the loser's refusal
+    // then cannot tell what the winner wrote.
+    let b_after_a = async {
+        faulty.acquires_answered(1).await;
+        fire(&b).await
+    };
+    let (ran_a, ran_b) = tokio::join!(fire(&a), b_after_a);
     let ran = [&ran_a, &ran_b]
         .iter()
         .filter(|r| matches!(r, Ok(LockOutcome::Executed(()))))

@@ -27,8 +27,9 @@ pub const NOW: &str = "timezone('utc', CURRENT_TIMESTAMP)";
 /// `give_up_at` with. `clock_timestamp()`, not `CURRENT_TIMESTAMP` ([`NOW`]): that one is the
 /// start of the transaction, and a statement that waited (for a row lock, a stalled server)
 /// decides later than it; `clock_timestamp()` is volatile, so it is read again each time the
-/// row is checked, also when a row lock waited for is re-checked after the other transaction
-/// committed.
+/// row is checked, also when a row that another transaction changed is re-checked after that
+/// transaction committed (a row only locked by another, `SELECT ... FOR UPDATE`, is not
+/// re-checked: its wait is covered by the executor's release of an orphan lease instead).
 pub const DECIDED_AT: &str = "timezone('utc', clock_timestamp())";
 
 /// The same instant truncated to the columns' millisecond precision: what every stored value
