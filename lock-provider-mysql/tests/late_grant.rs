@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::TimeDelta;
@@ -29,8 +30,9 @@ async fn an_acquire_decided_after_its_sender_gave_up_leaves_no_lease() {
         .with_table(common::CONFORMANCE_TABLE)
         .expect("valid table name");
     provider.ensure_schema().await.expect("ensure_schema");
+    let provider = Arc::new(provider);
     let name = testkit::unique_name("my-late-grant");
-    let executor = LockingTaskExecutor::new(provider.clone())
+    let executor = LockingTaskExecutor::from_shared(provider.clone())
         .with_operation_timeout(OPERATION_TIMEOUT)
         .with_batch_window(Duration::ZERO);
     let config = LockConfiguration::new(name.clone(), Duration::from_secs(300), Duration::ZERO)
