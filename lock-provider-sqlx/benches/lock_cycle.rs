@@ -168,14 +168,16 @@ impl PgBench {
         query
     }
 
-    /// `$1` name, `$2` at most (ms), `$3` owner, `$4` slot, `$5` lead (ms), as the provider binds.
-    fn acquire_params(name: &str, owner: &str) -> [SqlValue; 5] {
+    /// `$1` name, `$2` at most (ms), `$3` owner, `$4` slot, `$5` lead (ms), `$6` give up at, as
+    /// the provider binds.
+    fn acquire_params(name: &str, owner: &str) -> [SqlValue; 6] {
         [
             SqlValue::Text(name.to_owned()),
             SqlValue::Int(60_000),
             SqlValue::Text(owner.to_owned()),
             SqlValue::Timestamp(None),
             SqlValue::Int(5_000),
+            SqlValue::Timestamp(None),
         ]
     }
 }
@@ -420,6 +422,7 @@ impl Bench for LiteBench {
             .bind(60_000_i64)
             .bind(None::<String>)
             .bind(5_000_i64)
+            .bind(None::<String>)
             .fetch_one(&mut *tx)
             .await
             .unwrap()
