@@ -152,6 +152,18 @@ impl LockingTaskExecutor {
                         self.max_slot_lead,
                     );
                 }
+                // Answered in time, yet decided past give_up_at: this instance's estimate of the
+                // database's clock is behind it (or the answer took the whole timeout).
+                if refusal.reason == RefusalReason::TooLate {
+                    tracing::warn!(
+                        lock = config.name(),
+                        slot = ?slot.map(|s| s.instant()),
+                        database_now = ?refusal.database_now,
+                        give_up_at = ?request.give_up_at,
+                        "refused: the database decided this acquire after its sender's deadline \
+                         (give_up_at); nothing was written and the fire is skipped"
+                    );
+                }
                 // A later slot already ran: an instance of an older version labelled slots by a
                 // clock that is ahead, or left a last_fire in the future. Each slot still runs
                 // at most once, but this instance is refused until the database reaches that
