@@ -96,6 +96,7 @@ async fn run() -> Result<bool, BoxError> {
         lock_at_most_for: Duration::from_secs(10),
         slot: None,
         max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+        give_up_at: None,
     };
     let taken = loop {
         if let AcquireOutcome::Acquired(lease) = b.acquire(&request).await? {

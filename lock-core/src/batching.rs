@@ -25,6 +25,7 @@ pub use crate::executor::later;
 ///     lock_at_most_for: Duration::from_secs(30),
 ///     slot: None,
 ///     max_slot_lead: DEFAULT_MAX_SLOT_LEAD,
+///     give_up_at: None,
 /// };
 /// assert!(batchable(&[request("x"), request("y")], 1000));
 /// assert!(!batchable(&[request("x"), request("x")], 1000));
@@ -55,6 +56,7 @@ pub fn batchable(requests: &[LockRequest], max: usize) -> bool {
 ///     lock_at_most_for: Duration::from_secs(30),
 ///     slot: None,
 ///     max_slot_lead: DEFAULT_MAX_SLOT_LEAD,
+///     give_up_at: None,
 /// };
 /// let outcomes = acquire_each(&InMemoryLockProvider::new(), &[request.clone(), request]).await?;
 /// assert!(matches!(outcomes[..], [AcquireOutcome::Acquired(_), AcquireOutcome::Refused(_)]));

@@ -154,6 +154,11 @@ impl LockProvider for InMemoryLockProvider {
             )));
         }
         let mut rows = self.rows();
+        // Decided now, under the table's lock: past the sender's deadline nothing is written.
+        let decided_at = self.wall(Instant::now());
+        if request.too_late(decided_at) {
+            return Ok(AcquireOutcome::Refused(Refusal::too_late(decided_at)));
+        }
         if let Some(row) = rows.get_mut(&*request.name) {
             let refusal = if row.lock_until > now {
                 Some(RefusalReason::Held)

@@ -82,6 +82,18 @@ pub struct LockRequest {
     /// [`RefusalReason::SlotInFuture`] and nothing is written, so an instance whose clock runs
     /// ahead can never claim (and spend) slots that the database has not reached yet.
     pub max_slot_lead: Duration,
+    /// The instant, on the provider's clock (the database's), after which the sender will have
+    /// given up waiting for the answer (its operation timeout has passed).
+    ///
+    /// A provider decides the acquire against its own current time at the moment of the
+    /// decision (not at the start of its transaction) and, past this instant, refuses with
+    /// [`RefusalReason::TooLate`] writing nothing: no lease, no `last_fire`. A grant nobody
+    /// waits for any more would hold the lock for nobody until `lock_at_most_for`.
+    ///
+    /// The executor sets it for a scheduler's fire, whose slot it knows on both clocks; direct
+    /// calls and requests built by hand send `None` (no deadline: a late grant can still
+    /// happen, and is then released by its own instance at its next acquire of the name).
+    pub give_up_at: Option<DateTime<Utc>>,
 }
 
 /// The default [`LockRequest::max_slot_lead`]: the scheduler fires by its estimate of the
@@ -115,6 +127,7 @@ impl Lease {
     ///     lock_at_most_for: Duration::from_secs(10),
     ///     slot: None,
     ///     max_slot_lead: DEFAULT_MAX_SLOT_LEAD,
+    ///     give_up_at: None,
     /// };
     /// let lease = Lease::granted(&request, 7);
     /// assert_eq!((lease.name(), lease.fence()), ("job", 7));
@@ -136,6 +149,11 @@ impl Lease {
     /// The lock name, shared.
     pub(crate) fn shared_name(&self) -> &Arc<str> {
         &self.name
+    }
+
+    /// The owner, shared.
+    pub(crate) fn locked_by_shared(&self) -> Arc<str> {
+        self.locked_by.clone()
     }
 
     /// The owner written to `locked_by`.
@@ -168,6 +186,10 @@ pub enum RefusalReason {
     /// The slot is more than [`LockRequest::max_slot_lead`] ahead of the provider's clock: the
     /// claiming instance's idea of the time is ahead of the database's. Nothing was written.
     SlotInFuture,
+    /// The provider decided the acquire after the request's [`LockRequest::give_up_at`]: its
+    /// sender no longer waits for the answer, so a grant would be held by nobody. Nothing was
+    /// written.
+    TooLate,
 }
 
 /// What a refused acquire learned about the current holder, for the `skipped` event.
@@ -214,6 +236,20 @@ impl Refusal {
             ..Refusal::new(RefusalReason::SlotInFuture)
         }
     }
+
+    /// The refusal of a request decided after its [`LockRequest::give_up_at`].
+    ///
+    /// ```
+    /// use lock_core::{Refusal, RefusalReason};
+    /// let refusal = Refusal::too_late(chrono::Utc::now());
+    /// assert_eq!(refusal.reason, RefusalReason::TooLate);
+    /// ```
+    pub fn too_late(database_now: DateTime<Utc>) -> Self {
+        Refusal {
+            database_now: Some(database_now),
+            ..Refusal::new(RefusalReason::TooLate)
+        }
+    }
 }
 
 impl LockRequest {
@@ -231,6 +267,7 @@ impl LockRequest {
     ///     lock_at_most_for: Duration::from_secs(10),
     ///     slot: Some(FireSlot::new(now + TimeDelta::seconds(ahead))),
     ///     max_slot_lead: DEFAULT_MAX_SLOT_LEAD,
+    ///     give_up_at: None,
     /// };
     /// assert!(!request(5).slot_too_far_ahead(now));
     /// assert!(request(6).slot_too_far_ahead(now));
@@ -241,6 +278,24 @@ impl LockRequest {
             (Some(slot), Some(limit)) => slot.instant() > limit,
             _ => false,
         }
+    }
+
+    /// Whether `now` (the provider's clock at the moment of the decision) is past this
+    /// request's [`give_up_at`](Self::give_up_at): the check every provider's acquire applies
+    /// before granting, here for providers that decide in Rust.
+    ///
+    /// ```
+    /// use chrono::{TimeDelta, Utc};
+    /// use lock_core::testkit::request;
+    /// use std::time::Duration;
+    /// let now = Utc::now();
+    /// let mut asked = request(&"job".into(), "me", Duration::from_secs(10), None);
+    /// assert!(!asked.too_late(now));
+    /// asked.give_up_at = Some(now - TimeDelta::milliseconds(1));
+    /// assert!(asked.too_late(now));
+    /// ```
+    pub fn too_late(&self, now: DateTime<Utc>) -> bool {
+        self.give_up_at.is_some_and(|give_up_at| now > give_up_at)
     }
 }
 
@@ -288,6 +343,9 @@ pub struct LockRecord {
 ///   and then sets `last_fire`;
 /// - **no future slot**: a request whose slot is more than its `max_slot_lead` ahead of the
 ///   provider's now is refused ([`RefusalReason::SlotInFuture`]) and writes nothing;
+/// - **no late grant**: a request decided (by the provider's clock at the moment of the
+///   decision) after its `give_up_at` is refused ([`RefusalReason::TooLate`]) and writes
+///   nothing;
 /// - **no silent loss**: a row deleted by hand is recreated by the next acquire.
 ///
 /// The conformance suite in `lock_core::testkit` (feature `testkit`) checks all of these.
@@ -308,6 +366,7 @@ pub struct LockRecord {
 ///     lock_at_most_for: Duration::from_secs(30),
 ///     slot: None,
 ///     max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+///     give_up_at: None,
 /// };
 /// let AcquireOutcome::Acquired(lease) = provider.acquire(&request).await? else { panic!() };
 /// // A second acquire is refused while the lease is held ...
@@ -445,6 +504,7 @@ pub trait LockProvider: Send + Sync + 'static {
     ///     lock_at_most_for: Duration::from_secs(30),
     ///     slot: None,
     ///     max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+    ///     give_up_at: None,
     /// };
     /// let AcquireOutcome::Acquired(lease) = provider.acquire(&request).await? else { panic!() };
     /// let record = provider.read_lock("report").await?.expect("the row exists");

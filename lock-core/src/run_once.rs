@@ -207,6 +207,7 @@ async fn mark_done(executor: &LockingTaskExecutor, done: &str) -> Result<(), Loc
         lock_at_most_for: Duration::from_secs(60),
         slot: Some(done_slot()),
         max_slot_lead: crate::DEFAULT_MAX_SLOT_LEAD,
+        give_up_at: None,
     };
     match bounded(executor, "acquire", done, provider.acquire(&request)).await? {
         AcquireOutcome::Acquired(lease) => {

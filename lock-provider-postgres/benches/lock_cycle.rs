@@ -72,6 +72,7 @@ async fn run(mode: Mode) {
         Type::TEXT,
         Type::TIMESTAMP,
         Type::INT8,
+        Type::TIMESTAMP,
     ];
     let release_types = [Type::TEXT, Type::TEXT, Type::INT8, Type::INT8];
     let acquire = hand
@@ -121,6 +122,7 @@ async fn run(mode: Mode) {
         lock_at_most_for: minute,
         slot: None,
         max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+        give_up_at: None,
     };
     let cycle_request = request("bench-cycle", "bench-instance");
     // Held for the whole run, however slow the machine is.
@@ -223,7 +225,14 @@ async fn run(mode: Mode) {
                     let row = hand
                         .query_one(
                             &acquire,
-                            &[&"bench-held", &at_most_ms, &"loser", &no_slot, &lead_ms],
+                            &[
+                                &"bench-held",
+                                &at_most_ms,
+                                &"loser",
+                                &no_slot,
+                                &lead_ms,
+                                &no_slot,
+                            ],
                         )
                         .await
                         .unwrap();
@@ -339,8 +348,15 @@ async fn hand_acquire(hand: &Client, acquire: &Statement, create: &Statement, na
     let at_most_ms: i64 = 60_000;
     let no_slot: Option<chrono::NaiveDateTime> = None;
     let lead_ms: i64 = 5_000;
-    let params: [&(dyn ToSql + Sync); 5] =
-        [&name, &at_most_ms, &"bench-instance", &no_slot, &lead_ms];
+    // No slot and no give_up_at.
+    let params: [&(dyn ToSql + Sync); 6] = [
+        &name,
+        &at_most_ms,
+        &"bench-instance",
+        &no_slot,
+        &lead_ms,
+        &no_slot,
+    ];
     let rows = hand.query(acquire, &params).await.unwrap();
     match rows.first() {
         Some(row) => row.get::<_, Option<i64>>(0).expect("by-hand lock refused"),

@@ -127,6 +127,7 @@ impl PostgresLockProvider {
                     row.try_get(4)?,
                     row.try_get(5)?,
                     db_now,
+                    row.try_get(9)?,
                 );
                 Ok((at, Some(Said::Decided(AcquireOutcome::Refused(refusal)))))
             };
@@ -165,10 +166,16 @@ impl PostgresLockProvider {
             .await?;
         let mut outcomes: Vec<Option<AcquireOutcome>> = vec![None; requests.len()];
         for row in &rows {
-            let parse = || -> Result<(usize, Option<i64>, NaiveDateTime), tokio_postgres::Error> {
-                Ok((index(row.try_get(0)?), row.try_get(1)?, row.try_get(2)?))
+            type Created = (usize, Option<i64>, NaiveDateTime, bool);
+            let parse = || -> Result<Created, tokio_postgres::Error> {
+                Ok((
+                    index(row.try_get(0)?),
+                    row.try_get(1)?,
+                    row.try_get(2)?,
+                    row.try_get(3)?,
+                ))
             };
-            let (at, granted, db_now) =
+            let (at, granted, db_now, too_late) =
                 parse().map_err(|e| self.session.row_error("acquire", label, e))?;
             let Some(request) = requests.get(at) else {
                 continue;
@@ -178,6 +185,7 @@ impl PostgresLockProvider {
                 Some(fence) => {
                     AcquireOutcome::Acquired(Lease::granted(request, fence_from_sql(fence)))
                 }
+                None if too_late => AcquireOutcome::Refused(Refusal::too_late(db_now)),
                 None if request.slot_too_far_ahead(db_now) => {
                     AcquireOutcome::Refused(Refusal::slot_in_future(db_now))
                 }
@@ -239,13 +247,14 @@ fn index(ord: i64) -> usize {
     usize::try_from(ord.saturating_sub(1)).unwrap_or(usize::MAX)
 }
 
-/// A batch's requests as the five arrays the batch statements take (`$1`..`$5`).
+/// A batch's requests as the six arrays the batch statements take (`$1`..`$6`).
 struct Columns<'a> {
     names: Vec<&'a str>,
     at_most: Vec<i64>,
     owners: Vec<&'a str>,
     slots: Vec<Option<NaiveDateTime>>,
     leads: Vec<i64>,
+    give_up_at: Vec<Option<NaiveDateTime>>,
 }
 
 impl<'a> Columns<'a> {
@@ -265,16 +274,21 @@ impl<'a> Columns<'a> {
                 .iter()
                 .map(|r| lease_millis(r.max_slot_lead))
                 .collect(),
+            give_up_at: requests
+                .iter()
+                .map(|r| r.give_up_at.map(|at| at.naive_utc()))
+                .collect(),
         }
     }
 
-    fn params(&self) -> [&(dyn ToSql + Sync); 5] {
+    fn params(&self) -> [&(dyn ToSql + Sync); 6] {
         [
             &self.names,
             &self.at_most,
             &self.owners,
             &self.slots,
             &self.leads,
+            &self.give_up_at,
         ]
     }
 }

@@ -377,7 +377,9 @@ impl LockProvider for PostgresLockProvider {
         let at_most = lease_millis(request.lock_at_most_for);
         let slot = request.slot.map(|s| s.instant().naive_utc());
         let lead = lease_millis(request.max_slot_lead);
-        let params: [&(dyn ToSql + Sync); 5] = [&name, &at_most, &locked_by, &slot, &lead];
+        let give_up_at = request.give_up_at.map(|at| at.naive_utc());
+        let params: [&(dyn ToSql + Sync); 6] =
+            [&name, &at_most, &locked_by, &slot, &lead, &give_up_at];
         let rows: Vec<Row> = self
             .session
             .run("acquire", name, |s| &s.acquire, sql::ACQUIRE_TYPES, &params)
@@ -392,15 +394,16 @@ impl LockProvider for PostgresLockProvider {
                 self.session
                     .unexpected("acquire", name, "the create statement returned no row")
             })?;
-            let parse = || -> Result<(Option<i64>, NaiveDateTime), tokio_postgres::Error> {
-                Ok((row.try_get(0)?, row.try_get(1)?))
+            let parse = || -> Result<(Option<i64>, NaiveDateTime, bool), tokio_postgres::Error> {
+                Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
             };
-            let (granted, db_now) =
+            let (granted, db_now, too_late) =
                 parse().map_err(|e| self.session.row_error("acquire", name, e))?;
             return Ok(match granted {
                 Some(new_fence) => {
                     AcquireOutcome::Acquired(Lease::granted(request, fence_from_sql(new_fence)))
                 }
+                None if too_late => AcquireOutcome::Refused(Refusal::too_late(utc(db_now))),
                 None if request.slot_too_far_ahead(utc(db_now)) => {
                     AcquireOutcome::Refused(Refusal::slot_in_future(utc(db_now)))
                 }
@@ -420,8 +423,9 @@ impl LockProvider for PostgresLockProvider {
             let last_fire: Option<NaiveDateTime> = row.try_get(3)?;
             let held: bool = row.try_get(4)?;
             let db_now = utc(row.try_get::<_, NaiveDateTime>(5)?);
+            let too_late: bool = row.try_get(6)?;
             Ok(AcquireOutcome::Refused(lock_sql::sql::postgres::refusal(
-                request, locked_by, lock_until, last_fire, held, db_now,
+                request, locked_by, lock_until, last_fire, held, db_now, too_late,
             )))
         };
         parse().map_err(|e| self.session.row_error("acquire", name, e))

@@ -19,13 +19,14 @@ pub use lock_sql::sql::postgres::LockStatements;
 pub(crate) type Statements = LockStatements;
 
 /// `$1` name, `$2` lock_at_most_for (ms), `$3` locked_by, `$4` slot (NULL for none), `$5` the
-/// slot's greatest lead over the database's now (ms).
+/// slot's greatest lead over the database's now (ms), `$6` give up at (NULL for none).
 pub(crate) const ACQUIRE_TYPES: &[Type] = &[
     Type::TEXT,
     Type::INT8,
     Type::TEXT,
     Type::TIMESTAMP,
     Type::INT8,
+    Type::TIMESTAMP,
 ];
 /// `$1` name, `$2` locked_by, `$3` fence, `$4` lock_at_least_for (ms).
 pub(crate) const RELEASE_TYPES: &[Type] = &[Type::TEXT, Type::TEXT, Type::INT8, Type::INT8];
@@ -40,6 +41,7 @@ pub(crate) const ACQUIRE_MANY_TYPES: &[Type] = &[
     Type::TEXT_ARRAY,
     Type::TIMESTAMP_ARRAY,
     Type::INT8_ARRAY,
+    Type::TIMESTAMP_ARRAY,
 ];
 /// The arrays of `RELEASE_TYPES`.
 pub(crate) const RELEASE_MANY_TYPES: &[Type] = &[

@@ -29,7 +29,7 @@ use redis::{ErrorKind, Script, ServerErrorKind, Value};
 
 use crate::RedisLockProvider;
 use crate::keys::hash_tag;
-use crate::provider::acquire_outcome;
+use crate::provider::{acquire_outcome, give_up_at_arg};
 
 impl RedisLockProvider {
     /// [`LockProvider::acquire_many`](lock_core::LockProvider::acquire_many) on Redis.
@@ -49,6 +49,7 @@ impl RedisLockProvider {
                 lease_millis(request.lock_at_most_for).to_string(),
                 slot,
                 lead.to_string(),
+                give_up_at_arg(request),
             ]);
         }
         let names: Vec<&str> = requests.iter().map(|r| &*r.name).collect();

@@ -330,6 +330,7 @@ impl LockProvider for RedisLockProvider {
                     lease_millis(request.lock_at_most_for).to_string(),
                     slot,
                     lead.to_string(),
+                    give_up_at_arg(request),
                 ],
             )
             .await?;
@@ -492,6 +493,14 @@ impl ClusterProvider for RedisLockProvider {
 /// The most keys one batch script takes (`batch.rs` says why 256).
 pub(crate) const MAX_BATCH: usize = 256;
 
+/// The acquire script's give-up argument: milliseconds since the epoch, `""` for none. Cut
+/// down to the millisecond, so never later than the request's own instant.
+pub(crate) fn give_up_at_arg(request: &LockRequest) -> String {
+    request
+        .give_up_at
+        .map_or(String::new(), |at| at.timestamp_millis().to_string())
+}
+
 /// The acquire script's reply as an outcome (see `scripts::ACQUIRE`).
 pub(crate) fn acquire_outcome(
     request: &LockRequest,
@@ -520,6 +529,7 @@ pub(crate) fn acquire_outcome(
         Some(1) => refusal(RefusalReason::Held),
         Some(2) => refusal(RefusalReason::SlotAlreadyRun),
         Some(3) => Ok(AcquireOutcome::Refused(Refusal::slot_in_future(now))),
+        Some(4) => Ok(AcquireOutcome::Refused(Refusal::too_late(now))),
         other => Err(format!("unexpected acquire status {other:?}")),
     }
 }

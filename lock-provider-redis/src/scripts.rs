@@ -34,18 +34,23 @@ macro_rules! lua {
 pub(crate) use lua;
 
 /// The acquire of one key, as a Lua function `acquire(key, locked_by, lease ms, slot ms (`""`
-/// for none), max slot lead ms)`, shared by [`ACQUIRE`] and [`ACQUIRE_MANY`]. It returns
-/// `{status, now, fence}` on a grant (status 0), else `{status, now, locked_by, lock_until,
-/// last_fire}` with status 1 held, 2 slot already run, 3 slot in the future. Every refusal
-/// returns before the first write: a losing acquire writes nothing (nothing is replicated,
-/// nothing reaches the AOF).
+/// for none), max slot lead ms, give up at ms (`""` for none))`, shared by [`ACQUIRE`] and
+/// [`ACQUIRE_MANY`]. It returns `{status, now, fence}` on a grant (status 0), else `{status,
+/// now, locked_by, lock_until, last_fire}` with status 1 held, 2 slot already run, 3 slot in
+/// the future, 4 too late (the script's `TIME`, read when the script runs, is past the
+/// sender's give-up instant). Every refusal returns before the first write: a losing acquire
+/// writes nothing (nothing is replicated, nothing reaches the AOF).
 macro_rules! acquire_fn {
     () => {
         r#"
-local function acquire(key, locked_by, lease, slot_arg, lead)
+local function acquire(key, locked_by, lease, slot_arg, lead, give_up_at)
   local slot = tonumber(slot_arg)
   if slot and slot > now + tonumber(lead) then
     return {3, now}
+  end
+  local deadline = tonumber(give_up_at)
+  if deadline and now > deadline then
+    return {4, now}
   end
   local row = redis.call('HMGET', key, 'lock_until', 'locked_by', 'last_fire')
   local lock_until = tonumber(row[1])
@@ -71,22 +76,22 @@ end
 }
 
 /// Acquire. `KEYS[1]` the lock; ARGV: locked_by, lease ms, slot ms (`""` for none), max slot
-/// lead ms. The reply is `acquire_fn!`'s.
+/// lead ms, give up at ms (`""` for none). The reply is `acquire_fn!`'s.
 pub const ACQUIRE: &str = lua!(
     acquire_fn!(),
-    "return acquire(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4])\n"
+    "return acquire(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])\n"
 );
 
 /// Many acquires in one script, decided one after another on one clock reading, exactly as
 /// that many [`ACQUIRE`]s would be (a name twice is granted at most once). `KEYS[i]` the locks,
-/// ARGV four per key as for [`ACQUIRE`]. The reply is the array of their replies, in order.
+/// ARGV five per key as for [`ACQUIRE`]. The reply is the array of their replies, in order.
 pub const ACQUIRE_MANY: &str = lua!(
     acquire_fn!(),
     r#"
 local out = {}
 for i = 1, #KEYS do
-  local j = (i - 1) * 4
-  out[i] = acquire(KEYS[i], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4])
+  local j = (i - 1) * 5
+  out[i] = acquire(KEYS[i], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], ARGV[j + 5])
 end
 return out
 "#

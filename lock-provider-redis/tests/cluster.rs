@@ -16,6 +16,7 @@ fn request(name: &str, by: &str) -> LockRequest {
         lock_at_most_for: Duration::from_secs(60),
         slot: None,
         max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+        give_up_at: None,
     }
 }
 

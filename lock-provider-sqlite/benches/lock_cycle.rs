@@ -28,7 +28,8 @@ static ACQUIRE_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "INSERT INTO \"shedlock\" AS cur (\"name\", \"lock_until\", \"locked_at\", \"locked_by\", \"fence\", \"last_fire\") \
          SELECT ?1, strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (?3 / 1000.0) || ' seconds'), {NOW}, ?2, 1, ?4 \
-         WHERE ?4 IS NULL OR ?4 <= strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (?5 / 1000.0) || ' seconds') \
+         WHERE (?4 IS NULL OR ?4 <= strftime('%Y-%m-%d %H:%M:%f', 'now', '+' || (?5 / 1000.0) || ' seconds')) \
+         AND (?6 IS NULL OR {NOW} <= ?6) \
          ON CONFLICT (\"name\") DO UPDATE SET \"lock_until\" = excluded.\"lock_until\", \
          \"locked_at\" = excluded.\"locked_at\", \"locked_by\" = excluded.\"locked_by\", \
          \"fence\" = cur.\"fence\" + 1, \"last_fire\" = coalesce(excluded.\"last_fire\", cur.\"last_fire\") \
@@ -69,9 +70,10 @@ fn acquire_by_hand(c: &Connection, name: &str, owner: &str) -> Option<i64> {
     let fence: Option<i64> = c
         .prepare_cached(&ACQUIRE_SQL)
         .unwrap()
-        .query_row(params![name, owner, 300_000, None::<String>, 5_000], |r| {
-            r.get(0)
-        })
+        .query_row(
+            params![name, owner, 300_000, None::<String>, 5_000, None::<String>],
+            |r| r.get(0),
+        )
         .optional()
         .unwrap();
     c.prepare_cached("COMMIT").unwrap().execute([]).unwrap();

@@ -14,7 +14,7 @@ use rusqlite::{OptionalExtension, params};
 
 use crate::SqliteLockProvider;
 use crate::session::{in_immediate_transaction, relaxed_commit};
-use crate::statements::{read_refusal, slot_text};
+use crate::statements::{instant_text, read_refusal, slot_text};
 
 /// The most requests one batch carries.
 pub(crate) const MAX_BATCH: usize = 1000;
@@ -65,16 +65,21 @@ impl SqliteLockProvider {
                                     request.locked_by,
                                     lease_millis(request.lock_at_most_for),
                                     slot,
-                                    lease_millis(request.max_slot_lead)
+                                    lease_millis(request.max_slot_lead),
+                                    request.give_up_at.map(instant_text)
                                 ],
                                 |row| row.get(0),
                             )
                             .optional()?;
+                        let now = Utc::now();
                         let outcome = match granted {
                             Some(fence) => AcquireOutcome::Acquired(Lease::granted(
                                 request,
                                 fence_from_sql(fence),
                             )),
+                            None if request.too_late(now) => {
+                                AcquireOutcome::Refused(Refusal::too_late(now))
+                            }
                             None => AcquireOutcome::Refused(
                                 read_refusal(connection, sql, &request.name, slot.as_deref())?
                                     .unwrap_or_else(|| Refusal::new(RefusalReason::Unknown)),

@@ -18,7 +18,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 use crate::config::LockTableConfig;
 use crate::operations::SqliteOperations;
 use crate::session::{Session, in_immediate_transaction, relaxed_commit};
-use crate::statements::{Statements, read_refusal, slot_text};
+use crate::statements::{Statements, instant_text, read_refusal, slot_text};
 use crate::table::Table;
 
 /// A [`LockProvider`] on a SQLite database file, shared by every process on one host.
@@ -356,6 +356,7 @@ impl LockProvider for SqliteLockProvider {
             .transpose()?;
         let at_most = lease_millis(request.lock_at_most_for);
         let lead = lease_millis(request.max_slot_lead);
+        let give_up_at = request.give_up_at.map(instant_text);
         // SQLite's clock is this host's: a slot too far ahead is refused without a statement
         // (the acquire statement refuses it too, by SQLite's own `now`).
         if request.slot.is_some() {
@@ -378,7 +379,7 @@ impl LockProvider for SqliteLockProvider {
                 let granted: Option<i64> = connection
                     .prepare_cached(&sql.acquire)?
                     .query_row(
-                        params![owned.name, owned.locked_by, at_most, slot, lead],
+                        params![owned.name, owned.locked_by, at_most, slot, lead, give_up_at],
                         |row| row.get(0),
                     )
                     .optional()?;
@@ -387,6 +388,11 @@ impl LockProvider for SqliteLockProvider {
                         &owned,
                         fence_from_sql(fence),
                     )));
+                }
+                // The statement ran past the sender's deadline (SQLite's clock is this host's).
+                let now = Utc::now();
+                if owned.too_late(now) {
+                    return Ok(AcquireOutcome::Refused(Refusal::too_late(now)));
                 }
                 // Another process took it between the read and the write lock: read the
                 // winner in this transaction, so the reason is exact.
@@ -529,6 +535,7 @@ mod tests {
             lock_at_most_for: Duration::from_micros(200),
             slot: None,
             max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+            give_up_at: None,
         };
         let outcome = provider.acquire(&request).await.unwrap();
         assert!(

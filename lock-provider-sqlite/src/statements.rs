@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use lock_core::{Refusal, RefusalReason};
 use rusqlite::{Connection, OptionalExtension, params};
 
-pub(crate) use lock_sql::sql::sqlite::{Statements, slot_text};
+pub(crate) use lock_sql::sql::sqlite::{Statements, instant_text, slot_text};
 
 /// The row of `name` as a refusal: `Held` while `lock_until > now`, `SlotAlreadyRun` when
 /// `slot` is not after `last_fire`, `Unknown` when neither (the lease looks free). `None` when

@@ -217,6 +217,7 @@ fn work(db: &str, worker: &str) -> WorkerReport {
         lock_at_most_for: Duration::from_secs(60),
         slot: None,
         max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+        give_up_at: None,
     };
     let (mut attempts, mut wins) = (0u64, 0u64);
     current_thread().block_on(async {

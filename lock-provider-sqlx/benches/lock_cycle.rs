@@ -65,6 +65,7 @@ fn request(name: &str, owner: &str, at_most: Duration) -> LockRequest {
         lock_at_most_for: at_most,
         slot: None,
         max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+        give_up_at: None,
     }
 }
 
@@ -167,14 +168,16 @@ impl PgBench {
         query
     }
 
-    /// `$1` name, `$2` at most (ms), `$3` owner, `$4` slot, `$5` lead (ms), as the provider binds.
-    fn acquire_params(name: &str, owner: &str) -> [SqlValue; 5] {
+    /// `$1` name, `$2` at most (ms), `$3` owner, `$4` slot, `$5` lead (ms), `$6` give up at, as
+    /// the provider binds.
+    fn acquire_params(name: &str, owner: &str) -> [SqlValue; 6] {
         [
             SqlValue::Text(name.to_owned()),
             SqlValue::Int(60_000),
             SqlValue::Text(owner.to_owned()),
             SqlValue::Timestamp(None),
             SqlValue::Int(5_000),
+            SqlValue::Timestamp(None),
         ]
     }
 }
@@ -419,6 +422,7 @@ impl Bench for LiteBench {
             .bind(60_000_i64)
             .bind(None::<String>)
             .bind(5_000_i64)
+            .bind(None::<String>)
             .fetch_one(&mut *tx)
             .await
             .unwrap()

@@ -325,13 +325,15 @@ impl PgBackend {
     pub(crate) async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
         let name: &str = &request.name;
         let slot = request.slot.map(|s| s.instant().naive_utc());
-        // $1 name, $2 lock_at_most_for (ms), $3 locked_by, $4 slot, $5 max slot lead (ms).
+        // $1 name, $2 lock_at_most_for (ms), $3 locked_by, $4 slot, $5 max slot lead (ms), $6
+        // give up at.
         let params = [
             SqlValue::Text(name.to_owned()),
             SqlValue::Int(lease_millis(request.lock_at_most_for)),
             SqlValue::Text(request.locked_by.to_string()),
             SqlValue::Timestamp(slot),
             SqlValue::Int(lease_millis(request.max_slot_lead)),
+            SqlValue::Timestamp(request.give_up_at.map(|at| at.naive_utc())),
         ];
         let rows = self.rows("acquire", name, |s| &s.acquire, &params).await?;
         let Some(row) = rows.first() else {
@@ -345,14 +347,16 @@ impl PgBackend {
                     "the create statement returned no row",
                 )
             })?;
-            let parse = || -> Result<(Option<i64>, NaiveDateTime), sqlx::Error> {
-                Ok((row.try_get(0)?, row.try_get(1)?))
+            let parse = || -> Result<(Option<i64>, NaiveDateTime, bool), sqlx::Error> {
+                Ok((row.try_get(0)?, row.try_get(1)?, row.try_get(2)?))
             };
-            let (granted, db_now) = parse().map_err(|e| self.error("acquire", name, e))?;
+            let (granted, db_now, too_late) =
+                parse().map_err(|e| self.error("acquire", name, e))?;
             return Ok(match granted {
                 Some(fence) => {
                     AcquireOutcome::Acquired(Lease::granted(request, fence_from_sql(fence)))
                 }
+                None if too_late => AcquireOutcome::Refused(Refusal::too_late(utc(db_now))),
                 None if request.slot_too_far_ahead(utc(db_now)) => {
                     AcquireOutcome::Refused(Refusal::slot_in_future(utc(db_now)))
                 }
@@ -372,8 +376,9 @@ impl PgBackend {
             let last_fire: Option<NaiveDateTime> = row.try_get(3)?;
             let held: bool = row.try_get(4)?;
             let db_now = utc(row.try_get::<NaiveDateTime, _>(5)?);
+            let too_late: bool = row.try_get(6)?;
             Ok(AcquireOutcome::Refused(lock_sql::sql::postgres::refusal(
-                request, locked_by, lock_until, last_fire, held, db_now,
+                request, locked_by, lock_until, last_fire, held, db_now, too_late,
             )))
         };
         parse().map_err(|e| self.error("acquire", name, e))

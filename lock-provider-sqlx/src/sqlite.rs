@@ -16,7 +16,7 @@ use chrono::{DateTime, Utc};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockRecord, LockRequest, Refusal, RefusalReason,
 };
-use lock_sql::sql::sqlite::{Statements, Table, slot_text};
+use lock_sql::sql::sqlite::{Statements, Table, instant_text, slot_text};
 use lock_sql::{at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
 use sqlx::sqlite::{SqlitePool, SqliteRow};
 use sqlx::{AssertSqlSafe, Row, SqliteConnection};
@@ -206,13 +206,17 @@ impl SqliteBackend {
                 .bind(lease_millis(request.lock_at_most_for))
                 .bind(slot.clone())
                 .bind(lease_millis(request.max_slot_lead))
+                .bind(request.give_up_at.map(instant_text))
                 .fetch_optional(&mut *tx)
                 .await?;
+            let now = Utc::now();
             let outcome = match granted {
                 Some(row) => AcquireOutcome::Acquired(Lease::granted(
                     request,
                     fence_from_sql(row.try_get_unchecked(0)?),
                 )),
+                // The statement ran past the sender's deadline (SQLite's clock is this host's).
+                None if request.too_late(now) => AcquireOutcome::Refused(Refusal::too_late(now)),
                 // Another process took it between the read and the write lock: read the
                 // winner in this transaction, so the reason is exact.
                 None => AcquireOutcome::Refused(

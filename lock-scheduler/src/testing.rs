@@ -176,6 +176,7 @@ impl TestFire {
             lock_at_most_for: lock_core::DEFAULT_LOCK_AT_MOST_FOR,
             slot: self.slot,
             max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+            give_up_at: None,
         };
         let cancel = CancellationToken::new();
         if self.cancelled {

@@ -126,6 +126,7 @@ async fn hold(provider: &Noting, how_long: Duration) {
             lock_at_most_for: how_long,
             slot: None,
             max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+            give_up_at: None,
         })
         .await
         .unwrap();

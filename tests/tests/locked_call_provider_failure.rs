@@ -129,6 +129,7 @@ async fn a_provider_failure_is_an_err_not_ok() {
         lock_at_most_for: Duration::from_secs(60),
         slot: None,
         max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+        give_up_at: None,
     };
     assert!(matches!(
         provider.acquire(&request).await.unwrap(),

@@ -38,6 +38,7 @@ async fn hold_elsewhere(name: &str, at_most: Duration) {
         lock_at_most_for: at_most,
         slot: None,
         max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+        give_up_at: None,
     };
     let outcome = executor().provider().acquire(&request).await.unwrap();
     assert!(

@@ -197,6 +197,7 @@ impl Fixture {
             lock_at_most_for: Duration::from_secs(1),
             slot: None,
             max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+            give_up_at: None,
         };
         match self
             .locks

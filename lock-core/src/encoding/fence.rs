@@ -20,6 +20,7 @@ use crate::Lease;
 ///     lock_at_most_for: Duration::from_secs(1),
 ///     slot: None,
 ///     max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+///     give_up_at: None,
 /// };
 /// assert_eq!(lock_core::encoding::fence_to_sql(&Lease::granted(&request, 7)), 7);
 /// assert_eq!(lock_core::encoding::fence_to_sql(&Lease::granted(&request, u64::MAX)), -1);

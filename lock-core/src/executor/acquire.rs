@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, TimeDelta, Utc};
 use tokio::time::Instant;
 
 use crate::{
@@ -11,6 +12,7 @@ use crate::{
 };
 
 use super::lease::LeaseGuard;
+use super::recover::HeldLeases;
 use super::{LockingTaskExecutor, bounded, later};
 
 // Lives on the stack for one call; boxing the lease would allocate once per fire.
@@ -44,40 +46,48 @@ impl LockingTaskExecutor {
             );
             return Ok(Acquired::Reentrant);
         }
-        let request = LockRequest {
+        let mut request = LockRequest {
             name: config.shared_name().clone(),
             locked_by: self.instance_id.clone(),
             lock_at_most_for: config.lock_at_most_for(),
             slot,
             max_slot_lead: self.max_slot_lead,
+            give_up_at: None,
         };
         let metrics = config.metrics();
         // Only the first answer, and only one asked ahead of the slot, may be asked again.
         let mut early = due.filter(|&due| Instant::now() < due);
+        // An orphan lease in this instance's name, released, is asked for again once.
+        let mut ask_after_orphan = true;
         let (outcome, requested_at) = loop {
             metrics.attempt();
             // The lease is measured from before the request: it cannot end later than this +
             // at_most.
-            let in_flight = self.own_grants.begin(&request.name);
+            let in_flight = self.own_grants.begin(&request.locked_by, &request.name);
             let requested_at = Instant::now();
-            let result = bounded(
-                "acquire",
-                config.name(),
-                requested_at,
-                later(requested_at, self.operation_timeout),
-                async {
-                    match (&self.acquires, request.slot) {
-                        (Some(batch), Some(_)) => batch.submit(request.clone()).await,
-                        _ => self.provider.as_ref().acquire(&request).await,
-                    }
-                },
-            )
+            // One deadline for the acquire and its read-back: a failed acquire is reported
+            // within the operation timeout.
+            let deadline = later(requested_at, self.operation_timeout);
+            request.give_up_at = give_up_at(slot, due, deadline);
+            let result = bounded("acquire", config.name(), requested_at, deadline, async {
+                match (&self.acquires, request.slot) {
+                    (Some(batch), Some(_)) => batch.submit(request.clone()).await,
+                    _ => self.provider.as_ref().acquire(&request).await,
+                }
+            })
             .await;
-            let result = self.recover_lost_grant(&request, result).await;
+            let recovered = self.recover_lost_grant(&request, result, deadline).await;
+            let result = recovered.result;
             if let Ok(AcquireOutcome::Acquired(lease)) = &result {
                 self.own_grants.saw(&request.name, lease.fence());
+                // Before the in-flight count drops: a sibling executor's acquire must never
+                // take this fresh grant for an orphan.
+                HeldLeases::hold(lease);
             }
             drop(in_flight);
+            if recovered.orphan_released && std::mem::take(&mut ask_after_orphan) {
+                continue;
+            }
             let outcome = match result {
                 Ok(outcome) => outcome,
                 Err(error) => {
@@ -142,6 +152,18 @@ impl LockingTaskExecutor {
                          not spent",
                         ahead.map_or_else(|| "too far".to_owned(), |a| format!("{:.3} s", a.as_seconds_f64())),
                         self.max_slot_lead,
+                    );
+                }
+                // Answered in time, yet decided past give_up_at: this instance's estimate of the
+                // database's clock is behind it (or the answer took the whole timeout).
+                if refusal.reason == RefusalReason::TooLate {
+                    tracing::warn!(
+                        lock = config.name(),
+                        slot = ?slot.map(|s| s.instant()),
+                        database_now = ?refusal.database_now,
+                        give_up_at = ?request.give_up_at,
+                        "refused: the database decided this acquire after its sender's deadline \
+                         (give_up_at); nothing was written and the fire is skipped"
                     );
                 }
                 // A later slot already ran: an instance of an older version labelled slots by a
@@ -222,6 +244,26 @@ impl LockingTaskExecutor {
             .metrics()
             .fire_lag(Instant::now().saturating_duration_since(due));
         Ok(ctx)
+    }
+}
+
+/// When the sender of an acquire for `slot` gives up, on the database's clock: the acquire's
+/// `deadline` on the monotonic clock, carried over by the one instant known on both clocks,
+/// `due` (when the database's clock reaches the slot): `slot + (deadline - due)`, signed. A
+/// fire without a slot or without `due` (a direct call) has none: see
+/// [`LockRequest::give_up_at`].
+fn give_up_at(
+    slot: Option<FireSlot>,
+    due: Option<Instant>,
+    deadline: Instant,
+) -> Option<DateTime<Utc>> {
+    let (slot, due) = (slot?.instant(), due?);
+    if deadline >= due {
+        let ahead = TimeDelta::from_std(deadline - due).ok()?;
+        slot.checked_add_signed(ahead)
+    } else {
+        let behind = TimeDelta::from_std(due - deadline).ok()?;
+        slot.checked_sub_signed(behind)
     }
 }
 

@@ -7,6 +7,7 @@ use crate::metrics::LockMetrics;
 use crate::{JobContext, Lease, LockConfiguration, LockProvider};
 
 use super::batch::{Coalescer, Release};
+use super::recover::HeldLeases;
 use super::{bounded, later};
 
 pub(super) enum Never {}
@@ -186,10 +187,13 @@ impl Drop for LeaseGuard {
                     .await
                 });
             }
-            Err(_) => tracing::warn!(
-                lock = lease.name(),
-                "locked body dropped outside a runtime; the lease ends at lock_at_most_for"
-            ),
+            Err(_) => {
+                HeldLeases::let_go(&lease);
+                tracing::warn!(
+                    lock = lease.name(),
+                    "locked body dropped outside a runtime; the lease ends at lock_at_most_for"
+                )
+            }
         }
     }
 }
@@ -203,6 +207,7 @@ async fn release(
 ) {
     let sent = tokio::time::Instant::now();
     let (name, fence) = (lease.shared_name().clone(), lease.fence());
+    let lease_key = lease.clone();
     let call = async {
         match releases {
             // Slotted fires only: a direct call's release goes at once, as its acquire did.
@@ -213,6 +218,8 @@ async fn release(
         }
     };
     let result = bounded("release", &name, sent, later(sent, timeout), call).await;
+    // Only now: until the release is decided, no sibling may take the lease for an orphan.
+    HeldLeases::let_go(&lease_key);
     match result {
         Ok(true) => tracing::debug!(lock = &*name, fence, "lock released"),
         Ok(false) => tracing::warn!(

@@ -255,7 +255,9 @@ impl LockingTaskExecutor {
     ///
     /// A database behind a link that drops packets does not answer and does not fail either,
     /// until TCP gives up minutes later. Bounded, an acquire fails with
-    /// [`LockError::Timeout`] (the fire is skipped, the next one tries again), a release is
+    /// [`LockError::Timeout`] within this timeout, the read-back of a lost grant included (the
+    /// fire is skipped, the next one tries again; a scheduled fire's late grant is refused by
+    /// the database, see [`LockRequest::give_up_at`](crate::LockRequest::give_up_at)), a release is
     /// logged as failed (the lease then ends at `lock_at_most_for`), and a keep-alive
     /// extension that has not succeeded by the time the lease would end counts as a lost lock,
     /// so [`JobContext::cancelled`] resolves before another instance can take over.
@@ -329,7 +331,9 @@ impl LockingTaskExecutor {
     }
 
     /// Replaces the instance id written to `locked_by` (1 to 255 bytes). Make it unique per
-    /// process: release and extend trust it to tell this instance's leases from others'.
+    /// live process: release and extend trust it to tell this instance's leases from others',
+    /// and an acquire that finds a lease in this id that no executor of this process holds
+    /// (a grant its sender gave up on) releases it by fence and asks again.
     pub fn with_instance_id(mut self, id: impl Into<Arc<str>>) -> Result<Self, LockError> {
         let id = id.into();
         if id.is_empty() || id.len() > MAX_INSTANCE_ID_LEN {

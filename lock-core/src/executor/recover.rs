@@ -1,23 +1,46 @@
-//! Lost grants: an acquire that committed in the store but whose answer never reached us (the
-//! operation timeout fired after the commit, the connection died before the reply, a driver
-//! retried and was refused by its own first attempt).
+//! Late and lost grants: an acquire that committed in the store but whose answer never
+//! reached us (the operation timeout fired first, the connection died before the reply, a
+//! driver retried and was refused by its own first attempt).
 //!
 //! Left alone, such a grant spends the slot and holds the lock for nobody until
-//! `lock_at_most_for`. After such an outcome the executor reads the row back and adopts the
-//! lease when the row is this request's grant: held by this instance, for this slot, with a
-//! fence this executor has never been granted while no other acquire of the name by this
-//! executor is in flight, and with the shape of a grant nobody released or extended yet
-//! (`lock_until - locked_at` is exactly the `lock_at_most_for` asked). A row that is ours
-//! because this slot already RAN (released, but `lock_at_least_for` keeps it held) fails the
-//! fence or the shape test and is never adopted.
+//! `lock_at_most_for`. Three defences, in order:
+//! - **Refused at the source.** A scheduler's fire tells the store when its sender gives up
+//!   ([`LockRequest::give_up_at`], on the database's clock: `slot + (deadline - due)`), and the
+//!   store refuses a grant it decides after that ([`RefusalReason::TooLate`](crate::RefusalReason::TooLate)),
+//!   writing nothing. Direct calls (no slot, or no `due` instant) send no deadline.
+//! - **Adopted.** After an error whose effect is unknown, or a refusal naming this instance
+//!   as the holder for this very slot (a driver's retry refused by its own first attempt),
+//!   the executor reads the row back, within the same deadline as the acquire (so a failed
+//!   acquire is reported within the operation timeout, read-back included; when no time is
+//!   left there is no read-back). It adopts the lease when the row is this request's grant:
+//!   held by this instance, for this slot, with a fence this executor has never been granted
+//!   while no other acquire of the name by this executor is in flight, and with the shape of a
+//!   grant nobody released or extended yet (`lock_until - locked_at` is exactly the
+//!   `lock_at_most_for` asked). A row that is ours because this slot already RAN (released,
+//!   but `lock_at_least_for` keeps it held) fails the fence or the shape test and is never
+//!   adopted.
+//! - **Released by its own instance.** Where a late grant can still happen (no deadline sent,
+//!   or a reply lost after the commit), the next acquire of the name by this instance finds a
+//!   lease in its own name that nobody in this process holds: refused naming this instance, the
+//!   row is held by this instance id with a fence no executor of this process was ever
+//!   granted ([`HeldLeases`], shared by every executor of the process, since they may share
+//!   an instance id), with the shape of an untouched grant, and no other acquire of the name
+//!   by this instance id is in flight. It releases that lease by fence at once
+//!   (`lock_at_least_for` zero), warns naming the lock and fence, and asks again once. Instance
+//!   ids are unique per process (`hostname:pid:random`; a user-set id must be unique per live
+//!   process), so such a lease was granted to nobody alive.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use chrono::TimeDelta;
+use tokio::time::Instant;
 
-use crate::{AcquireOutcome, FireSlot, Lease, LockError, LockRecord, LockRequest, MAX_DURATION};
+use crate::{
+    AcquireOutcome, FireSlot, Lease, LockError, LockRecord, LockRequest, MAX_DURATION,
+    RefusalReason,
+};
 
 use super::{LockingTaskExecutor, bounded, later};
 
@@ -45,6 +68,7 @@ struct Known {
 pub(super) struct InFlight {
     grants: OwnGrants,
     name: Arc<str>,
+    locked_by: Arc<str>,
 }
 
 impl Drop for InFlight {
@@ -52,6 +76,9 @@ impl Drop for InFlight {
         if let Some(known) = self.grants.lock().get_mut(&self.name) {
             known.in_flight = known.in_flight.saturating_sub(1);
         }
+        HeldLeases::update(&self.locked_by, &self.name, |known| {
+            known.in_flight = known.in_flight.saturating_sub(1);
+        });
     }
 }
 
@@ -60,20 +87,23 @@ impl OwnGrants {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Counts an acquire of `name` as in flight until the returned guard is dropped.
-    pub(super) fn begin(&self, name: &Arc<str>) -> InFlight {
+    /// Counts an acquire of `name` by `locked_by` as in flight (in this executor and in the
+    /// process) until the returned guard is dropped.
+    pub(super) fn begin(&self, locked_by: &Arc<str>, name: &Arc<str>) -> InFlight {
         let mut known = self.lock();
         if known.len() >= REMEMBERED_NAMES && !known.contains_key(name) {
             known.retain(|_, k| k.in_flight > 0);
         }
         known.entry(name.clone()).or_default().in_flight += 1;
+        HeldLeases::update(locked_by, name, |known| known.in_flight += 1);
         InFlight {
             grants: self.clone(),
             name: name.clone(),
+            locked_by: locked_by.clone(),
         }
     }
 
-    /// Records a grant of `fence` on `name`.
+    /// Records a grant of `fence` on `name` (granted or adopted).
     pub(super) fn saw(&self, name: &Arc<str>, fence: u64) {
         let mut known = self.lock();
         let known = known.entry(name.clone()).or_default();
@@ -88,46 +118,138 @@ impl OwnGrants {
     }
 }
 
+/// The leases of this process, per (instance id, lock name), shared by all its executors:
+/// which fences are held now (granted or adopted, not yet released), the highest fence ever
+/// granted here, and how many acquires are in flight.
+///
+/// A lease in this instance's name whose fence no executor of the process was ever granted,
+/// while no other acquire of the name is in flight, was granted to nobody alive: an orphan.
+/// Bounded like [`OwnGrants`]: past [`REMEMBERED_NAMES`] entries, those with nothing held or
+/// in flight are forgotten. That weakens only the fence test; the shape test still tells a
+/// released lease (kept by `lock_at_least_for`) from an untouched grant, unless
+/// `lock_at_least_for` equals `lock_at_most_for`.
+pub(super) struct HeldLeases;
+
+#[derive(Default)]
+struct Held {
+    fences: Vec<u64>,
+    highest_fence: Option<u64>,
+    in_flight: u32,
+}
+
+type HeldKey = (Arc<str>, Arc<str>);
+
+static HELD: LazyLock<Mutex<HashMap<HeldKey, Held>>> = LazyLock::new(Mutex::default);
+
+impl HeldLeases {
+    fn update<T>(locked_by: &Arc<str>, name: &Arc<str>, change: impl FnOnce(&mut Held) -> T) -> T {
+        let mut held = HELD.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (locked_by.clone(), name.clone());
+        if held.len() >= REMEMBERED_NAMES && !held.contains_key(&key) {
+            held.retain(|_, h| h.in_flight > 0 || !h.fences.is_empty());
+        }
+        change(held.entry(key).or_default())
+    }
+
+    /// `lease` is held by an executor of this process.
+    pub(super) fn hold(lease: &Lease) {
+        let fence = lease.fence();
+        Self::update(&lease.locked_by_shared(), lease.shared_name(), |held| {
+            held.fences.push(fence);
+            held.highest_fence = Some(held.highest_fence.map_or(fence, |f| f.max(fence)));
+        });
+    }
+
+    /// `lease` is held no more (released, or given up).
+    pub(super) fn let_go(lease: &Lease) {
+        let fence = lease.fence();
+        Self::update(&lease.locked_by_shared(), lease.shared_name(), |held| {
+            if let Some(at) = held.fences.iter().position(|&f| f == fence) {
+                held.fences.swap_remove(at);
+            }
+        });
+    }
+
+    /// Whether a lease of `fence` on `name` in the name of `locked_by` was granted to nobody in
+    /// this process while only the one acquire asking now is in flight.
+    fn is_orphan(locked_by: &Arc<str>, name: &Arc<str>, fence: u64) -> bool {
+        Self::update(locked_by, name, |held| {
+            held.in_flight == 1
+                && !held.fences.contains(&fence)
+                && held.highest_fence.is_none_or(|highest| fence > highest)
+        })
+    }
+}
+
+/// What [`LockingTaskExecutor::recover_lost_grant`] made of an acquire's answer.
+pub(super) struct Recovered {
+    /// The outcome: as answered, or the adopted lease of a lost grant.
+    pub(super) result: Result<AcquireOutcome, LockError>,
+    /// An orphan lease in this instance's name was released: ask once more.
+    pub(super) orphan_released: bool,
+}
+
 impl LockingTaskExecutor {
     /// `result` of an acquire for `request`, or the lease of a grant it committed but whose
     /// answer was lost. Reads the row only after an error whose effect is unknown, or a
-    /// refusal naming this instance (and this slot) as the holder; never after a clean
-    /// refusal by another holder, so a losing acquire still costs one round trip.
+    /// refusal naming this instance as the holder; never after a clean refusal by another
+    /// holder, so a losing acquire still costs one round trip. The read-back shares the
+    /// acquire's `deadline`: past it there is no read-back, and the error is reported as it is.
+    ///
+    /// A row held in this instance's name that is no lost grant of this request and that no
+    /// executor of this process holds is an orphan (see the module's docs): it is released
+    /// by fence, and `orphan_released` tells the caller to ask again once.
     pub(super) async fn recover_lost_grant(
         &self,
         request: &LockRequest,
         result: Result<AcquireOutcome, LockError>,
-    ) -> Result<AcquireOutcome, LockError> {
+        deadline: Instant,
+    ) -> Recovered {
         let slot = request.slot.map(FireSlot::instant);
-        let may_hide_a_grant = match &result {
-            Err(LockError::Timeout { .. } | LockError::Provider { .. }) => true,
-            Ok(AcquireOutcome::Refused(refusal)) => {
-                refusal.locked_by.as_deref() == Some(&*request.locked_by)
-                    && (slot.is_none() || refusal.last_fire == slot)
+        let (may_hide_a_grant, may_be_orphan) = match &result {
+            Err(LockError::Timeout { .. } | LockError::Provider { .. }) => (true, false),
+            // A clean refusal naming this instance: for this slot, the grant of a retry by the
+            // driver (adopted: asking again would be refused, the slot is spent); without a
+            // slot, or for another slot, a lease decided before this request, so never this
+            // request's own grant (released if it is an orphan, then asked for again).
+            Ok(AcquireOutcome::Refused(refusal))
+                if refusal.locked_by.as_deref() == Some(&*request.locked_by) =>
+            {
+                (
+                    slot.is_some() && refusal.last_fire == slot,
+                    refusal.reason == RefusalReason::Held,
+                )
             }
-            Ok(AcquireOutcome::Acquired(_)) | Err(_) => false,
+            Ok(AcquireOutcome::Refused(_) | AcquireOutcome::Acquired(_)) | Err(_) => (false, false),
         };
-        if !may_hide_a_grant {
-            return result;
+        let as_answered = |result| Recovered {
+            result,
+            orphan_released: false,
+        };
+        if !(may_hide_a_grant || may_be_orphan) || Instant::now() >= deadline {
+            return as_answered(result);
         }
-        let sent = tokio::time::Instant::now();
+        let sent = Instant::now();
         let read = bounded(
             "read",
             &request.name,
             sent,
-            later(sent, self.operation_timeout),
+            deadline,
             self.provider.read_lock(&request.name),
         )
         .await;
         match read {
-            Ok(Some(record)) if self.is_lost_grant(&record, request) => {
+            Ok(Some(record)) if may_hide_a_grant && self.is_lost_grant(&record, request) => {
                 let lease = Lease::granted(request, record.fence);
                 // Held to what an answered acquire is held to (Redis: replicas acknowledged
-                // it); a grant not confirmed is released by the provider and not adopted.
-                let sent = tokio::time::Instant::now();
+                // it); a grant not confirmed is released by the provider and not adopted. The
+                // confirmation shares the acquire's deadline.
+                let sent = Instant::now();
                 let confirm = self.provider.confirm_grant(&lease);
-                let deadline = later(sent, self.operation_timeout);
-                bounded("confirm", &request.name, sent, deadline, confirm).await?;
+                if let Err(error) = bounded("confirm", &request.name, sent, deadline, confirm).await
+                {
+                    return as_answered(Err(error));
+                }
                 tracing::warn!(
                     lock = &*request.name,
                     fence = record.fence,
@@ -135,16 +257,64 @@ impl LockingTaskExecutor {
                     outcome = ?result.as_ref().map_err(|e| e.to_string()),
                     "the acquire's answer was lost but its grant committed; adopting the lease"
                 );
-                Ok(AcquireOutcome::Acquired(lease))
+                as_answered(Ok(AcquireOutcome::Acquired(lease)))
             }
-            Ok(_) => result,
+            Ok(Some(record)) if may_be_orphan && is_orphan(&record, request) => {
+                let orphan_released = self.release_orphan(request, &record).await;
+                Recovered {
+                    result,
+                    orphan_released,
+                }
+            }
+            Ok(_) => as_answered(result),
             Err(error) => {
                 tracing::debug!(
                     lock = &*request.name,
                     error = &error as &dyn std::error::Error,
                     "reading the lock back after a lost acquire failed"
                 );
-                result
+                as_answered(result)
+            }
+        }
+    }
+
+    /// Releases the orphan lease `record` (in this instance's name, held by nobody in this
+    /// process) by fence, with `lock_at_least_for` zero; whether it was released.
+    async fn release_orphan(&self, request: &LockRequest, record: &LockRecord) -> bool {
+        let orphan = Lease::granted(
+            &LockRequest {
+                slot: None,
+                ..request.clone()
+            },
+            record.fence,
+        );
+        tracing::warn!(
+            lock = &*request.name,
+            fence = record.fence,
+            locked_by = &*request.locked_by,
+            lock_until = %record.lock_until,
+            "found a lease in this instance's name that nobody in this process holds (a grant \
+             decided after its sender gave up); releasing it by fence"
+        );
+        let sent = Instant::now();
+        let released = bounded(
+            "release",
+            &request.name,
+            sent,
+            later(sent, self.operation_timeout),
+            self.provider.release(&orphan, Duration::ZERO),
+        )
+        .await;
+        match released {
+            Ok(released) => released,
+            Err(error) => {
+                tracing::warn!(
+                    lock = &*request.name,
+                    fence = record.fence,
+                    error = &error as &dyn std::error::Error,
+                    "releasing the orphan lease failed; it ends at its lock_at_most_for"
+                );
+                false
             }
         }
     }
@@ -158,6 +328,16 @@ impl LockingTaskExecutor {
             && self.own_grants.may_be_lost(&request.name, record.fence)
             && untouched(record, request.lock_at_most_for)
     }
+}
+
+/// Whether `record`, read back after a refusal naming this instance, is an orphan: held in this
+/// instance's name, with the shape of a grant nobody released or extended, a fence granted to
+/// no executor of this process, and no other acquire of the name in flight here.
+fn is_orphan(record: &LockRecord, request: &LockRequest) -> bool {
+    record.held
+        && record.locked_by == *request.locked_by
+        && untouched(record, request.lock_at_most_for)
+        && HeldLeases::is_orphan(&request.locked_by, &request.name, record.fence)
 }
 
 /// Whether the row has the shape of a grant of `at_most` that nobody released or extended:

@@ -1,5 +1,6 @@
 //! The executor's guarantees on a real store, through [`FaultyProvider`]: a grant whose reply
-//! was lost is adopted (and only a grant this call never saw), and keep-alive holds the lease
+//! was lost is adopted (and only a grant this call never saw) or, past the operation timeout,
+//! released at the next acquire; a grant decided too late is refused; and keep-alive holds the lease
 //! from the moment it was requested, retries failed extensions, and resolves `cancelled()`
 //! before another instance can take over.
 //!
@@ -81,61 +82,86 @@ async fn record(provider: &dyn LockProvider, name: &str) -> crate::LockRecord {
         .unwrap_or_else(|| panic!("list_locks: no row for {name:?}"))
 }
 
-/// An acquire that committed but whose reply came after the operation timeout: the executor
-/// reads the row back, finds its own grant for this slot, adopts it and runs the body with its
-/// fence, instead of leaving the slot spent and the lock held by nobody until
-/// `lock_at_most_for`.
-pub async fn lost_acquire_reply_is_adopted(fixture: Arc<dyn Fixture>) {
+/// An acquire that committed but whose reply came after the operation timeout (no
+/// `give_up_at`: a direct fire): the fire fails within the operation timeout (no time is left
+/// for a read-back), and the lease the store granted in this instance's name, held by nobody,
+/// is released by this instance's next fire of the name, which then runs.
+pub async fn lost_acquire_reply_is_released(fixture: Arc<dyn Fixture>) {
     let name = unique_name("lost-reply");
     let owner = format!("{name}-owner");
-    let faults = Faults {
+    let faulty = faulty(&fixture, Faults::default());
+    let executor = executor(&faulty, &owner);
+    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+    faulty.set(Faults {
         acquire_reply_delay: LOST,
         ..Faults::default()
-    };
-    let (ran, slot, row) = fire_once(&fixture, &name, &owner, faults).await;
-    let fence = ran.unwrap_or_else(|| {
-        panic!("lost acquire reply: the grant committed but the body did not run (slot burned)")
     });
+    let slot = FireSlot::new(Utc::now());
     assert_eq!(
-        (row.fence, row.locked_by.as_str(), row.last_fire),
-        (fence, owner.as_str(), Some(slot.instant())),
-        "lost acquire reply: the body must run with the committed grant's fence"
+        fire(&executor, &config, slot).await,
+        None,
+        "lost acquire reply: the fire must fail at the operation timeout"
     );
-    assert!(
-        !row.held,
-        "lost acquire reply: the adopted lease must be released after the body"
+    let row = record(fixture.provider(), &name).await;
+    assert_eq!(
+        (row.held, row.locked_by.as_str()),
+        (true, owner.as_str()),
+        "lost acquire reply: the store granted the acquire"
     );
+    faulty.set(Faults::default());
+    let next = FireSlot::new(slot.instant() + TimeDelta::seconds(1));
+    let fence = fire(&executor, &config, next).await.unwrap_or_else(|| {
+        panic!("lost acquire reply: the next fire must release the orphan lease and run")
+    });
+    let after = record(fixture.provider(), &name).await;
+    assert_eq!(
+        (after.fence, after.last_fire, after.held),
+        (fence, Some(next.instant()), false),
+        "lost acquire reply: the next fire runs with a new fence and releases"
+    );
+    assert!(fence > row.fence, "lost acquire reply: a new grant");
 }
 
 /// The same through a batch: fires of several names due at the same slot go to the provider
-/// in one `acquire_many` (where it batches), and its reply is lost; the executor reads each
-/// lock back and adopts each committed grant, so every body runs with its own fence.
-pub async fn lost_batched_replies_are_adopted(fixture: Arc<dyn Fixture>) {
+/// in one `acquire_many` (where it batches), and its reply is lost; each fire fails, and each
+/// name's next fire releases its orphan lease and runs.
+pub async fn lost_batched_replies_are_released(fixture: Arc<dyn Fixture>) {
     let names: Vec<Arc<str>> = (0..3)
         .map(|n| unique_name(&format!("lost-batch-{n}")))
         .collect();
     let owner = format!("{}-owner", names[0]);
-    let faults = Faults {
+    let faulty = faulty(&fixture, Faults::default());
+    let executor = executor(&faulty, &owner);
+    let fire_all = |slot: FireSlot| {
+        let fires = names.iter().map(|name| {
+            let executor = executor.clone();
+            let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+            async move { fire(&executor, &config, slot).await }
+        });
+        futures_util::future::join_all(fires)
+    };
+    faulty.set(Faults {
         acquire_reply_delay: LOST,
         ..Faults::default()
-    };
-    let executor = executor(&faulty(&fixture, faults), &owner);
-    let slot = FireSlot::new(Utc::now());
-    let fires = names.iter().map(|name| {
-        let executor = executor.clone();
-        let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
-        async move { fire(&executor, &config, slot).await }
     });
-    let ran = futures_util::future::join_all(fires).await;
+    let slot = FireSlot::new(Utc::now());
+    let lost = fire_all(slot).await;
+    assert!(
+        lost.iter().all(Option::is_none),
+        "lost batched reply: every fire must fail at the operation timeout, got {lost:?}"
+    );
+    faulty.set(Faults::default());
+    let next = FireSlot::new(slot.instant() + TimeDelta::seconds(1));
+    let ran = fire_all(next).await;
     for (name, ran) in names.iter().zip(ran) {
         let row = record(fixture.provider(), name).await;
         let fence = ran.unwrap_or_else(|| {
-            panic!("lost batched reply: {name}'s grant committed but its body did not run")
+            panic!("lost batched reply: {name}'s next fire did not release the orphan and run")
         });
         assert_eq!(
             (row.fence, row.locked_by.as_str(), row.last_fire, row.held),
-            (fence, owner.as_str(), Some(slot.instant()), false),
-            "lost batched reply: {name} must run with its committed grant's fence and be released"
+            (fence, owner.as_str(), Some(next.instant()), false),
+            "lost batched reply: {name}'s next fire must run with its own fence and release"
         );
     }
 }
@@ -392,5 +418,215 @@ pub async fn cancelled_before_another_can_take_over(fixture: Arc<dyn Fixture>) {
     assert!(
         cancelled && taken_at >= cancelled_at,
         "keep-alive: another instance took the lock before cancelled() resolved ({watch:?})"
+    );
+}
+
+/// A scheduled fire whose acquire reaches the store only after the executor gave up on it
+/// (a stalled link or server, [`Faults::acquire_request_delay`]): the fire fails with a
+/// timeout, and the store, deciding after the request's `give_up_at`, grants nothing: the
+/// row is not held and the slot is not spent, so the next slot's fire runs.
+pub async fn late_grant_leaves_no_lease(fixture: Arc<dyn Fixture>) {
+    let provider = fixture.provider();
+    let name = unique_name("late-grant");
+    let owner = format!("{name}-owner");
+    let faulty = faulty(
+        &fixture,
+        Faults {
+            acquire_request_delay: LOST,
+            ..Faults::default()
+        },
+    );
+    let executor = executor(&faulty, &owner);
+    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+    // The slot is the store's now, so it is due now on the monotonic clock.
+    let db_now = provider
+        .database_time()
+        .await
+        .unwrap_or_else(|e| panic!("database_time failed: {e:?}"));
+    let slot = FireSlot::new(db_now);
+    let late = executor
+        .execute_fire(
+            &config,
+            Some(slot),
+            crate::FireKind::Scheduled,
+            Some(Instant::now()),
+            None,
+            async {},
+        )
+        .await;
+    assert!(
+        matches!(late, Err(crate::LockError::Timeout { .. })),
+        "late grant: the stalled acquire must fail with a timeout, got {late:?}"
+    );
+    // The store has decided it now, a whole second after the executor gave up.
+    faulty.acquires_answered(1).await;
+    faulty.set(Faults::default());
+    if let Some(row) = provider.read_lock(&name).await.expect("read_lock") {
+        assert!(
+            !row.held && row.last_fire != Some(slot.instant()),
+            "late grant: the store granted an acquire decided after its sender gave up: {row:?}"
+        );
+    }
+    let next = FireSlot::new(slot.instant() + TimeDelta::milliseconds(1));
+    assert!(
+        fire(&executor, &config, next).await.is_some(),
+        "late grant: the next slot's fire must run"
+    );
+}
+
+/// A lease in this instance's own name that no executor of this process holds (a grant decided
+/// after its sender gave up, with no `give_up_at` to refuse it) is released by this instance at
+/// its next acquire of the name, which then asks again and runs.
+pub async fn orphan_of_this_instance_is_released(fixture: Arc<dyn Fixture>) {
+    let provider = fixture.provider();
+    let name = unique_name("orphan");
+    let owner = format!("{name}-owner");
+    let executor = executor(&faulty(&fixture, Faults::default()), &owner);
+    let slot = FireSlot::new(Utc::now() - TimeDelta::minutes(1));
+    // The late grant: committed in this instance's name, answered to nobody.
+    let orphan = support::must_acquire(
+        provider,
+        &request(&name, &owner, LONG, Some(slot)),
+        "orphan: the late grant",
+    )
+    .await;
+    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+    let next = FireSlot::new(slot.instant() + TimeDelta::seconds(1));
+    let ran = fire(&executor, &config, next).await;
+    assert!(
+        ran.is_some_and(|fence| fence > orphan.fence()),
+        "orphan: the next fire must release the orphan lease (fence {}) and run, got {ran:?}",
+        orphan.fence()
+    );
+    let row = record(provider, &name).await;
+    assert_eq!(
+        (row.held, row.last_fire),
+        (false, Some(next.instant())),
+        "orphan: the fire ran its slot and released"
+    );
+
+    // A direct call (no slot) finds the orphan of an earlier direct call the same way.
+    let name = unique_name("orphan-direct");
+    let orphan = support::must_acquire(
+        provider,
+        &request(&name, &owner, LONG, None),
+        "orphan: a direct call's late grant",
+    )
+    .await;
+    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+    let ran = executor
+        .execute_with_lock(&config, async {
+            JobContext::current().expect("inside a body").fence()
+        })
+        .await;
+    assert!(
+        matches!(ran, Ok(LockOutcome::Executed(fence)) if fence > orphan.fence()),
+        "orphan: a direct call must release the orphan lease (fence {}) and run, got {ran:?}",
+        orphan.fence()
+    );
+    assert!(
+        !record(provider, &name).await.held,
+        "orphan: released after the call"
+    );
+}
+
+/// A lease in this instance's name that another executor of the same process (and instance
+/// id) holds is no orphan: a fire of the name by a sibling executor is skipped and the lease
+/// stays its holder's.
+pub async fn lease_of_a_sibling_executor_is_kept(fixture: Arc<dyn Fixture>) {
+    let provider = fixture.provider();
+    let name = unique_name("sibling");
+    let owner = format!("{name}-owner");
+    let faulty = faulty(&fixture, Faults::default());
+    let (holder, sibling) = (executor(&faulty, &owner), executor(&faulty, &owner));
+    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+    let slot = FireSlot::new(Utc::now() - TimeDelta::minutes(1));
+    let next = FireSlot::new(slot.instant() + TimeDelta::seconds(1));
+    let (started, start) = tokio::sync::oneshot::channel();
+    let (finish, finished) = tokio::sync::oneshot::channel::<()>();
+    let holding = holder.execute_in_slot(&config, Some(slot), async {
+        let _ = started.send(JobContext::current().expect("inside a body").fence());
+        let _ = finished.await;
+    });
+    // Outside the holder's body (inside it the call would be reentrant).
+    let asking = async {
+        let fence = start.await.expect("the holder's body starts");
+        let skipped = fire(&sibling, &config, next).await;
+        let row = record(provider, &name).await;
+        let _ = finish.send(());
+        (fence, skipped, row)
+    };
+    let (outcome, (fence, skipped, row)) = tokio::join!(holding, asking);
+    assert!(
+        matches!(outcome, Ok(LockOutcome::Executed(()))),
+        "sibling: the holder's fire must run, got {outcome:?}"
+    );
+    assert_eq!(
+        skipped, None,
+        "sibling: a fire by a sibling executor ran while the lease was held"
+    );
+    assert_eq!(
+        (row.held, row.fence),
+        (true, fence),
+        "sibling: the held lease was released or taken by a sibling executor"
+    );
+}
+
+/// Two instances fire one slot ahead of it (the scheduler's acquire-ahead); the first wins.
+/// The loser's refusal shows the slot taken (`last_fire`), so it does not ask again at the
+/// slot: two acquires for two instances (N), not three (2N - 1).
+pub async fn loser_asks_once_for_a_slot_won_ahead(fixture: Arc<dyn Fixture>) {
+    let provider = fixture.provider();
+    let name = unique_name("ahead-loser");
+    let faulty = faulty(&fixture, Faults::default());
+    let (a, b) = (
+        executor(&faulty, &format!("{name}-a")),
+        executor(&faulty, &format!("{name}-b")),
+    );
+    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+    // Half a second ahead on the store's clock, and so on the monotonic one: both ask before
+    // the slot, and the loser's answer comes long before it.
+    let ahead = Duration::from_millis(500);
+    let db_now = provider
+        .database_time()
+        .await
+        .unwrap_or_else(|e| panic!("database_time failed: {e:?}"));
+    let slot = FireSlot::new(db_now + TimeDelta::from_std(ahead).expect("small"));
+    let due = Instant::now() + ahead;
+    let fire = |executor: &LockingTaskExecutor| {
+        let (executor, config) = (executor.clone(), config.clone());
+        async move {
+            executor
+                .execute_fire(
+                    &config,
+                    Some(slot),
+                    crate::FireKind::Scheduled,
+                    Some(due),
+                    None,
+                    async {},
+                )
+                .await
+        }
+    };
+    // B asks once A's grant is decided (both still ahead of the slot): two acquires decided at
+    // the same instant may both see the row as it was before either, and the loser's refusal
+    // then cannot tell what the winner wrote.
+    let b_after_a = async {
+        faulty.acquires_answered(1).await;
+        fire(&b).await
+    };
+    let (ran_a, ran_b) = tokio::join!(fire(&a), b_after_a);
+    let ran = [&ran_a, &ran_b]
+        .iter()
+        .filter(|r| matches!(r, Ok(crate::FireOutcome::Executed(()))))
+        .count();
+    assert_eq!(
+        ran, 1,
+        "ahead: one instance runs the slot ({ran_a:?}, {ran_b:?})"
+    );
+    assert_eq!(
+        faulty.acquires(),
+        2,
+        "ahead: the loser asked again at the slot although its refusal showed the slot taken"
     );
 }

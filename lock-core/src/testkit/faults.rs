@@ -23,6 +23,10 @@ pub struct Faults {
     pub extend_reply_delay: Duration,
     /// The next this many extends fail without reaching the store (`u32::MAX`: all of them).
     pub failing_extends: u32,
+    /// Hold each acquire this long before it reaches the store (a stalled link or server): the
+    /// store decides it that much later, also when the sender has given up meanwhile (the
+    /// request is on its way and is not taken back).
+    pub acquire_request_delay: Duration,
 }
 
 /// Wraps a provider (or a [`Fixture`]) and injects [`Faults`], which can be changed at any time.
@@ -40,7 +44,7 @@ pub struct FaultyProvider {
     inner: Arc<dyn Fixture>,
     faults: Mutex<Faults>,
     /// How many acquires the store has answered (before any injected delay).
-    answered: tokio::sync::watch::Sender<u32>,
+    answered: Arc<tokio::sync::watch::Sender<u32>>,
 }
 
 impl FaultyProvider {
@@ -49,7 +53,7 @@ impl FaultyProvider {
         FaultyProvider {
             inner,
             faults: Mutex::new(Faults::default()),
-            answered: tokio::sync::watch::Sender::new(0),
+            answered: Arc::new(tokio::sync::watch::Sender::new(0)),
         }
     }
 
@@ -72,6 +76,38 @@ impl FaultyProvider {
         let _ = answered.wait_for(|n| *n >= count).await;
     }
 
+    /// The acquire, sent after [`Faults::acquire_request_delay`] by a task of its own that
+    /// outlives the caller: a sender that gives up does not take back what it sent.
+    async fn delayed_acquire(
+        &self,
+        request: &LockRequest,
+        faults: Faults,
+    ) -> Result<AcquireOutcome, LockError> {
+        let (inner, request) = (self.inner.clone(), request.clone());
+        let answered = self.answered.clone();
+        let (tell, answer) = tokio::sync::oneshot::channel();
+        tokio::spawn(async move {
+            tokio::time::sleep(faults.acquire_request_delay).await;
+            let outcome = inner.provider().acquire(&request).await;
+            answered.send_modify(|n| *n += 1);
+            tokio::time::sleep(faults.acquire_reply_delay).await;
+            let _ = tell.send(outcome);
+        });
+        answer.await.unwrap_or_else(|_| {
+            Err(LockError::provider(
+                "acquire",
+                "",
+                self.describe(),
+                "injected fault: the delayed acquire's task ended without an answer",
+            ))
+        })
+    }
+
+    /// How many acquires the store has answered so far (each request of a batch counts).
+    pub fn acquires(&self) -> u32 {
+        *self.answered.borrow()
+    }
+
     fn lock(&self) -> MutexGuard<'_, Faults> {
         self.faults.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -85,6 +121,9 @@ impl FaultyProvider {
 impl LockProvider for FaultyProvider {
     async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
         let faults = self.faults();
+        if !faults.acquire_request_delay.is_zero() {
+            return self.delayed_acquire(request, faults).await;
+        }
         if faults.acquire_retried {
             // The first answer is lost with its connection.
             let _ = self.inner().acquire(request).await;

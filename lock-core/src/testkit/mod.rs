@@ -18,10 +18,10 @@
 //! the provider's clock (the database server's) is the only one that counts.
 //!
 //! The guarantees are grouped by what they protect: `acquire` (one holder per name), `expiry`
-//! (how long a lease lasts), `ownership` (owner and fence checks), `slots` (once per slot) and
-//! `operator` (listing and force-unlocking). The suite's list is declared once, in
-//! `__conformance_suite!`: [`conformance_tests!`](crate::conformance_tests) and [`run_all`]
-//! both expand it.
+//! (how long a lease lasts), `ownership` (owner and fence checks), `slots` (once per slot),
+//! `late` (no late grant) and `operator` (listing and force-unlocking). The suite's list is
+//! declared once, in `__conformance_suite!`: [`conformance_tests!`](crate::conformance_tests)
+//! and [`run_all`] both expand it.
 //!
 //! A second group, `executor`, checks the locking executor's guarantees on the provider
 //! through a [`FaultyProvider`] (lost acquire replies, keep-alive timing). Those functions take
@@ -33,6 +33,7 @@ mod batch;
 mod executor;
 mod expiry;
 mod faults;
+mod late;
 mod operator;
 mod ownership;
 mod slots;
@@ -45,22 +46,25 @@ pub use batch::{batch_concurrent_fuzz, batch_mixed_outcomes};
 pub use executor::{
     cancelled_before_another_can_take_over, concurrent_call_is_not_adopted,
     finished_slot_is_not_adopted, keep_alive_counts_from_the_request,
-    keep_alive_retries_a_failed_extend, lost_acquire_reply_is_adopted,
-    lost_batched_replies_are_adopted, retried_acquire_is_adopted,
+    keep_alive_retries_a_failed_extend, late_grant_leaves_no_lease,
+    lease_of_a_sibling_executor_is_kept, loser_asks_once_for_a_slot_won_ahead,
+    lost_acquire_reply_is_released, lost_batched_replies_are_released,
+    orphan_of_this_instance_is_released, retried_acquire_is_adopted,
 };
 pub use expiry::{
     at_least_hold, at_most_expiry, durations_beyond_the_cap, extend_of_expired_refused,
     extend_pushes_expiry,
 };
 pub use faults::{Faults, FaultyProvider};
+pub use late::refuses_past_give_up_at;
 pub use operator::list_and_force_unlock;
 pub use ownership::{
     extend_only_by_owner, fence_strictly_increasing, release_only_by_owner,
     stale_lease_cannot_release_new_one,
 };
 pub use slots::{
-    future_slot_refused, once_per_slot, reset_slot_repairs_a_future_last_fire,
-    slot_refused_while_held,
+    future_slot_refused, held_refusal_carries_last_fire, once_per_slot,
+    reset_slot_repairs_a_future_last_fire, slot_refused_while_held,
 };
 pub use support::{lock_cycle, request, unique_name};
 
@@ -135,8 +139,10 @@ macro_rules! __conformance_suite {
             fence_strictly_increasing,
             once_per_slot,
             slot_refused_while_held,
+            held_refusal_carries_last_fire,
             future_slot_refused,
             reset_slot_repairs_a_future_last_fire,
+            refuses_past_give_up_at,
             fuzz,
             batch_mixed_outcomes,
             batch_concurrent_fuzz,
@@ -164,14 +170,18 @@ macro_rules! __conformance_suite {
 macro_rules! __executor_suite {
     ($mode:ident $arg:tt) => {
         $crate::__executor_suite!(@$mode $arg;
-            lost_acquire_reply_is_adopted,
-            lost_batched_replies_are_adopted,
+            lost_acquire_reply_is_released,
+            lost_batched_replies_are_released,
             retried_acquire_is_adopted,
             finished_slot_is_not_adopted,
             concurrent_call_is_not_adopted,
             keep_alive_counts_from_the_request,
             keep_alive_retries_a_failed_extend,
             cancelled_before_another_can_take_over,
+            late_grant_leaves_no_lease,
+            orphan_of_this_instance_is_released,
+            lease_of_a_sibling_executor_is_kept,
+            loser_asks_once_for_a_slot_won_ahead,
         );
     };
     (@tests ($setup:expr); $($test:ident),* $(,)?) => {$(

@@ -96,6 +96,39 @@ pub async fn slot_refused_while_held(provider: &dyn LockProvider) {
     release(provider, &lease, Duration::ZERO).await;
 }
 
+/// A refusal of a held lock whose slot already ran carries the row's `last_fire` (at least the
+/// slot asked), so that a fire that asked ahead of its slot knows the slot was taken and does
+/// not ask again at the slot.
+pub async fn held_refusal_carries_last_fire(provider: &dyn LockProvider) {
+    let name = unique_name("held-last-fire");
+    let slot = Some(FireSlot::new(Utc::now() - TimeDelta::seconds(10)));
+    let lease = must_acquire(
+        provider,
+        &request(&name, "instance-a", LONG, slot),
+        "held last_fire: the winner",
+    )
+    .await;
+    let refusal = must_refuse_with(
+        provider,
+        &request(&name, "instance-b", LONG, slot),
+        "held last_fire: the loser",
+    )
+    .await;
+    assert_eq!(
+        refusal.reason,
+        RefusalReason::Held,
+        "held last_fire: reason"
+    );
+    assert!(
+        refusal
+            .last_fire
+            .is_some_and(|last| Some(last) >= slot.map(FireSlot::instant)),
+        "held last_fire: the refusal of a held lock whose slot ran must carry its last_fire, \
+         got {refusal:?}"
+    );
+    release(provider, &lease, Duration::ZERO).await;
+}
+
 /// A slot more than the request's lead ahead of the provider's clock is refused with
 /// [`RefusalReason::SlotInFuture`] and writes no `last_fire`, whether the row exists or not; a
 /// slot within the lead is granted; the lead is the request's. `database_time` is the clock

@@ -40,6 +40,7 @@ pub fn request(
         lock_at_most_for: at_most,
         slot,
         max_slot_lead: crate::DEFAULT_MAX_SLOT_LEAD,
+        give_up_at: None,
     }
 }
 

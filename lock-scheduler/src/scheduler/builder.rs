@@ -18,7 +18,9 @@ impl SchedulerBuilder {
     }
 
     /// The id written to `locked_by` (default: `hostname:pid:random`, see
-    /// [`default_instance_id`](lock_core::default_instance_id)). Must be unique per process.
+    /// [`default_instance_id`](lock_core::default_instance_id)). Must be unique per live
+    /// process: a lease in this id that no job of this process holds is taken for a grant
+    /// nobody waited for, and released.
     pub fn instance_id(mut self, id: impl Into<String>) -> Self {
         self.instance_id = Some(id.into());
         self

@@ -25,6 +25,16 @@
 //! - **A slot too far ahead of the server's now is refused** (`SlotInFuture`, with the server's
 //!   now in the code): the update clause decides so like any refusal, and the inserted row of a
 //!   new name is then written free and without `last_fire`, so no future slot is ever stored.
+//! - **A request decided after its `give_up_at` is refused** (`TooLate`), the same way: a
+//!   new name's row is inserted free, without `last_fire`. The decision is taken on
+//!   [`DECIDED_AT`], the server's clock when the row is decided, not when the statement began.
+//! - **A refusal of a held lock says whether this slot already ran, and whether the holder is
+//!   the requester** (a bit of the code each): the packet has no room for the row's `last_fire`
+//!   and `locked_by` next to its `lock_until`, so when `last_fire` is at or after the request's
+//!   slot the refusal carries that slot as its `last_fire`, the one fact a fire that asked
+//!   ahead needs (its slot ran: do not ask again at the slot), and when the lock is held in
+//!   the requester's own name it carries that name (the executor then reads the row back: a
+//!   lost grant of its own is adopted, an orphan released).
 
 use std::time::{Duration, Instant};
 
@@ -35,7 +45,7 @@ use crate::{
     ColumnNames, IdentifierStyle, LockTableConfig, MAX_INSTANCE_ID_LEN, ResolvedTable,
     at_least_millis, fence_to_sql, lease_millis,
 };
-use lock_core::{AcquireOutcome, Lease, LockError, LockRequest, Refusal, RefusalReason};
+use lock_core::{AcquireOutcome, FireSlot, Lease, LockError, LockRequest, Refusal, RefusalReason};
 
 /// `last_insert_id` at or above this is a refusal; below it, a fence. 2^62: no fence gets there.
 const REFUSED: u64 = 1 << 62;
@@ -43,18 +53,38 @@ const REFUSED: u64 = 1 << 62;
 const SLOT_ALREADY_RUN: u64 = 1 << 61;
 /// Set in a refusal when the slot was too far ahead of the server's now.
 const SLOT_IN_FUTURE: u64 = 1 << 60;
+/// Set in a refusal decided after the request's `give_up_at`.
+const TOO_LATE: u64 = 1 << 59;
+/// Set in a refusal of a held lock whose `last_fire` is at or after the request's slot.
+const HELD_SLOT_RAN: u64 = 1 << 58;
+/// Set in a refusal of a lock held in the requester's own name (`locked_by` is its instance
+/// id), so that the executor can tell its own lost or orphaned grant from another's lease.
+const HELD_BY_REQUESTER: u64 = 1 << 57;
 /// The low bits of a refusal: the time (of `lock_until` when held, of `last_fire` when the slot
-/// already ran, the server's now when the slot was too far ahead) as `TO_SECONDS`, whole
+/// already ran, the server's now when the slot was too far ahead or it was too late) as
+/// `TO_SECONDS`, whole
 /// seconds since year 0. Whole seconds are enough for the
 /// `skipped` event, and this integer function is much cheaper on the server than a conversion
 /// that keeps the milliseconds (`DECIMAL` arithmetic, measured here at a quarter of a losing
 /// acquire's server time); it reads a `DATETIME`'s stored UTC wall time whatever the session
 /// zone.
-const SECONDS_MASK: u64 = SLOT_IN_FUTURE - 1;
+const SECONDS_MASK: u64 = HELD_BY_REQUESTER - 1;
 
 /// The server's now on the columns' millisecond grid, UTC: evaluated once per statement, so
 /// all its uses in one statement agree.
 pub const NOW: &str = "UTC_TIMESTAMP(3)";
+
+/// The server's clock when it is read, UTC: what an acquire compares the request's
+/// `give_up_at` with. `UTC_TIMESTAMP()` and `NOW()` are the time the statement began, the same
+/// in all its uses, also after the statement waited for a row lock (or for a stalled server);
+/// `SYSDATE()` is the time at which it is evaluated, in the session's zone, so the session's
+/// offset from UTC (`NOW(6)` against `UTC_TIMESTAMP(6)`, both the statement's start, so their
+/// difference is the offset exactly) is taken off. The update clause of an `INSERT ... ON
+/// DUPLICATE KEY UPDATE` is evaluated with the row locked, after any wait for it. (A server
+/// started with `--sysdate-is-now` makes `SYSDATE()` the statement's start again: a statement
+/// that waited is then decided by that earlier time.)
+pub const DECIDED_AT: &str =
+    "(SYSDATE(6) - INTERVAL TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), NOW(6)) MICROSECOND)";
 
 /// The server's now with microseconds, for the scheduler's clock estimate: the same clock as
 /// [`NOW`], finer than the columns, so that the estimate's error is the round trip's alone.
@@ -96,16 +126,32 @@ impl Statements {
         let fence = table.col(Column::Fence);
         let last_fire = table.col(Column::LastFire);
         let granted = format!("LAST_INSERT_ID() < {REFUSED}");
-        let held_until = format!("{REFUSED} + {}", to_seconds(&lock_until));
+        // Params: locked_by.
+        let held_by_requester = format!("IF({locked_by} = ?, {HELD_BY_REQUESTER}, 0)");
+        let held_until = format!(
+            "{REFUSED} + {held_by_requester} + {}",
+            to_seconds(&lock_until)
+        );
 
+        // Params: give_up_at (x2). Decided first, so nothing past it is written.
+        let late = format!("(? IS NOT NULL AND {DECIDED_AT} > ?)");
+        let too_late = format!("{REFUSED} + {TOO_LATE} + {}", to_seconds(NOW));
         let acquire = if shape.extended {
-            // Params: name, slot, lead, at_most, locked_by, slot (the inserted row); then slot
-            // (x3), lead, slot, lead, locked_by, slot, at_most (the update clause).
+            // Params: name, give_up_at (x2), slot, lead, at_most, locked_by, slot (the inserted
+            // row); then give_up_at (x2), slot (x3), lead, slot, lead, slot (x2), locked_by (x2),
+            // slot, at_most (the update clause).
             let ahead = format!("? > {NOW} + INTERVAL ? MICROSECOND");
             let in_future = format!("{REFUSED} + {SLOT_IN_FUTURE} + {}", to_seconds(NOW));
             let free = format!(
                 "{lock_until} <= {NOW} AND (? IS NULL OR (({last_fire} IS NULL OR {last_fire} < ?) \
                  AND ? <= {NOW} + INTERVAL ? MICROSECOND))"
+            );
+            // Held: whether this slot ran too, so that a fire that asked ahead of its slot does
+            // not ask again at the slot for a slot another instance already took.
+            let held_until = format!(
+                "{REFUSED} + IF(? IS NOT NULL AND {last_fire} >= ?, {HELD_SLOT_RAN}, 0) + \
+                 {held_by_requester} + {}",
+                to_seconds(&lock_until)
             );
             let refusal = format!(
                 "IF({ahead}, {in_future}, IF({lock_until} > {NOW}, {held_until}, {REFUSED} + {SLOT_ALREADY_RUN} + {}))",
@@ -118,22 +164,23 @@ impl Statements {
             let inserted = "LAST_INSERT_ID() = 0";
             format!(
                 "INSERT INTO {t} ({name}, {lock_until}, {locked_at}, {locked_by}, {fence}, {last_fire}) \
-                 VALUES (?, IF(LAST_INSERT_ID(IF({ahead}, {in_future}, 0)) = 0, {NOW} + INTERVAL ? MICROSECOND, {NOW}), \
+                 VALUES (?, IF(LAST_INSERT_ID(IF({late}, {too_late}, IF({ahead}, {in_future}, 0))) = 0, {NOW} + INTERVAL ? MICROSECOND, {NOW}), \
                  {NOW}, ?, IF({inserted}, 1, 0), IF({inserted}, ?, NULL)) \
                  ON DUPLICATE KEY UPDATE \
-                 {locked_by} = IF(LAST_INSERT_ID(IF({free}, GREATEST({fence}, 0) + 1, {refusal})) < {REFUSED}, ?, {locked_by}), \
+                 {locked_by} = IF(LAST_INSERT_ID(IF({late}, {too_late}, IF({free}, GREATEST({fence}, 0) + 1, {refusal}))) < {REFUSED}, ?, {locked_by}), \
                  {locked_at} = IF({granted}, {NOW}, {locked_at}), \
                  {fence} = IF({granted}, LAST_INSERT_ID(), {fence}), \
                  {last_fire} = IF({granted}, COALESCE(?, {last_fire}), {last_fire}), \
                  {lock_until} = IF({granted}, {NOW} + INTERVAL ? MICROSECOND, {lock_until})"
             )
         } else {
-            // ShedLock's own four columns. Params: name, at_most, locked_by, locked_by, at_most.
+            // ShedLock's own four columns. Params: name, give_up_at (x2), at_most, locked_by,
+            // give_up_at (x2), locked_by (x2), at_most. A new name too late is inserted free.
             format!(
                 "INSERT INTO {t} ({name}, {lock_until}, {locked_at}, {locked_by}) \
-                 VALUES (?, {NOW} + INTERVAL ? MICROSECOND, {NOW}, ?) \
+                 VALUES (?, IF(LAST_INSERT_ID(IF({late}, {too_late}, 0)) = 0, {NOW} + INTERVAL ? MICROSECOND, {NOW}), {NOW}, ?) \
                  ON DUPLICATE KEY UPDATE \
-                 {locked_by} = IF(LAST_INSERT_ID(IF({lock_until} <= {NOW}, 1, {held_until})) < {REFUSED}, ?, {locked_by}), \
+                 {locked_by} = IF(LAST_INSERT_ID(IF({late}, {too_late}, IF({lock_until} <= {NOW}, 1, {held_until}))) < {REFUSED}, ?, {locked_by}), \
                  {locked_at} = IF({granted}, {NOW}, {locked_at}), \
                  {lock_until} = IF({granted}, {NOW} + INTERVAL ? MICROSECOND, {lock_until})"
             )
@@ -209,28 +256,47 @@ impl Statements {
         let name = SqlValue::Text(request.name.to_string());
         let at_most = micros(lease_millis(request.lock_at_most_for));
         let by = SqlValue::Text(request.locked_by.to_string());
+        let give_up_at = SqlValue::Timestamp(request.give_up_at.map(|at| at.naive_utc()));
         let params = if self.shape.extended {
             let slot = SqlValue::Timestamp(request.slot.map(|s| s.instant().naive_utc()));
             let lead = micros(lease_millis(request.max_slot_lead));
             vec![
                 name,
+                give_up_at.clone(),
+                give_up_at.clone(),
                 slot.clone(),
                 lead.clone(),
                 at_most.clone(),
                 by.clone(),
                 slot.clone(),
+                give_up_at.clone(),
+                give_up_at,
                 slot.clone(),
                 slot.clone(),
                 slot.clone(),
                 lead.clone(),
                 slot.clone(),
                 lead,
+                slot.clone(),
+                slot.clone(),
+                by.clone(),
                 by,
                 slot,
                 at_most,
             ]
         } else {
-            vec![name, at_most.clone(), by.clone(), by, at_most]
+            vec![
+                name,
+                give_up_at.clone(),
+                give_up_at.clone(),
+                at_most.clone(),
+                by.clone(),
+                give_up_at.clone(),
+                give_up_at,
+                by.clone(),
+                by,
+                at_most,
+            ]
         };
         (&self.acquire, params)
     }
@@ -317,7 +383,9 @@ impl Statements {
         }
         let code = last_insert_id - REFUSED;
         let at = from_to_seconds(code & SECONDS_MASK);
-        Some(AcquireOutcome::Refused(if code & SLOT_IN_FUTURE != 0 {
+        Some(AcquireOutcome::Refused(if code & TOO_LATE != 0 {
+            Refusal::too_late(at?)
+        } else if code & SLOT_IN_FUTURE != 0 {
             // The server's now in whole seconds: the warning's "ahead by" is as fine as that.
             Refusal::slot_in_future(at?)
         } else if code & SLOT_ALREADY_RUN != 0 {
@@ -328,6 +396,12 @@ impl Statements {
         } else {
             Refusal {
                 lock_until: at,
+                locked_by: (code & HELD_BY_REQUESTER != 0).then(|| request.locked_by.to_string()),
+                // This slot (or a later one) ran: the row's last_fire is at least the slot.
+                last_fire: request
+                    .slot
+                    .filter(|_| code & HELD_SLOT_RAN != 0)
+                    .map(FireSlot::instant),
                 ..Refusal::new(RefusalReason::Held)
             }
         }))

@@ -23,6 +23,15 @@ use lock_core::LockError;
 /// value on the millisecond grid is `<=` this exactly when it is `<=` [`NOW_MS`].
 pub const NOW: &str = "timezone('utc', CURRENT_TIMESTAMP)";
 
+/// The database's clock at the moment it is read, UTC: what an acquire compares the sender's
+/// `give_up_at` with. `clock_timestamp()`, not `CURRENT_TIMESTAMP` ([`NOW`]): that one is the
+/// start of the transaction, and a statement that waited (for a row lock, a stalled server)
+/// decides later than it; `clock_timestamp()` is volatile, so it is read again each time the
+/// row is checked, also when a row that another transaction changed is re-checked after that
+/// transaction committed (a row only locked by another, `SELECT ... FOR UPDATE`, is not
+/// re-checked: its wait is covered by the executor's release of an orphan lease instead).
+pub const DECIDED_AT: &str = "timezone('utc', clock_timestamp())";
+
 /// The same instant truncated to the columns' millisecond precision: what every stored value
 /// uses. Truncated, not left to the column's rounding: a release that stores "now" rounded up
 /// by half a millisecond would keep the lock held that long against an acquire that follows at
@@ -33,7 +42,9 @@ pub const NOW_MS: &str = "date_trunc('milliseconds', timezone('utc', CURRENT_TIM
 /// precisely what it needs) and for benchmarks that issue the same statements by hand.
 ///
 /// Parameters: acquire `$1` name (text), `$2` lock_at_most_for in ms (int8), `$3` locked_by
-/// (text), `$4` slot (timestamp, UTC, or NULL), `$5` max slot lead in ms (int8); release `$1` name, `$2` locked_by, `$3` fence
+/// (text), `$4` slot (timestamp, UTC, or NULL), `$5` max slot lead in ms (int8), `$6` give up at
+/// (timestamp, UTC, or NULL: past it, by [`DECIDED_AT`], nothing is granted nor written);
+/// release `$1` name, `$2` locked_by, `$3` fence
 /// (int8), `$4` lock_at_least_for in ms; extend like release with `$4` lock_at_most_for in ms;
 /// force unlock and reset slot `$1` name; list and now none.
 ///
@@ -52,20 +63,21 @@ pub struct LockStatements {
     /// The shape of the table these statements were built for.
     pub shape: TableShape,
     /// Acquire: one row while the lock's row exists (`granted` fence or NULL, then the row as
-    /// it was, then the database's now), none when it does not.
+    /// it was, then the database's now, then `too_late`: decided after `$6`), none when it
+    /// does not.
     pub acquire: String,
     /// Create the missing row (same parameters as `acquire`); returns one row: the fence (NULL
-    /// when another instance created it first or the slot is too far ahead) and the database's
-    /// now.
+    /// when another instance created it first, the slot is too far ahead or it is too late),
+    /// the database's now and `too_late`.
     pub create: String,
     /// Release, with asynchronous commit of its own transaction.
     pub release: String,
     /// Acquire many ([`lock_core::LockProvider::acquire_many`]), first of two statements: the
     /// parameters of `acquire` as arrays, one element per request (`$1` text[], `$2` int8[],
-    /// `$3` text[], `$4` timestamp[], `$5` int8[]), names distinct. One row per request, in
-    /// order: `ord` (1-based), `granted` fence or NULL, the row as it was (`locked_by`,
-    /// `lock_until`, `last_fire`, `held`), whether the row exists, the database's now, and
-    /// `skipped`. The rows free in the statement's snapshot are locked with
+    /// `$3` text[], `$4` timestamp[], `$5` int8[], `$6` timestamp[]), names distinct. One row
+    /// per request, in order: `ord` (1-based), `granted` fence or NULL, the row as it was
+    /// (`locked_by`, `lock_until`, `last_fire`, `held`), whether the row exists, the
+    /// database's now, `skipped` and `too_late`. The rows free in the statement's snapshot are locked with
     /// `FOR UPDATE SKIP LOCKED`, so a batch never waits behind another instance's batch; a row
     /// free in the snapshot but not granted (locked by another transaction, or changed since
     /// the snapshot) comes back `skipped` and must be decided by [`Self::acquire_many_wait`]
@@ -81,7 +93,7 @@ pub struct LockStatements {
     pub acquire_many_wait: String,
     /// Create the missing rows of a batch (same parameters as `acquire_many`), inserted in name
     /// order; one row per request: `ord`, the fence granted (NULL: created by another instance
-    /// first, or the slot too far ahead), the database's now.
+    /// first, the slot too far ahead, or too late), the database's now, `too_late`.
     pub create_many: String,
     /// Release many: `$1` names (text[]), `$2` owners (text[]), `$3` fences (int8[]), `$4`
     /// lock_at_least_for in ms (int8[]); rows locked in name order; asynchronous commit like
@@ -151,14 +163,18 @@ impl LockStatements {
                 "0::int8".to_owned(),
             )
         };
+        // No late grant: past the sender's `give_up_at` ($6) by the clock at the decision (read
+        // in the WHERE, so again when a waited-for row is re-checked), nothing is written.
+        let in_time = format!("($6 IS NULL OR {DECIDED_AT} <= $6)");
+        let too_late = format!("($6 IS NOT NULL AND {DECIDED_AT} > $6)");
         let acquire = format!(
             "WITH granted AS (\
                 UPDATE {table} t SET {until} = {NOW_MS} + {at_most}, {at} = {NOW_MS}, {by} = $3{set_slot} \
-                WHERE t.{name} = $1 AND t.{until} <= {NOW}{slot_ok} \
+                WHERE t.{name} = $1 AND t.{until} <= {NOW}{slot_ok} AND {in_time} \
                 RETURNING {granted_fence} AS fence) \
             SELECT (SELECT fence FROM granted) AS granted, t.{by}::text AS locked_by, \
                 t.{until} AS lock_until, {cur_last_fire} AS last_fire, t.{until} > {NOW} AS held, \
-                {NOW} AS db_now \
+                {NOW} AS db_now, {too_late} AS too_late \
             FROM {table} t WHERE t.{name} = $1"
         );
 
@@ -173,9 +189,11 @@ impl LockStatements {
         // A slot too far ahead of the database's now creates nothing either (the SELECT
         // proposes no row); the provider tells the two cases apart by the now returned.
         let create_guard = if full {
-            format!(" WHERE $4 IS NULL OR $4 <= {NOW} + $5 * interval '1 millisecond'")
+            format!(
+                " WHERE ($4 IS NULL OR $4 <= {NOW} + $5 * interval '1 millisecond') AND {in_time}"
+            )
         } else {
-            String::new()
+            format!(" WHERE {in_time}")
         };
         let create = format!(
             "WITH created AS (\
@@ -183,7 +201,7 @@ impl LockStatements {
                 SELECT $1, {NOW_MS} + {at_most}, {NOW_MS}, $3{insert_vals}{create_guard} \
                 ON CONFLICT ({name}) DO NOTHING \
                 RETURNING {created_fence} AS fence) \
-            SELECT (SELECT fence FROM created) AS granted, {NOW} AS db_now"
+            SELECT (SELECT fence FROM created) AS granted, {NOW} AS db_now, {too_late} AS too_late"
         );
 
         // Release: ShedLock's `max(now, locked_at + lock_at_least_for)`, owner- and
@@ -497,10 +515,12 @@ fn timestamp_precision(ty: &str) -> u32 {
 }
 
 /// What a losing acquire's row says (the acquire statement's columns `locked_by`, `lock_until`,
-/// `last_fire`, `held`, and the server's now), for any driver: refused as held, as a slot that
-/// already ran, or as a slot too far ahead of the server's now. A row free in the statement's
+/// `last_fire`, `held`, the server's now and `too_late`), for any driver: refused as decided
+/// after the sender's `give_up_at`, as held, as a slot that already ran, or as a slot too far
+/// ahead of the server's now. A row free in the statement's
 /// snapshot yet not granted was taken by another instance after the snapshot: what it shows is
 /// stale, so only the reason is reported.
+#[allow(clippy::too_many_arguments)] // One per column of the refusal's row.
 pub fn refusal(
     request: &lock_core::LockRequest,
     locked_by: Option<String>,
@@ -508,10 +528,14 @@ pub fn refusal(
     last_fire: Option<chrono::NaiveDateTime>,
     held: bool,
     database_now: chrono::DateTime<chrono::Utc>,
+    too_late: bool,
 ) -> lock_core::Refusal {
     use lock_core::{Refusal, RefusalReason};
     if request.slot_too_far_ahead(database_now) {
         return Refusal::slot_in_future(database_now);
+    }
+    if too_late {
+        return Refusal::too_late(database_now);
     }
     let slot = request.slot.map(|s| s.instant().naive_utc());
     let slot_run = matches!((last_fire, slot), (Some(last), Some(slot)) if last >= slot);

@@ -157,8 +157,10 @@ pub struct Statements {
     /// The table the statements run on, with its DDL.
     pub table: Table,
     /// `?1` name, `?2` locked_by, `?3` at_most ms, `?4` slot or NULL, `?5` the slot's greatest
-    /// lead over now (ms); returns the new fence when granted, no row when refused (and then
-    /// nothing was written).
+    /// lead over now (ms), `?6` give up at ([`instant_text`]) or NULL; returns the new fence
+    /// when granted, no row when refused (and then nothing was written). Past `?6` by SQLite's
+    /// `now` when the statement runs (inside the write transaction, after any wait for the
+    /// write lock), it proposes no row: nothing is written.
     pub acquire: String,
     /// `?1` name, `?2` slot or NULL; returns locked_by, lock_until, last_fire and the reason
     /// (1 held, 2 slot already run, 0 neither any more).
@@ -193,7 +195,8 @@ impl Statements {
         // neither inserts nor updates.
         let acquire = format!(
             "INSERT INTO {t} AS cur ({name}, {lock_until}, {locked_at}, {locked_by}, {fence}, {last_fire}) \
-             SELECT ?1, {until}, {now}, ?2, 1, ?4 WHERE ?4 IS NULL OR ?4 <= {limit} \
+             SELECT ?1, {until}, {now}, ?2, 1, ?4 WHERE (?4 IS NULL OR ?4 <= {limit}) \
+             AND (?6 IS NULL OR {now} <= ?6) \
              ON CONFLICT ({name}) DO UPDATE SET \
              {lock_until} = excluded.{lock_until}, \
              {locked_at} = excluded.{locked_at}, \
@@ -256,6 +259,23 @@ pub fn slot_text(slot: DateTime<Utc>) -> Result<String, LockError> {
         )));
     }
     Ok(slot.format("%Y-%m-%d %H:%M:%S%.3f").to_string())
+}
+
+/// An instant (a request's `give_up_at`) in the stored format, for comparison with SQLite's
+/// `now`: years outside 0000-9999 are clamped to that range's ends, which compare the same way
+/// with any `now` SQLite can have.
+///
+/// ```
+/// use chrono::{TimeZone, Utc};
+/// let at = Utc.with_ymd_and_hms(2026, 3, 9, 1, 2, 3).unwrap();
+/// assert_eq!(lock_sql::sql::sqlite::instant_text(at), "2026-03-09 01:02:03.000");
+/// ```
+pub fn instant_text(at: DateTime<Utc>) -> String {
+    match at.year() {
+        ..0 => "0000-01-01 00:00:00.000".to_owned(),
+        10_000.. => "9999-12-31 23:59:59.999".to_owned(),
+        _ => at.format("%Y-%m-%d %H:%M:%S%.3f").to_string(),
+    }
 }
 
 #[cfg(test)]

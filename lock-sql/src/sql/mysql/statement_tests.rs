@@ -21,6 +21,7 @@ fn request() -> LockRequest {
         lock_at_most_for: Duration::from_micros(10),
         slot: FireSlot::from_unix_millis(1_700_000_000_000),
         max_slot_lead: lock_core::DEFAULT_MAX_SLOT_LEAD,
+        give_up_at: None,
     }
 }
 
@@ -43,8 +44,8 @@ fn placeholders_match_params() {
 #[test]
 fn a_lease_is_at_least_a_millisecond() {
     let (_, values) = statements(true).acquire(&request());
-    // The inserted row's lock_until (after name, slot and lead).
-    assert_eq!(values[3], SqlValue::Int(1000));
+    // The inserted row's lock_until (after name, give_up_at twice, slot and lead).
+    assert_eq!(values[5], SqlValue::Int(1000));
 }
 
 #[test]
@@ -74,7 +75,30 @@ fn outcomes() {
         }
         other => panic!("{other:?}"),
     }
+    match s.acquire_outcome(&r, held + HELD_SLOT_RAN, 1) {
+        Some(AcquireOutcome::Refused(refusal)) => {
+            assert_eq!(refusal.reason, RefusalReason::Held);
+            assert_eq!(refusal.last_fire, r.slot.map(FireSlot::instant));
+            assert_eq!(refusal.locked_by, None);
+        }
+        other => panic!("{other:?}"),
+    }
+    match s.acquire_outcome(&r, held + HELD_BY_REQUESTER, 1) {
+        Some(AcquireOutcome::Refused(refusal)) => {
+            assert_eq!(refusal.reason, RefusalReason::Held);
+            assert_eq!(refusal.locked_by.as_deref(), Some("me"));
+            assert_eq!(refusal.lock_until.unwrap().timestamp(), 1_700_000_000);
+        }
+        other => panic!("{other:?}"),
+    }
     let now = 1_700_000_100;
+    match s.acquire_outcome(&r, REFUSED + TOO_LATE + UNIX_EPOCH_TO_SECONDS + now, 1) {
+        Some(AcquireOutcome::Refused(refusal)) => {
+            assert_eq!(refusal.reason, RefusalReason::TooLate);
+            assert_eq!(refusal.database_now.unwrap().timestamp(), now as i64);
+        }
+        other => panic!("{other:?}"),
+    }
     match s.acquire_outcome(
         &r,
         REFUSED + SLOT_IN_FUTURE + UNIX_EPOCH_TO_SECONDS + now,

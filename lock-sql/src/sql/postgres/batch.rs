@@ -1,7 +1,7 @@
 //! The batch statements of [`LockStatements`](super::LockStatements): the same decisions as
 //! `acquire`, `create` and `release`, over arrays.
 
-use super::{NOW, NOW_MS};
+use super::{DECIDED_AT, NOW, NOW_MS};
 use crate::ResolvedTable;
 
 /// `acquire_many`, `acquire_many_wait`, `create_many` and `release_many` for one table.
@@ -43,13 +43,18 @@ impl BatchStatements {
         } else {
             String::new()
         };
+        // No late grant, per request: past its `give_up_at` by the clock at the decision, a row
+        // is neither locked (the first statement), nor written, nor created.
+        let in_time = format!(" AND (r.give_up_at IS NULL OR {DECIDED_AT} <= r.give_up_at)");
+        let too_late = format!("COALESCE(r.give_up_at < {DECIDED_AT}, false) AS too_late");
         let batch_set = if full {
             format!(", {fence} = t.{fence} + 1, {last_fire} = COALESCE(r.slot, t.{last_fire})")
         } else {
             String::new()
         };
         let requests = "SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::timestamp[], \
-             $5::int8[]) WITH ORDINALITY AS r(name, at_most, locked_by, slot, lead, ord)";
+             $5::int8[], $6::timestamp[]) WITH ORDINALITY \
+             AS r(name, at_most, locked_by, slot, lead, give_up_at, ord)";
         // The batch runs in two autocommitted statements ([`LockStatements::acquire_many`],
         // then [`LockStatements::acquire_many_wait`] over the names the first skipped). They
         // differ in how they lock: the first the rows free in its snapshot, SKIP LOCKED; the
@@ -80,23 +85,24 @@ impl BatchStatements {
                     UPDATE {table} t SET {until} = {NOW_MS} + r.at_most * interval '1 millisecond', \
                         {at} = {NOW_MS}, {by} = r.locked_by{batch_set} \
                     FROM {locked} l, r WHERE t.{name} = l.name AND r.name = t.{name} \
-                        AND t.{until} <= {NOW}{batch_free} \
+                        AND t.{until} <= {NOW}{batch_free}{in_time} \
                     RETURNING r.ord, {granted_fence} AS fence)"
             )
         };
-        let skipped_if =
-            format!("g.ord IS NULL AND t.{name} IS NOT NULL AND t.{until} <= {NOW}{batch_free}");
+        let skipped_if = format!(
+            "g.ord IS NULL AND t.{name} IS NOT NULL AND t.{until} <= {NOW}{batch_free}{in_time}"
+        );
         let acquire_many = format!(
             "WITH r AS ({requests}), \
             free AS (\
                 SELECT t.{name} AS name FROM {table} t JOIN r ON t.{name} = r.name \
-                WHERE t.{until} <= {NOW}{batch_free} \
+                WHERE t.{until} <= {NOW}{batch_free}{in_time} \
                 ORDER BY t.{name} FOR UPDATE OF t SKIP LOCKED), \
             {granted} \
             SELECT r.ord, g.fence AS granted, \
                 t.{by}::text AS locked_by, t.{until} AS lock_until, {cur_last_fire} AS last_fire, \
                 COALESCE(t.{until} > {NOW}, false) AS held, t.{name} IS NOT NULL AS present, \
-                {NOW} AS db_now, COALESCE({skipped_if}, false) AS skipped \
+                {NOW} AS db_now, COALESCE({skipped_if}, false) AS skipped, {too_late} \
             FROM r LEFT JOIN granted g ON g.ord = r.ord \
                 LEFT JOIN {table} t ON t.{name} = r.name ORDER BY r.ord",
             granted = granted("free"),
@@ -118,7 +124,7 @@ impl BatchStatements {
             {granted} \
             SELECT r.ord, g.fence AS granted, l.locked_by, l.lock_until, l.last_fire, \
                 COALESCE(l.lock_until > {NOW}, false) AS held, l.name IS NOT NULL AS present, \
-                {NOW} AS db_now, false AS skipped \
+                {NOW} AS db_now, false AS skipped, {too_late} \
             FROM r LEFT JOIN granted g ON g.ord = r.ord \
                 LEFT JOIN locked l ON l.name = r.name ORDER BY r.ord",
             granted = granted("locked"),
@@ -127,11 +133,11 @@ impl BatchStatements {
             (
                 ", 1, r.slot".to_owned(),
                 format!(
-                    " WHERE r.slot IS NULL OR r.slot <= {NOW} + r.lead * interval '1 millisecond'"
+                    " WHERE (r.slot IS NULL OR r.slot <= {NOW} + r.lead * interval '1 millisecond'){in_time}"
                 ),
             )
         } else {
-            (String::new(), String::new())
+            (String::new(), format!(" WHERE true{in_time}"))
         };
         let create_many = format!(
             "WITH r AS ({requests}), \
@@ -142,7 +148,7 @@ impl BatchStatements {
                 ON CONFLICT ({name}) DO NOTHING \
                 RETURNING {name} AS name, {created_fence} AS fence) \
             SELECT r.ord, (SELECT c.fence FROM created c WHERE c.name = r.name) AS granted, \
-                {NOW} AS db_now \
+                {NOW} AS db_now, {too_late} \
             FROM r ORDER BY r.ord"
         );
         let batch_owner = if full {
