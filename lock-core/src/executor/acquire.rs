@@ -76,7 +76,9 @@ impl LockingTaskExecutor {
                 }
             })
             .await;
-            let recovered = self.recover_lost_grant(&request, result, deadline).await;
+            let recovered = self
+                .recover_lost_grant(&request, result, deadline, config.lock_at_least_for())
+                .await;
             let result = recovered.result;
             if let Ok(AcquireOutcome::Acquired(lease)) = &result {
                 self.own_grants.saw(&request.name, lease.fence());

@@ -20,15 +20,17 @@
 //!   but `lock_at_least_for` keeps it held) fails the fence or the shape test and is never
 //!   adopted.
 //! - **Released by its own instance.** Where a late grant can still happen (no deadline sent,
-//!   or a reply lost after the commit), the next acquire of the name by this instance finds a
-//!   lease in its own name that nobody in this process holds: refused naming this instance, the
-//!   row is held by this instance id with a fence no executor of this process was ever
-//!   granted ([`HeldLeases`], shared by every executor of the process, since they may share
-//!   an instance id), with the shape of an untouched grant, and no other acquire of the name
-//!   by this instance id is in flight. It releases that lease by fence at once
-//!   (`lock_at_least_for` zero), warns naming the lock and fence, and asks again once. Instance
-//!   ids are unique per process (`hostname:pid:random`; a user-set id must be unique per live
-//!   process), so such a lease was granted to nobody alive.
+//!   or a reply lost after the commit), and where a body's release was lost (the database
+//!   went away between the body's end and the release's commit), the next acquire of the
+//!   name by this instance finds a lease in its own name that nobody in this process holds:
+//!   refused naming this instance, the row is held by this instance id with a fence that no
+//!   executor of this process holds now ([`HeldLeases`], shared by every executor of the
+//!   process, since they may share an instance id), with the shape of an untouched grant, and
+//!   no other acquire of the name by this instance id is in flight. It releases that lease by
+//!   fence at once, keeping the job's `lock_at_least_for` from the lease's start (so a lease
+//!   already released that way is left as it is), warns naming the lock and fence, and asks
+//!   again once. Instance ids are unique per process (`hostname:pid:random`; a user-set id
+//!   must be unique per live process), so such a lease is held by nobody alive.
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
@@ -133,7 +135,6 @@ pub(super) struct HeldLeases;
 #[derive(Default)]
 struct Held {
     fences: Vec<u64>,
-    highest_fence: Option<u64>,
     in_flight: u32,
 }
 
@@ -156,7 +157,6 @@ impl HeldLeases {
         let fence = lease.fence();
         Self::update(&lease.locked_by_shared(), lease.shared_name(), |held| {
             held.fences.push(fence);
-            held.highest_fence = Some(held.highest_fence.map_or(fence, |f| f.max(fence)));
         });
     }
 
@@ -170,13 +170,13 @@ impl HeldLeases {
         });
     }
 
-    /// Whether a lease of `fence` on `name` in the name of `locked_by` was granted to nobody in
-    /// this process while only the one acquire asking now is in flight.
+    /// Whether a lease of `fence` on `name` in the name of `locked_by` is held by nobody in
+    /// this process while only the one acquire asking now is in flight: never granted here (a
+    /// late grant), or granted and ended here with its release lost (the database went away
+    /// between the body's end and the release's commit).
     fn is_orphan(locked_by: &Arc<str>, name: &Arc<str>, fence: u64) -> bool {
         Self::update(locked_by, name, |held| {
-            held.in_flight == 1
-                && !held.fences.contains(&fence)
-                && held.highest_fence.is_none_or(|highest| fence > highest)
+            held.in_flight == 1 && !held.fences.contains(&fence)
         })
     }
 }
@@ -204,6 +204,7 @@ impl LockingTaskExecutor {
         request: &LockRequest,
         result: Result<AcquireOutcome, LockError>,
         deadline: Instant,
+        lock_at_least_for: Duration,
     ) -> Recovered {
         let slot = request.slot.map(FireSlot::instant);
         let (may_hide_a_grant, may_be_orphan) = match &result {
@@ -260,7 +261,9 @@ impl LockingTaskExecutor {
                 as_answered(Ok(AcquireOutcome::Acquired(lease)))
             }
             Ok(Some(record)) if may_be_orphan && is_orphan(&record, request) => {
-                let orphan_released = self.release_orphan(request, &record).await;
+                let orphan_released = self
+                    .release_orphan(request, &record, lock_at_least_for)
+                    .await;
                 Recovered {
                     result,
                     orphan_released,
@@ -279,8 +282,16 @@ impl LockingTaskExecutor {
     }
 
     /// Releases the orphan lease `record` (in this instance's name, held by nobody in this
-    /// process) by fence, with `lock_at_least_for` zero; whether it was released.
-    async fn release_orphan(&self, request: &LockRequest, record: &LockRecord) -> bool {
+    /// process) by fence, keeping the job's `lock_at_least_for` from the lease's start (as the
+    /// body's own release would have: an orphan may be a lease whose body ran and whose
+    /// release was lost, and releasing a lease already released that way changes nothing);
+    /// whether it was released.
+    async fn release_orphan(
+        &self,
+        request: &LockRequest,
+        record: &LockRecord,
+        lock_at_least_for: Duration,
+    ) -> bool {
         let orphan = Lease::granted(
             &LockRequest {
                 slot: None,
@@ -294,7 +305,7 @@ impl LockingTaskExecutor {
             locked_by = &*request.locked_by,
             lock_until = %record.lock_until,
             "found a lease in this instance's name that nobody in this process holds (a grant \
-             decided after its sender gave up); releasing it by fence"
+             decided after its sender gave up, or a release that was lost); releasing it by fence"
         );
         let sent = Instant::now();
         let released = bounded(
@@ -302,7 +313,7 @@ impl LockingTaskExecutor {
             &request.name,
             sent,
             later(sent, self.operation_timeout),
-            self.provider.release(&orphan, Duration::ZERO),
+            self.provider.release(&orphan, lock_at_least_for),
         )
         .await;
         match released {

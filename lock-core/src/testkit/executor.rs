@@ -530,6 +530,56 @@ pub async fn orphan_of_this_instance_is_released(fixture: Arc<dyn Fixture>) {
     );
 }
 
+/// A lease whose body ran and ended here but whose release was lost (the database went away
+/// between the body's end and the release's commit) is held by nobody: this instance's next
+/// fire of the name releases it by fence and runs, instead of being refused until
+/// `lock_at_most_for` (found by the chaos suite: a crash right after a fire held an
+/// every-second job for its whole 10 s lease).
+pub async fn lost_release_is_released_at_the_next_fire(fixture: Arc<dyn Fixture>) {
+    let provider = fixture.provider();
+    let name = unique_name("lost-release");
+    let owner = format!("{name}-owner");
+    let faulty = faulty(
+        &fixture,
+        Faults {
+            failing_releases: 1,
+            ..Faults::default()
+        },
+    );
+    let executor = executor(&faulty, &owner);
+    let config = LockConfiguration::new(name.clone(), LONG, Duration::ZERO).expect("valid");
+    let slot = FireSlot::new(Utc::now() - TimeDelta::minutes(1));
+    let first = fire(&executor, &config, slot).await;
+    let first = first.expect("lost release: the first fire runs");
+    // The release runs on a task of its own after the body: wait until it has been refused
+    // its store. The task then lets the lease go in the same poll (no await in between);
+    // 100 ms leave it room to finish on a loaded machine.
+    let waited = tokio::time::timeout(Duration::from_secs(10), async {
+        while faulty.faults().failing_releases != 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(
+        waited.is_ok(),
+        "lost release: the release was never attempted"
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let row = record(provider, &name).await;
+    assert_eq!(
+        (row.held, row.locked_by.as_str(), row.fence),
+        (true, owner.as_str(), first),
+        "lost release: the failed release leaves the lease held"
+    );
+    let next = FireSlot::new(slot.instant() + TimeDelta::seconds(1));
+    let ran = fire(&executor, &config, next).await;
+    assert!(
+        ran.is_some_and(|fence| fence > first),
+        "lost release: the next fire must release the lease left by the lost release (fence \
+         {first}) and run, got {ran:?}"
+    );
+}
+
 /// A lease in this instance's name that another executor of the same process (and instance
 /// id) holds is no orphan: a fire of the name by a sibling executor is skipped and the lease
 /// stays its holder's.

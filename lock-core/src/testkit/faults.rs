@@ -27,6 +27,10 @@ pub struct Faults {
     /// store decides it that much later, also when the sender has given up meanwhile (the
     /// request is on its way and is not taken back).
     pub acquire_request_delay: Duration,
+    /// The next this many releases (single or batched) fail without reaching the store
+    /// (`u32::MAX`: all of them), as when the database goes away between a body's end and its
+    /// release.
+    pub failing_releases: u32,
 }
 
 /// Wraps a provider (or a [`Fixture`]) and injects [`Faults`], which can be changed at any time.
@@ -108,6 +112,24 @@ impl FaultyProvider {
         *self.answered.borrow()
     }
 
+    /// Spends one of [`Faults::failing_releases`]: the error of a release that did not reach
+    /// the store.
+    fn release_fault(&self, name: &str) -> Result<(), LockError> {
+        let mut faults = self.lock();
+        if faults.failing_releases == 0 {
+            return Ok(());
+        }
+        if faults.failing_releases != u32::MAX {
+            faults.failing_releases -= 1;
+        }
+        Err(LockError::provider(
+            "release",
+            name,
+            self.describe(),
+            "injected fault: the release did not reach the store",
+        ))
+    }
+
     fn lock(&self) -> MutexGuard<'_, Faults> {
         self.faults.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -151,6 +173,8 @@ impl LockProvider for FaultyProvider {
     }
 
     async fn release_many(&self, leases: &[(Lease, Duration)]) -> Result<Vec<bool>, LockError> {
+        let name = leases.first().map_or("", |(lease, _)| lease.name());
+        self.release_fault(name)?;
         self.inner().release_many(leases).await
     }
 
@@ -181,6 +205,7 @@ impl LockProvider for FaultyProvider {
     }
 
     async fn release(&self, lease: &Lease, lock_at_least_for: Duration) -> Result<bool, LockError> {
+        self.release_fault(lease.name())?;
         self.inner().release(lease, lock_at_least_for).await
     }
 

@@ -49,7 +49,8 @@ pub use executor::{
     keep_alive_retries_a_failed_extend, late_grant_leaves_no_lease,
     lease_of_a_sibling_executor_is_kept, loser_asks_once_for_a_slot_won_ahead,
     lost_acquire_reply_is_released, lost_batched_replies_are_released,
-    orphan_of_this_instance_is_released, retried_acquire_is_adopted,
+    lost_release_is_released_at_the_next_fire, orphan_of_this_instance_is_released,
+    retried_acquire_is_adopted,
 };
 pub use expiry::{
     at_least_hold, at_most_expiry, durations_beyond_the_cap, extend_of_expired_refused,
@@ -180,6 +181,7 @@ macro_rules! __executor_suite {
             cancelled_before_another_can_take_over,
             late_grant_leaves_no_lease,
             orphan_of_this_instance_is_released,
+            lost_release_is_released_at_the_next_fire,
             lease_of_a_sibling_executor_is_kept,
             loser_asks_once_for_a_slot_won_ahead,
         );
