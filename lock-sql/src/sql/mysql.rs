@@ -60,6 +60,11 @@ const HELD_SLOT_RAN: u64 = 1 << 58;
 /// Set in a refusal of a lock held in the requester's own name (`locked_by` is its instance
 /// id), so that the executor can tell its own lost or orphaned grant from another's lease.
 const HELD_BY_REQUESTER: u64 = 1 << 57;
+/// Set in a refusal because the row the table found for the name has another name: a table
+/// made by ShedLock's DDL (`name VARCHAR` with a collation that ignores case and trailing
+/// spaces) keeps `report` in the row of `Report`. The row is left as it is: lock names
+/// compare byte for byte.
+const OTHER_NAME: u64 = 1 << 56;
 /// The low bits of a refusal: the time (of `lock_until` when held, of `last_fire` when the slot
 /// already ran, the server's now when the slot was too far ahead or it was too late) as
 /// `TO_SECONDS`, whole
@@ -68,7 +73,7 @@ const HELD_BY_REQUESTER: u64 = 1 << 57;
 /// that keeps the milliseconds (`DECIMAL` arithmetic, measured here at a quarter of a losing
 /// acquire's server time); it reads a `DATETIME`'s stored UTC wall time whatever the session
 /// zone.
-const SECONDS_MASK: u64 = HELD_BY_REQUESTER - 1;
+const SECONDS_MASK: u64 = OTHER_NAME - 1;
 
 /// The server's now on the columns' millisecond grid, UTC: evaluated once per statement, so
 /// all its uses in one statement agree.
@@ -133,13 +138,17 @@ impl Statements {
             to_seconds(&lock_until)
         );
 
+        // Params: name. Decided before anything else: a row found under the table's collation
+        // that is not this name byte for byte is another lock's.
+        let other_name = format!("CAST({name} AS BINARY) <> CAST(? AS BINARY)");
+        let other_name_code = format!("{REFUSED} + {OTHER_NAME}");
         // Params: give_up_at (x2). Decided first, so nothing past it is written.
         let late = format!("(? IS NOT NULL AND {DECIDED_AT} > ?)");
         let too_late = format!("{REFUSED} + {TOO_LATE} + {}", to_seconds(NOW));
         let acquire = if shape.extended {
             // Params: name, give_up_at (x2), slot, lead, at_most, locked_by, slot (the inserted
-            // row); then give_up_at (x2), slot (x3), lead, slot, lead, slot (x2), locked_by (x2),
-            // slot, at_most (the update clause).
+            // row); then name, give_up_at (x2), slot (x3), lead, slot, lead, slot (x2), locked_by
+            // (x2), slot, at_most (the update clause).
             let ahead = format!("? > {NOW} + INTERVAL ? MICROSECOND");
             let in_future = format!("{REFUSED} + {SLOT_IN_FUTURE} + {}", to_seconds(NOW));
             let free = format!(
@@ -167,7 +176,7 @@ impl Statements {
                  VALUES (?, IF(LAST_INSERT_ID(IF({late}, {too_late}, IF({ahead}, {in_future}, 0))) = 0, {NOW} + INTERVAL ? MICROSECOND, {NOW}), \
                  {NOW}, ?, IF({inserted}, 1, 0), IF({inserted}, ?, NULL)) \
                  ON DUPLICATE KEY UPDATE \
-                 {locked_by} = IF(LAST_INSERT_ID(IF({late}, {too_late}, IF({free}, GREATEST({fence}, 0) + 1, {refusal}))) < {REFUSED}, ?, {locked_by}), \
+                 {locked_by} = IF(LAST_INSERT_ID(IF({other_name}, {other_name_code}, IF({late}, {too_late}, IF({free}, GREATEST({fence}, 0) + 1, {refusal})))) < {REFUSED}, ?, {locked_by}), \
                  {locked_at} = IF({granted}, {NOW}, {locked_at}), \
                  {fence} = IF({granted}, LAST_INSERT_ID(), {fence}), \
                  {last_fire} = IF({granted}, COALESCE(?, {last_fire}), {last_fire}), \
@@ -175,12 +184,13 @@ impl Statements {
             )
         } else {
             // ShedLock's own four columns. Params: name, give_up_at (x2), at_most, locked_by,
-            // give_up_at (x2), locked_by (x2), at_most. A new name too late is inserted free.
+            // name, give_up_at (x2), locked_by (x2), at_most. A new name too late is inserted
+            // free.
             format!(
                 "INSERT INTO {t} ({name}, {lock_until}, {locked_at}, {locked_by}) \
                  VALUES (?, IF(LAST_INSERT_ID(IF({late}, {too_late}, 0)) = 0, {NOW} + INTERVAL ? MICROSECOND, {NOW}), {NOW}, ?) \
                  ON DUPLICATE KEY UPDATE \
-                 {locked_by} = IF(LAST_INSERT_ID(IF({late}, {too_late}, IF({lock_until} <= {NOW}, 1, {held_until}))) < {REFUSED}, ?, {locked_by}), \
+                 {locked_by} = IF(LAST_INSERT_ID(IF({other_name}, {other_name_code}, IF({late}, {too_late}, IF({lock_until} <= {NOW}, 1, {held_until})))) < {REFUSED}, ?, {locked_by}), \
                  {locked_at} = IF({granted}, {NOW}, {locked_at}), \
                  {lock_until} = IF({granted}, {NOW} + INTERVAL ? MICROSECOND, {lock_until})"
             )
@@ -261,7 +271,7 @@ impl Statements {
             let slot = SqlValue::Timestamp(request.slot.map(|s| s.instant().naive_utc()));
             let lead = micros(lease_millis(request.max_slot_lead));
             vec![
-                name,
+                name.clone(),
                 give_up_at.clone(),
                 give_up_at.clone(),
                 slot.clone(),
@@ -269,6 +279,7 @@ impl Statements {
                 at_most.clone(),
                 by.clone(),
                 slot.clone(),
+                name.clone(),
                 give_up_at.clone(),
                 give_up_at,
                 slot.clone(),
@@ -286,11 +297,12 @@ impl Statements {
             ]
         } else {
             vec![
-                name,
+                name.clone(),
                 give_up_at.clone(),
                 give_up_at.clone(),
                 at_most.clone(),
                 by.clone(),
+                name,
                 give_up_at.clone(),
                 give_up_at,
                 by.clone(),
@@ -383,7 +395,16 @@ impl Statements {
         }
         let code = last_insert_id - REFUSED;
         let at = from_to_seconds(code & SECONDS_MASK);
-        Some(AcquireOutcome::Refused(if code & TOO_LATE != 0 {
+        Some(AcquireOutcome::Refused(if code & OTHER_NAME != 0 {
+            tracing::warn!(
+                lock = &*request.name,
+                "refused: the lock table keeps this name in the row of another name that \
+                 compares equal under the name column's collation (a table made by ShedLock's \
+                 DDL ignores case and trailing spaces); the other lock's row is left as it is. \
+                 Make the column compare bytes: ALTER TABLE ... MODIFY name VARBINARY(64) NOT NULL"
+            );
+            Refusal::new(RefusalReason::Unknown)
+        } else if code & TOO_LATE != 0 {
             Refusal::too_late(at?)
         } else if code & SLOT_IN_FUTURE != 0 {
             // The server's now in whole seconds: the warning's "ahead by" is as fine as that.
