@@ -16,9 +16,8 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use lock_trigger::Firing;
 
-use super::runner::JobRunner;
-use super::status::RunOutcome;
-use lock_core::{FireKind, FireSlot};
+use super::trigger::Trigger;
+use lock_core::FireSlot;
 
 /// A run of fires the database did not answer, as the job's status keeps it.
 #[derive(Clone, Copy, Debug)]
@@ -29,61 +28,61 @@ pub(super) struct Outage {
     warned: bool,
 }
 
-impl JobRunner {
-    /// After a scheduled or catch-up fire: starts, extends or ends the job's outage.
-    pub(super) fn note_outage(&self, slot: Option<FireSlot>, kind: FireKind, outcome: &RunOutcome) {
-        if kind == FireKind::Manual || *outcome == RunOutcome::Paused {
-            return;
-        }
-        let now = self.clock.now();
-        let mut progress = self.state.lock();
-        if let RunOutcome::LockFailed(error) = outcome {
-            let outage = progress.outage.get_or_insert(Outage {
-                since: slot.map_or(now, |slot| slot.instant()).min(now),
-                warned: false,
-            });
-            let down = now - outage.since;
-            let two_periods = self.period(now).checked_mul(2).unwrap_or(TimeDelta::MAX);
-            if outage.warned || down <= two_periods {
-                return;
-            }
-            outage.warned = true;
-            drop(progress);
-            tracing::warn!(
-                job = self.job.name(),
-                down_for = ?down.to_std().unwrap_or_default(),
-                error = error.as_str(),
-                "job could not fire for more than two periods: the database did not answer its \
-                 lock's acquire; it fires again when the database answers"
-            );
-        } else if let Some(outage) = progress.outage.take()
-            && outage.warned
-        {
-            drop(progress);
-            tracing::info!(
-                job = self.job.name(),
-                down_for = ?(now - outage.since).to_std().unwrap_or_default(),
-                "job fires again: the database answers its lock's acquire"
-            );
-        }
-    }
+/// What a fire changed about the job's outage: what the job loop logs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Change {
+    /// Nothing to say.
+    Quiet,
+    /// The job could not fire for more than two periods, for this long: the one `WARN`.
+    Down(TimeDelta),
+    /// The job fires again after an outage that was warned about, which lasted this long.
+    Back(TimeDelta),
+}
 
-    /// One period of the job's trigger at `now`: the gap between its next two slots, or a
-    /// fixed delay's delay (at least a millisecond).
-    fn period(&self, now: DateTime<Utc>) -> TimeDelta {
-        let trigger = self.job.trigger();
-        let period = match trigger.spec().kind.firing() {
-            Firing::AfterRun { delay } => TimeDelta::from_std(delay).unwrap_or(TimeDelta::MAX / 4),
-            Firing::Slotted { .. } => {
-                let next = trigger.next_slot(now);
-                let following = next.and_then(|next| trigger.next_slot(next.instant()));
-                match (next, following) {
-                    (Some(next), Some(following)) => following.instant() - next.instant(),
-                    // No more slots: no period to be late by.
-                    _ => TimeDelta::MAX / 4,
-                }
-            }
+/// After a scheduled or catch-up fire of `slot` at `now` (database clock): `answered` is
+/// whether the database answered its acquire. Starts, extends or ends `outage`.
+pub(super) fn note(
+    outage: &mut Option<Outage>,
+    answered: bool,
+    slot: Option<FireSlot>,
+    now: DateTime<Utc>,
+    trigger: &Trigger,
+) -> Change {
+    if answered {
+        return match outage.take() {
+            Some(outage) if outage.warned => Change::Back(now - outage.since),
+            _ => Change::Quiet,
         };
-        period.max(TimeDelta::milliseconds(1))
     }
+    let outage = outage.get_or_insert(Outage {
+        since: slot.map_or(now, |slot| slot.instant()).min(now),
+        warned: false,
+    });
+    let down = now - outage.since;
+    let two_periods = period(trigger, now)
+        .checked_mul(2)
+        .unwrap_or(TimeDelta::MAX);
+    if outage.warned || down <= two_periods {
+        return Change::Quiet;
+    }
+    outage.warned = true;
+    Change::Down(down)
+}
+
+/// One period of `trigger` at `now`: the gap between its next two slots, or a fixed delay's
+/// delay (at least a millisecond).
+fn period(trigger: &Trigger, now: DateTime<Utc>) -> TimeDelta {
+    let period = match trigger.spec().kind.firing() {
+        Firing::AfterRun { delay } => TimeDelta::from_std(delay).unwrap_or(TimeDelta::MAX / 4),
+        Firing::Slotted { .. } => {
+            let next = trigger.next_slot(now);
+            let following = next.and_then(|next| trigger.next_slot(next.instant()));
+            match (next, following) {
+                (Some(next), Some(following)) => following.instant() - next.instant(),
+                // No more slots: no period to be late by.
+                _ => TimeDelta::MAX / 4,
+            }
+        }
+    };
+    period.max(TimeDelta::milliseconds(1))
 }

@@ -19,6 +19,7 @@ use super::attempts::{Attempted, Attempts, panic_message};
 use super::cluster::Operations;
 use super::history::RunRecorder;
 use super::job::Body;
+use super::outage::{self, Change};
 use super::shards::{Spread, combine, stable_hash};
 use super::status::{JobState, RunOutcome};
 use crate::__private::JobBody;
@@ -312,6 +313,42 @@ impl JobRunner {
         };
         self.note_outage(slot, kind, &outcome);
         outcome
+    }
+
+    /// After a scheduled or catch-up fire: the job's outage (`outage.rs`) and its two lines.
+    fn note_outage(&self, slot: Option<FireSlot>, kind: FireKind, outcome: &RunOutcome) {
+        // Manual runs are an operator's, not the schedule's; a pause asks nothing of the
+        // database.
+        if kind == FireKind::Manual || *outcome == RunOutcome::Paused {
+            return;
+        }
+        let failed = match outcome {
+            RunOutcome::LockFailed(error) => Some(error.as_str()),
+            _ => None,
+        };
+        let now = self.clock.now();
+        let change = outage::note(
+            &mut self.state.lock().outage,
+            failed.is_none(),
+            slot,
+            now,
+            self.job.trigger(),
+        );
+        match change {
+            Change::Quiet => {}
+            Change::Down(down) => tracing::warn!(
+                job = self.job.name(),
+                down_for = ?down.to_std().unwrap_or_default(),
+                error = failed.unwrap_or_default(),
+                "job could not fire for more than two periods: the database did not answer its \
+                 lock's acquire; it fires again when the database answers"
+            ),
+            Change::Back(down) => tracing::info!(
+                job = self.job.name(),
+                down_for = ?down.to_std().unwrap_or_default(),
+                "job fires again: the database answers its lock's acquire"
+            ),
+        }
     }
 
     /// One fire of a sharded or broadcast job: each shard through [`JobRunner::fire_one`].
