@@ -7,13 +7,20 @@
 //!
 //! An action whose log row cannot be written still stands: the failure is logged at warn and
 //! the answer says the action was not recorded.
+//!
+//! An action on a name no job has is refused (404) before anything is written or logged: a
+//! pause or trigger needs a job some instance registers; a resume also accepts a job that
+//! only its pause row still names (its instances are gone), so a stale pause can be lifted.
+//! Names are logged as quoted fields (`job = "..."`), so no name can forge a log line.
 
 use axum::http::StatusCode;
 use lock_cluster::{Action, ActionRecord, Cluster, ClusterOptions, ClusterProvider, ClusterView};
 use lock_core::LockRecord;
 
+use crate::auth::Caller;
 use crate::failure::Failure;
 use crate::state::AppState;
+use crate::token::Role;
 
 /// An action on a job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,6 +45,11 @@ impl JobAction {
 
     pub(crate) fn as_str(self) -> &'static str {
         self.logged().as_str()
+    }
+
+    /// The role a token needs for it.
+    pub(crate) fn needs(self) -> Role {
+        Role::Operator
     }
 
     /// The action as the action log keeps it.
@@ -75,22 +87,26 @@ pub(crate) fn requester(token_name: &str) -> String {
     format!("dashboard:{token_name}")
 }
 
-/// Runs `action` on job `name` for the token named `who`.
+/// The role an unlock needs.
+pub(crate) const UNLOCK_NEEDS: Role = Role::Admin;
+
+/// Runs `action` on job `name` for `caller`.
 pub(crate) async fn on_job(
     state: &AppState,
     action: JobAction,
     name: &str,
-    who: &str,
+    caller: &Caller,
 ) -> Result<Done, Failure> {
     let provider = state.provider.as_ref();
     let store = provider
         .cluster()
         .ok_or_else(|| Failure::no_operations(provider))?;
+    let who = caller.name.as_str();
     let by = requester(who);
     let failed = |e| Failure::provider(format!("cannot {} job {name:?}", action.as_str()), e);
     let mut done = match action {
         JobAction::Pause => {
-            registered(state, name).await?;
+            known(state, name, action).await?;
             let changed = store.pause(name, &by).await.map_err(failed)?;
             Done {
                 changed,
@@ -107,6 +123,7 @@ pub(crate) async fn on_job(
             }
         }
         JobAction::Resume => {
+            known(state, name, action).await?;
             let changed = store.resume(name).await.map_err(failed)?;
             Done {
                 changed,
@@ -122,7 +139,7 @@ pub(crate) async fn on_job(
             }
         }
         JobAction::Trigger => {
-            let job = registered(state, name).await?;
+            let job = known(state, name, action).await?;
             if job.live_instances.is_empty() {
                 return Err(Failure::new(
                     StatusCode::CONFLICT,
@@ -144,8 +161,9 @@ pub(crate) async fn on_job(
     tracing::info!(
         target: "lock_dashboard::audit",
         token = %who,
+        role = %caller.role,
         action = action.as_str(),
-        job = %name,
+        job = ?name,
         changed = done.changed,
         request = ?done.request_id,
         "dashboard action"
@@ -180,9 +198,9 @@ async fn record(
         if let Err(error) = store.record_action(entry).await {
             tracing::warn!(
                 target: "lock_dashboard::audit",
-                job = %entry.job,
+                job = ?entry.job,
                 action = entry.action.as_str(),
-                by = %entry.requested_by,
+                by = ?entry.requested_by,
                 error = &error as &dyn std::error::Error,
                 "the action stands, but the action log could not record it"
             );
@@ -195,24 +213,42 @@ async fn record(
     None
 }
 
-async fn registered(state: &AppState, name: &str) -> Result<lock_cluster::JobView, Failure> {
+/// The job `action` acts on: one an instance registers, or for a resume also one its pause
+/// row alone still names; 404 otherwise.
+async fn known(
+    state: &AppState,
+    name: &str,
+    action: JobAction,
+) -> Result<lock_cluster::JobView, Failure> {
     let options: &ClusterOptions = &state.options;
     let view = ClusterView::read(state.provider.as_ref(), options)
         .await
         .map_err(|e| Failure::provider("cannot read the job registry".to_owned(), e))?;
+    let resume = action == JobAction::Resume;
     view.jobs
         .into_iter()
-        .find(|job| job.name == name && job.trigger.is_some())
+        .find(|job| job.name == name && (job.trigger.is_some() || (resume && job.paused)))
         .ok_or_else(|| {
+            tracing::debug!(target: "lock_dashboard::audit", action = action.as_str(), job = ?name, "refused an action on a job nobody has");
             Failure::new(
                 StatusCode::NOT_FOUND,
-                format!("no instance has registered a job named {name:?}"),
+                match resume {
+                    true => format!(
+                        "no job named {name:?}: no instance registers it and no pause names it"
+                    ),
+                    false => format!("no instance has registered a job named {name:?}"),
+                },
             )
         })
 }
 
-/// Releases lock `name` for the token named `who`; the row as it was.
-pub(crate) async fn unlock(state: &AppState, name: &str, who: &str) -> Result<Unlocked, Failure> {
+/// Releases lock `name` for `caller`; the row as it was.
+pub(crate) async fn unlock(
+    state: &AppState,
+    name: &str,
+    caller: &Caller,
+) -> Result<Unlocked, Failure> {
+    let who = caller.name.as_str();
     let before = state
         .provider
         .force_unlock(name)
@@ -227,10 +263,11 @@ pub(crate) async fn unlock(state: &AppState, name: &str, who: &str) -> Result<Un
     tracing::warn!(
         target: "lock_dashboard::audit",
         token = %who,
+        role = %caller.role,
         action = "unlock",
-        lock = %name,
+        lock = ?name,
         was_held = before.held,
-        held_by = %before.locked_by,
+        held_by = ?before.locked_by,
         "dashboard action"
     );
     let provider = state.provider.as_ref();
@@ -267,7 +304,7 @@ async fn jobs_locked_by(store: Option<&dyn Cluster>, name: &str) -> Vec<String> 
         Some(store) => store.registry().await.unwrap_or_else(|error| {
             tracing::warn!(
                 target: "lock_dashboard::audit",
-                lock = %name,
+                lock = ?name,
                 error = &error as &dyn std::error::Error,
                 "cannot read the registry: the unlock is logged under the lock's name"
             );

@@ -14,7 +14,7 @@ use crate::actions::{self, JobAction};
 use crate::auth;
 use crate::failure::{ApiFailure, Failure};
 use crate::format::instant;
-use crate::names::check_job_name;
+use crate::names::{check_job_name, check_lock_name};
 use crate::read::{self, duration_ms, lag_ms};
 use crate::state::AppState;
 use crate::unlock::unlock_warning;
@@ -251,10 +251,10 @@ pub(crate) async fn job_action(
     Path((name, action)): Path<(String, String)>,
     headers: HeaderMap,
 ) -> Result<Response, ApiFailure> {
-    let who = auth::bearer(&state, &headers)?;
     let action = JobAction::parse(&action)?;
+    let caller = auth::bearer(&state, &headers, action.needs())?;
     check_job_name(&name)?;
-    let done = actions::on_job(&state, action, &name, &who).await?;
+    let done = actions::on_job(&state, action, &name, &caller).await?;
     let status = match action {
         JobAction::Trigger => StatusCode::ACCEPTED,
         _ => StatusCode::OK,
@@ -265,7 +265,7 @@ pub(crate) async fn job_action(
             action: action.as_str(),
             job: name,
             changed: done.changed,
-            by: actions::requester(&who),
+            by: actions::requester(&caller.name),
             request_id: done.request_id,
             message: done.message,
             recorded: done.not_recorded.is_none(),
@@ -290,7 +290,8 @@ pub(crate) async fn unlock(
     Query(force): Query<Force>,
     headers: HeaderMap,
 ) -> Result<Response, ApiFailure> {
-    let who = auth::bearer(&state, &headers)?;
+    let caller = auth::bearer(&state, &headers, actions::UNLOCK_NEEDS)?;
+    check_lock_name(&name)?;
     if !force.force {
         let record = state
             .provider
@@ -312,11 +313,11 @@ pub(crate) async fn unlock(
         });
         return Ok((StatusCode::CONFLICT, Json(body)).into_response());
     }
-    let unlocked = actions::unlock(&state, &name, &who).await?;
+    let unlocked = actions::unlock(&state, &name, &caller).await?;
     let mut body = serde_json::json!({
         "action": "unlock",
         "lock": name,
-        "by": actions::requester(&who),
+        "by": actions::requester(&caller.name),
         "before": LockJson::from(&unlocked.before),
         "recorded": unlocked.not_recorded.is_none(),
     });

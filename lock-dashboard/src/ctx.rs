@@ -9,6 +9,13 @@ use axum::http::{HeaderMap, header};
 
 use crate::session::{COOKIE, Session};
 use crate::state::AppState;
+use crate::token::Role;
+
+/// Whether `path` (below the mount point) is one of the JSON endpoints, whose every answer,
+/// failures included, is JSON.
+pub(crate) fn is_api(path: &str) -> bool {
+    path == "/api" || path.starts_with("/api/")
+}
 
 /// What a page needs to know about its request.
 pub(crate) struct Ctx {
@@ -42,6 +49,11 @@ impl Ctx {
     /// The signed-in session, when actions may be offered.
     pub(crate) fn signed_in(&self) -> Option<&Session> {
         self.session.as_ref().map(|(_, session)| session)
+    }
+
+    /// Whether the signed-in session may take the actions of `role` (so its buttons show).
+    pub(crate) fn may(&self, role: Role) -> bool {
+        self.signed_in().is_some_and(|session| session.role >= role)
     }
 }
 

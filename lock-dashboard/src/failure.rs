@@ -1,7 +1,11 @@
 //! A request that cannot be answered as asked, and how it is answered: as a page or as JSON.
+//! Under `/api` every failure is `{"error": ...}`, axum's own rejections (a bad query, path,
+//! form or body: 400, 405, 413, 415, 422) included; elsewhere they are pages.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use lock_cluster::ClusterProvider;
 use lock_core::LockError;
@@ -93,4 +97,43 @@ pub(crate) fn failure(failure: &Failure) -> Markup {
             }
         }
     }
+}
+
+/// The largest rejection text read back to be wrapped in JSON (axum's are a line).
+const REJECTION_TEXT_LIMIT: usize = 16 * 1024;
+
+/// Middleware: a failure that is neither JSON nor a page yet (one of axum's rejections, a 405)
+/// becomes `{"error": "<its text>"}` under `/api` and a failure page elsewhere, with the same
+/// status and headers.
+pub(crate) async fn in_kind(request: Request, next: Next) -> Response {
+    let api = crate::ctx::is_api(request.uri().path());
+    let response = next.run(request).await;
+    let status = response.status();
+    let kind = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let answered = kind.starts_with("application/json") || kind.starts_with("text/html");
+    if answered || !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, REJECTION_TEXT_LIMIT)
+        .await
+        .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_owned())
+        .unwrap_or_default();
+    let message = match text.is_empty() {
+        true => status.canonical_reason().unwrap_or("failed").to_owned(),
+        false => text,
+    };
+    parts.headers.remove(header::CONTENT_TYPE);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let failure = Failure::new(status, message);
+    let mut answer = match api {
+        true => ApiFailure(failure).into_response(),
+        false => PageFailure(failure).into_response(),
+    };
+    answer.headers_mut().extend(parts.headers);
+    answer
 }

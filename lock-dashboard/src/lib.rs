@@ -9,6 +9,8 @@ mod charts;
 mod ctx;
 mod failure;
 mod format;
+mod host;
+mod login_limit;
 mod names;
 mod pages;
 mod read;
@@ -24,7 +26,7 @@ use std::time::Duration;
 use axum::Router;
 use lock_cluster::{ClusterOptions, ClusterProvider};
 
-pub use token::{TOKENS_ENV, Token, TokenError, parse_tokens};
+pub use token::{Role, TOKENS_ENV, Token, TokenError, parse_token_file, parse_tokens};
 pub use unlock::unlock_warning;
 
 /// How often a page refreshes itself by default (a page's `?refresh=SECONDS` overrides it).
@@ -49,8 +51,9 @@ pub fn router<P: ClusterProvider>(provider: P) -> Router {
     Dashboard::new(provider).router()
 }
 
-/// A dashboard being configured: the provider, the tokens that allow actions, how pages judge
-/// and refresh.
+/// A dashboard being configured: the provider, the tokens that allow actions (each with its
+/// [`Role`]), whether reads need a token, the host names it answers, how pages judge and
+/// refresh.
 ///
 /// ```
 /// use lock_core::InMemoryLockProvider;
@@ -67,6 +70,8 @@ pub fn router<P: ClusterProvider>(provider: P) -> Router {
 pub struct Dashboard {
     provider: Arc<dyn ClusterProvider>,
     tokens: Vec<Token>,
+    require_auth: bool,
+    allowed_hosts: Vec<String>,
     options: ClusterOptions,
     refresh: Duration,
     page_size: u32,
@@ -77,6 +82,8 @@ impl std::fmt::Debug for Dashboard {
         f.debug_struct("Dashboard")
             .field("provider", &self.provider.describe())
             .field("tokens", &self.tokens)
+            .field("require_auth", &self.require_auth)
+            .field("allowed_hosts", &self.allowed_hosts)
             .field("options", &self.options)
             .field("refresh", &self.refresh)
             .field("page_size", &self.page_size)
@@ -90,14 +97,17 @@ impl Dashboard {
         Dashboard {
             provider: Arc::new(provider),
             tokens: Vec::new(),
+            require_auth: false,
+            allowed_hosts: Vec::new(),
             options: ClusterOptions::default(),
             refresh: DEFAULT_REFRESH,
             page_size: DEFAULT_PAGE_SIZE,
         }
     }
 
-    /// Allows the actions (pause, resume, trigger, unlock) to whoever presents `token`'s
-    /// secret; the token's name is logged and recorded with each action.
+    /// Allows the actions of `token`'s [`Role`] (viewer: none; operator: pause, resume,
+    /// trigger; admin: also unlock) to whoever presents its secret; the token's name is logged
+    /// and recorded with each action.
     pub fn token(mut self, token: Token) -> Self {
         self.tokens.push(token);
         self
@@ -106,6 +116,46 @@ impl Dashboard {
     /// [`token`](Self::token) for each of `tokens`.
     pub fn tokens(mut self, tokens: impl IntoIterator<Item = Token>) -> Self {
         self.tokens.extend(tokens);
+        self
+    }
+
+    /// Whether every page and JSON read needs a session or a bearer token of any role (default
+    /// off: a service that nests the dashboard behind its own authentication keeps it so).
+    /// The login page and the assets stay open; a page without one redirects to the login
+    /// page, `/api` answers 401. `lockctl serve` turns it on when it listens beyond loopback.
+    ///
+    /// ```
+    /// use lock_core::InMemoryLockProvider;
+    /// use lock_dashboard::{Dashboard, Role, Token};
+    ///
+    /// let app = Dashboard::new(InMemoryLockProvider::new())
+    ///     .token(Token::with_role("grafana", Role::Viewer, "a-long-random-secret-of-graf")?)
+    ///     .require_auth(true)
+    ///     .router();
+    /// # drop(app);
+    /// # Ok::<(), lock_dashboard::TokenError>(())
+    /// ```
+    pub fn require_auth(mut self, required: bool) -> Self {
+        self.require_auth = required;
+        self
+    }
+
+    /// Answers requests addressed to `name` (the `Host` header, any port) besides IP
+    /// addresses and `localhost`, which are always answered. Every other name is refused
+    /// (403): a web page cannot reach the dashboard by re-pointing a name of its own at it
+    /// (DNS rebinding). Add the names operators type, such as the reverse proxy's.
+    ///
+    /// ```
+    /// use lock_core::InMemoryLockProvider;
+    /// use lock_dashboard::Dashboard;
+    ///
+    /// let app = Dashboard::new(InMemoryLockProvider::new())
+    ///     .allow_host("scheduler.internal.example")
+    ///     .router();
+    /// # drop(app);
+    /// ```
+    pub fn allow_host(mut self, name: impl AsRef<str>) -> Self {
+        self.allowed_hosts.push(host::normal(name.as_ref()));
         self
     }
 
@@ -130,6 +180,11 @@ impl Dashboard {
 
     /// The routes: the pages (`/`, `/jobs/{name}`, `/instances`, `/locks`), the JSON endpoints
     /// (`/api/...`) and the actions, relative to where the router is mounted.
+    ///
+    /// Serve it with `into_make_service_with_connect_info::<SocketAddr>()` so that login
+    /// attempts are limited per client address (without it every client shares one limit).
+    /// Mounted with [`Router::nest_service`], the mount point answers with and without a
+    /// trailing slash (`/ops` and `/ops/`); [`Router::nest`] answers `/ops` only.
     pub fn router(self) -> Router {
         web::routes(state::Shared::new(self))
     }

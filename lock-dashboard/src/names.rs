@@ -1,12 +1,16 @@
-//! Names in requests: a job's or lock's name as a path segment, and the job names the
-//! operations tables keep.
+//! Names in requests: a job's or lock's name as a path segment, and the checks a name from a
+//! request passes before it reaches the database (400 otherwise, logged at debug).
 
 use axum::http::StatusCode;
 
 use crate::failure::Failure;
 
-/// `name` as one path segment: everything but unreserved characters percent-encoded.
+/// `name` as one path segment: everything but unreserved characters percent-encoded, and the
+/// names `.` and `..` too (a path segment `.` or `..` would be removed from the URL).
 pub(crate) fn segment(name: &str) -> String {
+    if name == "." || name == ".." {
+        return "%2E".repeat(name.len());
+    }
     let mut out = String::with_capacity(name.len());
     for byte in name.bytes() {
         if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
@@ -18,14 +22,73 @@ pub(crate) fn segment(name: &str) -> String {
     out
 }
 
-/// The job names the operations tables keep: 1 to 255 bytes.
+/// Characters no name may hold: control characters (NUL, CR, LF, ESC, DEL, ...) and the
+/// bidirectional controls that make a name read as another.
+fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+fn invalid(what: &str, name: &str, why: String) -> Failure {
+    tracing::debug!(target: "lock_dashboard", kind = what, name = ?name, reason = %why, "refused an invalid name");
+    Failure::new(StatusCode::BAD_REQUEST, format!("{what} name {name:?}: {why}"))
+}
+
+/// The job names the operations tables keep: 1 to 255 bytes, no control or bidi character,
+/// no leading or trailing space.
 pub(crate) fn check_job_name(name: &str) -> Result<(), Failure> {
     let max = lock_cluster::MAX_TEXT_LEN;
     if name.is_empty() || name.len() > max {
-        return Err(Failure::new(
-            StatusCode::BAD_REQUEST,
-            format!("job name {name:?}: a job name is 1 to {max} bytes"),
+        return Err(invalid("job", name, format!("a job name is 1 to {max} bytes")));
+    }
+    if name.chars().any(unsafe_char) || name.trim() != name {
+        return Err(invalid(
+            "job",
+            name,
+            "a job name holds no control or bidi character and no leading or trailing space"
+                .to_owned(),
         ));
     }
     Ok(())
+}
+
+/// A lock name, by the rule of the lock table (`lock_trigger::check_lock_name`) and without
+/// control or bidi characters.
+pub(crate) fn check_lock_name(name: &str) -> Result<(), Failure> {
+    if let Err(error) = lock_trigger::check_lock_name(name) {
+        return Err(invalid("lock", name, error.reason().to_owned()));
+    }
+    if name.chars().any(unsafe_char) || name.trim() != name {
+        return Err(invalid(
+            "lock",
+            name,
+            "a lock name holds no control or bidi character and no leading or trailing space"
+                .to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_names_are_segments_of_their_own() {
+        assert_eq!(segment("."), "%2E");
+        assert_eq!(segment(".."), "%2E%2E");
+        assert_eq!(segment("a.b"), "a.b");
+        assert_eq!(segment("a/b"), "a%2Fb");
+    }
+
+    #[test]
+    fn names_with_control_or_bidi_characters_are_refused() {
+        for name in ["a\0b", "nl\nx", "\u{1b}]0;x", "a\u{202E}b", " pad", "pad ", ""] {
+            assert!(check_job_name(name).is_err(), "{name:?}");
+            assert!(check_lock_name(name).is_err(), "{name:?}");
+        }
+        assert!(check_lock_name(&"x".repeat(65)).is_err());
+        assert!(check_job_name(&"x".repeat(65)).is_ok());
+        assert!(check_job_name("<script>alert(1)</script>").is_ok());
+    }
 }

@@ -1,9 +1,11 @@
-//! The browser sessions of this process: who logged in with which token, and the CSRF token
-//! every form of the session carries.
+//! The browser sessions of this process: who logged in with which token (and so with which
+//! role), and the CSRF token every form of the session carries.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use crate::token::Role;
 
 /// The session cookie's name.
 pub(crate) const COOKIE: &str = "lock_dashboard_session";
@@ -19,6 +21,8 @@ const MAX_SESSIONS: usize = 1000;
 pub(crate) struct Session {
     /// The token it logged in with.
     pub(crate) token_name: String,
+    /// What the token may do.
+    pub(crate) role: Role,
     /// What every form of this session must carry.
     pub(crate) csrf: String,
     started: Instant,
@@ -29,10 +33,11 @@ pub(crate) struct Session {
 pub(crate) struct Sessions(Mutex<HashMap<String, Session>>);
 
 impl Sessions {
-    pub(crate) fn start(&self, token_name: &str) -> String {
+    pub(crate) fn start(&self, token_name: &str, role: Role) -> String {
         let id = random_hex();
         let session = Session {
             token_name: token_name.to_owned(),
+            role,
             csrf: random_hex(),
             started: Instant::now(),
         };

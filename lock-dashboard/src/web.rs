@@ -1,21 +1,26 @@
 //! The router: which page, JSON endpoint or action answers each path, the dashboard's own
-//! script and style, and the security headers on every answer.
+//! script and style, what answers an unknown path, and the layers on every answer (the `Host`
+//! allow-list, JSON failures under `/api`, the security headers).
 
 use std::sync::Arc;
 
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Router, middleware};
 
+use crate::ctx::{Ctx, is_api};
+use crate::failure::{ApiFailure, Failure, PageFailure};
 use crate::state::Shared;
-use crate::{api, pages};
+use crate::{api, auth, failure, host, pages};
 
 const SCRIPT: &str = include_str!("../assets/dashboard.js");
 const STYLE: &str = include_str!("../assets/dashboard.css");
 
 pub(crate) fn routes(shared: Shared) -> Router {
-    Router::new()
+    let state = Arc::new(shared);
+    // Everything but the login page and the assets: behind `Dashboard::require_auth`.
+    let protected = Router::new()
         .route("/", get(pages::jobs::page))
         .route("/jobs/{name}", get(pages::job::page))
         .route("/jobs/{name}/{action}", post(pages::forms::job_action))
@@ -25,10 +30,6 @@ pub(crate) fn routes(shared: Shared) -> Router {
             "/locks/{name}/unlock",
             get(pages::locks::confirm).post(pages::forms::unlock),
         )
-        .route("/login", get(pages::login::page).post(pages::login::login))
-        .route("/logout", post(pages::login::logout))
-        .route("/assets/dashboard.js", get(script))
-        .route("/assets/dashboard.css", get(style))
         .route("/api/jobs", get(api::jobs))
         .route("/api/jobs/{name}/runs", get(api::runs))
         .route("/api/jobs/{name}/actions", get(api::actions))
@@ -36,8 +37,38 @@ pub(crate) fn routes(shared: Shared) -> Router {
         .route("/api/instances", get(api::instances))
         .route("/api/locks", get(api::locks))
         .route("/api/locks/{name}/unlock", post(api::unlock))
+        .route_layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            auth::reads,
+        ));
+    Router::new()
+        .merge(protected)
+        .route("/login", get(pages::login::page).post(pages::login::login))
+        .route("/logout", post(pages::login::logout))
+        .route("/assets/dashboard.js", get(script))
+        .route("/assets/dashboard.css", get(style))
+        .fallback(unknown)
+        .layer(middleware::from_fn(failure::in_kind))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&state),
+            host::allowed,
+        ))
         .layer(middleware::map_response(security_headers))
-        .with_state(Arc::new(shared))
+        .with_state(state)
+}
+
+/// An unknown path: 404, as JSON under `/api` and as a page elsewhere.
+async fn unknown(ctx: Ctx, method: Method, uri: Uri) -> Response {
+    let path = uri.path();
+    let failure = Failure::new(
+        StatusCode::NOT_FOUND,
+        format!("nothing answers {method} {:?} here", ctx.link(path)),
+    );
+    if is_api(path) {
+        ApiFailure(failure).into_response()
+    } else {
+        PageFailure(failure).into_response()
+    }
 }
 
 async fn script() -> impl IntoResponse {

@@ -15,7 +15,7 @@ use crate::actions::{self, JobAction};
 use crate::auth;
 use crate::ctx::Ctx;
 use crate::failure::PageFailure;
-use crate::names::check_job_name;
+use crate::names::{check_job_name, check_lock_name};
 use crate::state::AppState;
 
 /// An action's form.
@@ -35,11 +35,13 @@ pub(crate) async fn job_action(
     headers: HeaderMap,
     Form(form): Form<ActionForm>,
 ) -> Result<Response, PageFailure> {
-    let who = auth::form_caller(&ctx, &headers, &form.csrf)?;
     let action = JobAction::parse(&action)?;
+    let caller = auth::form_caller(&ctx, &headers, &form.csrf, action.needs())?;
     check_job_name(&name)?;
-    let done = actions::on_job(&state, action, &name, &who).await?;
+    // Decided before the action runs: a way back that cannot be followed is never an error
+    // after the fact.
     let back = back(&ctx, &form.back);
+    let done = actions::on_job(&state, action, &name, &caller).await?;
     match done.not_recorded {
         None => Ok(Redirect::to(&back).into_response()),
         Some(note) => Ok(not_recorded(&ctx, &done.message, &note, &back).into_response()),
@@ -57,10 +59,12 @@ fn not_recorded(ctx: &Ctx, message: &str, note: &str, back: &str) -> Markup {
     frame(ctx, "Not recorded", Nav::Other, None, body)
 }
 
-/// Only a path below the dashboard (`/...`, never `//host`): a form cannot send the browser
-/// elsewhere.
+/// Only a path of this dashboard: printable ASCII starting with one `/`, without `\\`, and
+/// whose path, percent-decoded, holds no `//`, `\\` or control character (a browser drops a
+/// tab or newline from a URL, so `/%09/evil.example/` would become `//evil.example/`).
+/// Anything else goes to the Jobs page: a form cannot send the browser elsewhere.
 fn back(ctx: &Ctx, back: &str) -> String {
-    if !back.starts_with('/') || back.starts_with("//") || back.contains('\\') {
+    if !safe_back(back) {
         return ctx.home();
     }
     // The Jobs page is the mount point itself (`/scheduler`, not `/scheduler/`).
@@ -70,6 +74,41 @@ fn back(ctx: &Ctx, back: &str) -> String {
         }
         _ => ctx.link(back),
     }
+}
+
+fn safe_back(back: &str) -> bool {
+    let path = back.split(['?', '#']).next().unwrap_or("");
+    let decoded = percent_decoded(path);
+    back.starts_with('/')
+        && back.bytes().all(|b| b.is_ascii_graphic())
+        && !back.contains('\\')
+        && !decoded.contains("//")
+        && !decoded.contains('\\')
+        && !decoded.chars().any(char::is_control)
+}
+
+/// `path` with its `%XX` decoded (an invalid escape stays as it is).
+fn percent_decoded(path: &str) -> String {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let hex = bytes
+            .get(at + 1..at + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[at], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                at += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The release form.
@@ -86,10 +125,30 @@ pub(crate) async fn unlock(
     headers: HeaderMap,
     Form(form): Form<UnlockForm>,
 ) -> Result<Response, PageFailure> {
-    let who = auth::form_caller(&ctx, &headers, &form.csrf)?;
-    let unlocked = actions::unlock(&state, &name, &who).await?;
+    let caller = auth::form_caller(&ctx, &headers, &form.csrf, actions::UNLOCK_NEEDS)?;
+    check_lock_name(&name)?;
+    let unlocked = actions::unlock(&state, &name, &caller).await?;
     Ok(
         super::locks::released(&ctx, &unlocked.before, unlocked.not_recorded.as_deref())
             .into_response(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe_back;
+
+    #[test]
+    fn only_paths_of_this_dashboard_are_ways_back() {
+        for back in ["/", "/?refresh=0", "/jobs/report?before=3", "/jobs/%3Cscript%3E", "/locks"] {
+            assert!(safe_back(back), "{back}");
+        }
+        for back in [
+            "", "jobs", "//evil.example", "/\\evil.example", "/%09/evil.example/", "/\t/evil.example/",
+            "/a\r\nSet-Cookie: x=1", "/a\u{7f}", "/%2F/evil.example", "/%5Cevil.example", "/a b",
+            "/%0d%0aX: y",
+        ] {
+            assert!(!safe_back(back), "{back:?}");
+        }
+    }
 }

@@ -15,6 +15,7 @@ use crate::format::span_ms;
 use crate::names::{check_job_name, segment};
 use crate::read::{self, duration_ms, lag_ms};
 use crate::state::AppState;
+use crate::token::Role;
 
 /// `?before=ID`: the page of runs older than run ID.
 #[derive(Deserialize)]
@@ -74,11 +75,11 @@ pub(crate) async fn page(
                     span.badge.paused { "paused" } " by " (pause.requested_by) " since " (time(pause.requested_at))
                 } @else { "active" }
             }
-            @if ctx.signed_in().is_some() && job.trigger.is_some() {
+            @if ctx.may(Role::Operator) && (job.trigger.is_some() || job.paused) {
                 dt { "Actions" } dd.actions {
                     @if job.paused { (action(&ctx, &format!("{link}/resume"), "Resume", "resume")) }
                     @else { (action(&ctx, &format!("{link}/pause"), "Pause", "pause")) }
-                    @if !job.live_instances.is_empty() { " " (action(&ctx, &format!("{link}/trigger"), "Trigger now", "trigger")) }
+                    @if job.trigger.is_some() && !job.live_instances.is_empty() { " " (action(&ctx, &format!("{link}/trigger"), "Trigger now", "trigger")) }
                 }
             }
         }

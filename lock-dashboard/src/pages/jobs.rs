@@ -11,6 +11,7 @@ use crate::format::span_ms;
 use crate::names::segment;
 use crate::read::{self, duration_ms};
 use crate::state::AppState;
+use crate::token::Role;
 
 /// `GET /`.
 pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Markup, PageFailure> {
@@ -26,7 +27,7 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Mark
                 thead { tr {
                     th { "Job" } th { "Trigger" } th { "Next fire" } th { "Last run" }
                     th { "Running now" } th { "State" } th { "Instances" }
-                    @if ctx.signed_in().is_some() { th { "Actions" } }
+                    @if ctx.may(Role::Operator) { th { "Actions" } }
                 } }
                 tbody {
                     @for job in &jobs {
@@ -67,7 +68,7 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Mark
                                 @if !job.paused && !job.missed && !failing && job.pending_triggers == 0 { span.muted { "ok" } }
                             }
                             td { (job.live_instances.len()) }
-                            @if ctx.signed_in().is_some() {
+                            @if ctx.may(Role::Operator) {
                                 td.actions {
                                     @let base = format!("/jobs/{}", segment(&job.name));
                                     @if job.paused {

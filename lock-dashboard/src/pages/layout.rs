@@ -44,7 +44,7 @@ pub(crate) fn frame(
                     a class=(current(Nav::Locks)) href=(ctx.link("/locks")) { "Locks" }
                     span.who {
                         @if let Some(session) = ctx.signed_in() {
-                            "signed in as " strong { (session.token_name) } " "
+                            "signed in as " strong { (session.token_name) } " " span.role { (session.role.as_str()) } " "
                             form method="post" action=(ctx.link("/logout")) {
                                 input type="hidden" name="csrf" value=(session.csrf);
                                 button type="submit" { "Log out" }

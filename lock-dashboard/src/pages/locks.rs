@@ -8,9 +8,10 @@ use maud::{Markup, html};
 use super::layout::{Nav, frame, maybe_time, time};
 use crate::ctx::Ctx;
 use crate::failure::{Failure, PageFailure};
-use crate::names::segment;
+use crate::names::{check_lock_name, segment};
 use crate::read;
 use crate::state::AppState;
+use crate::token::Role;
 use crate::unlock::unlock_warning;
 
 /// `GET /locks`.
@@ -25,7 +26,7 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Mark
                 thead { tr {
                     th { "Name" } th { "Held" } th { "Locked by" } th { "Locked at" } th { "Until" }
                     th { "Fence" } th { "Last fire" }
-                    @if ctx.signed_in().is_some() { th { "Actions" } }
+                    @if ctx.may(Role::Admin) { th { "Actions" } }
                 } }
                 tbody {
                     @for lock in &locks {
@@ -37,7 +38,7 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Mark
                             td { (time(lock.lock_until)) }
                             td { (lock.fence) }
                             td { (maybe_time(lock.last_fire)) }
-                            @if ctx.signed_in().is_some() {
+                            @if ctx.may(Role::Admin) {
                                 td { @if lock.held { a href=(ctx.link(&format!("/locks/{}/unlock", segment(&lock.name)))) { "Unlock…" } } }
                             }
                         }
@@ -55,6 +56,7 @@ pub(crate) async fn confirm(
     ctx: Ctx,
     Path(name): Path<String>,
 ) -> Result<Markup, PageFailure> {
+    check_lock_name(&name)?;
     let record = state
         .provider
         .read_lock(&name)
@@ -70,13 +72,15 @@ pub(crate) async fn confirm(
         h1 { "Release lock " (record.name) "?" }
         p.warning { "Releasing lock " (record.name) " by hand: " (unlock_warning(&record)) }
         @if record.held {
-            @if let Some(session) = ctx.signed_in() {
+            @if let Some(session) = ctx.signed_in().filter(|_| ctx.may(Role::Admin)) {
                 form method="post" action=(ctx.link(&format!("/locks/{}/unlock", segment(&record.name)))) {
                     input type="hidden" name="csrf" value=(session.csrf);
                     button type="submit" class="danger" { "Release it anyway" }
                 }
+            } @else if ctx.signed_in().is_some() {
+                p.muted { "Releasing a lock needs the admin role." }
             } @else {
-                p.muted { "Log in to release it." }
+                p.muted { "Log in as an admin to release it." }
             }
         }
         p { a href=(ctx.link("/locks")) { "Back to the locks" } }

@@ -42,13 +42,21 @@ pub async fn provider() -> Option<(Arc<PostgresLockProvider>, String, Cleanup)> 
     Some((Arc::new(provider), table, cleanup))
 }
 
-/// Serves `app` on a free loopback port of this runtime.
+/// Serves `app` on a free loopback port of this runtime, with each connection's client
+/// address (as `lockctl serve` does: the login limit is per address).
 pub async fn serve_app(app: axum::Router) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind a free port");
     let address = listener.local_addr().expect("address");
-    tokio::spawn(async move { axum::serve(listener, app).await.expect("serve") });
+    tokio::spawn(async move {
+        axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .await
+        .expect("serve")
+    });
     address
 }
 
@@ -148,6 +156,70 @@ pub async fn call(
     .await
     .expect("request thread")
     .unwrap_or_else(|e| panic!("{method} {shown}: {e}"))
+}
+
+/// `method path` sent with `Host: host` (and no other `Host`), as a browser sends a request
+/// for a name that resolves to the dashboard.
+pub async fn call_as(
+    address: SocketAddr,
+    host: &str,
+    method: &'static str,
+    path: &str,
+    headers: &[(&str, &str)],
+) -> Reply {
+    use std::io::{Read, Write};
+    let mut head = format!("{method} {path} HTTP/1.0\r\nHost: {host}\r\n");
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let shown = format!("{method} {path} for {host}");
+    let response = tokio::task::spawn_blocking(move || {
+        let mut stream = std::net::TcpStream::connect(address)?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        stream.write_all(head.as_bytes())?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        Ok::<_, std::io::Error>(response)
+    })
+    .await
+    .expect("request thread")
+    .unwrap_or_else(|e| panic!("{shown}: {e}"));
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("{shown}: not an HTTP response: {response:?}"));
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .and_then(|line| line.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{shown}: no status in {head:?}"));
+    Reply {
+        status,
+        headers: lines
+            .filter_map(|line| line.split_once(':'))
+            .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+            .collect(),
+        body: body.to_owned(),
+    }
+}
+
+/// The body of a JSON reply, asserting it is `{"error": "..."}`; the error text.
+pub fn json_error(reply: &Reply, what: &str) -> String {
+    assert!(
+        reply
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("application/json")),
+        "{what}: not JSON: {:?} {}",
+        reply.headers,
+        reply.body
+    );
+    let value: serde_json::Value = serde_json::from_str(&reply.body)
+        .unwrap_or_else(|e| panic!("{what}: {e}: {}", reply.body));
+    value["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{what}: no error field: {}", reply.body))
+        .to_owned()
 }
 
 /// `GET path`, asserting 200.
