@@ -1,6 +1,11 @@
 //! The command line, as clap parses it.
 
-use clap::{Parser, Subcommand};
+use std::ffi::OsStr;
+use std::path::PathBuf;
+
+use clap::builder::TypedValueParser;
+use clap::error::ErrorKind;
+use clap::{Args, Parser, Subcommand};
 
 /// `lockctl`: see who holds which scheduler lock and release one by hand; see the cluster's
 /// jobs, runs and instances, and pause, resume or trigger a job.
@@ -141,24 +146,16 @@ pub(crate) enum Command {
     /// Serve the web dashboard (jobs, runs, instances, locks; JSON under /api) until Ctrl-C
     /// or SIGTERM.
     ///
-    /// Read-only unless a token is given: with one, pause, resume, trigger and unlock are
-    /// allowed to whoever logs in with (or sends `Authorization: Bearer`) its secret, and
-    /// each action is logged with the token's name.
+    /// Read-only unless a token is given: a viewer token reads, an operator also pauses,
+    /// resumes and triggers, an admin also unlocks; whoever logs in with (or sends
+    /// `Authorization: Bearer`) its secret may do what its role may, and each action is logged
+    /// with the token's name. Listening beyond loopback, every read needs a token too.
     Serve {
         /// The address to listen on; loopback by default.
         #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
         listen: std::net::SocketAddr,
-        /// A token that allows actions, NAME=SECRET (secret: 16 bytes or more); repeat it for
-        /// several. Also LOCKCTL_DASHBOARD_TOKENS, comma-separated.
-        #[arg(
-            long = "token",
-            env = lock_dashboard::TOKENS_ENV,
-            hide_env_values = true,
-            value_delimiter = ',',
-            value_parser = parse_token,
-            value_name = "NAME=SECRET"
-        )]
-        tokens: Vec<lock_dashboard::Token>,
+        #[command(flatten)]
+        access: ServeAccess,
         /// A job whose next fire passed by more than this without a run is shown as missed.
         #[arg(long, default_value = "60s", value_parser = parse_grace, value_name = "DURATION")]
         grace: std::time::Duration,
@@ -168,10 +165,65 @@ pub(crate) enum Command {
     },
 }
 
-fn parse_token(value: &str) -> Result<lock_dashboard::Token, String> {
-    value
-        .parse()
-        .map_err(|e: lock_dashboard::TokenError| e.to_string())
+/// Who may read and act on `serve`'s dashboard, and which host names it answers.
+#[derive(Debug, Args)]
+pub(crate) struct ServeAccess {
+    /// A token, NAME=SECRET (an admin) or NAME:ROLE=SECRET (ROLE: viewer, operator, admin;
+    /// secret: 16 bytes or more); repeat it for several. It shows in `ps`: prefer
+    /// --token-file or LOCKCTL_DASHBOARD_TOKENS (name[:role]=secret, comma-separated).
+    #[arg(long = "token", value_parser = TokenParser, value_name = "NAME[:ROLE]=SECRET")]
+    pub(crate) tokens: Vec<lock_dashboard::Token>,
+    /// A file of tokens, one NAME[:ROLE]=SECRET a line (`#` starts a comment); keep it
+    /// readable by its owner only.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) token_file: Option<PathBuf>,
+    /// A host name the dashboard answers besides IP addresses and localhost (the name in the
+    /// browser's address bar, a reverse proxy's); repeat it for several. Any other name is
+    /// refused (DNS rebinding).
+    #[arg(long = "allow-host", value_parser = parse_host, value_name = "NAME")]
+    pub(crate) allowed_hosts: Vec<String>,
+    /// Let anyone who reaches the address read every page and JSON endpoint, also when
+    /// listening beyond loopback (where reads need a token by default).
+    #[arg(long, conflicts_with = "require_auth")]
+    pub(crate) public_reads: bool,
+    /// Make every read need a token, also on loopback.
+    #[arg(long)]
+    pub(crate) require_auth: bool,
+}
+
+/// A `--token` value, refused without repeating it: the value may be a secret.
+#[derive(Clone)]
+struct TokenParser;
+
+impl TypedValueParser for TokenParser {
+    type Value = lock_dashboard::Token;
+
+    fn parse_ref(
+        &self,
+        _: &clap::Command,
+        _: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<lock_dashboard::Token, clap::Error> {
+        let refused = |why: String| clap::Error::raw(ErrorKind::ValueValidation, format!("--token: {why}\n"));
+        value
+            .to_str()
+            .ok_or_else(|| refused("not UTF-8".to_owned()))?
+            .parse()
+            .map_err(|e: lock_dashboard::TokenError| refused(e.to_string()))
+    }
+}
+
+/// A DNS name without a port: letters, digits, `-` and `.`.
+fn parse_host(value: &str) -> Result<String, String> {
+    let ok = !value.is_empty()
+        && value.len() <= 253
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.');
+    match ok {
+        true => Ok(value.to_owned()),
+        false => Err("a host name (letters, digits, `-`, `.`), without a port".to_owned()),
+    }
 }
 
 fn parse_refresh(value: &str) -> Result<std::time::Duration, String> {
@@ -245,8 +297,9 @@ mod tests {
         let serve = Cli::try_parse_from(["lockctl", "serve"]).unwrap();
         assert!(matches!(
             serve.command,
-            Command::Serve { listen, ref tokens, .. }
-                if listen == "127.0.0.1:8080".parse().unwrap() && tokens.is_empty()
+            Command::Serve { listen, ref access, .. }
+                if listen == "127.0.0.1:8080".parse().unwrap() && access.tokens.is_empty()
+                    && !access.public_reads && !access.require_auth
         ));
         let serve = Cli::try_parse_from([
             "lockctl",
@@ -256,14 +309,17 @@ mod tests {
             "--token",
             "alice=0123456789abcdef",
             "--token",
-            "bob=fedcba9876543210",
+            "bob:viewer=fedcba9876543210",
+            "--allow-host",
+            "ops.example",
+            "--public-reads",
             "--refresh",
             "0s",
         ])
         .unwrap();
         let Command::Serve {
             listen,
-            tokens,
+            access,
             refresh,
             ..
         } = serve.command
@@ -272,11 +328,22 @@ mod tests {
         };
         assert_eq!(listen.port(), 9000);
         assert_eq!(
-            tokens.iter().map(|t| t.name()).collect::<Vec<_>>(),
-            ["alice", "bob"]
+            access.tokens.iter().map(|t| (t.name(), t.role())).collect::<Vec<_>>(),
+            [("alice", lock_dashboard::Role::Admin), ("bob", lock_dashboard::Role::Viewer)]
         );
+        assert_eq!(access.allowed_hosts, ["ops.example"]);
+        assert!(access.public_reads);
         assert_eq!(refresh, std::time::Duration::ZERO);
         assert!(Cli::try_parse_from(["lockctl", "serve", "--token", "alice=short"]).is_err());
+        // A value without `=` may be a secret: the error does not repeat it.
+        let error = Cli::try_parse_from(["lockctl", "serve", "--token", "s3cr3t-0123456789abcdef"])
+            .unwrap_err()
+            .to_string();
+        assert!(!error.contains("s3cr3t"), "{error}");
+        assert!(Cli::try_parse_from(["lockctl", "serve", "--allow-host", "a.example:80"]).is_err());
+        assert!(
+            Cli::try_parse_from(["lockctl", "serve", "--public-reads", "--require-auth"]).is_err()
+        );
         assert!(Cli::try_parse_from(["lockctl", "serve", "--listen", "localhost"]).is_err());
     }
 }

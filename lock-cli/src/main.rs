@@ -164,13 +164,21 @@ async fn run(url: &str, table: &str, command: &Command) -> Result<(), Failure> {
     {
         operations::validate_job_name(name)?;
     }
+    let access = match command {
+        Command::Serve { listen, access, .. } => Some(serve::Access::settle(access, *listen)?),
+        _ => None,
+    };
     let opened = target::open(&database, table).await?;
-    let result = execute(&opened, command).await;
+    let result = execute(&opened, command, access.as_ref()).await;
     opened.close().await;
     result
 }
 
-async fn execute(opened: &OpenedProvider, command: &Command) -> Result<(), Failure> {
+async fn execute(
+    opened: &OpenedProvider,
+    command: &Command,
+    access: Option<&serve::Access>,
+) -> Result<(), Failure> {
     let provider = opened.provider();
     let table = provider.describe();
     match command {
@@ -244,10 +252,13 @@ async fn execute(opened: &OpenedProvider, command: &Command) -> Result<(), Failu
         }
         Command::Serve {
             listen,
-            tokens,
             grace,
             refresh,
-        } => serve::run(provider.clone(), *listen, tokens, *grace, *refresh).await,
+            ..
+        } => {
+            let access = access.expect("settled in run() for serve");
+            serve::run(provider.clone(), *listen, access, *grace, *refresh).await
+        }
     }
 }
 

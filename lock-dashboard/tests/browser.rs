@@ -2,8 +2,11 @@
 //! (WebDriver), against a running two-instance cluster (two schedulers of this process, each
 //! with its own connection pool, on one lock table in the real PostgreSQL). It logs in, clicks
 //! Pause on a job, sees the job marked paused, and no run of it starts while it is; then the
-//! page's auto-refresh shows a resume made through the JSON API. Screenshots go to
-//! `target/tmp/` (`CARGO_TARGET_TMPDIR`).
+//! page's auto-refresh shows a resume made through the JSON API. Another test loads the
+//! dashboard through a name re-pointed at it (DNS rebinding: Chromium's
+//! `--host-resolver-rules` maps `evil.example` to 127.0.0.1), which must show no data, and
+//! signs in with a viewer token, which must show no button. Screenshots go to `target/tmp/`
+//! (`CARGO_TARGET_TMPDIR`).
 //!
 //! Without chromium or chromium-driver the test prints `SKIPPED` (and fails when `CI` is set:
 //! `scripts/test` installs both).
@@ -17,11 +20,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use common::{ALICE_SECRET, call, provider, serve_app};
+use common::{ALICE_SECRET, call, provider, serve, serve_app};
 use fantoccini::{Client, ClientBuilder, Locator};
 use lock_cluster::ControlKind;
 use lock_core::{JobContext, LockProvider};
-use lock_dashboard::{Dashboard, Token};
+use lock_dashboard::{Dashboard, Role, Token};
 use lock_provider_postgres::PostgresLockProvider;
 use lock_scheduler::{Job, Scheduler, Trigger};
 use test_support::process::{eventually, free_port};
@@ -77,14 +80,23 @@ async fn start_driver() -> Option<Driver> {
 }
 
 async fn browser(driver: &Driver) -> Client {
+    browser_with(driver, &[]).await
+}
+
+/// A browser started with `extra` command-line arguments.
+async fn browser_with(driver: &Driver, extra: &[&str]) -> Client {
+    let mut args = vec![
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1400,800",
+    ];
+    args.extend_from_slice(extra);
     let mut capabilities = serde_json::Map::new();
     capabilities.insert(
         "goog:chromeOptions".to_owned(),
-        serde_json::json!({
-            "binary": "/usr/bin/chromium",
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                     "--disable-dev-shm-usage", "--window-size=1400,800"],
-        }),
+        serde_json::json!({ "binary": "/usr/bin/chromium", "args": args }),
     );
     let connector = hyper_util::client::legacy::connect::HttpConnector::new();
     ClientBuilder::new(connector)
@@ -343,4 +355,95 @@ async fn pausing_a_job_in_the_browser_stops_its_runs() {
     client.close().await.expect("close the browser");
     a.shutdown().await.expect("shutdown a");
     b.shutdown().await.expect("shutdown b");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebound_name_shows_no_data_and_a_viewer_sees_no_button() {
+    const VIEWER_SECRET: &str = "vera-secret-0123456789";
+    let Some(driver) = start_driver().await else {
+        return;
+    };
+    let Some(served) = serve(|p| {
+        Dashboard::new(p)
+            .token(Token::new("alice", ALICE_SECRET).expect("token"))
+            .token(Token::with_role("vera", Role::Viewer, VIEWER_SECRET).expect("token"))
+            .router()
+    })
+    .await
+    else {
+        return;
+    };
+    let port = served.address.port();
+    let client = browser_with(&driver, &["--host-resolver-rules=MAP evil.example 127.0.0.1"]).await;
+
+    // The attacker's page, on its own name now resolving to the dashboard: same origin for the
+    // browser, so only the Host check stands between its script and the data.
+    let evil = format!("http://evil.example:{port}");
+    client.goto(&format!("{evil}/")).await.expect("the rebound page");
+    let shown = client.source().await.expect("page source");
+    assert!(shown.contains("--allow-host evil.example"), "{shown}");
+    for data in ["report", "billing", "host-a"] {
+        assert!(!shown.contains(data), "the rebound page shows {data}: {shown}");
+    }
+    let fetched = client
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             fetch('/api/jobs').then(r => r.text().then(t => done([r.status, t])))
+                               .catch(e => done([0, String(e)]));",
+            vec![],
+        )
+        .await
+        .expect("fetch from the rebound page");
+    assert_eq!(fetched[0], 403, "{fetched}");
+    assert!(!fetched[1].as_str().unwrap_or("").contains("report"), "{fetched}");
+    save(
+        "dashboard-rebinding-refused.png",
+        &client.screenshot().await.expect("screenshot"),
+        false,
+    );
+
+    // A viewer signs in and reads, with no button of an action it may not take.
+    let base = format!("http://127.0.0.1:{port}");
+    client.goto(&format!("{base}/login")).await.expect("login page");
+    client
+        .find(Locator::Css("input#token"))
+        .await
+        .expect("token field")
+        .send_keys(VIEWER_SECRET)
+        .await
+        .expect("type the token");
+    client
+        .find(Locator::Css("form.login button"))
+        .await
+        .expect("login button")
+        .click()
+        .await
+        .expect("log in");
+    let who = client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("span.who"))
+        .await
+        .expect("signed in")
+        .text()
+        .await
+        .expect("who");
+    assert!(who.contains("vera") && who.contains("viewer"), "{who}");
+    client.goto(&format!("{base}/?refresh=0")).await.expect("jobs page");
+    client
+        .find(Locator::Css(r#"tr[data-job="report"]"#))
+        .await
+        .expect("the viewer reads the jobs");
+    let buttons = client
+        .find_all(Locator::Css("main button"))
+        .await
+        .expect("buttons");
+    assert!(buttons.is_empty(), "a viewer sees {} action buttons", buttons.len());
+    client.goto(&format!("{base}/locks")).await.expect("locks page");
+    let unlock = client
+        .find_all(Locator::Css(r#"a[href$="/unlock"]"#))
+        .await
+        .expect("links");
+    assert!(unlock.is_empty(), "a viewer sees Unlock");
+    client.close().await.expect("close the browser");
 }
