@@ -170,11 +170,11 @@ pub(crate) enum Command {
 pub(crate) struct ServeAccess {
     /// A token, NAME=SECRET (an admin) or NAME:ROLE=SECRET (ROLE: viewer, operator, admin;
     /// secret: 16 bytes or more); repeat it for several. It shows in `ps`: prefer
-    /// --token-file or LOCKCTL_DASHBOARD_TOKENS (name[:role]=secret, comma-separated).
+    /// --token-file or LOCKCTL_DASHBOARD_TOKENS (comma-separated, the same form).
     #[arg(long = "token", value_parser = TokenParser, value_name = "NAME[:ROLE]=SECRET")]
     pub(crate) tokens: Vec<lock_dashboard::Token>,
-    /// A file of tokens, one NAME[:ROLE]=SECRET a line (`#` starts a comment); keep it
-    /// readable by its owner only.
+    /// A file of tokens, one NAME=SECRET or NAME:ROLE=SECRET a line (`#` starts a comment);
+    /// keep it readable by its owner only.
     #[arg(long, value_name = "PATH")]
     pub(crate) token_file: Option<PathBuf>,
     /// A host name the dashboard answers besides IP addresses and localhost (the name in the
@@ -204,7 +204,8 @@ impl TypedValueParser for TokenParser {
         _: Option<&clap::Arg>,
         value: &OsStr,
     ) -> Result<lock_dashboard::Token, clap::Error> {
-        let refused = |why: String| clap::Error::raw(ErrorKind::ValueValidation, format!("--token: {why}\n"));
+        let refused =
+            |why: String| clap::Error::raw(ErrorKind::ValueValidation, format!("--token: {why}\n"));
         value
             .to_str()
             .ok_or_else(|| refused("not UTF-8".to_owned()))?
@@ -328,8 +329,15 @@ mod tests {
         };
         assert_eq!(listen.port(), 9000);
         assert_eq!(
-            access.tokens.iter().map(|t| (t.name(), t.role())).collect::<Vec<_>>(),
-            [("alice", lock_dashboard::Role::Admin), ("bob", lock_dashboard::Role::Viewer)]
+            access
+                .tokens
+                .iter()
+                .map(|t| (t.name(), t.role()))
+                .collect::<Vec<_>>(),
+            [
+                ("alice", lock_dashboard::Role::Admin),
+                ("bob", lock_dashboard::Role::Viewer)
+            ]
         );
         assert_eq!(access.allowed_hosts, ["ops.example"]);
         assert!(access.public_reads);

@@ -43,7 +43,9 @@ impl Access {
         }
         if !args.tokens.is_empty() {
             eprintln!(
-                "lockctl: warning: --token shows its secret to every user of this machine (ps,                  /proc) and in the shell's history: put tokens in a file (--token-file PATH,                  one name[:role]=secret a line) or in {TOKENS_ENV}"
+                "lockctl: warning: --token shows its secret to every user of this machine (ps, \
+                 /proc) and in the shell's history: put tokens in a file (--token-file PATH, \
+                 one name[:role]=secret a line) or in {TOKENS_ENV}"
             );
             tokens.extend(args.tokens.iter().cloned());
         }
@@ -51,7 +53,10 @@ impl Access {
         let (require_auth, reads) = match (args.require_auth, args.public_reads, loopback) {
             (true, _, _) => (true, "reads need a token (--require-auth)"),
             (_, true, _) => (false, "reads open to whoever reaches it (--public-reads)"),
-            (_, _, true) => (false, "reads open on loopback (--require-auth protects them)"),
+            (_, _, true) => (
+                false,
+                "reads open on loopback (--require-auth protects them)",
+            ),
             (_, _, false) => (
                 true,
                 "reads need a token, as it listens beyond loopback (--public-reads opens them)",
@@ -59,7 +64,8 @@ impl Access {
         };
         if require_auth && tokens.is_empty() {
             return Err(Failure::usage(format!(
-                "{reads}, but no token is configured: give a viewer token at least                  (--token-file PATH or {TOKENS_ENV}), or --public-reads"
+                "{reads}, but no token is configured: give a viewer token at least \
+                 (--token-file PATH or {TOKENS_ENV}), or --public-reads"
             )));
         }
         Ok(Access {
@@ -95,7 +101,8 @@ fn token_file(path: &Path) -> Result<Vec<Token>, Failure> {
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
             eprintln!(
-                "lockctl: warning: --token-file {shown} is readable by others (mode {mode:o}):                  chmod 600 {shown}"
+                "lockctl: warning: --token-file {shown} is readable by others (mode {mode:o}): \
+                 chmod 600 {shown}"
             );
         }
     }
@@ -133,10 +140,7 @@ pub(crate) async fn run(
     for name in &access.allowed_hosts {
         dashboard = dashboard.allow_host(name);
     }
-    let app = dashboard
-        .missed_grace(grace)
-        .refresh(refresh)
-        .router();
+    let app = dashboard.missed_grace(grace).refresh(refresh).router();
     eprintln!(
         "lockctl: dashboard of {described} on http://{address}/, {}; {}",
         access.described(),

@@ -72,7 +72,11 @@ fn presented(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The caller of an API action that needs `needed`: its bearer token, if it may.
-pub(crate) fn bearer(state: &AppState, headers: &HeaderMap, needed: Role) -> Result<Caller, Failure> {
+pub(crate) fn bearer(
+    state: &AppState,
+    headers: &HeaderMap,
+    needed: Role,
+) -> Result<Caller, Failure> {
     if let Some(why) = cross_site(headers) {
         return Err(refused(why));
     }
@@ -170,10 +174,9 @@ pub(crate) fn sign_in_first(ctx: &Ctx, path: &str) -> Response {
             "this dashboard's reads need a token: send `Authorization: Bearer <secret>` (any role)",
         );
         let mut response = ApiFailure(failure).into_response();
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer"),
-        );
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         return response;
     }
     Redirect::to(&ctx.link("/login")).into_response()

@@ -38,10 +38,7 @@ fn refusal(allowed: &[String], host: Option<&str>) -> Option<String> {
         },
     };
     let name = normal(name);
-    if name.parse::<Ipv4Addr>().is_ok()
-        || name == "localhost"
-        || allowed.iter().any(|allowed| *allowed == name)
-    {
+    if name.parse::<Ipv4Addr>().is_ok() || name == "localhost" || allowed.contains(&name) {
         return None;
     }
     Some(format!(
@@ -62,7 +59,11 @@ fn port_ok(port: &str) -> bool {
 
 /// Middleware on every route: refuses (403) a request whose `Host` is not allowed, as JSON
 /// under `/api` and as a page elsewhere.
-pub(crate) async fn allowed(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub(crate) async fn allowed(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let hosts = request.headers().get_all(header::HOST);
     let host = match (hosts.iter().next(), hosts.iter().nth(1)) {
         (Some(one), None) => one.to_str().ok().map(str::to_owned),

@@ -31,7 +31,10 @@ fn unsafe_char(c: char) -> bool {
 
 fn invalid(what: &str, name: &str, why: String) -> Failure {
     tracing::debug!(target: "lock_dashboard", kind = what, name = ?name, reason = %why, "refused an invalid name");
-    Failure::new(StatusCode::BAD_REQUEST, format!("{what} name {name:?}: {why}"))
+    Failure::new(
+        StatusCode::BAD_REQUEST,
+        format!("{what} name {name:?}: {why}"),
+    )
 }
 
 /// The job names the operations tables keep: 1 to 255 bytes, no control or bidi character,
@@ -39,7 +42,11 @@ fn invalid(what: &str, name: &str, why: String) -> Failure {
 pub(crate) fn check_job_name(name: &str) -> Result<(), Failure> {
     let max = lock_cluster::MAX_TEXT_LEN;
     if name.is_empty() || name.len() > max {
-        return Err(invalid("job", name, format!("a job name is 1 to {max} bytes")));
+        return Err(invalid(
+            "job",
+            name,
+            format!("a job name is 1 to {max} bytes"),
+        ));
     }
     if name.chars().any(unsafe_char) || name.trim() != name {
         return Err(invalid(
@@ -83,7 +90,15 @@ mod tests {
 
     #[test]
     fn names_with_control_or_bidi_characters_are_refused() {
-        for name in ["a\0b", "nl\nx", "\u{1b}]0;x", "a\u{202E}b", " pad", "pad ", ""] {
+        for name in [
+            "a\0b",
+            "nl\nx",
+            "\u{1b}]0;x",
+            "a\u{202E}b",
+            " pad",
+            "pad ",
+            "",
+        ] {
             assert!(check_job_name(name).is_err(), "{name:?}");
             assert!(check_lock_name(name).is_err(), "{name:?}");
         }

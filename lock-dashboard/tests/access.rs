@@ -57,14 +57,28 @@ async fn each_role_may_take_only_its_actions() {
         let refused = post(path, as_(&vera)).await;
         assert_eq!(refused.status, 403, "{path}: {}", refused.body);
         let error = json_error(&refused, path);
-        assert!(error.contains("operator role") && error.contains("viewer"), "{error}");
+        assert!(
+            error.contains("operator role") && error.contains("viewer"),
+            "{error}"
+        );
     }
     let unlock = "/api/locks/report/unlock?force=true";
     let refused = post(unlock, as_(&otto)).await;
     assert_eq!(refused.status, 403, "{}", refused.body);
     assert!(json_error(&refused, "unlock").contains("admin role"));
-    assert!(store.control().await.unwrap().is_empty(), "a refused role paused");
-    assert!(served.provider.read_lock("report").await.unwrap().unwrap().held);
+    assert!(
+        store.control().await.unwrap().is_empty(),
+        "a refused role paused"
+    );
+    assert!(
+        served
+            .provider
+            .read_lock("report")
+            .await
+            .unwrap()
+            .unwrap()
+            .held
+    );
 
     // An operator pauses, resumes and triggers; an admin also unlocks.
     let paused = post("/api/jobs/report/pause", as_(&otto)).await;
@@ -74,16 +88,37 @@ async fn each_role_may_take_only_its_actions() {
     assert_eq!(resumed.status, 200, "{}", resumed.body);
     let released = post(unlock, as_(&alice)).await;
     assert_eq!(released.status, 200, "{}", released.body);
-    assert!(!served.provider.read_lock("report").await.unwrap().unwrap().held);
+    assert!(
+        !served
+            .provider
+            .read_lock("report")
+            .await
+            .unwrap()
+            .unwrap()
+            .held
+    );
 
     // The pages show each signed-in role only its buttons, and refuse a form above it.
     let viewer = login(address, "", VIEWER_SECRET).await;
     let jobs = page(address, "/", &[("Cookie", &viewer)]).await;
-    assert!(jobs.contains("signed in as <strong>vera</strong>"), "{jobs}");
-    assert!(!jobs.contains(r#"class="pause""#), "a viewer sees a Pause button");
+    assert!(
+        jobs.contains("signed in as <strong>vera</strong>"),
+        "{jobs}"
+    );
+    assert!(
+        !jobs.contains(r#"class="pause""#),
+        "a viewer sees a Pause button"
+    );
     let token = csrf(&jobs);
     let form = format!("csrf={token}&back=%2F");
-    let refused = call(address, "POST", "/jobs/report/pause", &[("Cookie", &viewer), FORM], &form).await;
+    let refused = call(
+        address,
+        "POST",
+        "/jobs/report/pause",
+        &[("Cookie", &viewer), FORM],
+        &form,
+    )
+    .await;
     assert_eq!(refused.status, 403, "{}", refused.body);
     assert!(refused.body.contains("operator role"), "{}", refused.body);
     assert!(store.control().await.unwrap().is_empty());
@@ -92,7 +127,10 @@ async fn each_role_may_take_only_its_actions() {
     let jobs = page(address, "/", &[("Cookie", &operator)]).await;
     assert!(jobs.contains(r#"class="pause""#), "{jobs}");
     let locks = page(address, "/locks", &[("Cookie", &operator)]).await;
-    assert!(!locks.contains("Unlock…"), "an operator sees Unlock: {locks}");
+    assert!(
+        !locks.contains("Unlock…"),
+        "an operator sees Unlock: {locks}"
+    );
     let admin = login(address, "", ALICE_SECRET).await;
     // `report` was released above; `billing` holds no lease. Hold one again to show the link.
     let request = lock_core::testkit::request(
@@ -119,7 +157,15 @@ async fn each_role_may_take_only_its_actions() {
     )
     .await;
     assert_eq!(refused.status, 403, "{}", refused.body);
-    assert!(served.provider.read_lock("report").await.unwrap().unwrap().held);
+    assert!(
+        served
+            .provider
+            .read_lock("report")
+            .await
+            .unwrap()
+            .unwrap()
+            .held
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -127,7 +173,10 @@ async fn protected_reads_need_a_session_or_a_token_of_any_role() {
     let Some(served) = serve(|p| {
         axum::Router::new().nest_service(
             "/ops",
-            Dashboard::new(p).tokens(tokens()).require_auth(true).router(),
+            Dashboard::new(p)
+                .tokens(tokens())
+                .require_auth(true)
+                .router(),
         )
     })
     .await
@@ -135,7 +184,13 @@ async fn protected_reads_need_a_session_or_a_token_of_any_role() {
         return;
     };
     let address = served.address;
-    for path in ["/ops", "/ops/", "/ops/jobs/report", "/ops/instances", "/ops/locks"] {
+    for path in [
+        "/ops",
+        "/ops/",
+        "/ops/jobs/report",
+        "/ops/instances",
+        "/ops/locks",
+    ] {
         let reply = call(address, "GET", path, &[], "").await;
         assert_eq!(
             (reply.status, reply.header("location")),
@@ -155,7 +210,14 @@ async fn protected_reads_need_a_session_or_a_token_of_any_role() {
         let reply = call(address, "GET", path, &[], "").await;
         assert_eq!(reply.status, 401, "{path}: {}", reply.body);
         assert!(json_error(&reply, path).contains("Bearer"));
-        let wrong = call(address, "GET", path, &[("Authorization", "Bearer not-a-token-of-this-one")], "").await;
+        let wrong = call(
+            address,
+            "GET",
+            path,
+            &[("Authorization", "Bearer not-a-token-of-this-one")],
+            "",
+        )
+        .await;
         assert_eq!(wrong.status, 401, "{path}: {}", wrong.body);
         let viewer = bearer(VIEWER_SECRET);
         let read = call(address, "GET", path, &[("Authorization", &viewer)], "").await;
@@ -163,12 +225,21 @@ async fn protected_reads_need_a_session_or_a_token_of_any_role() {
     }
     // The login page and the assets stay open; a session of any role reads.
     assert!(page(address, "/ops/login", &[]).await.contains("Log in"));
-    assert_eq!(call(address, "GET", "/ops/assets/dashboard.css", &[], "").await.status, 200);
+    assert_eq!(
+        call(address, "GET", "/ops/assets/dashboard.css", &[], "")
+            .await
+            .status,
+        200
+    );
     let session = login(address, "/ops", VIEWER_SECRET).await;
     let jobs = page(address, "/ops/", &[("Cookie", &session)]).await;
     assert!(jobs.contains(r#"data-job="report""#), "{jobs}");
     assert!(jobs.contains(r#"href="/ops/jobs/report""#), "{jobs}");
-    assert!(page(address, "/ops/jobs/report", &[("Cookie", &session)]).await.contains("Job report"));
+    assert!(
+        page(address, "/ops/jobs/report", &[("Cookie", &session)])
+            .await
+            .contains("Job report")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -214,7 +285,11 @@ async fn a_foreign_host_is_refused_on_every_page_and_endpoint() {
         .await;
         assert_eq!(reply.status, 403, "{method} {path}: {}", reply.body);
         for secret in ["host-a", "report\"", "billing", "boom"] {
-            assert!(!reply.body.contains(secret), "{path} shows {secret}: {}", reply.body);
+            assert!(
+                !reply.body.contains(secret),
+                "{path} shows {secret}: {}",
+                reply.body
+            );
         }
         let fix = "--allow-host evil.example";
         if path.starts_with("/api") {
@@ -223,8 +298,25 @@ async fn a_foreign_host_is_refused_on_every_page_and_endpoint() {
             assert!(reply.body.contains(fix), "{path}: {}", reply.body);
         }
     }
-    assert!(served.provider.cluster().unwrap().control().await.unwrap().is_empty());
-    assert!(served.provider.read_lock("report").await.unwrap().unwrap().held);
+    assert!(
+        served
+            .provider
+            .cluster()
+            .unwrap()
+            .control()
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        served
+            .provider
+            .read_lock("report")
+            .await
+            .unwrap()
+            .unwrap()
+            .held
+    );
     // IP literals, localhost and the allowed name, on any port.
     for host in [
         format!("127.0.0.1:{port}"),
@@ -245,7 +337,14 @@ async fn login_attempts_are_limited_per_client_address_and_each_failure_is_logge
     };
     let address = served.address;
     let attempt = |secret: &'static str| async move {
-        call(address, "POST", "/login", &[FORM], &format!("token={secret}")).await
+        call(
+            address,
+            "POST",
+            "/login",
+            &[FORM],
+            &format!("token={secret}"),
+        )
+        .await
     };
     // The burst: ten attempts in a row are answered.
     for _ in 0..10 {
@@ -270,8 +369,9 @@ async fn login_attempts_are_limited_per_client_address_and_each_failure_is_logge
         .collect();
     assert_eq!(refusals.len(), 10, "{text}");
     assert!(
-        refusals.iter().all(|line| line.contains("client=127.0.0.1:")
-            && line.contains("lock_dashboard::audit")),
+        refusals.iter().all(
+            |line| line.contains("client=127.0.0.1:") && line.contains("lock_dashboard::audit")
+        ),
         "{text}"
     );
     assert!(text.contains("too many attempts"), "{text}");
@@ -302,7 +402,12 @@ async fn every_refusal_under_api_is_json_and_other_unknown_paths_a_page() {
     // Outside /api: pages.
     let missing = call(address, "GET", "/nothing", &[], "").await;
     assert_eq!(missing.status, 404);
-    assert!(missing.header("content-type").unwrap().starts_with("text/html"));
+    assert!(
+        missing
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
     let cookie = login(address, "", ALICE_SECRET).await;
     let wrong_type = call(
         address,
@@ -313,7 +418,12 @@ async fn every_refusal_under_api_is_json_and_other_unknown_paths_a_page() {
     )
     .await;
     assert_eq!(wrong_type.status, 415, "{}", wrong_type.body);
-    assert!(wrong_type.header("content-type").unwrap().starts_with("text/html"));
+    assert!(
+        wrong_type
+            .header("content-type")
+            .unwrap()
+            .starts_with("text/html")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -375,13 +485,30 @@ async fn actions_on_names_no_job_has_are_refused_and_names_are_quoted_in_the_log
         None,
     );
     served.provider.acquire(&request).await.expect("acquire");
-    let released = call(address, "POST", "/api/locks/forge/unlock?force=true", &[auth], "").await;
+    let released = call(
+        address,
+        "POST",
+        "/api/locks/forge/unlock?force=true",
+        &[auth],
+        "",
+    )
+    .await;
     assert_eq!(released.status, 200, "{}", released.body);
-    let paused = call(address, "POST", "/api/jobs/%3Cscript%3Ealert%281%29%3C%2Fscript%3E/pause", &[auth], "").await;
+    let paused = call(
+        address,
+        "POST",
+        "/api/jobs/%3Cscript%3Ealert%281%29%3C%2Fscript%3E/pause",
+        &[auth],
+        "",
+    )
+    .await;
     assert_eq!(paused.status, 200, "{}", paused.body);
     drop(guard);
     let text = logs.text();
-    assert!(!text.lines().any(|line| line.starts_with("2026-01-01")), "{text}");
+    assert!(
+        !text.lines().any(|line| line.starts_with("2026-01-01")),
+        "{text}"
+    );
     assert!(text.contains(r#"held_by="host-z\n2026"#), "{text}");
     assert!(text.contains(r#"lock="forge""#), "{text}");
     assert!(text.contains(&format!("job={EVIL_JOB:?}")), "{text}");
@@ -406,14 +533,26 @@ async fn the_way_back_is_checked_before_the_action_runs() {
         ("resume", "%2F%5Cevil.example"),
     ] {
         let path = format!("/jobs/report/{action}");
-        let reply = call(address, "POST", &path, &[session, FORM], &format!("csrf={token}&back={back}")).await;
+        let reply = call(
+            address,
+            "POST",
+            &path,
+            &[session, FORM],
+            &format!("csrf={token}&back={back}"),
+        )
+        .await;
         assert_eq!(
             (reply.status, reply.header("location")),
             (303, Some("/")),
             "{back}: {}",
             reply.body
         );
-        let paused = store.control().await.unwrap().iter().any(|c| c.job == "report");
+        let paused = store
+            .control()
+            .await
+            .unwrap()
+            .iter()
+            .any(|c| c.job == "report");
         assert_eq!(paused, action == "pause", "{back}: the action ran once");
     }
 }
@@ -452,7 +591,10 @@ async fn jobs_named_dot_and_dot_dot_are_reachable_from_the_pages() {
     let address = serve_app(Dashboard::new(Arc::clone(&provider)).router()).await;
     let jobs = page(address, "/", &[]).await;
     for (link, title) in [("/jobs/%2E", "Job .<"), ("/jobs/%2E%2E", "Job ..<")] {
-        assert!(jobs.contains(&format!(r#"href="{link}""#)), "{link}: {jobs}");
+        assert!(
+            jobs.contains(&format!(r#"href="{link}""#)),
+            "{link}: {jobs}"
+        );
         let job = page(address, link, &[]).await;
         assert!(job.contains(title), "{link}: {job}");
     }

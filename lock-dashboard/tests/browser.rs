@@ -374,16 +374,26 @@ async fn a_rebound_name_shows_no_data_and_a_viewer_sees_no_button() {
         return;
     };
     let port = served.address.port();
-    let client = browser_with(&driver, &["--host-resolver-rules=MAP evil.example 127.0.0.1"]).await;
+    let client = browser_with(
+        &driver,
+        &["--host-resolver-rules=MAP evil.example 127.0.0.1"],
+    )
+    .await;
 
     // The attacker's page, on its own name now resolving to the dashboard: same origin for the
     // browser, so only the Host check stands between its script and the data.
     let evil = format!("http://evil.example:{port}");
-    client.goto(&format!("{evil}/")).await.expect("the rebound page");
+    client
+        .goto(&format!("{evil}/"))
+        .await
+        .expect("the rebound page");
     let shown = client.source().await.expect("page source");
     assert!(shown.contains("--allow-host evil.example"), "{shown}");
     for data in ["report", "billing", "host-a"] {
-        assert!(!shown.contains(data), "the rebound page shows {data}: {shown}");
+        assert!(
+            !shown.contains(data),
+            "the rebound page shows {data}: {shown}"
+        );
     }
     let fetched = client
         .execute_async(
@@ -395,7 +405,10 @@ async fn a_rebound_name_shows_no_data_and_a_viewer_sees_no_button() {
         .await
         .expect("fetch from the rebound page");
     assert_eq!(fetched[0], 403, "{fetched}");
-    assert!(!fetched[1].as_str().unwrap_or("").contains("report"), "{fetched}");
+    assert!(
+        !fetched[1].as_str().unwrap_or("").contains("report"),
+        "{fetched}"
+    );
     save(
         "dashboard-rebinding-refused.png",
         &client.screenshot().await.expect("screenshot"),
@@ -404,7 +417,10 @@ async fn a_rebound_name_shows_no_data_and_a_viewer_sees_no_button() {
 
     // A viewer signs in and reads, with no button of an action it may not take.
     let base = format!("http://127.0.0.1:{port}");
-    client.goto(&format!("{base}/login")).await.expect("login page");
+    client
+        .goto(&format!("{base}/login"))
+        .await
+        .expect("login page");
     client
         .find(Locator::Css("input#token"))
         .await
@@ -429,7 +445,10 @@ async fn a_rebound_name_shows_no_data_and_a_viewer_sees_no_button() {
         .await
         .expect("who");
     assert!(who.contains("vera") && who.contains("viewer"), "{who}");
-    client.goto(&format!("{base}/?refresh=0")).await.expect("jobs page");
+    client
+        .goto(&format!("{base}/?refresh=0"))
+        .await
+        .expect("jobs page");
     client
         .find(Locator::Css(r#"tr[data-job="report"]"#))
         .await
@@ -438,8 +457,15 @@ async fn a_rebound_name_shows_no_data_and_a_viewer_sees_no_button() {
         .find_all(Locator::Css("main button"))
         .await
         .expect("buttons");
-    assert!(buttons.is_empty(), "a viewer sees {} action buttons", buttons.len());
-    client.goto(&format!("{base}/locks")).await.expect("locks page");
+    assert!(
+        buttons.is_empty(),
+        "a viewer sees {} action buttons",
+        buttons.len()
+    );
+    client
+        .goto(&format!("{base}/locks"))
+        .await
+        .expect("locks page");
     let unlock = client
         .find_all(Locator::Css(r#"a[href$="/unlock"]"#))
         .await

@@ -140,12 +140,27 @@ mod tests {
 
     #[test]
     fn only_paths_of_this_dashboard_are_ways_back() {
-        for back in ["/", "/?refresh=0", "/jobs/report?before=3", "/jobs/%3Cscript%3E", "/locks"] {
+        for back in [
+            "/",
+            "/?refresh=0",
+            "/jobs/report?before=3",
+            "/jobs/%3Cscript%3E",
+            "/locks",
+        ] {
             assert!(safe_back(back), "{back}");
         }
         for back in [
-            "", "jobs", "//evil.example", "/\\evil.example", "/%09/evil.example/", "/\t/evil.example/",
-            "/a\r\nSet-Cookie: x=1", "/a\u{7f}", "/%2F/evil.example", "/%5Cevil.example", "/a b",
+            "",
+            "jobs",
+            "//evil.example",
+            "/\\evil.example",
+            "/%09/evil.example/",
+            "/\t/evil.example/",
+            "/a\r\nSet-Cookie: x=1",
+            "/a\u{7f}",
+            "/%2F/evil.example",
+            "/%5Cevil.example",
+            "/a b",
             "/%0d%0aX: y",
         ] {
             assert!(!safe_back(back), "{back:?}");

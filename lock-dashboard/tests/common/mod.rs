@@ -214,8 +214,8 @@ pub fn json_error(reply: &Reply, what: &str) -> String {
         reply.headers,
         reply.body
     );
-    let value: serde_json::Value = serde_json::from_str(&reply.body)
-        .unwrap_or_else(|e| panic!("{what}: {e}: {}", reply.body));
+    let value: serde_json::Value =
+        serde_json::from_str(&reply.body).unwrap_or_else(|e| panic!("{what}: {e}: {}", reply.body));
     value["error"]
         .as_str()
         .unwrap_or_else(|| panic!("{what}: no error field: {}", reply.body))
