@@ -22,6 +22,35 @@ pub(crate) fn segment(name: &str) -> String {
     out
 }
 
+/// Where job `name`'s page is, below the mount point: `/jobs/{segment}`. A browser removes a
+/// path segment `.` or `..` even percent-encoded (`%2E%2E`, as the URL standard says), so the
+/// pages of jobs named so are at `/job?name=%2E%2E`.
+pub(crate) fn job_page(name: &str) -> String {
+    match dots(name) {
+        true => format!("/job?name={}", segment(name)),
+        false => format!("/jobs/{}", segment(name)),
+    }
+}
+
+/// The page of job `name`'s runs older than run `before`.
+pub(crate) fn job_runs_before(name: &str, before: i64) -> String {
+    let separator = if dots(name) { '&' } else { '?' };
+    format!("{}{separator}before={before}", job_page(name))
+}
+
+/// Where a button posts `action` on job `name`: `/jobs/{segment}/{action}`, or
+/// `/job/{action}?name=%2E%2E` for `.` and `..`.
+pub(crate) fn job_action(name: &str, action: &str) -> String {
+    match dots(name) {
+        true => format!("/job/{action}?name={}", segment(name)),
+        false => format!("/jobs/{}/{action}", segment(name)),
+    }
+}
+
+fn dots(name: &str) -> bool {
+    name == "." || name == ".."
+}
+
 /// Characters no name may hold: control characters (NUL, CR, LF, ESC, DEL, ...) and the
 /// bidirectional controls that make a name read as another.
 fn unsafe_char(c: char) -> bool {
@@ -86,6 +115,12 @@ mod tests {
         assert_eq!(segment(".."), "%2E%2E");
         assert_eq!(segment("a.b"), "a.b");
         assert_eq!(segment("a/b"), "a%2Fb");
+        assert_eq!(job_page(".."), "/job?name=%2E%2E");
+        assert_eq!(job_runs_before(".", 3), "/job?name=%2E&before=3");
+        assert_eq!(job_action("..", "pause"), "/job/pause?name=%2E%2E");
+        assert_eq!(job_page("a b"), "/jobs/a%20b");
+        assert_eq!(job_runs_before("a", 3), "/jobs/a?before=3");
+        assert_eq!(job_action("a", "pause"), "/jobs/a/pause");
     }
 
     #[test]

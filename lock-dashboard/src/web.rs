@@ -24,6 +24,9 @@ pub(crate) fn routes(shared: Shared) -> Router {
         .route("/", get(pages::jobs::page))
         .route("/jobs/{name}", get(pages::job::page))
         .route("/jobs/{name}/{action}", post(pages::forms::job_action))
+        // `.` and `..`, which a browser removes from a path.
+        .route("/job", get(pages::job::page_by_query))
+        .route("/job/{action}", post(pages::forms::job_action_by_query))
         .route("/instances", get(pages::instances::page))
         .route("/locks", get(pages::locks::page))
         .route(

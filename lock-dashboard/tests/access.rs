@@ -5,11 +5,7 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use common::{
-    ALICE_SECRET, EVIL_JOB, call, call_as, csrf, json, json_error, login, page, serve, serve_app,
-};
+use common::{ALICE_SECRET, EVIL_JOB, call, call_as, csrf, json, json_error, login, page, serve};
 use lock_cluster::ClusterProvider;
 use lock_core::LockProvider;
 use lock_dashboard::{Dashboard, Role, Token};
@@ -559,43 +555,66 @@ async fn the_way_back_is_checked_before_the_action_runs() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn jobs_named_dot_and_dot_dot_are_reachable_from_the_pages() {
-    let Some((provider, _table, _cleanup)) = common::provider().await else {
+    let Some(served) = serve(|p| Dashboard::new(p).tokens(tokens()).router()).await else {
         return;
     };
-    common::seed(provider.as_ref()).await;
-    let store = provider.cluster().unwrap();
-    let now = provider.database_time().await.unwrap();
-    let job = |name: &str| lock_cluster::JobRegistration {
-        name: name.to_owned(),
-        lock_name: format!("dots{}", name.len()),
-        trigger: "fixed rate 1h".to_owned(),
-        zone: None,
-        next_fire: Some(now + chrono::TimeDelta::hours(1)),
-        following_fire: None,
-    };
-    store
-        .heartbeat(&lock_cluster::Heartbeat {
-            instance: lock_cluster::InstanceInfo {
-                instance_id: "host-b:1:dots".to_owned(),
-                host: "host-b".to_owned(),
-                pid: 1,
-                version: "0.1.0".to_owned(),
-                started_at: now,
-                clock_offset_ms: 0,
-                heartbeat_ms: 600_000,
-            },
-            jobs: vec![job("."), job("..")],
-        })
-        .await
-        .expect("heartbeat");
-    let address = serve_app(Dashboard::new(Arc::clone(&provider)).router()).await;
-    let jobs = page(address, "/", &[]).await;
-    for (link, title) in [("/jobs/%2E", "Job .<"), ("/jobs/%2E%2E", "Job ..<")] {
+    let address = served.address;
+    common::register_jobs(served.provider.as_ref(), &[".", ".."]).await;
+    let cookie = login(address, "", OPERATOR_SECRET).await;
+    let session = ("Cookie", cookie.as_str());
+    let jobs = page(address, "/?refresh=0", &[session]).await;
+    // A browser removes `.` and `..` path segments, even as %2E: their pages are by query.
+    for (name, link, title) in [
+        (".", "/job?name=%2E", "Job .<"),
+        ("..", "/job?name=%2E%2E", "Job ..<"),
+    ] {
         assert!(
             jobs.contains(&format!(r#"href="{link}""#)),
             "{link}: {jobs}"
         );
-        let job = page(address, link, &[]).await;
+        let job = page(address, link, &[session]).await;
         assert!(job.contains(title), "{link}: {job}");
+        // As a path, for clients that keep it (curl, the JSON API).
+        let by_path = format!("/jobs/{}", "%2E".repeat(name.len()));
+        assert!(
+            page(address, &by_path, &[]).await.contains(title),
+            "{by_path}"
+        );
+        let runs = json(
+            address,
+            &format!("/api/jobs/{}/runs", "%2E".repeat(name.len())),
+        )
+        .await;
+        assert_eq!(runs["job"], name);
+        // Its buttons post by query too, and come back to it.
+        let action = format!("/job/pause?name={}", "%2E".repeat(name.len()));
+        assert!(
+            job.contains(&format!(r#"action="{}""#, action.replace('&', "&amp;"))),
+            "{job}"
+        );
+        let token = csrf(&job);
+        // As the browser sends the form's hidden `back` (this page's path and query).
+        let back = link
+            .replace('%', "%25")
+            .replace('?', "%3F")
+            .replace('=', "%3D");
+        let done = call(
+            address,
+            "POST",
+            &action,
+            &[session, FORM],
+            &format!("csrf={token}&back={back}"),
+        )
+        .await;
+        assert_eq!(
+            (done.status, done.header("location")),
+            (303, Some(link)),
+            "{}",
+            done.body
+        );
     }
+    let control = served.provider.cluster().unwrap().control().await.unwrap();
+    let mut paused: Vec<&str> = control.iter().map(|c| c.job.as_str()).collect();
+    paused.sort();
+    assert_eq!(paused, [".", ".."]);
 }

@@ -373,6 +373,8 @@ async fn a_rebound_name_shows_no_data_and_a_viewer_sees_no_button() {
     else {
         return;
     };
+    // Jobs a browser cannot name in a path (it removes `.` and `..` segments, even as %2E).
+    common::register_jobs(served.provider.as_ref(), &[".", ".."]).await;
     let port = served.address.port();
     let client = browser_with(
         &driver,
@@ -435,12 +437,17 @@ async fn a_rebound_name_shows_no_data_and_a_viewer_sees_no_button() {
         .click()
         .await
         .expect("log in");
-    let who = client
+    // `strong` is in the header only once signed in: the login has landed.
+    client
         .wait()
         .at_most(WAIT)
-        .for_element(Locator::Css("span.who"))
+        .for_element(Locator::Css("span.who strong"))
         .await
-        .expect("signed in")
+        .expect("signed in");
+    let who = client
+        .find(Locator::Css("span.who"))
+        .await
+        .expect("who")
         .text()
         .await
         .expect("who");
@@ -462,6 +469,34 @@ async fn a_rebound_name_shows_no_data_and_a_viewer_sees_no_button() {
         "a viewer sees {} action buttons",
         buttons.len()
     );
+    for name in [".", ".."] {
+        client
+            .goto(&format!("{base}/?refresh=0"))
+            .await
+            .expect("jobs page");
+        client
+            .find(Locator::Css(&format!(r#"tr[data-job="{name}"] a"#)))
+            .await
+            .expect("the job's link")
+            .click()
+            .await
+            .expect("follow it");
+        // `dl.facts` is on a job's page only: the click has landed.
+        client
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css("dl.facts"))
+            .await
+            .unwrap_or_else(|e| panic!("job {name:?}'s page: {e}"));
+        let title = client
+            .find(Locator::Css("main h1"))
+            .await
+            .expect("a title")
+            .text()
+            .await
+            .expect("its text");
+        assert_eq!(title, format!("Job {name}"));
+    }
     client
         .goto(&format!("{base}/locks"))
         .await

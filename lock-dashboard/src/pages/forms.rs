@@ -3,7 +3,7 @@
 //! could not record the action (which stands), with a page that says so.
 
 use axum::Form;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Redirect, Response};
 use maud::{Markup, html};
@@ -35,16 +35,45 @@ pub(crate) async fn job_action(
     headers: HeaderMap,
     Form(form): Form<ActionForm>,
 ) -> Result<Response, PageFailure> {
-    let action = JobAction::parse(&action)?;
-    let caller = auth::form_caller(&ctx, &headers, &form.csrf, action.needs())?;
-    check_job_name(&name)?;
+    act(&state, &ctx, &name, &action, &headers, &form).await
+}
+
+/// `?name=NAME` of an action on a job a browser cannot name in a path (`.`, `..`).
+#[derive(Deserialize)]
+pub(crate) struct Named {
+    name: String,
+}
+
+/// `POST /job/{pause|resume|trigger}?name=NAME`.
+pub(crate) async fn job_action_by_query(
+    State(state): State<AppState>,
+    ctx: Ctx,
+    Path(action): Path<String>,
+    Query(named): Query<Named>,
+    headers: HeaderMap,
+    Form(form): Form<ActionForm>,
+) -> Result<Response, PageFailure> {
+    act(&state, &ctx, &named.name, &action, &headers, &form).await
+}
+
+async fn act(
+    state: &AppState,
+    ctx: &Ctx,
+    name: &str,
+    action: &str,
+    headers: &HeaderMap,
+    form: &ActionForm,
+) -> Result<Response, PageFailure> {
+    let action = JobAction::parse(action)?;
+    let caller = auth::form_caller(ctx, headers, &form.csrf, action.needs())?;
+    check_job_name(name)?;
     // Decided before the action runs: a way back that cannot be followed is never an error
     // after the fact.
-    let back = back(&ctx, &form.back);
-    let done = actions::on_job(&state, action, &name, &caller).await?;
+    let back = back(ctx, &form.back);
+    let done = actions::on_job(state, action, name, &caller).await?;
     match done.not_recorded {
         None => Ok(Redirect::to(&back).into_response()),
-        Some(note) => Ok(not_recorded(&ctx, &done.message, &note, &back).into_response()),
+        Some(note) => Ok(not_recorded(ctx, &done.message, &note, &back).into_response()),
     }
 }
 

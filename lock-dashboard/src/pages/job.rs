@@ -12,7 +12,7 @@ use crate::charts::{self, Bar};
 use crate::ctx::Ctx;
 use crate::failure::PageFailure;
 use crate::format::span_ms;
-use crate::names::{check_job_name, segment};
+use crate::names::{check_job_name, job_action, job_page, job_runs_before};
 use crate::read::{self, duration_ms, lag_ms};
 use crate::state::AppState;
 use crate::token::Role;
@@ -23,6 +23,13 @@ pub(crate) struct Paging {
     before: Option<i64>,
 }
 
+/// `?name=NAME&before=ID`: the job named in the query (`.` and `..`, see `names::job_page`).
+#[derive(Deserialize)]
+pub(crate) struct Named {
+    name: String,
+    before: Option<i64>,
+}
+
 /// `GET /jobs/{name}`.
 pub(crate) async fn page(
     State(state): State<AppState>,
@@ -30,10 +37,30 @@ pub(crate) async fn page(
     Path(name): Path<String>,
     Query(paging): Query<Paging>,
 ) -> Result<Markup, PageFailure> {
-    check_job_name(&name)?;
-    let detail = read::job_detail(&state, &name, paging.before, state.page_size).await?;
+    show(&state, &ctx, &name, paging).await
+}
+
+/// `GET /job?name=NAME`: the same page, for a name a browser cannot keep in a path.
+pub(crate) async fn page_by_query(
+    State(state): State<AppState>,
+    ctx: Ctx,
+    Query(named): Query<Named>,
+) -> Result<Markup, PageFailure> {
+    let paging = Paging {
+        before: named.before,
+    };
+    show(&state, &ctx, &named.name, paging).await
+}
+
+async fn show(
+    state: &AppState,
+    ctx: &Ctx,
+    name: &str,
+    paging: Paging,
+) -> Result<Markup, PageFailure> {
+    check_job_name(name)?;
+    let detail = read::job_detail(state, name, paging.before, state.page_size).await?;
     let job = &detail.job;
-    let link = format!("/jobs/{}", segment(&job.name));
     // Oldest on the left, as time runs.
     let chronological: Vec<_> = detail.runs.iter().rev().collect();
     let bad = |state: RunState| !matches!(state, RunState::Succeeded | RunState::Running);
@@ -77,9 +104,9 @@ pub(crate) async fn page(
             }
             @if ctx.may(Role::Operator) && (job.trigger.is_some() || job.paused) {
                 dt { "Actions" } dd.actions {
-                    @if job.paused { (action(&ctx, &format!("{link}/resume"), "Resume", "resume")) }
-                    @else { (action(&ctx, &format!("{link}/pause"), "Pause", "pause")) }
-                    @if job.trigger.is_some() && !job.live_instances.is_empty() { " " (action(&ctx, &format!("{link}/trigger"), "Trigger now", "trigger")) }
+                    @if job.paused { (action(ctx, &job_action(&job.name, "resume"), "Resume", "resume")) }
+                    @else { (action(ctx, &job_action(&job.name, "pause"), "Pause", "pause")) }
+                    @if job.trigger.is_some() && !job.live_instances.is_empty() { " " (action(ctx, &job_action(&job.name, "trigger"), "Trigger now", "trigger")) }
                 }
             }
         }
@@ -153,9 +180,9 @@ pub(crate) async fn page(
             }
         }
         div.paging {
-            @if paging.before.is_some() { a href=(ctx.link(&link)) { "Newest runs" } }
-            @if let Some(older) = detail.older { a rel="next" href=(ctx.link(&format!("{link}?before={older}"))) { "Older runs →" } }
+            @if paging.before.is_some() { a href=(ctx.link(&job_page(&job.name))) { "Newest runs" } }
+            @if let Some(older) = detail.older { a rel="next" href=(ctx.link(&job_runs_before(&job.name, older))) { "Older runs →" } }
         }
     };
-    Ok(frame(&ctx, &job.name, Nav::Other, Some(detail.now), body))
+    Ok(frame(ctx, &job.name, Nav::Other, Some(detail.now), body))
 }

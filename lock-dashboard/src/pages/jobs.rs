@@ -8,7 +8,7 @@ use super::layout::{Nav, action, frame, maybe_time, outcome, time};
 use crate::ctx::Ctx;
 use crate::failure::PageFailure;
 use crate::format::span_ms;
-use crate::names::segment;
+use crate::names::{job_action, job_page};
 use crate::read::{self, duration_ms};
 use crate::state::AppState;
 use crate::token::Role;
@@ -36,7 +36,7 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Mark
                         tr data-job=(job.name) class={
                             @if failing { "failing " } @if job.missed { "missed " } @if job.paused { "paused" }
                         } {
-                            td { a href=(ctx.link(&format!("/jobs/{}", segment(&job.name)))) { (job.name) } }
+                            td { a href=(ctx.link(&job_page(&job.name))) { (job.name) } }
                             td {
                                 @if let Some(trigger) = &job.trigger { (trigger) } @else { span.muted { "not registered" } }
                                 @if let Some(zone) = &job.zone { br; span.muted { (zone) } }
@@ -70,14 +70,13 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Mark
                             td { (job.live_instances.len()) }
                             @if ctx.may(Role::Operator) {
                                 td.actions {
-                                    @let base = format!("/jobs/{}", segment(&job.name));
                                     @if job.paused {
-                                        (action(&ctx, &format!("{base}/resume"), "Resume", "resume"))
+                                        (action(&ctx, &job_action(&job.name, "resume"), "Resume", "resume"))
                                     } @else if job.trigger.is_some() {
-                                        (action(&ctx, &format!("{base}/pause"), "Pause", "pause"))
+                                        (action(&ctx, &job_action(&job.name, "pause"), "Pause", "pause"))
                                     }
                                     @if job.trigger.is_some() && !job.live_instances.is_empty() {
-                                        " " (action(&ctx, &format!("{base}/trigger"), "Trigger now", "trigger"))
+                                        " " (action(&ctx, &job_action(&job.name, "trigger"), "Trigger now", "trigger"))
                                     }
                                 }
                             }

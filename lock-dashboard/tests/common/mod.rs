@@ -133,6 +133,39 @@ pub async fn seed(provider: &dyn ClusterProvider) {
     };
 }
 
+/// A second instance (`host-b:1:dots`) registering jobs `names` (each under a lock of its own).
+pub async fn register_jobs(provider: &dyn ClusterProvider, names: &[&str]) {
+    let store = provider.cluster().expect("operations tables");
+    let now = provider.database_time().await.expect("database time");
+    let jobs = names
+        .iter()
+        .enumerate()
+        .map(|(at, name)| JobRegistration {
+            name: (*name).to_owned(),
+            lock_name: format!("job-lock-{at}"),
+            trigger: "fixed rate 1h".to_owned(),
+            zone: None,
+            next_fire: Some(now + TimeDelta::hours(1)),
+            following_fire: None,
+        })
+        .collect();
+    store
+        .heartbeat(&Heartbeat {
+            instance: InstanceInfo {
+                instance_id: "host-b:1:dots".to_owned(),
+                host: "host-b".to_owned(),
+                pid: 1,
+                version: "0.1.0".to_owned(),
+                started_at: now,
+                clock_offset_ms: 0,
+                heartbeat_ms: 600_000,
+            },
+            jobs,
+        })
+        .await
+        .expect("heartbeat");
+}
+
 /// `method path` with `headers` and `body`, off the runtime's threads.
 pub async fn call(
     address: SocketAddr,
