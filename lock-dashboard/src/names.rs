@@ -47,6 +47,15 @@ pub(crate) fn job_action(name: &str, action: &str) -> String {
     }
 }
 
+/// Where lock `name`'s release is confirmed and posted: `/locks/{segment}/unlock`, or
+/// `/lock/unlock?name=%2E%2E` for `.` and `..` (as [`job_page`]).
+pub(crate) fn lock_unlock(name: &str) -> String {
+    match dots(name) {
+        true => format!("/lock/unlock?name={}", segment(name)),
+        false => format!("/locks/{}/unlock", segment(name)),
+    }
+}
+
 fn dots(name: &str) -> bool {
     name == "." || name == ".."
 }
@@ -121,6 +130,8 @@ mod tests {
         assert_eq!(job_page("a b"), "/jobs/a%20b");
         assert_eq!(job_runs_before("a", 3), "/jobs/a?before=3");
         assert_eq!(job_action("a", "pause"), "/jobs/a/pause");
+        assert_eq!(lock_unlock("."), "/lock/unlock?name=%2E");
+        assert_eq!(lock_unlock("a:b"), "/locks/a%3Ab/unlock");
     }
 
     #[test]

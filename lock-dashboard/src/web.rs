@@ -27,6 +27,10 @@ pub(crate) fn routes(shared: Shared) -> Router {
         // `.` and `..`, which a browser removes from a path.
         .route("/job", get(pages::job::page_by_query))
         .route("/job/{action}", post(pages::forms::job_action_by_query))
+        .route(
+            "/lock/unlock",
+            get(pages::locks::confirm_by_query).post(pages::forms::unlock_by_query),
+        )
         .route("/instances", get(pages::instances::page))
         .route("/locks", get(pages::locks::page))
         .route(

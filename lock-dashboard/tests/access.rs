@@ -617,4 +617,35 @@ async fn jobs_named_dot_and_dot_dot_are_reachable_from_the_pages() {
     let mut paused: Vec<&str> = control.iter().map(|c| c.job.as_str()).collect();
     paused.sort();
     assert_eq!(paused, [".", ".."]);
+
+    // A lock named `..`: its release is by query as well.
+    let request = lock_core::testkit::request(
+        &"..".into(),
+        common::INSTANCE,
+        std::time::Duration::from_secs(600),
+        None,
+    );
+    served.provider.acquire(&request).await.expect("acquire ..");
+    let admin = login(address, "", ALICE_SECRET).await;
+    let admin = ("Cookie", admin.as_str());
+    let link = "/lock/unlock?name=%2E%2E";
+    let locks = page(address, "/locks", &[admin]).await;
+    assert!(locks.contains(&format!(r#"href="{link}""#)), "{locks}");
+    let confirm = page(address, link, &[admin]).await;
+    assert!(confirm.contains("Release lock ..?"), "{confirm}");
+    assert!(
+        confirm.contains(&format!(r#"action="{link}""#)),
+        "{confirm}"
+    );
+    let token = csrf(&confirm);
+    let released = call(
+        address,
+        "POST",
+        link,
+        &[admin, FORM],
+        &format!("csrf={token}"),
+    )
+    .await;
+    assert_eq!(released.status, 200, "{}", released.body);
+    assert!(!served.provider.read_lock("..").await.unwrap().unwrap().held);
 }

@@ -154,11 +154,32 @@ pub(crate) async fn unlock(
     headers: HeaderMap,
     Form(form): Form<UnlockForm>,
 ) -> Result<Response, PageFailure> {
-    let caller = auth::form_caller(&ctx, &headers, &form.csrf, actions::UNLOCK_NEEDS)?;
-    check_lock_name(&name)?;
-    let unlocked = actions::unlock(&state, &name, &caller).await?;
+    release(&state, &ctx, &name, &headers, &form).await
+}
+
+/// `POST /lock/unlock?name=NAME`: the same, for a name a browser cannot keep in a path.
+pub(crate) async fn unlock_by_query(
+    State(state): State<AppState>,
+    ctx: Ctx,
+    Query(named): Query<super::locks::Named>,
+    headers: HeaderMap,
+    Form(form): Form<UnlockForm>,
+) -> Result<Response, PageFailure> {
+    release(&state, &ctx, &named.name, &headers, &form).await
+}
+
+async fn release(
+    state: &AppState,
+    ctx: &Ctx,
+    name: &str,
+    headers: &HeaderMap,
+    form: &UnlockForm,
+) -> Result<Response, PageFailure> {
+    let caller = auth::form_caller(ctx, headers, &form.csrf, actions::UNLOCK_NEEDS)?;
+    check_lock_name(name)?;
+    let unlocked = actions::unlock(state, name, &caller).await?;
     Ok(
-        super::locks::released(&ctx, &unlocked.before, unlocked.not_recorded.as_deref())
+        super::locks::released(ctx, &unlocked.before, unlocked.not_recorded.as_deref())
             .into_response(),
     )
 }

@@ -1,14 +1,15 @@
 //! The Locks page (the lock table as `lockctl list` shows it) and the confirmation before a
 //! release, with `lockctl unlock`'s warning.
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use maud::{Markup, html};
+use serde::Deserialize;
 
 use super::layout::{Nav, frame, maybe_time, time};
 use crate::ctx::Ctx;
 use crate::failure::{Failure, PageFailure};
-use crate::names::{check_lock_name, segment};
+use crate::names::{check_lock_name, lock_unlock};
 use crate::read;
 use crate::state::AppState;
 use crate::token::Role;
@@ -39,7 +40,7 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Mark
                             td { (lock.fence) }
                             td { (maybe_time(lock.last_fire)) }
                             @if ctx.may(Role::Admin) {
-                                td { @if lock.held { a href=(ctx.link(&format!("/locks/{}/unlock", segment(&lock.name)))) { "Unlock…" } } }
+                                td { @if lock.held { a href=(ctx.link(&lock_unlock(&lock.name))) { "Unlock…" } } }
                             }
                         }
                     }
@@ -50,12 +51,32 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Mark
     Ok(frame(&ctx, "Locks", Nav::Locks, Some(now), body))
 }
 
+/// `?name=NAME`: the lock named in the query (`.` and `..`, see `names::lock_unlock`).
+#[derive(Deserialize)]
+pub(crate) struct Named {
+    pub(crate) name: String,
+}
+
 /// `GET /locks/{name}/unlock`: the row, the warning, and (signed in) the button.
 pub(crate) async fn confirm(
     State(state): State<AppState>,
     ctx: Ctx,
     Path(name): Path<String>,
 ) -> Result<Markup, PageFailure> {
+    confirm_release(&state, &ctx, &name).await
+}
+
+/// `GET /lock/unlock?name=NAME`: the same, for a name a browser cannot keep in a path.
+pub(crate) async fn confirm_by_query(
+    State(state): State<AppState>,
+    ctx: Ctx,
+    Query(named): Query<Named>,
+) -> Result<Markup, PageFailure> {
+    confirm_release(&state, &ctx, &named.name).await
+}
+
+async fn confirm_release(state: &AppState, ctx: &Ctx, name: &str) -> Result<Markup, PageFailure> {
+    let name = name.to_owned();
     check_lock_name(&name)?;
     let record = state
         .provider
@@ -73,7 +94,7 @@ pub(crate) async fn confirm(
         p.warning { "Releasing lock " (record.name) " by hand: " (unlock_warning(&record)) }
         @if record.held {
             @if let Some(session) = ctx.signed_in().filter(|_| ctx.may(Role::Admin)) {
-                form method="post" action=(ctx.link(&format!("/locks/{}/unlock", segment(&record.name)))) {
+                form method="post" action=(ctx.link(&lock_unlock(&record.name))) {
                     input type="hidden" name="csrf" value=(session.csrf);
                     button type="submit" class="danger" { "Release it anyway" }
                 }
@@ -85,7 +106,7 @@ pub(crate) async fn confirm(
         }
         p { a href=(ctx.link("/locks")) { "Back to the locks" } }
     };
-    Ok(frame(&ctx, "Unlock", Nav::Locks, None, body))
+    Ok(frame(ctx, "Unlock", Nav::Locks, None, body))
 }
 
 /// The page after a release: what was released, as `lockctl unlock --force` says it.
