@@ -76,11 +76,10 @@ pub(crate) async fn confirm_by_query(
 }
 
 async fn confirm_release(state: &AppState, ctx: &Ctx, name: &str) -> Result<Markup, PageFailure> {
-    let name = name.to_owned();
-    check_lock_name(&name)?;
+    check_lock_name(name)?;
     let record = state
         .provider
-        .read_lock(&name)
+        .read_lock(name)
         .await
         .map_err(|e| Failure::provider(format!("cannot read lock {name:?}"), e))?
         .ok_or_else(|| {
