@@ -18,6 +18,7 @@ pub(crate) struct Shared {
     pub(crate) refresh: Duration,
     pub(crate) page_size: u32,
     pub(crate) sessions: Sessions,
+    pub(crate) bounds: crate::bounds::Bounds,
 }
 
 impl Shared {
@@ -29,6 +30,7 @@ impl Shared {
             refresh: dashboard.refresh,
             page_size: dashboard.page_size,
             sessions: Sessions::default(),
+            bounds: dashboard.bounds,
         }
     }
 }

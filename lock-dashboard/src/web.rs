@@ -36,6 +36,7 @@ pub(crate) fn routes(shared: Shared) -> Router {
         .route("/api/instances", get(api::instances))
         .route("/api/locks", get(api::locks))
         .route("/api/locks/{name}/unlock", post(api::unlock))
+        .layer(crate::bounds::layer(&shared.bounds))
         .layer(middleware::map_response(security_headers))
         .with_state(Arc::new(shared))
 }
