@@ -53,8 +53,7 @@ pub(crate) async fn run(
              every job, instance and error text; put TLS in front of it"
         );
     }
-    axum::serve(listener, app)
-        .with_graceful_shutdown(lock_scheduler::shutdown_signal())
+    crate::http_server::serve(listener, app, lock_scheduler::shutdown_signal())
         .await
         .map_err(|e| Failure::runtime_message(format!("the dashboard on {address} failed: {e}")))
 }
