@@ -383,3 +383,89 @@ impl OperatorStore for Deadline {
             .await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lock_provider_sqlite::SqliteLockProvider;
+
+    use crate::{OpenOptions, SchemaAction};
+
+    /// A provider whose lock table never answers.
+    struct Stalled;
+
+    #[async_trait]
+    impl LockProvider for Stalled {
+        async fn acquire(&self, _: &LockRequest) -> Result<AcquireOutcome, LockError> {
+            std::future::pending().await
+        }
+        async fn extend(&self, _: &Lease, _: Duration) -> Result<bool, LockError> {
+            std::future::pending().await
+        }
+        async fn release(&self, _: &Lease, _: Duration) -> Result<bool, LockError> {
+            std::future::pending().await
+        }
+        async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
+            std::future::pending().await
+        }
+        async fn force_unlock(&self, _: &str) -> Result<Option<LockRecord>, LockError> {
+            std::future::pending().await
+        }
+        fn describe(&self) -> String {
+            "stalled table locks".to_owned()
+        }
+    }
+
+    impl ClusterProvider for Stalled {}
+
+    #[tokio::test]
+    async fn an_operation_without_an_answer_fails_after_the_limit_naming_the_server() {
+        let bounded = Deadline::new(
+            Arc::new(Stalled),
+            Duration::from_millis(50),
+            "the test server at 127.0.0.1:1".to_owned(),
+        );
+        let error = bounded.list_locks().await.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                LockError::Provider {
+                    operation: "list",
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+        let source = std::error::Error::source(&error)
+            .expect("a source")
+            .to_string();
+        assert_eq!(
+            source,
+            "timed out: no answer from the test server at 127.0.0.1:1 within 50 ms"
+        );
+        let error = bounded.force_unlock("report").await.unwrap_err();
+        assert!(error.to_string().contains("report"), "{error}");
+        // No operations tables: none through the wrapper either.
+        assert!(bounded.cluster().is_none());
+    }
+
+    #[tokio::test]
+    async fn the_bounded_provider_keeps_its_tables_and_its_type() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("locks.db").display());
+        let opened = OpenOptions::new()
+            .schema(SchemaAction::Create)
+            .operation_timeout(Duration::from_secs(5))
+            .open(&url)
+            .await
+            .unwrap();
+        assert!(opened.provider().list_locks().await.unwrap().is_empty());
+        let cluster = opened
+            .provider()
+            .cluster()
+            .expect("SQLite keeps the operations tables");
+        assert!(cluster.registry().await.unwrap().is_empty());
+        assert!(opened.downcast_ref::<SqliteLockProvider>().is_some());
+        opened.close().await;
+    }
+}
