@@ -32,10 +32,10 @@ use tower_service::Service;
 
 /// How long a connection may take to send a request's headers, counted from when it opened
 /// or its previous answer was sent: a slow-header or idle keep-alive connection is closed then.
-pub(crate) const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How many connections are served at once.
-pub(crate) const MAX_CONNECTIONS: usize = 256;
+const MAX_CONNECTIONS: usize = 256;
 
 /// How long shutdown waits for the requests under way.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
