@@ -45,6 +45,18 @@ pub(crate) struct Cli {
     )]
     pub(crate) table: String,
 
+    /// How long connecting to the database may take, and then each of its answers: a server
+    /// that accepts the connection and stops answering is an error after this, not a hang.
+    #[arg(
+        long,
+        global = true,
+        env = "LOCKCTL_TIMEOUT",
+        default_value = "10s",
+        value_parser = parse_timeout,
+        value_name = "DURATION"
+    )]
+    pub(crate) timeout: std::time::Duration,
+
     #[command(subcommand)]
     pub(crate) command: Command,
 }
@@ -232,6 +244,13 @@ fn parse_refresh(value: &str) -> Result<std::time::Duration, String> {
         return Ok(std::time::Duration::ZERO);
     }
     lock_scheduler::parse_duration(value).map_err(|e| e.to_string())
+}
+
+fn parse_timeout(value: &str) -> Result<std::time::Duration, String> {
+    match lock_scheduler::parse_duration(value) {
+        Ok(timeout) if timeout.is_zero() => Err("a timeout must be longer than zero".to_owned()),
+        parsed => parsed.map_err(|e| e.to_string()),
+    }
 }
 
 fn parse_grace(value: &str) -> Result<std::time::Duration, String> {

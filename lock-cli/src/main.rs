@@ -4,6 +4,7 @@
 
 mod action_log;
 mod cli;
+mod http_server;
 mod operations;
 mod output;
 mod serve;
@@ -137,7 +138,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run(url, &cli.table, &cli.command)) {
+    match runtime.block_on(run(url, &cli.table, cli.timeout, &cli.command)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             eprint!("{}", failure.report());
@@ -146,7 +147,12 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(url: &str, table: &str, command: &Command) -> Result<(), Failure> {
+async fn run(
+    url: &str,
+    table: &str,
+    timeout: std::time::Duration,
+    command: &Command,
+) -> Result<(), Failure> {
     // Everything that can be checked without a server is, so a typing mistake never connects.
     let database = target::parse(url)?;
     // By the provider's rule: an SQL table name, or a Redis key prefix (`billing:locks`).
@@ -168,7 +174,8 @@ async fn run(url: &str, table: &str, command: &Command) -> Result<(), Failure> {
         Command::Serve { listen, access, .. } => Some(serve::Access::settle(access, *listen)?),
         _ => None,
     };
-    let opened = target::open(&database, table).await?;
+    let serving = access.is_some();
+    let opened = target::open(&database, table, timeout, serving).await?;
     let result = execute(&opened, command, access.as_ref()).await;
     opened.close().await;
     result

@@ -156,10 +156,7 @@ pub(crate) async fn run(
             }
         );
     }
-    // The client's address keys the login limit.
-    let app = app.into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(lock_scheduler::shutdown_signal())
+    crate::http_server::serve(listener, app, lock_scheduler::shutdown_signal())
         .await
         .map_err(|e| Failure::runtime_message(format!("the dashboard on {address} failed: {e}")))
 }

@@ -31,7 +31,9 @@ impl Failure {
     pub(crate) fn provider(context: String, error: LockError) -> Self {
         let status = match error {
             LockError::InvalidLockName { .. } => StatusCode::BAD_REQUEST,
-            LockError::TableMissing { .. } => StatusCode::SERVICE_UNAVAILABLE,
+            LockError::TableMissing { .. } | LockError::Timeout { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         Failure::new(status, format!("{context}: {error}"))

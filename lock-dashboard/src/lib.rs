@@ -5,6 +5,7 @@
 mod actions;
 mod api;
 mod auth;
+mod bounds;
 mod charts;
 mod ctx;
 mod failure;
@@ -75,6 +76,7 @@ pub struct Dashboard {
     options: ClusterOptions,
     refresh: Duration,
     page_size: u32,
+    bounds: bounds::Bounds,
 }
 
 impl std::fmt::Debug for Dashboard {
@@ -87,6 +89,7 @@ impl std::fmt::Debug for Dashboard {
             .field("options", &self.options)
             .field("refresh", &self.refresh)
             .field("page_size", &self.page_size)
+            .field("bounds", &self.bounds)
             .finish()
     }
 }
@@ -102,6 +105,7 @@ impl Dashboard {
             options: ClusterOptions::default(),
             refresh: DEFAULT_REFRESH,
             page_size: DEFAULT_PAGE_SIZE,
+            bounds: bounds::Bounds::default(),
         }
     }
 
@@ -187,5 +191,38 @@ impl Dashboard {
     /// trailing slash (`/ops` and `/ops/`); [`Router::nest`] answers `/ops` only.
     pub fn router(self) -> Router {
         web::routes(state::Shared::new(self))
+    }
+
+    /// How long a request may take (default 10 s). A request still unanswered then, a page
+    /// or JSON, is answered 503 with `{"error": "..."}` and `Retry-After: 1`, and the database
+    /// reads it was waiting for are dropped: a lock database that stopped answering costs a
+    /// fast 503, not a request held for minutes. `Duration::ZERO`: no timeout.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let app = lock_dashboard::Dashboard::new(lock_core::InMemoryLockProvider::new())
+    ///     .request_timeout(Duration::from_secs(5))
+    ///     .router();
+    /// # drop(app);
+    /// ```
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.bounds.request_timeout = (!timeout.is_zero()).then_some(timeout);
+        self
+    }
+
+    /// How many requests are served at once (default 256, at least 1); a request beyond that
+    /// is answered 503 at once with `{"error": "..."}` and `Retry-After: 1`, rather than
+    /// queued, so a flood neither piles up work on the lock database nor makes every caller
+    /// wait.
+    ///
+    /// ```
+    /// let app = lock_dashboard::Dashboard::new(lock_core::InMemoryLockProvider::new())
+    ///     .max_concurrent_requests(64)
+    ///     .router();
+    /// # drop(app);
+    /// ```
+    pub fn max_concurrent_requests(mut self, requests: usize) -> Self {
+        self.bounds.max_concurrent_requests = requests.max(1);
+        self
     }
 }

@@ -23,6 +23,7 @@ pub(crate) struct Shared {
     pub(crate) page_size: u32,
     pub(crate) sessions: Sessions,
     pub(crate) login_limit: LoginLimit,
+    pub(crate) bounds: crate::bounds::Bounds,
 }
 
 impl Shared {
@@ -37,6 +38,7 @@ impl Shared {
             page_size: dashboard.page_size,
             sessions: Sessions::default(),
             login_limit: LoginLimit::default(),
+            bounds: dashboard.bounds,
         }
     }
 }

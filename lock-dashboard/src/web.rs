@@ -60,6 +60,7 @@ pub(crate) fn routes(shared: Shared) -> Router {
             Arc::clone(&state),
             host::allowed,
         ))
+        .layer(crate::bounds::layer(&state.bounds))
         .layer(middleware::map_response(security_headers))
         .with_state(state)
 }

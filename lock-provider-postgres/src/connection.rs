@@ -6,7 +6,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use lock_core::LockError;
 
 use crate::ssl_mode::SslMode;
@@ -75,7 +75,8 @@ impl ConnectionConfig {
     /// Reads a URL (`postgres://user:password@host:port/database?...`) or a libpq key-value
     /// string (`host=... dbname=... sslmode=...`). `sslrootcert` is read here, so a missing or
     /// malformed file is an error now rather than at the first connection. A connect timeout
-    /// of 10 s applies unless the URL sets `connect_timeout`.
+    /// of 10 s applies unless the URL sets `connect_timeout` (seconds); it bounds each new
+    /// connection whole, TCP, TLS and the startup handshake included, per host of the URL.
     ///
     /// ```
     /// use lock_provider_postgres::ConnectionConfig;
@@ -278,7 +279,15 @@ impl ConnectionConfig {
         } else {
             Manager::from_config(self.driver.clone(), self.tls()?, manager_config)
         };
-        let mut builder = Pool::builder(manager);
+        // The driver's `connect_timeout` covers the TCP connect only: a server that accepts
+        // and never answers the startup message would hold a new connection for the system's
+        // TCP timeout (minutes). The pool's create timeout bounds the whole of it, one
+        // `connect_timeout` for each host the driver may try in turn.
+        let hosts = self.driver.get_hosts().len().max(1) as u32;
+        let create_timeout = self.driver.get_connect_timeout().map(|t| *t * hosts);
+        let mut builder = Pool::builder(manager)
+            .runtime(Runtime::Tokio1)
+            .create_timeout(create_timeout);
         if let Some(size) = self.pool_size {
             builder = builder.max_size(size);
         }

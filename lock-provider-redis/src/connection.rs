@@ -87,7 +87,7 @@ impl RedisLockProvider {
                     "connect",
                     "",
                     server,
-                    format!("no connection within {DEFAULT_CONNECT_TIMEOUT:?}"),
+                    format!("timed out: no connection within {DEFAULT_CONNECT_TIMEOUT:?}"),
                 ));
             }
         };

@@ -3,6 +3,7 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod database;
+mod deadline;
 mod mysql;
 mod open;
 mod postgres;

@@ -31,9 +31,9 @@ impl Database for MySql {
     }
 
     async fn open(&self, options: &OpenOptions) -> Result<OpenedProvider, OpenError> {
-        let provider = MySqlLockProvider::connect(&self.url)
-            .await
-            .map_err(|e| OpenError::unreachable(format!("cannot connect to {self}"), e))?
+        let provider = options
+            .connect(self, MySqlLockProvider::connect(&self.url))
+            .await?
             .with_table(options.table_name())
             .map_err(OpenError::Table)?;
         options.ensure_schema(provider.ensure_schema()).await?;

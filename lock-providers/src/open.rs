@@ -6,12 +6,17 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use lock_cluster::ClusterProvider;
 use lock_core::{LockError, LockProvider};
 use lock_sql::DEFAULT_TABLE;
 
 use crate::UrlError;
+use crate::deadline::{Deadline, TimedOut};
+
+/// How long connecting may take by default: TCP, TLS and the protocol's handshake.
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What to do about the lock table once connected.
 ///
@@ -35,7 +40,8 @@ pub enum SchemaAction {
 }
 
 /// How [`LockDatabase::open`](crate::LockDatabase::open) opens a provider: the table, the
-/// [`SchemaAction`], and whether a missing database file may be created.
+/// [`SchemaAction`], whether a missing database file may be created, how long connecting may
+/// take and how long each operation may wait for its answer.
 ///
 /// ```no_run
 /// use lock_providers::{OpenOptions, SchemaAction};
@@ -52,6 +58,8 @@ pub struct OpenOptions {
     table: String,
     schema: SchemaAction,
     create_if_missing: bool,
+    connect_timeout: Duration,
+    operation_timeout: Option<Duration>,
 }
 
 impl Default for OpenOptions {
@@ -60,6 +68,8 @@ impl Default for OpenOptions {
             table: DEFAULT_TABLE.to_owned(),
             schema: SchemaAction::Leave,
             create_if_missing: true,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            operation_timeout: None,
         }
     }
 }
@@ -114,6 +124,56 @@ impl OpenOptions {
         self
     }
 
+    /// How long connecting may take (default 10 s): the TCP connection, TLS and the protocol's
+    /// handshake (PostgreSQL's startup and authentication, MySQL's greeting, Redis's version
+    /// and script checks), whatever the URL says. A server that accepts the connection and
+    /// never answers is then [`OpenError::Unreachable`] saying it timed out, not a hang.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let options = lock_providers::OpenOptions::new().connect_timeout(Duration::from_secs(3));
+    /// assert_eq!(options.get_connect_timeout(), Duration::from_secs(3));
+    /// ```
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long connecting may take.
+    ///
+    /// ```
+    /// let options = lock_providers::OpenOptions::new();
+    /// assert_eq!(options.get_connect_timeout(), std::time::Duration::from_secs(10));
+    /// ```
+    pub fn get_connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+
+    /// How long each operation of the opened provider may wait for its answer (default: no
+    /// limit, the driver's own). When it passes, the operation fails with
+    /// [`LockError::Provider`] saying it timed out; the database may still have applied it.
+    /// For an operator's tool or page, where a database that stopped answering must be an
+    /// error within seconds; a scheduler has its own bounds (lease lengths, acquire windows).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let options = lock_providers::OpenOptions::new().operation_timeout(Duration::from_secs(10));
+    /// assert_eq!(options.get_operation_timeout(), Some(Duration::from_secs(10)));
+    /// ```
+    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = Some(timeout);
+        self
+    }
+
+    /// How long each operation may wait for its answer, if limited.
+    ///
+    /// ```
+    /// assert_eq!(lock_providers::OpenOptions::new().get_operation_timeout(), None);
+    /// ```
+    pub fn get_operation_timeout(&self) -> Option<Duration> {
+        self.operation_timeout
+    }
+
     /// Parses `url` ([`LockDatabase::parse`](crate::LockDatabase::parse)) and opens it with
     /// these options.
     ///
@@ -155,6 +215,25 @@ impl OpenOptions {
     /// ```
     pub fn creates_missing(&self) -> bool {
         self.create_if_missing
+    }
+
+    /// Awaits a provider's connect within [`connect_timeout`](Self::connect_timeout); a
+    /// failure or the timeout is [`OpenError::Unreachable`] naming `database`.
+    pub(crate) async fn connect<T>(
+        &self,
+        database: &(dyn fmt::Display + Sync),
+        connecting: impl Future<Output = Result<T, LockError>>,
+    ) -> Result<T, OpenError> {
+        let context = || format!("cannot connect to {database}");
+        match tokio::time::timeout(self.connect_timeout, connecting).await {
+            Ok(Ok(connected)) => Ok(connected),
+            Ok(Err(e)) => Err(OpenError::unreachable(context(), e)),
+            Err(_) => {
+                let timed_out = TimedOut::connecting(self.connect_timeout);
+                let source = LockError::provider("connect", "", database.to_string(), timed_out);
+                Err(OpenError::unreachable(context(), source))
+            }
+        }
     }
 
     /// Runs the provider's `ensure_schema()` future if the action is
@@ -276,6 +355,13 @@ impl OpenedProvider {
             concrete: provider,
             closing: None,
         }
+    }
+
+    /// The same provider with each operation bounded by `limit` ([`Deadline`]); `downcast_ref`
+    /// still finds the provider's own type.
+    pub(crate) fn with_deadline(mut self, limit: Duration, server: String) -> Self {
+        self.provider = Arc::new(Deadline::new(self.provider, limit, server));
+        self
     }
 
     /// What [`close`](Self::close) awaits after dropping the provider.

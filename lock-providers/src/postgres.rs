@@ -1,12 +1,16 @@
 //! `postgres://` and `postgresql://`: [`PostgresLockProvider`].
 
 use std::fmt;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_provider_postgres::{ConnectionConfig, PostgresLockProvider};
 use tokio_postgres::config::Host;
 
+use lock_core::LockError;
+
 use crate::database::Database;
+use crate::deadline::TimedOut;
 use crate::{OpenError, OpenOptions, OpenedProvider, UrlError};
 
 /// A PostgreSQL server, by URL.
@@ -34,13 +38,40 @@ impl Database for Postgres {
     }
 
     async fn open(&self, options: &OpenOptions) -> Result<OpenedProvider, OpenError> {
-        let provider = PostgresLockProvider::connect_with((*self.config).clone())
-            .await
-            .map_err(|e| OpenError::unreachable(format!("cannot connect to {self}"), e))?
+        let connecting = async {
+            PostgresLockProvider::connect_with((*self.config).clone())
+                .await
+                .map_err(|e| self.timed_out_as_such(e))
+        };
+        let provider = options
+            .connect(self, connecting)
+            .await?
             .with_table(options.table_name())
             .map_err(OpenError::Table)?;
         options.ensure_schema(provider.ensure_schema()).await?;
         Ok(OpenedProvider::new(provider))
+    }
+}
+
+impl Postgres {
+    /// The pool's create timeout (the URL's `connect_timeout`, which may be shorter than
+    /// [`OpenOptions::connect_timeout`]) said as the registry says its own.
+    fn timed_out_as_such(&self, error: LockError) -> LockError {
+        use lock_provider_postgres::deadpool_postgres::{PoolError, TimeoutType};
+        let LockError::Provider { source, .. } = &error else {
+            return error;
+        };
+        match source.downcast_ref::<PoolError>() {
+            Some(PoolError::Timeout(TimeoutType::Create)) => {
+                let driver = self.config.driver_config();
+                let hosts = driver.get_hosts().len().max(1) as u32;
+                let after = driver
+                    .get_connect_timeout()
+                    .map_or(Duration::ZERO, |t| *t * hosts);
+                LockError::provider("connect", "", self.to_string(), TimedOut::connecting(after))
+            }
+            _ => error,
+        }
     }
 }
 

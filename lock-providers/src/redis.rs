@@ -44,9 +44,12 @@ impl Database for Redis {
         self.check_table(options.table_name())
             .map_err(OpenError::Table)?;
         let config = RedisLockConfig::default().with_key_prefix(options.table_name());
-        let provider = RedisLockProvider::connect_with_config(&self.url, config)
-            .await
-            .map_err(|e| OpenError::unreachable(format!("cannot connect to {self}"), e))?;
+        let provider = options
+            .connect(
+                self,
+                RedisLockProvider::connect_with_config(&self.url, config),
+            )
+            .await?;
         options.ensure_schema(provider.ensure_schema()).await?;
         Ok(OpenedProvider::new(provider))
     }

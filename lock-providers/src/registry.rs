@@ -155,7 +155,10 @@ impl LockDatabase {
     /// # Ok(()) }
     /// ```
     pub async fn open(&self, options: &OpenOptions) -> Result<OpenedProvider, OpenError> {
-        let opened = self.database.open(options).await?;
+        let mut opened = self.database.open(options).await?;
+        if let Some(limit) = options.get_operation_timeout() {
+            opened = opened.with_deadline(limit, self.to_string());
+        }
         options.check_schema(opened.provider().as_ref()).await?;
         Ok(opened)
     }

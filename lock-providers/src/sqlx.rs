@@ -105,9 +105,11 @@ impl Database for Sqlx {
     async fn open(&self, options: &OpenOptions) -> Result<OpenedProvider, OpenError> {
         let provider = match &self.file {
             Some(file) => self.open_file(file, options).await?,
-            None => SqlxLockProvider::connect(&self.url)
-                .await
-                .map_err(|e| OpenError::unreachable(format!("cannot connect to {self}"), e))?,
+            None => {
+                options
+                    .connect(self, SqlxLockProvider::connect(&self.url))
+                    .await?
+            }
         };
         let provider = provider
             .with_table(options.table_name())
