@@ -36,11 +36,12 @@ pub(crate) async fn record(
         let entry =
             ActionRecord::new(job.as_str(), action, by.as_str()).with_detail(detail.clone());
         if let Err(error) = store.record_action(&entry).await {
-            eprintln!(
+            let message = format!(
                 "lockctl: the {action} of {job:?} was done, but not recorded in the action log \
                  ({}): {error}",
                 store.tables()
             );
+            eprintln!("{}", crate::terminal::lines(&message));
             return;
         }
     }

@@ -10,13 +10,14 @@ mod output;
 mod serve;
 mod tables;
 mod target;
+mod terminal;
 
 use std::error::Error;
 use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, error::ErrorKind};
-use lock_core::{LockError, LockRecord, validate_lock_name};
+use lock_core::{LockError, LockRecord, validate_stored_lock_name};
 
 use cli::{Cli, Command};
 use lock_providers::OpenedProvider;
@@ -141,7 +142,7 @@ fn main() -> ExitCode {
     match runtime.block_on(run(url, &cli.table, cli.timeout, &cli.command)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprint!("{}", failure.report());
+            eprint!("{}", terminal::lines(&failure.report()));
             failure.exit_code()
         }
     }
@@ -159,8 +160,10 @@ async fn run(
     database
         .check_table(table)
         .map_err(|e| Failure::usage(format!("--table: {e}")))?;
+    // Only what no row can have is refused: a row written by ShedLock in Java or an older
+    // version may have a name today's rule refuses (a newline), and must stay releasable.
     if let Command::Unlock { name, .. } | Command::ResetSlot { name, .. } = command {
-        validate_lock_name(name).map_err(|e| Failure::usage(e.to_string()))?;
+        validate_stored_lock_name(name).map_err(|e| Failure::usage(e.to_string()))?;
     }
     if let Command::History { name, .. }
     | Command::Actions { name, .. }
@@ -210,8 +213,11 @@ async fn execute(
                 .find(|r| r.name == *name)
                 .ok_or_else(|| no_such_lock(name, &table))?;
             print(&output::table(std::slice::from_ref(&record)));
-            // The dashboard shows the same warning above its release button.
-            let mut why = lock_dashboard::unlock_warning(&record);
+            // The dashboard shows the same warning above its release button; the holder in it
+            // escaped, as in the table.
+            let mut shown = record.clone();
+            shown.locked_by = terminal::visible(&record.locked_by).into_owned();
+            let mut why = lock_dashboard::unlock_warning(&shown);
             if record.held {
                 why.push_str("\n  Add --force to release it anyway.");
             }
@@ -361,7 +367,7 @@ fn released(before: &LockRecord) -> String {
         format!(
             "released lock {:?}, held by {} until {}; it was:\n",
             before.name,
-            before.locked_by,
+            terminal::visible(&before.locked_by),
             before.lock_until.format("%Y-%m-%dT%H:%M:%S%.3fZ")
         )
     } else {
@@ -373,7 +379,8 @@ fn released(before: &LockRecord) -> String {
     headline + &output::table(std::slice::from_ref(before))
 }
 
-/// Writes to stdout, ignoring a closed pipe (`lockctl list | head -1`) instead of panicking.
+/// Writes to stdout, with no control or bidi character but its newlines, ignoring a closed pipe (`lockctl list | head -1`) instead of panicking.
 fn print(text: &str) {
+    let text = terminal::lines(text);
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }

@@ -17,6 +17,7 @@ use crate::Failure;
 use crate::action_log::{record, requester};
 use crate::output::{instant, or_dash, pretty_json, text_table};
 use crate::tables::{failed, store};
+use crate::terminal::visible;
 
 /// How long `trigger` waits for a live instance to claim its request (they poll every
 /// heartbeat, 1 s by default).
@@ -276,11 +277,11 @@ pub(crate) async fn history(
 /// The job as the registry knows it, or a clear refusal naming what is known.
 async fn registered(provider: &dyn ClusterProvider, name: &str) -> Result<JobView, Failure> {
     let view = view(provider, lock_cluster::DEFAULT_MISSED_GRACE).await?;
-    let known: Vec<&str> = view
+    let known: Vec<_> = view
         .jobs
         .iter()
         .filter(|j| j.trigger.is_some())
-        .map(|j| j.name.as_str())
+        .map(|j| visible(&j.name))
         .collect();
     view.jobs
         .iter()
@@ -312,7 +313,8 @@ pub(crate) async fn pause(provider: &dyn ClusterProvider, name: &str) -> Result<
     Ok(if changed {
         format!(
             "paused job {name:?}: every instance refuses its fires from its next heartbeat \
-             (within one heartbeat interval, 1 s by default); `lockctl resume {name}` ends it\n"
+             (within one heartbeat interval, 1 s by default); `lockctl resume {}` ends it\n",
+            visible(name)
         )
     } else {
         format!("job {name:?} was already paused\n")
@@ -366,9 +368,11 @@ pub(crate) async fn trigger(provider: &dyn ClusterProvider, name: &str) -> Resul
             && let (Some(by), Some(at)) = (&request.claimed_by, request.claimed_at)
         {
             return Ok(format!(
-                "triggered job {name:?}: request {id} claimed by {by} at {}; it runs once now \
-                 (after the current run, if one holds the lock), shown by `lockctl history {name}`\n",
-                instant(at)
+                "triggered job {name:?}: request {id} claimed by {} at {}; it runs once now \
+                 (after the current run, if one holds the lock), shown by `lockctl history {}`\n",
+                visible(by),
+                instant(at),
+                visible(name)
             ));
         }
         if tokio::time::Instant::now() >= deadline {

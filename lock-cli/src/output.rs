@@ -1,9 +1,12 @@
 //! What lockctl prints: tables padded to their widest cell, pretty JSON, instants to the
-//! millisecond, and the lock rows in both forms.
+//! millisecond, and the lock rows in both forms. Every cell and every JSON text passes
+//! `terminal.rs`, so a stored name cannot forge a row or send an escape sequence.
 
 use chrono::{DateTime, Utc};
 use lock_core::LockRecord;
 use serde::Serialize;
+
+use crate::terminal;
 
 /// One lock as printed: the same fields in the table and in the JSON.
 #[derive(Debug, Serialize)]
@@ -36,11 +39,19 @@ pub(crate) fn instant(at: DateTime<Utc>) -> String {
 /// Rows as pretty-printed JSON, with a final newline.
 pub(crate) fn pretty_json<T: Serialize>(rows: &T) -> String {
     // Serializing plain strings, numbers and booleans cannot fail.
-    serde_json::to_string_pretty(rows).unwrap_or_default() + "\n"
+    terminal::json(serde_json::to_string_pretty(rows).unwrap_or_default()) + "\n"
 }
 
-/// Columns padded to their widest cell.
+/// Columns padded to their widest cell, each cell escaped to one visible line.
 pub(crate) fn text_table(headers: &[&str], rows: Vec<Vec<String>>) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .into_iter()
+        .map(|row| {
+            row.iter()
+                .map(|cell| terminal::visible(cell).into_owned())
+                .collect()
+        })
+        .collect();
     let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -84,9 +95,9 @@ impl From<&LockRecord> for LockRow {
 impl LockRow {
     fn cells(&self) -> [String; 7] {
         [
-            self.name.clone(),
+            terminal::visible(&self.name).into_owned(),
             self.state.to_owned(),
-            self.locked_by.clone(),
+            terminal::visible(&self.locked_by).into_owned(),
             self.locked_at.clone(),
             self.lock_until.clone(),
             self.fence.to_string(),
@@ -129,7 +140,8 @@ pub(crate) fn table(records: &[LockRecord]) -> String {
 /// A JSON array of rows, pretty-printed, with a final newline.
 pub(crate) fn json(records: &[LockRecord]) -> String {
     let rows: Vec<LockRow> = records.iter().map(LockRow::from).collect();
-    let mut out = serde_json::to_string_pretty(&rows).expect("lock rows always serialize");
+    let mut out =
+        terminal::json(serde_json::to_string_pretty(&rows).expect("lock rows always serialize"));
     out.push('\n');
     out
 }

@@ -3,7 +3,7 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use lock_trigger::LeaseError;
+use lock_trigger::{LeaseError, NameError};
 
 use crate::LockError;
 use crate::metrics::LockMetrics;
@@ -65,8 +65,9 @@ impl Eq for LockConfiguration {}
 impl LockConfiguration {
     /// Validates and builds a configuration.
     ///
-    /// Fails with [`LockError::InvalidLockName`] for an empty name or one longer than
-    /// [`MAX_LOCK_NAME_LEN`] bytes, [`LockError::ZeroAtMost`] for a zero `at_most`,
+    /// Fails with [`LockError::InvalidLockName`] for a name [`validate_lock_name`] refuses
+    /// (empty, longer than [`MAX_LOCK_NAME_LEN`] bytes, control or bidirectional characters,
+    /// NUL, whitespace at either end), [`LockError::ZeroAtMost`] for a zero `at_most`,
     /// [`LockError::AtLeastExceedsAtMost`] when `at_least > at_most`, and
     /// [`LockError::DurationTooLong`] when `at_most` exceeds [`MAX_DURATION`] (1000 years):
     /// the macros' limits, applied at run time.
@@ -181,17 +182,47 @@ impl LockConfiguration {
     }
 }
 
-/// Checks a lock name: not empty, at most [`MAX_LOCK_NAME_LEN`] bytes.
+/// Checks a lock name: not empty, at most [`MAX_LOCK_NAME_LEN`] bytes, no control character
+/// (C0, DEL, C1), NUL or bidirectional control, no whitespace at either end
+/// ([`lock_trigger::check_lock_name`], the rule the macros apply at compile time).
 ///
 /// Providers call this before they send a name to the database, so an over-long name is a
-/// [`LockError`], never a truncated row or a silently ignored insert.
+/// [`LockError`], never a truncated row or a silently ignored insert, and a name that would
+/// forge a line on a terminal or in a log is never written.
 ///
 /// ```
 /// assert!(lock_core::validate_lock_name("sync_bill").is_ok());
 /// assert!(lock_core::validate_lock_name(&"x".repeat(65)).is_err());
+/// let err = lock_core::validate_lock_name("nl\nbilling").unwrap_err();
+/// assert!(err.to_string().contains("U+000A at byte 2"), "{err}");
 /// ```
 pub fn validate_lock_name(name: &str) -> Result<(), LockError> {
     lock_trigger::check_lock_name(name).map_err(|error| LockError::InvalidLockName {
+        name: name.to_owned(),
+        reason: error.reason(),
+    })
+}
+
+/// Checks a name given to find a row that may already exist (force-unlock, reset-slot, read):
+/// not empty and at most [`MAX_LOCK_NAME_LEN`] bytes, what the lock table's column can hold,
+/// whatever the characters.
+///
+/// A row written by ShedLock in Java or by an older version may have a name
+/// [`validate_lock_name`] refuses today (a newline, a trailing space); an operator must still
+/// be able to release it, so only a name no row can have is refused here.
+///
+/// ```
+/// assert!(lock_core::validate_stored_lock_name("legacy \n name ").is_ok());
+/// assert!(lock_core::validate_stored_lock_name("").is_err());
+/// assert!(lock_core::validate_stored_lock_name(&"x".repeat(65)).is_err());
+/// ```
+pub fn validate_stored_lock_name(name: &str) -> Result<(), LockError> {
+    let error = match name.len() {
+        0 => NameError::Empty,
+        len if len > MAX_LOCK_NAME_LEN => NameError::TooLong { len },
+        _ => return Ok(()),
+    };
+    Err(LockError::InvalidLockName {
         name: name.to_owned(),
         reason: error.reason(),
     })

@@ -23,13 +23,17 @@ pub type BoxError = Box<dyn StdError + Send + Sync + 'static>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LockError {
-    /// The lock name is empty or longer than [`MAX_LOCK_NAME_LEN`](crate::MAX_LOCK_NAME_LEN) bytes.
+    /// The lock name breaks the rule of [`validate_lock_name`](crate::validate_lock_name):
+    /// empty, longer than [`MAX_LOCK_NAME_LEN`](crate::MAX_LOCK_NAME_LEN) bytes, or with a
+    /// control or bidirectional character, NUL, or whitespace at either end. The message shows
+    /// the name escaped (`{:?}`), so it cannot forge a line where it is printed.
     #[error("invalid lock name {name:?}: {reason}")]
     InvalidLockName {
         /// The rejected name.
         name: String,
-        /// Why it was rejected.
-        reason: &'static str,
+        /// Why it was rejected: which rule, and the offending character's code point and byte
+        /// offset.
+        reason: String,
     },
 
     /// `lock_at_least_for` is longer than `lock_at_most_for`.

@@ -22,7 +22,10 @@ pub mod __private;
 pub mod testkit;
 
 pub use __private::{JobReturn, LockedReturn};
-pub use config::{LockConfiguration, MAX_DURATION, MAX_LOCK_NAME_LEN, validate_lock_name};
+pub use config::{
+    LockConfiguration, MAX_DURATION, MAX_LOCK_NAME_LEN, validate_lock_name,
+    validate_stored_lock_name,
+};
 pub use context::{FireKind, JobContext, assert_locked};
 pub use error::{BoxError, LockError};
 #[doc(hidden)]

@@ -159,11 +159,11 @@ impl RunOnce<'_> {
                     match task().await {
                         Ok(out) => {
                             mark_done(executor, &done).await?;
-                            tracing::info!(task = %key, "run-once task succeeded and is recorded as done");
+                            tracing::info!(task = ?key, "run-once task succeeded and is recorded as done");
                             Ok(RunOnceOutcome::Ran(out))
                         }
                         Err(error) => {
-                            tracing::warn!(task = %key, "run-once task failed; not recorded, the next caller runs it again");
+                            tracing::warn!(task = ?key, "run-once task failed; not recorded, the next caller runs it again");
                             Ok(RunOnceOutcome::Failed(error))
                         }
                     }
@@ -175,7 +175,7 @@ impl RunOnce<'_> {
             }
             let now = tokio::time::Instant::now();
             if now >= deadline {
-                tracing::warn!(task = %key, wait = ?self.wait, "run-once task still running elsewhere at the wait bound; not run here");
+                tracing::warn!(task = ?key, wait = ?self.wait, "run-once task still running elsewhere at the wait bound; not run here");
                 return Ok(RunOnceOutcome::TimedOut);
             }
             tokio::time::sleep(POLL.min(deadline - now)).await;

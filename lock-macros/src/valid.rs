@@ -392,30 +392,30 @@ fn written<'a>(args: &'a Args, key: &str) -> Option<&'a LitStr> {
     }
 }
 
-/// The lock name's length, checked by the rule the runtime applies.
+/// The lock name, checked by the rule the runtime applies (`lock_trigger::check_lock_name`).
 fn lock_name(name: &LitStr, errors: &mut Errors) -> bool {
     let max = lock_trigger::MAX_LOCK_NAME_LEN;
-    match lock_trigger::check_lock_name(&name.value()) {
-        Ok(()) => true,
+    let message = match lock_trigger::check_lock_name(&name.value()) {
+        Ok(()) => return true,
         Err(lock_trigger::NameError::Empty) => {
-            errors.at(
-                name.span(),
-                "the lock `name` must not be empty; write a name that stays the same when the \
-                 function is moved or renamed, e.g. the job's purpose: `name = \"sync_bill\"`",
-            );
-            false
+            "the lock `name` must not be empty; write a name that stays the same when the \
+             function is moved or renamed, e.g. the job's purpose: `name = \"sync_bill\"`"
+                .to_owned()
         }
-        Err(lock_trigger::NameError::TooLong { len }) => {
-            errors.at(
-                name.span(),
-                format!(
-                    "the lock `name` is {len} bytes, over the limit of {max} (the lock table's \
-                     `name` column is VARCHAR({max})); choose a shorter name"
-                ),
-            );
-            false
-        }
-    }
+        Err(lock_trigger::NameError::TooLong { len }) => format!(
+            "the lock `name` is {len} bytes, over the limit of {max} (the lock table's \
+             `name` column is VARCHAR({max})); choose a shorter name"
+        ),
+        // Control and bidi characters, NUL, whitespace at the ends: the runtime's sentence,
+        // which names the character by code point and byte offset.
+        Err(other) => format!(
+            "invalid lock `name`: {}; a name is shown on terminals and in logs, so write it \
+             with visible characters only, e.g. `name = \"sync_bill\"`",
+            other.reason()
+        ),
+    };
+    errors.at(name.span(), message);
+    false
 }
 
 /// A duration in whole milliseconds (the precision of the lock table); zero refused with

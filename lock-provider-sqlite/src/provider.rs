@@ -10,7 +10,7 @@ use lock_cluster::{Cluster, ClusterProvider};
 use lock_core::batching::{acquire_each, batchable};
 use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, Refusal,
-    RefusalReason, validate_lock_name,
+    RefusalReason, validate_lock_name, validate_stored_lock_name,
 };
 use lock_sql::{ColumnNames, at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -295,7 +295,8 @@ impl SqliteLockProvider {
         name: &str,
         change: fn(&Statements) -> &String,
     ) -> Result<Option<LockRecord>, LockError> {
-        validate_lock_name(name)?;
+        // A row that exists may have a name today's rule refuses (ShedLock, an older version).
+        validate_stored_lock_name(name)?;
         let owned = name.to_owned();
         self.run(operation, name, move |connection, sql| {
             in_immediate_transaction(connection, |connection| {

@@ -345,3 +345,60 @@ async fn eventually(what: &str, mut done: impl FnMut() -> bool) {
     .await;
     assert!(reached.is_ok(), "waited 20 s for {what}");
 }
+
+/// A job name with a control or bidi character, NUL or whitespace at its ends is refused by
+/// `start()` and `add_job`, also when its lock has a safe name of its own, and the message
+/// shows it escaped.
+#[tokio::test]
+async fn unsafe_job_names_are_refused_at_start_and_by_add_job() {
+    let every_second = || Trigger::fixed_rate(Duration::from_secs(1)).unwrap();
+    let safe_lock =
+        || LockConfiguration::new("safe_lock", Duration::from_secs(60), Duration::ZERO).unwrap();
+    for (name, why) in [
+        ("nl\nbilling  free", "U+000A at byte 2"),
+        ("\u{1b}[2J", "U+001B at byte 0"),
+        ("\u{202e}x", "U+202E at byte 0"),
+        ("a\0b", "U+0000 at byte 1"),
+        ("   ", "only whitespace"),
+        (" x", "start with whitespace"),
+    ] {
+        let err = Scheduler::builder()
+            .lock_provider(InMemoryLockProvider::new())
+            .jobs([Job::new(name, every_second(), || async {}).with_lock(safe_lock())])
+            .start()
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("invalid job name") && err.contains(why),
+            "{err}"
+        );
+        assert!(
+            !err.chars()
+                .any(|c| c.is_control() || lock_trigger::is_bidi_control(c)),
+            "the message carries the raw name: {err:?}"
+        );
+        // The job's own name as its lock name: refused all the same.
+        let err = Scheduler::builder()
+            .lock_provider(InMemoryLockProvider::new())
+            .jobs([Job::new(name, every_second(), || async {})])
+            .start()
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(why), "{err}");
+    }
+    let scheduler = Scheduler::builder()
+        .lock_provider(InMemoryLockProvider::new())
+        .jobs([Job::new("fine", every_second(), || async {})])
+        .start()
+        .await
+        .unwrap();
+    let err = scheduler
+        .add_job(Job::new("late\r\n", every_second(), || async {}).with_lock(safe_lock()))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("U+000D at byte 4"), "{err}");
+    scheduler.shutdown().await.unwrap();
+}

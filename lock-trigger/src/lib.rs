@@ -11,6 +11,7 @@ mod check;
 mod cron;
 mod distribution;
 mod intern;
+mod name;
 mod policy;
 mod spec;
 mod wall_clock;
@@ -19,13 +20,14 @@ pub use check::{ZERO_LEASE, check_cron, check_duration, explain_cron, lease_conf
 pub use chrono_tz::Tz;
 pub use cron::Cron;
 pub use distribution::{Distribution, DistributionError, MAX_SHARDS, check_shard_count};
+pub use name::{MAX_LOCK_NAME_LEN, NameError, check_job_name, check_lock_name, is_bidi_control};
 pub use policy::{
     DEFAULT_MISFIRE_MAX, MAX_MISFIRE_MAX, MAX_RETRIES, MAX_RETRY_DELAY, MISFIRE_POLICIES,
     MisfirePolicy, jittered, retry_delay, retry_plan_conflict, retry_plan_total, timeout_grace,
 };
 pub use spec::{
     CronSchedule, CronSpec, DEFAULT_RETRY_BACKOFF, Firing, LeaseError, LockSpec, MAX_DURATION,
-    MAX_LOCK_NAME_LEN, NameError, TriggerKind, TriggerSpec, check_lease, check_lock_name,
+    TriggerKind, TriggerSpec, check_lease,
 };
 
 /// A trigger value that could not be understood; the message says what and how to fix it.

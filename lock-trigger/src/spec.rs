@@ -16,9 +16,6 @@ use crate::{
     Cron, DEFAULT_MISFIRE_MAX, MisfirePolicy, TriggerError, Tz, next_fire, parse_cron, parse_zone,
 };
 
-/// The longest lock name, in bytes: the lock table's `name` column is `VARCHAR(64)`.
-pub const MAX_LOCK_NAME_LEN: usize = 64;
-
 /// The longest lease or interval written to a database (1000 years): providers cut longer ones
 /// to it, so that `now + lease` stays a valid timestamp in every backend.
 ///
@@ -346,46 +343,6 @@ impl LockSpec {
     }
 }
 
-/// Why a lock name was refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NameError {
-    /// The name is empty.
-    Empty,
-    /// The name is longer than [`MAX_LOCK_NAME_LEN`] bytes.
-    TooLong {
-        /// Its length in bytes.
-        len: usize,
-    },
-}
-
-impl NameError {
-    /// The rule that was broken, in a sentence.
-    pub fn reason(self) -> &'static str {
-        match self {
-            NameError::Empty => "a lock name must not be empty",
-            NameError::TooLong { .. } => {
-                "a lock name must be at most 64 bytes (the lock table's name column is VARCHAR(64))"
-            }
-        }
-    }
-}
-
-/// Checks a lock name: not empty, at most [`MAX_LOCK_NAME_LEN`] bytes.
-///
-/// ```
-/// use lock_trigger::{NameError, check_lock_name};
-/// assert_eq!(check_lock_name("sync_bill"), Ok(()));
-/// assert_eq!(check_lock_name(""), Err(NameError::Empty));
-/// assert_eq!(check_lock_name(&"x".repeat(65)), Err(NameError::TooLong { len: 65 }));
-/// ```
-pub fn check_lock_name(name: &str) -> Result<(), NameError> {
-    match name.len() {
-        0 => Err(NameError::Empty),
-        len if len > MAX_LOCK_NAME_LEN => Err(NameError::TooLong { len }),
-        _ => Ok(()),
-    }
-}
-
 /// Why a lease's bounds were refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LeaseError {
@@ -502,15 +459,6 @@ mod tests {
         assert_eq!(
             spec.parse().unwrap().to_string(),
             "cron `0 5 1 * * *` in Asia/Shanghai after 1s"
-        );
-    }
-
-    #[test]
-    fn names_are_checked_in_bytes() {
-        assert_eq!(check_lock_name(&"é".repeat(32)), Ok(()));
-        assert_eq!(
-            check_lock_name(&"é".repeat(33)),
-            Err(NameError::TooLong { len: 66 })
         );
     }
 }

@@ -22,5 +22,6 @@ pub use lock_core::{
     AcquireOutcome, BoxError, FireSlot, InMemoryLockProvider, JobError, JobReturn, Lease,
     LockConfiguration, LockDefaults, LockOutcome, LockProvider, LockRecord, LockRequest,
     LockedReturn, LockingTaskExecutor, Refusal, RefusalReason, RunOnce, RunOnceOutcome,
-    default_executor, install_default_executor, validate_lock_name, with_default_executor,
+    default_executor, install_default_executor, validate_lock_name, validate_stored_lock_name,
+    with_default_executor,
 };

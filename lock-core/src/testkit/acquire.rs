@@ -1,5 +1,5 @@
 //! Who gets a lock: one holder at a time per name, names independent of each other, and a
-//! name too long refused as an error.
+//! name too long or unsafe to show refused as an error.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -120,4 +120,37 @@ pub async fn name_too_long(provider: &dyn LockProvider) {
     )
     .await;
     release(provider, &lease, Duration::ZERO).await;
+}
+
+/// Names that would forge a line or reach a terminal (control and bidirectional characters,
+/// NUL, whitespace at either end or alone) are a [`LockError::InvalidLockName`] at acquire,
+/// before anything is written: the rule the macros apply at compile time.
+pub async fn unsafe_name_refused(provider: &dyn LockProvider) {
+    const UNSAFE: [&str; 8] = [
+        "nl\nbilling  free",
+        "\u{1b}[2J",
+        "\u{202e}x",
+        "a\0b",
+        "   ",
+        " x",
+        "x ",
+        "del\u{7f}",
+    ];
+    for name in UNSAFE {
+        let name: Arc<str> = name.into();
+        match provider
+            .acquire(&request(&name, "instance-a", LONG, None))
+            .await
+        {
+            Err(LockError::InvalidLockName { reason, .. }) => {
+                assert!(
+                    reason.contains("U+") || reason.contains("whitespace"),
+                    "{reason}"
+                );
+            }
+            other => {
+                panic!("unsafe name {name:?}: expected LockError::InvalidLockName, got {other:?}")
+            }
+        }
+    }
 }

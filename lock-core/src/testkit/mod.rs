@@ -41,7 +41,7 @@ mod support;
 
 use crate::LockProvider;
 
-pub use acquire::{exclusion, fuzz, independent_names, name_too_long};
+pub use acquire::{exclusion, fuzz, independent_names, name_too_long, unsafe_name_refused};
 pub use batch::{batch_concurrent_fuzz, batch_mixed_outcomes};
 pub use executor::{
     cancelled_before_another_can_take_over, concurrent_call_is_not_adopted,
@@ -148,6 +148,7 @@ macro_rules! __conformance_suite {
             batch_mixed_outcomes,
             batch_concurrent_fuzz,
             name_too_long,
+            unsafe_name_refused,
             list_and_force_unlock,
         );
     };

@@ -441,18 +441,18 @@ impl Operations {
                 .claim_trigger(request.id, &self.instance.instance_id);
             match tokio::time::timeout(self.operation_timeout, claim).await {
                 Ok(Ok(true)) => {
-                    tracing::info!(job = %request.job, request = request.id, requested_by = %request.requested_by, "manual run requested; claimed by this instance");
+                    tracing::info!(job = ?request.job, request = request.id, requested_by = ?request.requested_by, "manual run requested; claimed by this instance");
                     inner.loops.spawn(runner.run_requested(request.id));
                 }
                 Ok(Ok(false)) => {}
                 // The claim may have been written with its reply lost: handed back, so that
                 // it is not left claimed by an instance that never runs it.
                 Ok(Err(error)) => {
-                    tracing::warn!(job = %request.job, error = &error as &dyn std::error::Error, "could not claim a trigger request");
+                    tracing::warn!(job = ?request.job, error = &error as &dyn std::error::Error, "could not claim a trigger request");
                     self.hand_back(&request.job, request.id).await;
                 }
                 Err(_) => {
-                    tracing::warn!(job = %request.job, "claiming a trigger request timed out");
+                    tracing::warn!(job = ?request.job, "claiming a trigger request timed out");
                     self.hand_back(&request.job, request.id).await;
                 }
             }

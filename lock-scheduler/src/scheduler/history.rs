@@ -93,7 +93,7 @@ impl RunRecorder {
                 Ok(Ok(id)) => Some(id),
                 Ok(Err(error)) => {
                     tracing::warn!(
-                        job = %this.job,
+                        job = ?this.job,
                         error = &error as &dyn std::error::Error,
                         "the start of this run was not written to the history; the job runs anyway"
                     );
@@ -101,7 +101,7 @@ impl RunRecorder {
                 }
                 Err(_) => {
                     tracing::warn!(
-                        job = %this.job,
+                        job = ?this.job,
                         "writing the start of this run to the history timed out; the job runs anyway"
                     );
                     None
@@ -145,12 +145,12 @@ impl RunRecorder {
         match tokio::time::timeout(self.operation_timeout, write).await {
             Ok(Ok(())) => {}
             Ok(Err(error)) => tracing::warn!(
-                job = %self.job,
+                job = ?self.job,
                 error = &error as &dyn std::error::Error,
                 "the end of this run was not written to the history; it shows as running"
             ),
             Err(_) => {
-                tracing::warn!(job = %self.job, "writing the end of this run to the history timed out")
+                tracing::warn!(job = ?self.job, "writing the end of this run to the history timed out")
             }
         }
     }

@@ -1,4 +1,5 @@
-//! What `start()` checks before any job fires: unique job names, one job per lock name, each
+//! What `start()` checks before any job fires: job names by the macros' rule
+//! (`lock_trigger::check_job_name`), unique job names, one job per lock name, each
 //! job's lock configuration, no job locked under another's shard lock (`x#0` beside a sharded
 //! `x`), and every job's parameters against the registered state; and
 //! what it warns about: no jobs, leases many periods long.
@@ -25,6 +26,12 @@ pub(super) fn prepare(
     let mut lock_holders: HashMap<String, String> = HashMap::with_capacity(jobs.len());
     let mut missing = Vec::new();
     for job in jobs {
+        // The macros' rule, also for a job whose lock has another name (`with_lock`): the job
+        // name is shown by lockctl and the dashboard and logged. `{:?}`: the refused name is
+        // shown escaped, so this message cannot forge a line either.
+        lock_trigger::check_job_name(job.name()).map_err(|e| {
+            LockError::InvalidConfiguration(format!("invalid job name {:?}: {e}", job.name()))
+        })?;
         if !names.insert(job.name().to_owned()) {
             return Err(LockError::InvalidConfiguration(format!(
                 "two jobs are named `{}`",
