@@ -60,13 +60,6 @@ fn dots(name: &str) -> bool {
     name == "." || name == ".."
 }
 
-/// Characters no name may hold: control characters (NUL, CR, LF, ESC, DEL, ...) and the
-/// bidirectional controls that make a name read as another.
-fn unsafe_char(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200E}' | '\u{200F}' | '\u{061C}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
-
 fn invalid(what: &str, name: &str, why: String) -> Failure {
     tracing::debug!(target: "lock_dashboard", kind = what, name = ?name, reason = %why, "refused an invalid name");
     Failure::new(
@@ -75,43 +68,24 @@ fn invalid(what: &str, name: &str, why: String) -> Failure {
     )
 }
 
-/// The job names the operations tables keep: 1 to 255 bytes, no control or bidi character,
-/// no leading or trailing space.
+/// A job name by the rule every job is registered under (`lock_trigger::check_job_name`: no
+/// control or bidi character, no leading or trailing whitespace), within what the operations
+/// tables keep (1 to 255 bytes).
 pub(crate) fn check_job_name(name: &str) -> Result<(), Failure> {
     let max = lock_cluster::MAX_TEXT_LEN;
-    if name.is_empty() || name.len() > max {
+    if name.len() > max {
         return Err(invalid(
             "job",
             name,
             format!("a job name is 1 to {max} bytes"),
         ));
     }
-    if name.chars().any(unsafe_char) || name.trim() != name {
-        return Err(invalid(
-            "job",
-            name,
-            "a job name holds no control or bidi character and no leading or trailing space"
-                .to_owned(),
-        ));
-    }
-    Ok(())
+    lock_trigger::check_job_name(name).map_err(|error| invalid("job", name, error.reason()))
 }
 
-/// A lock name, by the rule of the lock table (`lock_trigger::check_lock_name`) and without
-/// control or bidi characters.
+/// A lock name by the rule of the lock table (`lock_trigger::check_lock_name`).
 pub(crate) fn check_lock_name(name: &str) -> Result<(), Failure> {
-    if let Err(error) = lock_trigger::check_lock_name(name) {
-        return Err(invalid("lock", name, error.reason().to_owned()));
-    }
-    if name.chars().any(unsafe_char) || name.trim() != name {
-        return Err(invalid(
-            "lock",
-            name,
-            "a lock name holds no control or bidi character and no leading or trailing space"
-                .to_owned(),
-        ));
-    }
-    Ok(())
+    lock_trigger::check_lock_name(name).map_err(|error| invalid("lock", name, error.reason()))
 }
 
 #[cfg(test)]
