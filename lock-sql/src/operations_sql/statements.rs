@@ -187,12 +187,23 @@ impl OperationsSql {
                      SELECT (SELECT MIN(n.job_name) FROM {runs} n WHERE n.job_name > jobs.name) \
                      FROM jobs WHERE jobs.name IS NOT NULL) "
                 );
-                (
-                    format!(
+                // PostgreSQL would hash-join a small history on `r.id = (..)`, reading all of
+                // it: LATERAL with a LIMIT is one seek per job whatever it estimates. SQLite
+                // has no LATERAL, and always looks the id up per job.
+                let newest = match d {
+                    SqlDialect::Postgres => format!(
+                        "{job_names}SELECT {run_cols} FROM jobs CROSS JOIN LATERAL \
+                         (SELECT * FROM {runs} l WHERE l.job_name = jobs.name \
+                         ORDER BY l.id DESC LIMIT 1) r ORDER BY r.job_name"
+                    ),
+                    _ => format!(
                         "{job_names}SELECT {run_cols} FROM jobs JOIN {runs} r ON r.id = \
                          (SELECT MAX(l.id) FROM {runs} l WHERE l.job_name = jobs.name) \
                          ORDER BY r.job_name"
                     ),
+                };
+                (
+                    newest,
                     format!(
                         "{job_names}SELECT name, succeeded FROM (SELECT jobs.name, \
                          (SELECT MAX(s.ended_at) FROM {runs} s \
