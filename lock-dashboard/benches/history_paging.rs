@@ -118,6 +118,8 @@ async fn bench(mode: Mode) {
         }
     }
 
+    reads(&provider, samples).await;
+
     let jobs_page = load(address, "/", clients, per_client).await;
     let floor = load(address, "/api/locks", clients, per_client).await;
     for served in [&jobs_page, &floor] {
@@ -135,6 +137,28 @@ async fn bench(mode: Mode) {
             mode.judged()
         )
     );
+}
+
+/// The Jobs page's reads one by one through the store, for context: what the page spends
+/// where (it sends them side by side).
+async fn reads(provider: &PostgresLockProvider, samples: usize) {
+    let store = provider.cluster().expect("operations tables");
+    macro_rules! time {
+        ($label:literal, $read:expr) => {{
+            let mut times = Samples::new($label);
+            for _ in 0..samples {
+                let started = Instant::now();
+                $read.await.expect($label);
+                times.record(started);
+            }
+            times.print(Unit::Millis);
+        }};
+    }
+    time!("  read: last_runs (every job)", store.last_runs());
+    time!("  read: last_successes (every job)", store.last_successes());
+    time!("  read: registry", store.registry());
+    time!("  read: control", store.control());
+    time!("  read: list_locks", provider.list_locks());
 }
 
 /// What [`load`] measured.

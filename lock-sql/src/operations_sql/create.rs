@@ -128,21 +128,23 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
                 Some(schema) => format!("'{schema}'"),
                 None => "DATABASE()".to_owned(),
             };
+            // Compared without case: with `lower_case_table_names` the catalog holds the
+            // names folded, and index and column names never have case in MySQL.
             let missing = |catalog: &str, table: &TableName, condition: &str| {
                 format!(
                     "SELECT COUNT(*) = 0 FROM information_schema.{catalog} \
-                     WHERE table_schema = {schema} AND table_name = '{}' AND {condition}",
+                     WHERE table_schema = {schema} AND LOWER(table_name) = LOWER('{}') AND {condition}",
                     table.bare
                 )
             };
             let runs_ok = style.quote(&format!("{}_{RUNS_OK}", lock_table.name));
             create.extend(mysql_if(
-                &missing("statistics", &t.runs, &format!("index_name = '{}_{RUNS_OK}'", lock_table.name)),
+                &missing("statistics", &t.runs, &format!("LOWER(index_name) = LOWER('{}_{RUNS_OK}')", lock_table.name)),
                 &format!("CREATE INDEX {runs_ok} ON {} ({RUNS_OK_COLUMNS})", t.runs.quoted),
             ));
             let paused = style.quote(&format!("{}_{PAUSED}", lock_table.name));
             create.extend(mysql_if(
-                &missing("columns", &t.control, "column_name = 'pause_job'"),
+                &missing("columns", &t.control, "LOWER(column_name) = 'pause_job'"),
                 &format!(
                     "ALTER TABLE {} ADD COLUMN {MYSQL_PAUSE_JOB}, ADD UNIQUE INDEX {paused} (pause_job)",
                     t.control.quoted
