@@ -436,7 +436,10 @@ mod tests {
                 assert!(is_or_shard_of(name, base), "{name} under {base}");
             }
         }
-        assert_eq!(own_and_sharded("a#1#2").collect::<Vec<_>>(), ["a#1#2", "a#1"]);
+        assert_eq!(
+            own_and_sharded("a#1#2").collect::<Vec<_>>(),
+            ["a#1#2", "a#1"]
+        );
         // The newest shard run is the job's last run; a shard's lock row says the slot ran.
         let registry: Vec<RegistryRow> = rows("a", 10, 20).into_iter().collect();
         let mut run = running("a");

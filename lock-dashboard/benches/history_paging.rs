@@ -105,7 +105,10 @@ async fn bench(mode: Mode) {
         times.print(Unit::Millis);
         measured.push(times);
     }
-    let floor = measured.last().expect("the floor").percentile_in(0.99, Unit::Millis);
+    let floor = measured
+        .last()
+        .expect("the floor")
+        .percentile_in(0.99, Unit::Millis);
     for ((label, path, judged), times) in pages.iter().zip(&measured) {
         if *judged {
             let target = if path == "/" { JOBS_TARGET } else { TARGET };

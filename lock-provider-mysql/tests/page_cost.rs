@@ -83,7 +83,11 @@ async fn the_jobs_pages_reads_touch_as_many_rows_at_110k_history_rows_as_at_10k(
         rows_read(&mut conn, &sql.last_runs).await,
         rows_read(&mut conn, &sql.last_successes).await,
     ];
-    for ((small, large), read) in small.iter().zip(&large).zip(["last_runs", "last_successes"]) {
+    for ((small, large), read) in small
+        .iter()
+        .zip(&large)
+        .zip(["last_runs", "last_successes"])
+    {
         assert!(
             *large < 100,
             "{read} read {small} rows at 10,000 history rows and {large} at 110,000"

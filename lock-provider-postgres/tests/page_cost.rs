@@ -27,7 +27,10 @@ async fn append_runs(client: &tokio_postgres::Client, table: &str, from: i64, to
 /// plan's text.
 async fn rows_touched(client: &tokio_postgres::Client, sql: &str) -> (u64, String) {
     let rows = client
-        .query(&format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {sql}"), &[])
+        .query(
+            &format!("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {sql}"),
+            &[],
+        )
         .await
         .expect("explain");
     let plan: Vec<String> = rows.iter().map(|row| row.get(0)).collect();

@@ -197,7 +197,11 @@ mod tests {
         assert_eq!(tagged.name_of(&tagged.index), None);
         let parent = KeyLayout::new(&RedisLockConfig::default().with_key_prefix("{ops}"));
         // The nested prefix's index is under the parent's head, but no lock name has a NUL.
-        assert!(parent.name_of(&tagged.index).is_some_and(|name| name.contains('\0')));
+        assert!(
+            parent
+                .name_of(&tagged.index)
+                .is_some_and(|name| name.contains('\0'))
+        );
         for untagged in ["shedlock", "a{b", "{}x"] {
             let layout = KeyLayout::new(&RedisLockConfig::default().with_key_prefix(untagged));
             assert!(!layout.tagged, "{untagged}");

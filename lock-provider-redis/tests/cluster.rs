@@ -115,8 +115,14 @@ async fn locks_are_listed_on_a_cluster_with_and_without_a_hash_tag() {
             .expect("connect");
         let names: Vec<String> = (0..5).map(|i| format!("listed-{i}")).collect();
         for name in &names {
-            let outcome = provider.acquire(&request(name, "a")).await.expect("acquire");
-            assert!(matches!(outcome, AcquireOutcome::Acquired(_)), "{prefix}: {name}");
+            let outcome = provider
+                .acquire(&request(name, "a"))
+                .await
+                .expect("acquire");
+            assert!(
+                matches!(outcome, AcquireOutcome::Acquired(_)),
+                "{prefix}: {name}"
+            );
         }
         let mut listed: Vec<String> = provider
             .list_locks()

@@ -98,14 +98,27 @@ async fn nested_prefixes_are_isolated(outer_prefix: &str, inner_prefix: &str) {
     assert_eq!(&head[outer_prefix.len()..], ":");
     let nested_name = format!("{tail}:x");
     assert_eq!(outer.key(&nested_name), inner.key("x"));
-    assert_eq!(outer.force_unlock(&nested_name).await.expect("unlock"), None);
+    assert_eq!(
+        outer.force_unlock(&nested_name).await.expect("unlock"),
+        None
+    );
     assert_eq!(outer.reset_slot(&nested_name).await.expect("reset"), None);
     let x = inner.read_lock("x").await.expect("read").expect("a row");
-    assert!(x.held, "still held after the outer prefix's force-unlock: {x:?}");
+    assert!(
+        x.held,
+        "still held after the outer prefix's force-unlock: {x:?}"
+    );
     // Its own locks it unlocks as before.
     let own = outer.force_unlock("own").await.expect("unlock");
     assert!(own.is_some_and(|record| record.held));
-    assert!(!outer.read_lock("own").await.expect("read").expect("row").held);
+    assert!(
+        !outer
+            .read_lock("own")
+            .await
+            .expect("read")
+            .expect("row")
+            .held
+    );
     let x = inner.force_unlock("x").await.expect("unlock");
     assert!(x.is_some_and(|record| record.held));
 }

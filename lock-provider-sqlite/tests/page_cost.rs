@@ -24,10 +24,7 @@ fn append_runs(conn: &Connection, from: i64, to: i64) {
 /// How many virtual machine steps answering `sql` took, and how many rows it answered.
 fn steps(conn: &Connection, sql: &str) -> (i32, usize) {
     let mut statement = conn.prepare(sql).expect("prepare");
-    let rows = statement
-        .query_map([], |_| Ok(()))
-        .expect("query")
-        .count();
+    let rows = statement.query_map([], |_| Ok(())).expect("query").count();
     (statement.get_status(StatementStatus::VmStep), rows)
 }
 
@@ -41,10 +38,20 @@ async fn the_jobs_pages_reads_take_as_many_steps_at_100k_history_rows_as_at_10k(
     let sql = OperationsSql::new(SqlDialect::Sqlite, &resolved).expect("statements");
 
     append_runs(&conn, 1, 10_000);
-    let small = [steps(&conn, &sql.last_runs), steps(&conn, &sql.last_successes)];
+    let small = [
+        steps(&conn, &sql.last_runs),
+        steps(&conn, &sql.last_successes),
+    ];
     append_runs(&conn, 10_001, 100_000);
-    let large = [steps(&conn, &sql.last_runs), steps(&conn, &sql.last_successes)];
-    for ((small, large), read) in small.iter().zip(&large).zip(["last_runs", "last_successes"]) {
+    let large = [
+        steps(&conn, &sql.last_runs),
+        steps(&conn, &sql.last_successes),
+    ];
+    for ((small, large), read) in small
+        .iter()
+        .zip(&large)
+        .zip(["last_runs", "last_successes"])
+    {
         assert_eq!(large.1, 3, "{read}: one row per job");
         assert_eq!(
             small.0, large.0,

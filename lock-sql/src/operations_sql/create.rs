@@ -139,8 +139,15 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
             };
             let runs_ok = style.quote(&format!("{}_{RUNS_OK}", lock_table.name));
             create.extend(mysql_if(
-                &missing("statistics", &t.runs, &format!("LOWER(index_name) = LOWER('{}_{RUNS_OK}')", lock_table.name)),
-                &format!("CREATE INDEX {runs_ok} ON {} ({RUNS_OK_COLUMNS})", t.runs.quoted),
+                &missing(
+                    "statistics",
+                    &t.runs,
+                    &format!("LOWER(index_name) = LOWER('{}_{RUNS_OK}')", lock_table.name),
+                ),
+                &format!(
+                    "CREATE INDEX {runs_ok} ON {} ({RUNS_OK_COLUMNS})",
+                    t.runs.quoted
+                ),
             ));
             let paused = style.quote(&format!("{}_{PAUSED}", lock_table.name));
             create.extend(mysql_if(

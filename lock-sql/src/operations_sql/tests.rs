@@ -96,13 +96,24 @@ fn existing_tables_get_the_last_success_and_one_pause_row_indexes() {
             .to_owned()
     ));
     // The duplicates a race left go before the unique index is built.
-    let dedupe = pg.create.iter().position(|s| s.starts_with("DELETE")).unwrap();
+    let dedupe = pg
+        .create
+        .iter()
+        .position(|s| s.starts_with("DELETE"))
+        .unwrap();
     let unique = pg.create.iter().position(|s| s.contains("UNIQUE")).unwrap();
     assert!(dedupe < unique);
     // Probed, so that `ensure_schema()` on existing tables creates them.
-    assert!(pg.probe.contains(&r#"SELECT '"ops"."shedlock_paused"'::regclass"#.to_owned()));
+    assert!(
+        pg.probe
+            .contains(&r#"SELECT '"ops"."shedlock_paused"'::regclass"#.to_owned())
+    );
     assert!(pg.pause.ends_with("ON CONFLICT DO NOTHING"), "{}", pg.pause);
-    assert!(pg.last_runs.starts_with("WITH RECURSIVE"), "{}", pg.last_runs);
+    assert!(
+        pg.last_runs.starts_with("WITH RECURSIVE"),
+        "{}",
+        pg.last_runs
+    );
 
     let mysql = OperationsSql::new(
         SqlDialect::MySql,
@@ -113,7 +124,18 @@ fn existing_tables_get_the_last_success_and_one_pause_row_indexes() {
     .unwrap();
     assert!(mysql.pause.starts_with("INSERT IGNORE"), "{}", mysql.pause);
     let ddl = mysql.create.join(";\n");
-    assert!(ddl.contains("LOWER(table_name) = LOWER('shedlock_control') AND LOWER(column_name) = 'pause_job'"), "{ddl}");
-    assert!(ddl.contains("ADD UNIQUE INDEX `shedlock_paused` (pause_job)"), "{ddl}");
-    assert!(ddl.contains("CREATE INDEX `shedlock_runs_ok` ON `shedlock_runs`"), "{ddl}");
+    assert!(
+        ddl.contains(
+            "LOWER(table_name) = LOWER('shedlock_control') AND LOWER(column_name) = 'pause_job'"
+        ),
+        "{ddl}"
+    );
+    assert!(
+        ddl.contains("ADD UNIQUE INDEX `shedlock_paused` (pause_job)"),
+        "{ddl}"
+    );
+    assert!(
+        ddl.contains("CREATE INDEX `shedlock_runs_ok` ON `shedlock_runs`"),
+        "{ddl}"
+    );
 }
