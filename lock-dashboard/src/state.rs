@@ -7,6 +7,7 @@ use std::time::Duration;
 use lock_cluster::{ClusterOptions, ClusterProvider};
 
 use crate::Dashboard;
+use crate::read::OverviewReads;
 use crate::session::Sessions;
 use crate::token::Token;
 
@@ -18,6 +19,8 @@ pub(crate) struct Shared {
     pub(crate) refresh: Duration,
     pub(crate) page_size: u32,
     pub(crate) sessions: Sessions,
+    /// The Jobs page's reads, shared by the requests that wait for the same one.
+    pub(crate) overview: OverviewReads,
 }
 
 impl Shared {
@@ -29,6 +32,7 @@ impl Shared {
             refresh: dashboard.refresh,
             page_size: dashboard.page_size,
             sessions: Sessions::default(),
+            overview: OverviewReads::default(),
         }
     }
 }

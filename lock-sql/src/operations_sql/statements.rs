@@ -202,15 +202,24 @@ impl OperationsSql {
                          ORDER BY r.job_name"
                     ),
                 };
-                (
-                    newest,
-                    format!(
+                // The scalar subquery of a flattened derived table is evaluated twice per row,
+                // in the filter and in the result: LATERAL in PostgreSQL; in SQLite a LIMIT
+                // keeps the derived table whole.
+                let succeeded = match d {
+                    SqlDialect::Postgres => format!(
+                        "{job_names}SELECT jobs.name, l.succeeded FROM jobs CROSS JOIN LATERAL \
+                         (SELECT MAX(s.ended_at) AS succeeded FROM {runs} s \
+                         WHERE s.job_name = jobs.name AND s.outcome = 'succeeded') l \
+                         WHERE l.succeeded IS NOT NULL"
+                    ),
+                    _ => format!(
                         "{job_names}SELECT name, succeeded FROM (SELECT jobs.name, \
                          (SELECT MAX(s.ended_at) FROM {runs} s \
                          WHERE s.job_name = jobs.name AND s.outcome = 'succeeded') AS succeeded \
-                         FROM jobs) AS last WHERE succeeded IS NOT NULL"
+                         FROM jobs LIMIT -1) AS last WHERE succeeded IS NOT NULL"
                     ),
-                )
+                };
+                (newest, succeeded)
             }
         };
         let record_action = format!(
