@@ -564,7 +564,7 @@ impl LockProvider for RedisLockProvider {
     }
 
     /// Every lock of this prefix, from its lock index (the names its grants added, see
-    /// `keys.rs`), [`MAX_BATCH`] rows per script call: no `SCAN`, and no lock of a nested
+    /// `keys.rs`), 256 rows per script call: no `SCAN`, and no lock of a nested
     /// prefix (`billing:eu` under `billing`). A lock last granted before the index existed
     /// (an older version of this crate) is listed from its next grant on. On Redis Cluster
     /// with a prefix without a hash tag no index is kept: the keys under the prefix are

@@ -212,9 +212,7 @@ end
 
 /// The rows of many locks (`KEYS[i]`): `{now, row_1, .., row_n}`, each row `{lock_until,
 /// locked_at, locked_by, fence, last_fire}`, or `{}` for a lock that no longer exists. Nothing
-/// written. What `list_locks` reads the prefix's lock index with, [`MAX_BATCH`] keys a call.
-///
-/// [`MAX_BATCH`]: crate::provider::MAX_BATCH
+/// written. What `list_locks` reads the prefix's lock index with, 256 keys a call.
 pub const READ_MANY: &str = lua!(
     r#"
 local out = {now}
