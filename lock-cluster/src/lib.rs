@@ -474,10 +474,13 @@ pub trait ClusterStore: Send + Sync {
 /// Object-safe; every time is the store's own clock.
 #[async_trait]
 pub trait OperatorStore: Send + Sync {
-    /// Pauses `job` cluster-wide; false when it was paused already.
+    /// Pauses `job` cluster-wide; false when it was paused already. Of concurrent pauses of
+    /// one job exactly one answers true, and one pause row is written (the testkit's
+    /// `concurrent_pauses` checks it).
     async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError>;
 
-    /// Resumes `job`; false when it was not paused.
+    /// Resumes `job`; false when it was not paused. Of concurrent resumes exactly one answers
+    /// true.
     async fn resume(&self, job: &str) -> Result<bool, LockError>;
 
     /// Asks for one manual run of `job` by a live instance; returns the request's id.
@@ -519,9 +522,16 @@ pub trait OperatorStore: Send + Sync {
     }
 
     /// The newest run of every job.
+    ///
+    /// What the Jobs page and `lockctl status` read at every refresh, so its cost must not grow
+    /// with the history: the SQL stores answer with one index seek per job name (the
+    /// `(job_name, id)` index), Redis from a per-job entry written with the run. (The
+    /// in-memory store, a test double, walks its runs.)
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError>;
 
-    /// The end of the latest successful run of every job.
+    /// The end of the latest successful run of every job; as [`last_runs`](Self::last_runs),
+    /// without reading the history (the SQL stores seek a `(job_name, outcome, ended_at)`
+    /// index per job).
     async fn last_successes(&self) -> Result<Vec<(String, DateTime<Utc>)>, LockError>;
 
     /// Writes one row of the action log (its time: the store's now; texts cut with

@@ -188,6 +188,33 @@ impl ClusterView {
         for request in &control {
             by_job.entry(request.job.clone()).or_default();
         }
+        // A sharded job's runs are kept per shard, under `<job>#<index>`: each run is filed
+        // under its own name and, for a shard, its job's, so that a job finds its newest run
+        // in one lookup (a page of 1,000 jobs would otherwise compare every pair).
+        let mut newest: HashMap<&str, &RunRecord> = HashMap::new();
+        for run in &last_runs {
+            for name in own_and_sharded(&run.job) {
+                let entry = newest.entry(name).or_insert(run);
+                if run.id > entry.id {
+                    *entry = run;
+                }
+            }
+        }
+        // The same for the lock rows: a sharded job's slots are in its shards' rows, and the
+        // latest one's counts.
+        let mut latest_lock: HashMap<&str, &LockRecord> = HashMap::new();
+        for lock in &locks {
+            for name in own_and_sharded(&lock.name) {
+                let entry = latest_lock.entry(name).or_insert(lock);
+                if (lock.last_fire, lock.locked_at) > (entry.last_fire, entry.locked_at) {
+                    *entry = lock;
+                }
+            }
+        }
+        let succeeded: HashMap<&str, DateTime<Utc>> = successes
+            .iter()
+            .map(|(job, at)| (job.as_str(), *at))
+            .collect();
         let jobs = by_job
             .into_iter()
             .map(|(name, rows)| {
@@ -216,25 +243,14 @@ impl ClusterView {
                         c.job == name && c.kind == ControlKind::Trigger && c.claimed_by.is_none()
                     })
                     .count();
-                // A sharded job's runs are kept per shard, under `<job>#<index>`.
-                let last_run = last_runs
-                    .iter()
-                    .filter(|run| is_or_shard_of(&run.job, &name))
-                    .max_by_key(|run| run.id)
-                    .cloned()
-                    .map(|run| resolve(run, &instances));
-                let last_success = successes
-                    .iter()
-                    .find(|(job, _)| *job == name)
-                    .map(|(_, at)| *at);
+                let last_run = newest
+                    .get(name.as_str())
+                    .map(|run| resolve((*run).clone(), &instances));
+                let last_success = succeeded.get(name.as_str()).copied();
                 let lock_name = latest.map(|job| job.lock_name.clone());
-                // A sharded job's slots are in its shards' lock rows: the latest one's.
-                let lock = lock_name.as_deref().and_then(|lock| {
-                    locks
-                        .iter()
-                        .filter(|l| is_or_shard_of(&l.name, lock))
-                        .max_by_key(|l| (l.last_fire, l.locked_at))
-                });
+                let lock = lock_name
+                    .as_deref()
+                    .and_then(|lock| latest_lock.get(lock).copied());
                 // A slot that ran is in `last_fire` (and a run's slot); a fire without a slot
                 // (fixed delay, or a ShedLock table without `last_fire`) is judged by when the
                 // lock was taken, with a quarter second for the estimate of its planned time.
@@ -290,7 +306,20 @@ impl ClusterView {
     }
 }
 
+/// The names a run or lock row of `name` counts for: its own and, for a shard's
+/// (`<base>#<index>`), its job's: every `base` for which `is_or_shard_of(name, base)`.
+fn own_and_sharded(name: &str) -> impl Iterator<Item = &str> {
+    let base = name.rfind('#').and_then(|at| {
+        name[at + 1..]
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| &name[..at])
+    });
+    std::iter::once(name).chain(base)
+}
+
 /// Whether `name` is `base` or one of its shards' names (`<base>#<index>`).
+#[cfg(test)]
 fn is_or_shard_of(name: &str, base: &str) -> bool {
     name.strip_prefix(base).is_some_and(|rest| {
         rest.is_empty()
@@ -401,6 +430,16 @@ mod tests {
         assert!(!is_or_shard_of("daily#x", "daily"));
         assert!(!is_or_shard_of("daily_2", "daily"));
         assert!(!is_or_shard_of("dail", "daily"));
+        // What `assemble` files rows under agrees with it.
+        for name in ["daily", "daily#3", "daily#", "daily#x", "daily_2", "a#1#2"] {
+            for base in own_and_sharded(name) {
+                assert!(is_or_shard_of(name, base), "{name} under {base}");
+            }
+        }
+        assert_eq!(
+            own_and_sharded("a#1#2").collect::<Vec<_>>(),
+            ["a#1#2", "a#1"]
+        );
         // The newest shard run is the job's last run; a shard's lock row says the slot ran.
         let registry: Vec<RegistryRow> = rows("a", 10, 20).into_iter().collect();
         let mut run = running("a");

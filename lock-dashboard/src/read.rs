@@ -1,5 +1,7 @@
 //! What the pages and the JSON endpoints show, read once for both.
 
+use std::time::Instant;
+
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use lock_cluster::{
@@ -12,6 +14,7 @@ use crate::failure::Failure;
 use crate::state::AppState;
 
 /// The Jobs and Instances pages: the cluster at the database's now, and the lock table.
+#[derive(Clone)]
 pub(crate) struct Overview {
     pub(crate) view: ClusterView,
     pub(crate) locks: Vec<LockRecord>,
@@ -27,8 +30,40 @@ fn failed(what: &str) -> impl Fn(lock_core::LockError) -> Failure + '_ {
     move |e| Failure::provider(format!("cannot read {what}"), e)
 }
 
-/// Reads what [`ClusterView::read`] reads, keeping the lock table for "running now".
+/// The Jobs page's reads, one at a time, each shared by every request that arrived before it
+/// began: a flood of page loads costs the database one read per read's duration, not one per
+/// request, and no answer is older than its request.
+///
+/// Decisions, and why:
+/// - **No cache with an age.** A page loaded right after a pause must show it: a request only
+///   takes a result whose read started after the request arrived, the same freshness as a
+///   read of its own.
+/// - **One read at a time, behind an async mutex.** The requests that queue while one read
+///   runs all arrived before the next one starts, so the next holder reads once for all of
+///   them and the rest take its result at once. A failed read is not kept: the next request
+///   reads again.
+#[derive(Default)]
+pub(crate) struct OverviewReads {
+    last: tokio::sync::Mutex<Option<(Instant, Overview)>>,
+}
+
+/// Reads what [`ClusterView::read`] reads, keeping the lock table for "running now"; shared
+/// with the requests waiting for the same read ([`OverviewReads`]).
 pub(crate) async fn overview(state: &AppState) -> Result<Overview, Failure> {
+    let arrived = Instant::now();
+    let mut last = state.overview.last.lock().await;
+    if let Some((started, overview)) = last.as_ref()
+        && *started >= arrived
+    {
+        return Ok(overview.clone());
+    }
+    let started = Instant::now();
+    let overview = read_overview(state).await?;
+    *last = Some((started, overview.clone()));
+    Ok(overview)
+}
+
+async fn read_overview(state: &AppState) -> Result<Overview, Failure> {
     let provider = state.provider.as_ref();
     let store = store(provider)?;
     // Side by side on the provider's pool: the page waits for the slowest, not the sum.

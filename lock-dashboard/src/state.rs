@@ -8,6 +8,7 @@ use lock_cluster::{ClusterOptions, ClusterProvider};
 
 use crate::Dashboard;
 use crate::login_limit::LoginLimit;
+use crate::read::OverviewReads;
 use crate::session::Sessions;
 use crate::token::Token;
 
@@ -24,6 +25,8 @@ pub(crate) struct Shared {
     pub(crate) sessions: Sessions,
     pub(crate) login_limit: LoginLimit,
     pub(crate) bounds: crate::bounds::Bounds,
+    /// The Jobs page's reads, shared by the requests that wait for the same one.
+    pub(crate) overview: OverviewReads,
 }
 
 impl Shared {
@@ -39,6 +42,7 @@ impl Shared {
             sessions: Sessions::default(),
             login_limit: LoginLimit::default(),
             bounds: dashboard.bounds,
+            overview: OverviewReads::default(),
         }
     }
 }

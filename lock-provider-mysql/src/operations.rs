@@ -366,7 +366,7 @@ impl OperatorStore for MySqlOperations {
                 "pause",
                 job,
                 &self.sql.pause,
-                vec![job.into(), requested_by.into(), job.into()],
+                vec![job.into(), requested_by.into()],
             )
             .await?;
         Ok(n > 0)

@@ -50,11 +50,12 @@ impl RedisLockProvider {
                 slot,
                 lead.to_string(),
                 give_up_at_arg(request),
+                request.name.to_string(),
             ]);
         }
         let names: Vec<&str> = requests.iter().map(|r| &*r.name).collect();
         let replies: Vec<Vec<Value>> = self
-            .run_many("acquire", &self.scripts.acquire_many, &names, &args)
+            .run_many("acquire", &self.scripts.acquire_many, &names, &args, true)
             .await?;
         let outcomes = requests
             .iter()
@@ -102,20 +103,23 @@ impl RedisLockProvider {
             .collect();
         let names: Vec<&str> = leases.iter().map(|(lease, _)| lease.name()).collect();
         let released: Vec<i64> = self
-            .run_many("release", &self.scripts.release_many, &names, &args)
+            .run_many("release", &self.scripts.release_many, &names, &args, false)
             .await?;
         Ok(released.into_iter().map(|r| r == 1).collect())
     }
 
     /// Runs `script` over the keys of `names` with `args` (one group per key), as one call,
-    /// or one call per hash tag once the server has said it is a cluster. The replies come
-    /// back in the order of `names`.
+    /// or one call per hash tag once the server has said it is a cluster. With `indexed`, the
+    /// prefix's lock index follows the locks' keys where it shares their slot
+    /// ([`index_key`](RedisLockProvider::index_key)). The replies come back in the order of
+    /// `names`.
     async fn run_many<T: redis::FromRedisValue, const N: usize>(
         &self,
         operation: &'static str,
         script: &Script,
         names: &[&str],
         args: &[[String; N]],
+        indexed: bool,
     ) -> Result<Vec<T>, LockError> {
         if names.is_empty() {
             return Ok(Vec::new());
@@ -123,14 +127,10 @@ impl RedisLockProvider {
         let keys: Vec<String> = names.iter().map(|name| self.keys.key(name)).collect();
         if !self.cross_slot.load(Ordering::Relaxed) {
             let all: Vec<usize> = (0..keys.len()).collect();
-            match self.invoke(script, &keys, args, &all).await {
+            match self.invoke(script, &keys, args, &all, indexed).await {
                 Ok(replies) => return self.check_len(operation, names[0], keys.len(), replies),
                 Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::CrossSlot) => {
-                    tracing::info!(
-                        server = self.server.as_deref().unwrap_or("redis"),
-                        "the server is a cluster (CROSSSLOT): batches are split by hash tag"
-                    );
-                    self.cross_slot.store(true, Ordering::Relaxed);
+                    self.learn_cross_slot();
                 }
                 Err(e) => return Err(self.error(operation, names[0], e)),
             }
@@ -141,7 +141,7 @@ impl RedisLockProvider {
         }
         let calls = groups
             .values()
-            .map(|indices| self.invoke::<T, N>(script, &keys, args, indices));
+            .map(|indices| self.invoke::<T, N>(script, &keys, args, indices, indexed));
         let answers = futures_util::future::join_all(calls).await;
         let mut replies: Vec<Option<T>> = (0..keys.len()).map(|_| None).collect();
         for (indices, answer) in groups.values().zip(answers) {
@@ -155,13 +155,14 @@ impl RedisLockProvider {
         Ok(replies.into_iter().flatten().collect())
     }
 
-    /// One script call over the keys at `indices`.
+    /// One script call over the keys at `indices` (and the lock index, with `indexed`).
     async fn invoke<T: redis::FromRedisValue, const N: usize>(
         &self,
         script: &Script,
         keys: &[String],
         args: &[[String; N]],
         indices: &[usize],
+        indexed: bool,
     ) -> redis::RedisResult<Vec<T>> {
         let mut invocation = script.prepare_invoke();
         for &index in indices {
@@ -169,6 +170,9 @@ impl RedisLockProvider {
             for arg in &args[index] {
                 invocation.arg(arg);
             }
+        }
+        if let Some(index) = self.index_key().filter(|_| indexed) {
+            invocation.key(index);
         }
         let mut conn = self.conn.clone();
         invocation.invoke_async(&mut conn).await

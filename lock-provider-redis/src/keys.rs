@@ -1,5 +1,17 @@
-//! The key layout: one hash per lock, `<prefix>:<name>`, and the operations keys (registry,
-//! run history, control) under `{<prefix>:ops}:`.
+//! The key layout: one hash per lock, `<prefix>:<name>`, the prefix's lock index
+//! `<prefix>\0locks`, and the operations keys (registry, run history, control) under
+//! `{<prefix>:ops}:`.
+//!
+//! The lock index is the set of this prefix's lock names, added to by every grant (in the
+//! acquire script), so that `list_locks` reads it instead of a `SCAN` of the keyspace, and
+//! `force_unlock` and `reset_slot` act only on its members: a provider with prefix `billing`
+//! neither lists nor unlocks `billing:eu:report`, the lock `report` of prefix `billing:eu`.
+//! Its name holds a NUL, which no prefix holds (printable ASCII) and no lock name of any
+//! prefix can end the key with (`<p>:<name>` is this key only for a name holding the NUL), and
+//! it is not under `<prefix>:`. It starts with the prefix, so with a hash tag in the prefix
+//! (`{shedlock}`) it shares the locks' Redis Cluster slot and the scripts update it
+//! atomically; on a cluster with a prefix without one, the locks are in every slot, so the
+//! index is not kept and `list_locks` falls back to a `SCAN` of the node it asks.
 //!
 //! One key per lock is what makes every lock script a single-key script, so the locks work
 //! unchanged on Redis Cluster (each lock lives in the slot of its own key). A prefix with a
@@ -19,6 +31,10 @@ use crate::config::RedisLockConfig;
 pub(crate) struct KeyLayout {
     /// `<prefix>:`
     head: String,
+    /// `<prefix>\0locks`: the set of this prefix's lock names.
+    pub(crate) index: String,
+    /// The prefix holds a hash tag: every lock key and the index share one cluster slot.
+    pub(crate) tagged: bool,
     /// The operations keys.
     pub(crate) ops: OpsKeys,
 }
@@ -121,8 +137,11 @@ impl OpsKeys {
 impl KeyLayout {
     /// The layout of a validated configuration.
     pub(crate) fn new(config: &RedisLockConfig) -> Self {
+        let prefix = &config.key_prefix;
         KeyLayout {
-            head: format!("{}:", config.key_prefix),
+            head: format!("{prefix}:"),
+            index: format!("{prefix}\0locks"),
+            tagged: hash_tag(prefix) != prefix,
             ops: OpsKeys::new(&config.key_prefix),
         }
     }
@@ -168,6 +187,25 @@ mod tests {
         assert_eq!(layout.name_of("{ops}:report:daily"), Some("report:daily"));
         assert_eq!(layout.name_of("{ops}:"), None);
         assert_eq!(layout.name_of("other:report"), None);
+    }
+
+    #[test]
+    fn the_lock_index_is_no_lock_and_shares_a_tagged_prefixs_slot() {
+        let tagged = KeyLayout::new(&RedisLockConfig::default().with_key_prefix("{ops}:eu"));
+        assert!(tagged.tagged);
+        assert_eq!(hash_tag(&tagged.index), hash_tag(&tagged.key("report")));
+        assert_eq!(tagged.name_of(&tagged.index), None);
+        let parent = KeyLayout::new(&RedisLockConfig::default().with_key_prefix("{ops}"));
+        // The nested prefix's index is under the parent's head, but no lock name has a NUL.
+        assert!(
+            parent
+                .name_of(&tagged.index)
+                .is_some_and(|name| name.contains('\0'))
+        );
+        for untagged in ["shedlock", "a{b", "{}x"] {
+            let layout = KeyLayout::new(&RedisLockConfig::default().with_key_prefix(untagged));
+            assert!(!layout.tagged, "{untagged}");
+        }
     }
 
     #[test]

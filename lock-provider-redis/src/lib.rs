@@ -28,7 +28,8 @@ pub use server::{MIN_REDIS_VERSION, Persistence};
 /// ```
 pub mod lua {
     pub use crate::scripts::{
-        ACQUIRE, ACQUIRE_MANY, EXTEND, FORCE_UNLOCK, READ, RELEASE, RELEASE_MANY, RESET_SLOT,
+        ACQUIRE, ACQUIRE_MANY, EXTEND, FORCE_UNLOCK, READ, READ_MANY, RELEASE, RELEASE_MANY,
+        RESET_SLOT,
     };
 
     /// The scripts of the operations keys (registry, history, control, action log), each declaring every

@@ -1,8 +1,8 @@
 //! [`RedisLockProvider`]: the [`LockProvider`] on Redis hashes, one Lua script per operation.
 
 use std::fmt;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -14,7 +14,7 @@ use lock_core::{
     RefusalReason, validate_lock_name,
 };
 use redis::aio::ConnectionManager;
-use redis::{Script, Value};
+use redis::{ErrorKind, Script, ServerErrorKind, Value};
 
 use crate::config::{RedisLockConfig, ReplicaAcks};
 use crate::keys::KeyLayout;
@@ -62,6 +62,9 @@ pub struct RedisLockProvider {
     /// The server answered `CROSSSLOT` to a batch: it is a cluster, and batches are split by
     /// hash tag (`batch.rs`).
     pub(crate) cross_slot: Arc<AtomicBool>,
+    /// Whether the server runs in cluster mode (`INFO cluster`), asked once by `list_locks`
+    /// for a prefix without a hash tag.
+    cluster_mode: Arc<OnceLock<bool>>,
 }
 
 impl fmt::Debug for RedisLockProvider {
@@ -127,6 +130,7 @@ impl RedisLockProvider {
             server: None,
             persistence: None,
             cross_slot: Arc::new(AtomicBool::new(false)),
+            cluster_mode: Arc::new(OnceLock::new()),
         })
     }
 
@@ -260,6 +264,156 @@ impl RedisLockProvider {
             .map_err(|e| self.error(operation, name, e))
     }
 
+    /// The prefix's lock index, where the scripts can update it with the lock: always when the
+    /// prefix holds a hash tag (one slot for all), else until the server has answered
+    /// `CROSSSLOT` (a cluster, where the locks are in every slot; see `keys.rs`).
+    pub(crate) fn index_key(&self) -> Option<&str> {
+        (self.keys.tagged || !self.cross_slot.load(Ordering::Relaxed))
+            .then_some(self.keys.index.as_str())
+    }
+
+    /// Remembers that the server is a cluster: from now on the index is not passed to the
+    /// scripts of a prefix without a hash tag.
+    pub(crate) fn learn_cross_slot(&self) {
+        if !self.cross_slot.swap(true, Ordering::Relaxed) {
+            tracing::info!(
+                server = self.server.as_deref().unwrap_or("redis"),
+                "the server is a cluster (CROSSSLOT): batches are split by hash tag, and \
+                 without a hash tag in the key prefix the lock index is not kept"
+            );
+        }
+    }
+
+    /// Runs `script` on the key of `name` and the prefix's lock index (`KEYS[2]`), with
+    /// `args`; on the lock's key alone where the index lives in another cluster slot.
+    async fn run_indexed<T: redis::FromRedisValue>(
+        &self,
+        operation: &'static str,
+        name: &str,
+        script: &Script,
+        args: &[String],
+    ) -> Result<T, LockError> {
+        if let Some(index) = self.index_key() {
+            let mut invocation = script.key(self.keys.key(name));
+            invocation.key(index);
+            for arg in args {
+                invocation.arg(arg);
+            }
+            let mut conn = self.conn.clone();
+            match invocation.invoke_async(&mut conn).await {
+                Ok(reply) => return Ok(reply),
+                // Nothing ran: the lock and the index are in different slots.
+                Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::CrossSlot) => {
+                    self.learn_cross_slot();
+                }
+                Err(e) => return Err(self.error(operation, name, e)),
+            }
+        }
+        self.run(operation, name, script, args).await
+    }
+
+    /// Whether the server runs in cluster mode: known from a `CROSSSLOT`, else asked once.
+    async fn cluster_mode(&self) -> Result<bool, LockError> {
+        if self.cross_slot.load(Ordering::Relaxed) {
+            return Ok(true);
+        }
+        if let Some(known) = self.cluster_mode.get() {
+            return Ok(*known);
+        }
+        let mut conn = self.conn.clone();
+        let info: String = redis::cmd("INFO")
+            .arg("cluster")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.error("list", "", e))?;
+        let enabled = info.lines().any(|line| line.trim() == "cluster_enabled:1");
+        Ok(*self.cluster_mode.get_or_init(|| enabled))
+    }
+
+    /// The locks in the prefix's index, read [`MAX_BATCH`] at a time by one script each.
+    async fn list_indexed(&self) -> Result<Vec<LockRecord>, LockError> {
+        let mut conn = self.conn.clone();
+        let mut names: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(&self.keys.index)
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| self.error("list", "", e))?;
+        names.sort();
+        let mut records = Vec::with_capacity(names.len());
+        for chunk in names.chunks(MAX_BATCH) {
+            let mut invocation = self.scripts.read_many.prepare_invoke();
+            for name in chunk {
+                invocation.key(self.keys.key(name));
+            }
+            let reply: Vec<Value> = invocation
+                .invoke_async(&mut conn)
+                .await
+                .map_err(|e| self.error("list", "", e))?;
+            let Some((now, rows)) = reply.split_first() else {
+                return Err(self.error("list", "", "an empty reply to the list script"));
+            };
+            for (name, row) in chunk.iter().zip(rows) {
+                let fields = match row {
+                    Value::Array(fields) => fields,
+                    other => {
+                        return Err(self.error("list", name, format!("{other:?} is not a row")));
+                    }
+                };
+                // A key deleted by hand since its last grant reads as no row.
+                if fields.is_empty() {
+                    continue;
+                }
+                let mut reply = Vec::with_capacity(fields.len() + 1);
+                reply.push(now.clone());
+                reply.extend(fields.iter().cloned());
+                if let (_, Some(record)) =
+                    parse_row(name, &reply).map_err(|e| self.error("list", name, e))?
+                {
+                    records.push(record);
+                }
+            }
+        }
+        Ok(records)
+    }
+
+    /// Every key under `<prefix>:`, by `SCAN` (of the node asked, on a cluster), read one by
+    /// one: what a prefix without a hash tag lists on Redis Cluster, where no index is kept.
+    async fn list_scanned(&self) -> Result<Vec<LockRecord>, LockError> {
+        let mut conn = self.conn.clone();
+        let mut keys: Vec<String> = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(self.keys.pattern())
+                .arg("COUNT")
+                .arg(SCAN_COUNT)
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| self.error("list", "", e))?;
+            keys.extend(batch);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        // SCAN may return a key twice (a rehash during the scan).
+        keys.sort();
+        keys.dedup();
+        let mut records = Vec::with_capacity(keys.len());
+        for key in &keys {
+            let Some(name) = self.keys.name_of(key) else {
+                continue;
+            };
+            // A key deleted since the scan reads as no row.
+            if let (_, Some(record)) = self.row("list", name, &self.scripts.read).await? {
+                records.push(record);
+            }
+        }
+        Ok(records)
+    }
+
     /// Runs a row script (read, force-unlock, reset-slot) and parses its reply.
     async fn row(
         &self,
@@ -268,6 +422,20 @@ impl RedisLockProvider {
         script: &Script,
     ) -> Result<(DateTime<Utc>, Option<LockRecord>), LockError> {
         let reply: Vec<Value> = self.run(operation, name, script, &[]).await?;
+        parse_row(name, &reply).map_err(|e| self.error(operation, name, e))
+    }
+
+    /// Runs a row script that acts only on a lock of the prefix's index (force-unlock,
+    /// reset-slot) and parses its reply.
+    async fn row_indexed(
+        &self,
+        operation: &'static str,
+        name: &str,
+        script: &Script,
+    ) -> Result<(DateTime<Utc>, Option<LockRecord>), LockError> {
+        let reply: Vec<Value> = self
+            .run_indexed(operation, name, script, &[name.to_owned()])
+            .await?;
         parse_row(name, &reply).map_err(|e| self.error(operation, name, e))
     }
 
@@ -321,7 +489,7 @@ impl LockProvider for RedisLockProvider {
             .map_or(String::new(), |slot| slot.unix_millis().to_string());
         let lead = i64::try_from(request.max_slot_lead.as_millis()).unwrap_or(i64::MAX);
         let reply: Vec<Value> = self
-            .run(
+            .run_indexed(
                 "acquire",
                 &request.name,
                 &self.scripts.acquire,
@@ -331,6 +499,7 @@ impl LockProvider for RedisLockProvider {
                     slot,
                     lead.to_string(),
                     give_up_at_arg(request),
+                    request.name.to_string(),
                 ],
             )
             .await?;
@@ -394,43 +563,18 @@ impl LockProvider for RedisLockProvider {
         Ok(released == 1)
     }
 
-    /// Every lock under the prefix, found with `SCAN MATCH <prefix>:*` and read one by one
-    /// with the read script. On Redis Cluster a `SCAN` sees one node's keys only; use a prefix
-    /// with a hash tag (`{shedlock}`) to keep every lock on one node if listing matters there.
+    /// Every lock of this prefix, from its lock index (the names its grants added, see
+    /// `keys.rs`), 256 rows per script call: no `SCAN`, and no lock of a nested
+    /// prefix (`billing:eu` under `billing`). A lock last granted before the index existed
+    /// (an older version of this crate) is listed from its next grant on. On Redis Cluster
+    /// with a prefix without a hash tag no index is kept: the keys under the prefix are
+    /// found by `SCAN` of the node asked, as before.
     async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
-        let mut conn = self.conn.clone();
-        let mut keys: Vec<String> = Vec::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(self.keys.pattern())
-                .arg("COUNT")
-                .arg(SCAN_COUNT)
-                .query_async(&mut conn)
-                .await
-                .map_err(|e| self.error("list", "", e))?;
-            keys.extend(batch);
-            if next == 0 {
-                break;
-            }
-            cursor = next;
+        if self.keys.tagged || !self.cluster_mode().await? {
+            self.list_indexed().await
+        } else {
+            self.list_scanned().await
         }
-        // SCAN may return a key twice (a rehash during the scan).
-        keys.sort();
-        keys.dedup();
-        let mut records = Vec::with_capacity(keys.len());
-        for key in &keys {
-            let Some(name) = self.keys.name_of(key) else {
-                continue;
-            };
-            // A key deleted since the scan reads as no row.
-            if let (_, Some(record)) = self.row("list", name, &self.scripts.read).await? {
-                records.push(record);
-            }
-        }
-        Ok(records)
     }
 
     async fn read_lock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
@@ -448,16 +592,20 @@ impl LockProvider for RedisLockProvider {
         }
     }
 
+    /// Only a lock in this prefix's index (see [`list_locks`](Self::list_locks)): `None`,
+    /// nothing written, for another prefix's lock under this one (`billing:eu`'s `report` is
+    /// the key of `billing`'s `eu:report`).
     async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
         Ok(self
-            .row("unlock", name, &self.scripts.force_unlock)
+            .row_indexed("unlock", name, &self.scripts.force_unlock)
             .await?
             .1)
     }
 
+    /// Only a lock in this prefix's index, as [`force_unlock`](Self::force_unlock).
     async fn reset_slot(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
         Ok(self
-            .row("reset slot", name, &self.scripts.reset_slot)
+            .row_indexed("reset slot", name, &self.scripts.reset_slot)
             .await?
             .1)
     }

@@ -34,8 +34,10 @@ macro_rules! lua {
 pub(crate) use lua;
 
 /// The acquire of one key, as a Lua function `acquire(key, locked_by, lease ms, slot ms (`""`
-/// for none), max slot lead ms, give up at ms (`""` for none))`, shared by [`ACQUIRE`] and
-/// [`ACQUIRE_MANY`]. It returns `{status, now, fence}` on a grant (status 0), else `{status,
+/// for none), max slot lead ms, give up at ms (`""` for none), index, name)`, shared by
+/// [`ACQUIRE`] and [`ACQUIRE_MANY`]. A grant adds `name` to the prefix's lock index (a set,
+/// `index`; nil where the index lives in another cluster slot), so that `list_locks` reads
+/// this prefix's locks without a `SCAN` (adding a member it holds writes nothing). It returns `{status, now, fence}` on a grant (status 0), else `{status,
 /// now, locked_by, lock_until, last_fire}` with status 1 held, 2 slot already run, 3 slot in
 /// the future, 4 too late (the script's `TIME`, read when the script runs, is past the
 /// sender's give-up instant). Every refusal returns before the first write: a losing acquire
@@ -43,7 +45,7 @@ pub(crate) use lua;
 macro_rules! acquire_fn {
     () => {
         r#"
-local function acquire(key, locked_by, lease, slot_arg, lead, give_up_at)
+local function acquire(key, locked_by, lease, slot_arg, lead, give_up_at, index, name)
   local slot = tonumber(slot_arg)
   if slot and slot > now + tonumber(lead) then
     return {3, now}
@@ -69,29 +71,37 @@ local function acquire(key, locked_by, lease, slot_arg, lead, give_up_at)
     redis.call('HSET', key, 'lock_until', ms(now + tonumber(lease)), 'locked_at', ms(now),
       'locked_by', locked_by)
   end
+  if index then
+    redis.call('SADD', index, name)
+  end
   return {0, now, fence}
 end
 "#
     };
 }
 
-/// Acquire. `KEYS[1]` the lock; ARGV: locked_by, lease ms, slot ms (`""` for none), max slot
-/// lead ms, give up at ms (`""` for none). The reply is `acquire_fn!`'s.
+/// Acquire. `KEYS[1]` the lock, `KEYS[2]` the prefix's lock index (absent where it lives in
+/// another cluster slot); ARGV: locked_by, lease ms, slot ms (`""` for none), max slot lead
+/// ms, give up at ms (`""` for none), the lock's name. The reply is `acquire_fn!`'s.
 pub const ACQUIRE: &str = lua!(
     acquire_fn!(),
-    "return acquire(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])\n"
+    "return acquire(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], KEYS[2], ARGV[6])\n"
 );
 
 /// Many acquires in one script, decided one after another on one clock reading, exactly as
 /// that many [`ACQUIRE`]s would be (a name twice is granted at most once). `KEYS[i]` the locks,
-/// ARGV five per key as for [`ACQUIRE`]. The reply is the array of their replies, in order.
+/// then the prefix's lock index (absent where it lives in another cluster slot); ARGV six per
+/// lock as for [`ACQUIRE`]. The reply is the array of their replies, in order.
 pub const ACQUIRE_MANY: &str = lua!(
     acquire_fn!(),
     r#"
 local out = {}
-for i = 1, #KEYS do
-  local j = (i - 1) * 5
-  out[i] = acquire(KEYS[i], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], ARGV[j + 5])
+local n = #ARGV / 6
+local index = KEYS[n + 1]
+for i = 1, n do
+  local j = (i - 1) * 6
+  out[i] = acquire(KEYS[i], ARGV[j + 1], ARGV[j + 2], ARGV[j + 3], ARGV[j + 4], ARGV[j + 5],
+    index, ARGV[j + 6])
 end
 return out
 "#
@@ -152,12 +162,17 @@ return out
 );
 
 /// The row and the server's now, `{now, lock_until, locked_at, locked_by, fence, last_fire}`,
-/// or `{now}` when there is no such lock. Shared by read, force-unlock and reset-slot.
+/// or `{now}` when there is no such lock. Shared by read, force-unlock and reset-slot. With
+/// `KEYS[2]`, the prefix's lock index, and `ARGV[1]`, the lock's name: `{now}` too when the
+/// lock is not in the index (a key under the prefix that is another, nested prefix's lock).
 macro_rules! read_row {
     ($then:literal) => {
         lua!(
             r#"
 if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {now}
+end
+if KEYS[2] and redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then
   return {now}
 end
 local row = redis.call('HMGET', KEYS[1], 'lock_until', 'locked_at', 'locked_by', 'fence', 'last_fire')
@@ -195,6 +210,24 @@ end
 "#
 );
 
+/// The rows of many locks (`KEYS[i]`): `{now, row_1, .., row_n}`, each row `{lock_until,
+/// locked_at, locked_by, fence, last_fire}`, or `{}` for a lock that no longer exists. Nothing
+/// written. What `list_locks` reads the prefix's lock index with, 256 keys a call.
+pub const READ_MANY: &str = lua!(
+    r#"
+local out = {now}
+for i = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    out[i + 1] = redis.call('HMGET', KEYS[i], 'lock_until', 'locked_at', 'locked_by', 'fence',
+      'last_fire')
+  else
+    out[i + 1] = {}
+  end
+end
+return out
+"#
+);
+
 /// Every script, built once per provider (each keeps its SHA1).
 #[derive(Clone, Debug)]
 pub(crate) struct Scripts {
@@ -206,6 +239,7 @@ pub(crate) struct Scripts {
     pub(crate) read: Script,
     pub(crate) force_unlock: Script,
     pub(crate) reset_slot: Script,
+    pub(crate) read_many: Script,
 }
 
 impl Scripts {
@@ -219,11 +253,12 @@ impl Scripts {
             read: Script::new(READ),
             force_unlock: Script::new(FORCE_UNLOCK),
             reset_slot: Script::new(RESET_SLOT),
+            read_many: Script::new(READ_MANY),
         }
     }
 
     /// Every script, for loading them all at connect.
-    pub(crate) fn all(&self) -> [&Script; 8] {
+    pub(crate) fn all(&self) -> [&Script; 9] {
         [
             &self.acquire,
             &self.acquire_many,
@@ -233,6 +268,7 @@ impl Scripts {
             &self.read,
             &self.force_unlock,
             &self.reset_slot,
+            &self.read_many,
         ]
     }
 }
@@ -312,6 +348,7 @@ mod tests {
             READ,
             FORCE_UNLOCK,
             RESET_SLOT,
+            READ_MANY,
         ] {
             assert!(
                 script.starts_with("local t = redis.call('TIME')"),

@@ -99,3 +99,41 @@ async fn keys_under_one_hash_tag_are_one_call_on_a_cluster() {
     );
     assert!(!logs.text().contains("CROSSSLOT"), "{}", logs.text());
 }
+
+/// Listing on a cluster: under a hash tag the lock index shares the locks' slot and is kept;
+/// without one the locks are in every slot, single acquires and unlocks still work (the index
+/// is dropped after the first `CROSSSLOT`), and `list_locks` finds the locks by `SCAN`.
+#[tokio::test(flavor = "current_thread")]
+async fn locks_are_listed_on_a_cluster_with_and_without_a_hash_tag() {
+    let Some(cluster) = PrivateRedis::start_cluster_of_one() else {
+        return;
+    };
+    for prefix in ["{locks}", "plain"] {
+        let config = RedisLockConfig::default().with_key_prefix(prefix);
+        let provider = RedisLockProvider::connect_with_config(&cluster.url(), config)
+            .await
+            .expect("connect");
+        let names: Vec<String> = (0..5).map(|i| format!("listed-{i}")).collect();
+        for name in &names {
+            let outcome = provider
+                .acquire(&request(name, "a"))
+                .await
+                .expect("acquire");
+            assert!(
+                matches!(outcome, AcquireOutcome::Acquired(_)),
+                "{prefix}: {name}"
+            );
+        }
+        let mut listed: Vec<String> = provider
+            .list_locks()
+            .await
+            .expect("list")
+            .into_iter()
+            .map(|record| record.name.to_string())
+            .collect();
+        listed.sort();
+        assert_eq!(listed, names, "{prefix}");
+        let unlocked = provider.force_unlock(&names[0]).await.expect("unlock");
+        assert!(unlocked.is_some_and(|record| record.held), "{prefix}");
+    }
+}

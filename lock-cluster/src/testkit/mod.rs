@@ -13,9 +13,11 @@
 mod actions;
 mod history;
 mod operations;
+mod pauses;
 mod triggers;
 
 pub use actions::action_log;
 pub use history::history_batches;
 pub use operations::operations_store;
+pub use pauses::concurrent_pauses;
 pub use triggers::trigger_hand_back;

@@ -20,7 +20,8 @@ use lock_core::{FireKind, FireSlot};
 /// job, housekeeping deletes in bounded batches, the batched history writes
 /// ([`history_batches`](super::history_batches)), the action log
 /// ([`action_log`](super::action_log)) and the hand-back of a claimed trigger request
-/// ([`trigger_hand_back`](super::trigger_hand_back)).
+/// ([`trigger_hand_back`](super::trigger_hand_back)) and one pause row under concurrent
+/// pauses ([`concurrent_pauses`](super::concurrent_pauses)).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -355,4 +356,5 @@ pub async fn operations_store(provider: &dyn ClusterProvider) {
 
     super::action_log(provider).await;
     super::trigger_hand_back(provider).await;
+    super::concurrent_pauses(provider).await;
 }

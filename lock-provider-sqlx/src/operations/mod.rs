@@ -425,11 +425,7 @@ impl<T: Tables> ClusterStore for SqlxOperations<T> {
 #[async_trait]
 impl<T: Tables> OperatorStore for SqlxOperations<T> {
     async fn pause(&self, job: &str, requested_by: &str) -> Result<bool, LockError> {
-        let mut params = vec![text(job), text(requested_by)];
-        // MySQL's `?` are positional: its statement names the job a second time.
-        if T::DIALECT == SqlDialect::MySql {
-            params.push(text(job));
-        }
+        let params = vec![text(job), text(requested_by)];
         let changed = self.change("pause", job, &self.sql.pause, params).await?;
         Ok(changed.rows > 0)
     }

@@ -118,5 +118,98 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
         create.push(index("runs_started", &t.runs, "started_at"));
         create.push(index("actions_job", &t.actions, "job_name, id"));
     }
+    // Added after the tables first shipped: created on existing tables too, each a no-op when
+    // present. A table from before may hold two pause rows of one job (the race this index
+    // closes): the newer ones go first, so that the unique index can be built.
+    create.push(dedupe_pauses(t));
+    match d {
+        SqlDialect::MySql => {
+            let schema = match &lock_table.schema {
+                Some(schema) => format!("'{schema}'"),
+                None => "DATABASE()".to_owned(),
+            };
+            // Compared without case: with `lower_case_table_names` the catalog holds the
+            // names folded, and index and column names never have case in MySQL.
+            let missing = |catalog: &str, table: &TableName, condition: &str| {
+                format!(
+                    "SELECT COUNT(*) = 0 FROM information_schema.{catalog} \
+                     WHERE table_schema = {schema} AND LOWER(table_name) = LOWER('{}') AND {condition}",
+                    table.bare
+                )
+            };
+            let runs_ok = style.quote(&format!("{}_{RUNS_OK}", lock_table.name));
+            create.extend(mysql_if(
+                &missing(
+                    "statistics",
+                    &t.runs,
+                    &format!("LOWER(index_name) = LOWER('{}_{RUNS_OK}')", lock_table.name),
+                ),
+                &format!(
+                    "CREATE INDEX {runs_ok} ON {} ({RUNS_OK_COLUMNS})",
+                    t.runs.quoted
+                ),
+            ));
+            let paused = style.quote(&format!("{}_{PAUSED}", lock_table.name));
+            create.extend(mysql_if(
+                &missing("columns", &t.control, "LOWER(column_name) = 'pause_job'"),
+                &format!(
+                    "ALTER TABLE {} ADD COLUMN {MYSQL_PAUSE_JOB}, ADD UNIQUE INDEX {paused} (pause_job)",
+                    t.control.quoted
+                ),
+            ));
+        }
+        _ => {
+            create.push(index(RUNS_OK, &t.runs, RUNS_OK_COLUMNS));
+            create.push(
+                index(PAUSED, &t.control, "job_name")
+                    .replace("CREATE INDEX", "CREATE UNIQUE INDEX")
+                    + " WHERE request_kind = 'pause'",
+            );
+        }
+    }
     create
+}
+
+/// The index the last success of each job is read from: one seek per job for
+/// `MAX(ended_at) .. WHERE job_name = ? AND outcome = 'succeeded'`.
+const RUNS_OK: &str = "runs_ok";
+const RUNS_OK_COLUMNS: &str = "job_name, outcome, ended_at";
+
+/// The unique index that keeps one pause row per job (partial in PostgreSQL and SQLite; on a
+/// generated column in MySQL, which has no partial index: NULL for other rows).
+const PAUSED: &str = "paused";
+const MYSQL_PAUSE_JOB: &str =
+    "pause_job VARCHAR(255) AS (CASE WHEN request_kind = 'pause' THEN job_name END) STORED";
+
+/// The names of the indexes added after the tables first shipped (the last-success index and
+/// the pause index), bare: for the probes that tell whether `ensure_schema()` has work to do.
+pub(super) fn added_indexes(lock_table: &ResolvedTable) -> [String; 2] {
+    [
+        format!("{}_{RUNS_OK}", lock_table.name),
+        format!("{}_{PAUSED}", lock_table.name),
+    ]
+}
+
+/// Deletes every pause row of a job but its oldest: what a pause race could leave before the
+/// unique index existed. The derived table: MySQL deletes from no table its subquery reads.
+fn dedupe_pauses(t: &TableNames) -> String {
+    let control = &t.control.quoted;
+    format!(
+        "DELETE FROM {control} WHERE request_kind = 'pause' AND id NOT IN \
+         (SELECT id FROM (SELECT MIN(id) AS id FROM {control} WHERE request_kind = 'pause' \
+         GROUP BY job_name) AS oldest)"
+    )
+}
+
+/// MySQL has no `CREATE INDEX IF NOT EXISTS` (MariaDB has) nor `ADD COLUMN IF NOT EXISTS`:
+/// `ddl` runs when `missing` (one boolean, from the catalog) is true, as one prepared
+/// statement, on the connection that runs the rest of the DDL.
+fn mysql_if(missing: &str, ddl: &str) -> [String; 4] {
+    let ddl = ddl.replace('\'', "''");
+    [
+        format!("SET @lock_sql_ddl = IF(({missing}), '{ddl}', 'DO 0')"),
+        "PREPARE lock_sql_ddl FROM @lock_sql_ddl".to_owned(),
+        "EXECUTE lock_sql_ddl".to_owned(),
+        "DEALLOCATE PREPARE lock_sql_ddl".to_owned(),
+    ]
 }

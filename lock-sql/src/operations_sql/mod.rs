@@ -119,7 +119,9 @@ pub struct OperationsSql {
     /// The DDL, one statement per element, each a no-op when its object exists.
     pub create: Vec<String>,
     /// Reads nothing but fails when a table is missing: `SELECT` of no row from each of the
-    /// four tables (what `ensure_schema()` looks for before it runs any DDL).
+    /// four tables (what `ensure_schema()` looks for before it runs any DDL); in PostgreSQL
+    /// also when an index added since the tables first shipped is missing (the last-success
+    /// index, the one-pause-row index), so that an existing schema gets them.
     pub probe: Vec<String>,
     /// The same for the three tables the scheduler needs (registry, history, control): what
     /// [`ClusterStore::check`](lock_cluster::ClusterStore::check) reads. The
@@ -139,7 +141,8 @@ pub struct OperationsSql {
     pub run_start: String,
     /// `1` outcome, `2` error or NULL, `3` run id: the end of a run.
     pub run_end: String,
-    /// `1` job, `2` requested by: inserts a pause unless the job is paused already.
+    /// `1` job, `2` requested by: inserts a pause unless the job is paused already; of
+    /// concurrent pauses of one job exactly one inserts (a unique index).
     pub pause: String,
     /// `1` job: deletes the job's pause rows.
     pub resume: String,
@@ -159,9 +162,11 @@ pub struct OperationsSql {
     /// `1` job, `2` run id, `3` limit: the job's runs older than that run, newest first
     /// ([`RUN_COLUMNS`]); keyset paging on the `(job_name, id)` index.
     pub history_page: String,
-    /// The newest run of every job ([`RUN_COLUMNS`]); no parameters.
+    /// The newest run of every job in the history ([`RUN_COLUMNS`]); no parameters. One index
+    /// seek per job name, whatever the history's length.
     pub last_runs: String,
-    /// `job_name` and the latest `ended_at` of a successful run, per job; no parameters.
+    /// `job_name` and the latest `ended_at` of a successful run, per job; no parameters. One
+    /// index seek per job name, whatever the history's length.
     pub last_successes: String,
     /// `1` before, `2` limit: deletes at most `limit` runs started before `before`.
     pub delete_runs: String,

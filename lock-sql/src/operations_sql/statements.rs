@@ -53,6 +53,18 @@ impl OperationsSql {
             .map(|t| format!("SELECT 1 FROM {t} WHERE 1 = 0"))
             .collect();
         let check = probe[..3].to_vec();
+        // PostgreSQL's `ensure_schema()` runs no DDL when the probes succeed: the indexes added
+        // since the tables first shipped are probed too (a cast that fails when one is missing).
+        let mut probe = probe;
+        if d == SqlDialect::Postgres {
+            for index in create::added_indexes(lock_table) {
+                let index = match &lock_table.schema {
+                    Some(schema) => format!("{}.{}", style.quote(schema), style.quote(&index)),
+                    None => style.quote(&index),
+                };
+                probe.push(format!("SELECT '{index}'::regclass"));
+            }
+        }
 
         let poll = format!(
             "SELECT {CONTROL_COLUMNS} FROM {control} \
@@ -91,19 +103,23 @@ impl OperationsSql {
             p(2),
             p(3)
         );
-        // INSERT ... SELECT with a NOT EXISTS: a job is paused by one row, whoever asks twice.
-        // MySQL cannot select from the table it inserts into in a subquery of the same
-        // statement without a derived table, hence the wrapping.
+        // A job is paused by one row, whoever asks twice: two pauses at once both see no row,
+        // and the unique index on the job's pause row (see `create`) turns the second insert
+        // into nothing, so that exactly one caller is told it paused. PostgreSQL and SQLite keep
+        // the NOT EXISTS too, for tables whose `ensure_schema()` has not added the index yet.
+        // MySQL inserts plain VALUES: an INSERT .. SELECT takes the table's AUTO-INC lock for
+        // the statement and shared locks on what it reads, and concurrent ones deadlock there
+        // (MariaDB answers "Failed to read auto-increment value", 1467).
         let pause = match d {
             SqlDialect::MySql => format!(
-                "INSERT INTO {control} (job_name, request_kind, requested_at, requested_by) \
-                 SELECT ?, 'pause', {now}, ? FROM DUAL WHERE NOT EXISTS \
-                 (SELECT 1 FROM (SELECT id FROM {control} WHERE job_name = ? AND request_kind = 'pause') AS paused)"
+                "INSERT IGNORE INTO {control} (job_name, request_kind, requested_at, requested_by) \
+                 VALUES (?, 'pause', {now}, ?)"
             ),
             _ => format!(
                 "INSERT INTO {control} (job_name, request_kind, requested_at, requested_by) \
                  SELECT {p1}, 'pause', {now}, {p2} WHERE NOT EXISTS \
-                 (SELECT 1 FROM {control} WHERE job_name = {p1} AND request_kind = 'pause')",
+                 (SELECT 1 FROM {control} WHERE job_name = {p1} AND request_kind = 'pause') \
+                 ON CONFLICT DO NOTHING",
                 p1 = p(1),
                 p2 = p(2)
             ),
@@ -140,19 +156,72 @@ impl OperationsSql {
             p(2),
             p(3)
         );
-        let last_runs = format!(
-            "SELECT {cols} FROM {runs} r JOIN \
-             (SELECT MAX(id) AS last_id FROM {runs} GROUP BY job_name) l ON r.id = l.last_id \
-             ORDER BY r.job_name",
-            cols = RUN_COLUMNS
-                .split(", ")
-                .map(|c| format!("r.{c}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        let last_successes = format!(
-            "SELECT job_name, MAX(ended_at) FROM {runs} WHERE outcome = 'succeeded' GROUP BY job_name"
-        );
+        // Both read one index seek per job name, never the history: a skip scan over the
+        // `(job_name, id)` index (a recursive CTE in PostgreSQL and SQLite, which have no
+        // loose index scan) and the job's newest id; the last success from the
+        // `(job_name, outcome, ended_at)` index. MySQL and MariaDB do the skip scan themselves
+        // for a `GROUP BY` on an index's first column ("Using index for group-by"), and bound
+        // a recursive CTE's depth (`cte_max_recursion_depth`, 1000), so they group.
+        let run_cols = RUN_COLUMNS
+            .split(", ")
+            .map(|c| format!("r.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (last_runs, last_successes) = match d {
+            SqlDialect::MySql => (
+                format!(
+                    "SELECT {run_cols} FROM {runs} r JOIN \
+                     (SELECT MAX(id) AS last_id FROM {runs} GROUP BY job_name) l ON r.id = l.last_id \
+                     ORDER BY r.job_name"
+                ),
+                format!(
+                    "SELECT job_name, MAX(ended_at) FROM {runs} WHERE outcome = 'succeeded' \
+                     GROUP BY job_name"
+                ),
+            ),
+            _ => {
+                let job_names = format!(
+                    "WITH RECURSIVE jobs (name) AS (\
+                     SELECT MIN(job_name) FROM {runs} \
+                     UNION ALL \
+                     SELECT (SELECT MIN(n.job_name) FROM {runs} n WHERE n.job_name > jobs.name) \
+                     FROM jobs WHERE jobs.name IS NOT NULL) "
+                );
+                // PostgreSQL would hash-join a small history on `r.id = (..)`, reading all of
+                // it: LATERAL with a LIMIT is one seek per job whatever it estimates. SQLite
+                // has no LATERAL, and always looks the id up per job.
+                let newest = match d {
+                    SqlDialect::Postgres => format!(
+                        "{job_names}SELECT {run_cols} FROM jobs CROSS JOIN LATERAL \
+                         (SELECT * FROM {runs} l WHERE l.job_name = jobs.name \
+                         ORDER BY l.id DESC LIMIT 1) r ORDER BY r.job_name"
+                    ),
+                    _ => format!(
+                        "{job_names}SELECT {run_cols} FROM jobs JOIN {runs} r ON r.id = \
+                         (SELECT MAX(l.id) FROM {runs} l WHERE l.job_name = jobs.name) \
+                         ORDER BY r.job_name"
+                    ),
+                };
+                // The scalar subquery of a flattened derived table is evaluated twice per row,
+                // in the filter and in the result: LATERAL in PostgreSQL; in SQLite a LIMIT
+                // keeps the derived table whole.
+                let succeeded = match d {
+                    SqlDialect::Postgres => format!(
+                        "{job_names}SELECT jobs.name, l.succeeded FROM jobs CROSS JOIN LATERAL \
+                         (SELECT MAX(s.ended_at) AS succeeded FROM {runs} s \
+                         WHERE s.job_name = jobs.name AND s.outcome = 'succeeded') l \
+                         WHERE l.succeeded IS NOT NULL"
+                    ),
+                    _ => format!(
+                        "{job_names}SELECT name, succeeded FROM (SELECT jobs.name, \
+                         (SELECT MAX(s.ended_at) FROM {runs} s \
+                         WHERE s.job_name = jobs.name AND s.outcome = 'succeeded') AS succeeded \
+                         FROM jobs LIMIT -1) AS last WHERE succeeded IS NOT NULL"
+                    ),
+                };
+                (newest, succeeded)
+            }
+        };
         let record_action = format!(
             "INSERT INTO {actions} (acted_at, job_name, action, requested_by, detail) \
              VALUES ({now}, {}, {}, {}, {})",

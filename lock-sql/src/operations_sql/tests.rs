@@ -65,7 +65,11 @@ fn the_action_log_is_created_with_its_job_index_and_probed() {
             .unwrap(),
     )
     .unwrap();
-    let ddl = mysql.create.last().unwrap();
+    let ddl = mysql
+        .create
+        .iter()
+        .find(|s| s.starts_with("CREATE TABLE IF NOT EXISTS `shedlock_actions`"))
+        .unwrap();
     assert!(
         ddl.contains("detail VARCHAR(1000) NULL,\n  INDEX `shedlock_actions_job` (job_name, id)"),
         "{ddl}"
@@ -73,5 +77,65 @@ fn the_action_log_is_created_with_its_job_index_and_probed() {
     assert_eq!(
         mysql.delete_expired(Expired::Actions),
         "DELETE FROM `shedlock_actions` WHERE acted_at < ? ORDER BY id LIMIT ?"
+    );
+}
+
+#[test]
+fn existing_tables_get_the_last_success_and_one_pause_row_indexes() {
+    let table = LockTableConfig::default()
+        .with_table("ops.shedlock")
+        .resolve(IdentifierStyle::POSTGRES)
+        .unwrap();
+    let pg = OperationsSql::new(SqlDialect::Postgres, &table).unwrap();
+    assert!(pg.create.contains(
+        &r#"CREATE INDEX IF NOT EXISTS "shedlock_runs_ok" ON "ops"."shedlock_runs" (job_name, outcome, ended_at)"#
+            .to_owned()
+    ));
+    assert!(pg.create.contains(
+        &r#"CREATE UNIQUE INDEX IF NOT EXISTS "shedlock_paused" ON "ops"."shedlock_control" (job_name) WHERE request_kind = 'pause'"#
+            .to_owned()
+    ));
+    // The duplicates a race left go before the unique index is built.
+    let dedupe = pg
+        .create
+        .iter()
+        .position(|s| s.starts_with("DELETE"))
+        .unwrap();
+    let unique = pg.create.iter().position(|s| s.contains("UNIQUE")).unwrap();
+    assert!(dedupe < unique);
+    // Probed, so that `ensure_schema()` on existing tables creates them.
+    assert!(
+        pg.probe
+            .contains(&r#"SELECT '"ops"."shedlock_paused"'::regclass"#.to_owned())
+    );
+    assert!(pg.pause.ends_with("ON CONFLICT DO NOTHING"), "{}", pg.pause);
+    assert!(
+        pg.last_runs.starts_with("WITH RECURSIVE"),
+        "{}",
+        pg.last_runs
+    );
+
+    let mysql = OperationsSql::new(
+        SqlDialect::MySql,
+        &LockTableConfig::default()
+            .resolve(IdentifierStyle::MYSQL)
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(mysql.pause.starts_with("INSERT IGNORE"), "{}", mysql.pause);
+    let ddl = mysql.create.join(";\n");
+    assert!(
+        ddl.contains(
+            "LOWER(table_name) = LOWER('shedlock_control') AND LOWER(column_name) = 'pause_job'"
+        ),
+        "{ddl}"
+    );
+    assert!(
+        ddl.contains("ADD UNIQUE INDEX `shedlock_paused` (pause_job)"),
+        "{ddl}"
+    );
+    assert!(
+        ddl.contains("CREATE INDEX `shedlock_runs_ok` ON `shedlock_runs`"),
+        "{ddl}"
     );
 }
