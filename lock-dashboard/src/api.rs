@@ -140,7 +140,7 @@ impl From<&LockRecord> for LockJson {
     }
 }
 
-fn job_json(job: &JobView, locks: &[LockRecord]) -> JobJson {
+fn job_json(job: &JobView, overview: &read::Overview) -> JobJson {
     JobJson {
         name: job.name.clone(),
         lock_name: job.lock_name.clone(),
@@ -154,7 +154,7 @@ fn job_json(job: &JobView, locks: &[LockRecord]) -> JobJson {
         last_run: job.last_run.as_ref().map(RunJson::from),
         last_success: job.last_success.map(instant),
         pending_triggers: job.pending_triggers,
-        running: read::running(job, locks).map(|lease| LeaseJson {
+        running: overview.running(job).map(|lease| LeaseJson {
             holder: lease.locked_by.clone(),
             since: instant(lease.locked_at),
             until: instant(lease.lock_until),
@@ -169,7 +169,7 @@ pub(crate) async fn jobs(State(state): State<AppState>) -> Result<Json<Vec<JobJs
     Ok(Json(
         read::ordered(&overview.view)
             .into_iter()
-            .map(|job| job_json(job, &overview.locks))
+            .map(|job| job_json(job, &overview))
             .collect(),
     ))
 }

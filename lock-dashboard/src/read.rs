@@ -1,5 +1,7 @@
 //! What the pages and the JSON endpoints show, read once for both.
 
+use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::http::StatusCode;
@@ -14,10 +16,29 @@ use crate::failure::Failure;
 use crate::state::AppState;
 
 /// The Jobs and Instances pages: the cluster at the database's now, and the lock table.
-#[derive(Clone)]
 pub(crate) struct Overview {
     pub(crate) view: ClusterView,
     pub(crate) locks: Vec<LockRecord>,
+    /// The held locks' positions in `locks`, by name: "running now" of every job in one pass.
+    held: HashMap<String, usize>,
+}
+
+impl Overview {
+    fn new(view: ClusterView, locks: Vec<LockRecord>) -> Self {
+        let held = locks
+            .iter()
+            .enumerate()
+            .filter(|(_, record)| record.held)
+            .map(|(at, record)| (record.name.clone(), at))
+            .collect();
+        Overview { view, locks, held }
+    }
+
+    /// The lease `job`'s lock holds right now, if any.
+    pub(crate) fn running(&self, job: &JobView) -> Option<&LockRecord> {
+        let at = *self.held.get(job.lock_name.as_deref()?)?;
+        self.locks.get(at)
+    }
 }
 
 fn store(provider: &dyn ClusterProvider) -> Result<&dyn Cluster, Failure> {
@@ -44,22 +65,22 @@ fn failed(what: &str) -> impl Fn(lock_core::LockError) -> Failure + '_ {
 ///   reads again.
 #[derive(Default)]
 pub(crate) struct OverviewReads {
-    last: tokio::sync::Mutex<Option<(Instant, Overview)>>,
+    last: tokio::sync::Mutex<Option<(Instant, Arc<Overview>)>>,
 }
 
 /// Reads what [`ClusterView::read`] reads, keeping the lock table for "running now"; shared
 /// with the requests waiting for the same read ([`OverviewReads`]).
-pub(crate) async fn overview(state: &AppState) -> Result<Overview, Failure> {
+pub(crate) async fn overview(state: &AppState) -> Result<Arc<Overview>, Failure> {
     let arrived = Instant::now();
     let mut last = state.overview.last.lock().await;
     if let Some((started, overview)) = last.as_ref()
         && *started >= arrived
     {
-        return Ok(overview.clone());
+        return Ok(Arc::clone(overview));
     }
     let started = Instant::now();
-    let overview = read_overview(state).await?;
-    *last = Some((started, overview.clone()));
+    let overview = Arc::new(read_overview(state).await?);
+    *last = Some((started, Arc::clone(&overview)));
     Ok(overview)
 }
 
@@ -90,15 +111,7 @@ async fn read_overview(state: &AppState) -> Result<Overview, Failure> {
         locks.clone(),
         &state.options,
     );
-    Ok(Overview { view, locks })
-}
-
-/// The lease a job's lock holds right now, if any.
-pub(crate) fn running<'a>(job: &JobView, locks: &'a [LockRecord]) -> Option<&'a LockRecord> {
-    let lock = job.lock_name.as_deref()?;
-    locks
-        .iter()
-        .find(|record| record.name == lock && record.held)
+    Ok(Overview::new(view, locks))
 }
 
 /// Its newest run failed, panicked, lost its lock or never ended.

@@ -32,7 +32,7 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Mark
                 tbody {
                     @for job in &jobs {
                         @let failing = read::failing(job);
-                        @let running = read::running(job, &overview.locks);
+                        @let running = overview.running(job);
                         tr data-job=(job.name) class={
                             @if failing { "failing " } @if job.missed { "missed " } @if job.paused { "paused" }
                         } {

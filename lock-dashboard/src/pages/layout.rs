@@ -74,7 +74,7 @@ pub(crate) fn frame(
 
 /// A time in UTC; the script adds the browser's zone.
 pub(crate) fn time(at: DateTime<Utc>) -> Markup {
-    html! { time datetime=(instant(at)) { (at.format("%Y-%m-%d %H:%M:%S UTC")) } }
+    html! { time datetime=(instant(at)) { (crate::format::shown(at)) } }
 }
 
 /// An optional time, or a dash.
