@@ -182,6 +182,11 @@ async fn two_replicas_migrate_once_before_any_fire_then_run_serve_and_stop_on_si
     // The dashboard under /ops sees both replicas; /metrics is served by the same app.
     let mut durations = 0.0;
     for replica in &replicas {
+        for jobs_page in ["/ops", "/ops/"] {
+            let (status, body) = get(&replica.address, jobs_page).unwrap();
+            assert_eq!(status, 200, "GET {jobs_page}: {body}");
+            assert!(body.contains("export_reports"), "GET {jobs_page}: {body}");
+        }
         let (status, body) = get(&replica.address, "/ops/api/jobs").unwrap();
         assert_eq!(status, 200, "{body}");
         let jobs: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();

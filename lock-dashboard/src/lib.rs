@@ -39,13 +39,14 @@ pub const DEFAULT_PAGE_SIZE: u32 = 50;
 /// The dashboard of `provider`'s cluster, read-only: every page and JSON endpoint, no action.
 /// [`Dashboard`] configures tokens (which allow the actions) and the rest.
 ///
-/// Mount it under a path of the service's own with [`Router::nest`]:
+/// Mount it under a path of the service's own with [`Router::nest_service`] (which answers
+/// `/scheduler` and `/scheduler/`; [`Router::nest`] answers `/scheduler` only):
 ///
 /// ```
 /// use lock_core::InMemoryLockProvider;
 ///
 /// let app: axum::Router = axum::Router::new()
-///     .nest("/scheduler", lock_dashboard::router(InMemoryLockProvider::new()));
+///     .nest_service("/scheduler", lock_dashboard::router(InMemoryLockProvider::new()));
 /// # drop(app);
 /// ```
 pub fn router<P: ClusterProvider>(provider: P) -> Router {

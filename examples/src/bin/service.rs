@@ -250,8 +250,9 @@ async fn run(options: Options) -> Result<(), BoxError> {
         .route("/healthz", get(|| async { "ok\n" }))
         .route("/reports", get(latest_reports))
         .with_state(state)
-        // `router()` is a `Router<()>`: nested after the service's own state is given.
-        .nest("/ops", scheduled_locks::dashboard::router(provider))
+        // `router()` is a `Router<()>`: nested after the service's own state is given, as a
+        // service so that `/ops/` answers as well as `/ops` (`Router::nest` answers `/ops` only).
+        .nest_service("/ops", scheduled_locks::dashboard::router(provider))
         .route(
             "/metrics",
             get(move || std::future::ready(metrics.render())),
