@@ -108,6 +108,35 @@ async fn browser_with(driver: &Driver, extra: &[&str]) -> Client {
 
 /// One instance of the service: `tick` every second, `nightly_report` once a year (so it
 /// only runs when triggered), `flaky` failing every 2 s; run history kept.
+/// Logs in on `base`'s login page with `secret`, and waits until the page shows who is
+/// signed in (`strong` is in the header only then: the login has landed).
+async fn log_in(client: &Client, base: &str, secret: &str) {
+    client
+        .goto(&format!("{base}/login"))
+        .await
+        .expect("login page");
+    client
+        .find(Locator::Css("input#token"))
+        .await
+        .expect("token field")
+        .send_keys(secret)
+        .await
+        .expect("type the token");
+    client
+        .find(Locator::Css("form.login button"))
+        .await
+        .expect("login button")
+        .click()
+        .await
+        .expect("log in");
+    client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("span.who strong"))
+        .await
+        .expect("signed in");
+}
+
 async fn instance(provider: Arc<PostgresLockProvider>, id: &str) -> Scheduler {
     let tick = Job::new(
         "tick",
@@ -195,28 +224,7 @@ async fn pausing_a_job_in_the_browser_stops_its_runs() {
     .await;
 
     let client = browser(&driver).await;
-    client
-        .goto(&format!("{base}/login"))
-        .await
-        .expect("login page");
-    let field = client
-        .find(Locator::Css("input#token"))
-        .await
-        .expect("token field");
-    field.send_keys(ALICE_SECRET).await.expect("type the token");
-    client
-        .find(Locator::Css("form.login button"))
-        .await
-        .expect("login button")
-        .click()
-        .await
-        .expect("log in");
-    client
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("span.who strong"))
-        .await
-        .expect("signed in");
+    log_in(&client, &base, ALICE_SECRET).await;
 
     // Without auto-refresh while clicking, so the button cannot be replaced under the click.
     client
@@ -419,31 +427,7 @@ async fn a_rebound_name_shows_no_data_and_a_viewer_sees_no_button() {
 
     // A viewer signs in and reads, with no button of an action it may not take.
     let base = format!("http://127.0.0.1:{port}");
-    client
-        .goto(&format!("{base}/login"))
-        .await
-        .expect("login page");
-    client
-        .find(Locator::Css("input#token"))
-        .await
-        .expect("token field")
-        .send_keys(VIEWER_SECRET)
-        .await
-        .expect("type the token");
-    client
-        .find(Locator::Css("form.login button"))
-        .await
-        .expect("login button")
-        .click()
-        .await
-        .expect("log in");
-    // `strong` is in the header only once signed in: the login has landed.
-    client
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("span.who strong"))
-        .await
-        .expect("signed in");
+    log_in(&client, &base, VIEWER_SECRET).await;
     let who = client
         .find(Locator::Css("span.who"))
         .await
