@@ -189,9 +189,13 @@ impl MySqlOperations {
     pub(crate) async fn ensure(&self) -> Result<(), LockError> {
         let mut conn = self.conn("schema").await?;
         for statement in &self.sql.create {
-            conn.query_drop(statement.as_str())
-                .await
-                .map_err(|e| self.error("schema", "", e))?;
+            if let Err(e) = conn.query_drop(statement.as_str()).await {
+                // The DDL's named lock is the session's: not left to the pooled connection.
+                if let Some(release) = &self.sql.create_release {
+                    let _ = conn.query_drop(release.as_str()).await;
+                }
+                return Err(self.error("schema", "", e));
+            }
         }
         Ok(())
     }

@@ -108,9 +108,18 @@ impl Tables for MySqlTables {
     async fn create(&self, sql: &OperationsSql) -> Result<(), sqlx::Error> {
         let mut conn = self.pool.acquire().await?;
         for statement in &sql.create {
-            sqlx::raw_sql(AssertSqlSafe(statement.clone()))
+            let done = sqlx::raw_sql(AssertSqlSafe(statement.clone()))
                 .execute(&mut *conn)
-                .await?;
+                .await;
+            if let Err(e) = done {
+                // The DDL's named lock is the session's: not left to the pooled connection.
+                if let Some(release) = &sql.create_release {
+                    let _ = sqlx::raw_sql(AssertSqlSafe(release.clone()))
+                        .execute(&mut *conn)
+                        .await;
+                }
+                return Err(e);
+            }
         }
         Ok(())
     }

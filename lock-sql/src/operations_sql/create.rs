@@ -157,6 +157,12 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
                     t.control.quoted
                 ),
             ));
+            // Instances starting at once would each find the index missing and the second's
+            // `ALTER` fail (duplicate column or key): the DDL runs under a named lock of the
+            // tables, as PostgreSQL's under an advisory lock.
+            let [lock, release] = mysql_ddl_lock(&schema, &t.control.bare);
+            create.insert(0, lock);
+            create.push(release);
         }
         _ => {
             create.push(index(RUNS_OK, &t.runs, RUNS_OK_COLUMNS));
@@ -199,6 +205,28 @@ fn dedupe_pauses(t: &TableNames) -> String {
          (SELECT id FROM (SELECT MIN(id) AS id FROM {control} WHERE request_kind = 'pause' \
          GROUP BY job_name) AS oldest)"
     )
+}
+
+/// The statements that take and release the named lock (`GET_LOCK`, at most 60 s) under which
+/// MySQL's DDL of the tables next to `control` runs; the name is hashed to stay within
+/// MySQL's 64 characters. [`mysql_ddl_release`] is the second, for a provider to run when a
+/// statement between them failed.
+fn mysql_ddl_lock(schema: &str, control: &str) -> [String; 2] {
+    let name = format!("SHA1(CONCAT('lock_sql ddl ', {schema}, '.', '{control}'))");
+    [
+        format!("DO GET_LOCK({name}, 60)"),
+        format!("DO RELEASE_LOCK({name})"),
+    ]
+}
+
+/// The statement that releases the named lock of MySQL's DDL (see [`mysql_ddl_lock`]): the
+/// last of `create`, also to be run by a provider when one before it failed, so that the
+/// connection does not go back to its pool holding the lock.
+pub(super) fn mysql_ddl_release(create: &[String]) -> Option<String> {
+    create
+        .last()
+        .filter(|last| last.starts_with("DO RELEASE_LOCK("))
+        .cloned()
 }
 
 /// MySQL has no `CREATE INDEX IF NOT EXISTS` (MariaDB has) nor `ADD COLUMN IF NOT EXISTS`:

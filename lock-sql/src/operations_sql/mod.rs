@@ -118,6 +118,9 @@ pub struct OperationsSql {
     pub bare: [String; 4],
     /// The DDL, one statement per element, each a no-op when its object exists.
     pub create: Vec<String>,
+    /// MySQL: the statement that releases the named lock the DDL runs under (the last of
+    /// [`create`](Self::create)); a provider runs it when a statement before it failed.
+    pub create_release: Option<String>,
     /// Reads nothing but fails when a table is missing: `SELECT` of no row from each of the
     /// four tables (what `ensure_schema()` looks for before it runs any DDL); in PostgreSQL
     /// also when an index added since the tables first shipped is missing (the last-success

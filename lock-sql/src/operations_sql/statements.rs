@@ -41,6 +41,7 @@ impl OperationsSql {
             actions: derive("actions")?,
         };
         let create = create::statements(dialect, lock_table, &names);
+        let create_release = create::mysql_ddl_release(&create);
         let instances = names.instances.quoted.clone();
         let runs = &names.runs.quoted;
         let control = &names.control.quoted;
@@ -302,6 +303,7 @@ impl OperationsSql {
                 names.actions.bare.clone(),
             ],
             create,
+            create_release,
             probe,
             check,
             poll,
