@@ -79,12 +79,38 @@ pub fn under_faketime(offset: &str, program: impl AsRef<std::ffi::OsStr>) -> Com
     command
 }
 
-/// A TCP port nobody listens on right now (the caller's child binds it a moment later).
+/// A TCP port nobody listens on right now (the caller's child binds it a moment later),
+/// below the kernel's range of local ports for outgoing connections
+/// (`net.ipv4.ip_local_port_range`, 32768 and up by default).
+///
+/// Why not the kernel's pick (`bind` to port 0): that port is in the outgoing range, so while
+/// a private server is down for a restart on it, any connection any process opens may take it
+/// as its local port, and the server cannot bind it again (seen: a private Redis restarted in
+/// the chaos suite never answered). A port below the range is never taken that way.
 ///
 /// ```
-/// assert!(test_support::process::free_port() > 0);
+/// let port = test_support::process::free_port();
+/// assert!(port >= 10_000);
+/// assert!(std::net::TcpListener::bind(("127.0.0.1", port)).is_ok());
 /// ```
 pub fn free_port() -> u16 {
+    use std::hash::{BuildHasher, Hasher};
+    let first_local = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let (low, high) = (10_000u16, first_local.max(10_001));
+    for attempt in 0u32..1000 {
+        // A different start in each process and call: parallel test processes rarely pick
+        // the same port.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        hasher.write_u32(attempt);
+        let port = low + (hasher.finish() % u64::from(high - low)) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind an ephemeral port");
     listener.local_addr().expect("local address").port()
 }

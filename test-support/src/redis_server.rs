@@ -211,6 +211,17 @@ impl PrivateRedis {
             .command("PING")
             .is_ok_and(|reply| reply.starts_with("+PONG"))
         {
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!(
+                    "the private redis-server on port {} exited at its start ({status}): is \
+                     the port taken?",
+                    self.port
+                );
+            }
             assert!(
                 Instant::now() < deadline,
                 "the private redis-server on port {} did not answer PING within {START_TIMEOUT:?}",
