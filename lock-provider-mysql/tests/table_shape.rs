@@ -68,12 +68,10 @@ async fn names_that_differ_only_in_case_are_two_locks() {
     let upper: Arc<str> = Arc::from("Report");
     let lower: Arc<str> = Arc::from("report");
     let accented: Arc<str> = Arc::from("répôrt");
-    let padded: Arc<str> = Arc::from("report ");
     for (name, owner) in [
         (&upper, "a"),
         (&lower, "b"),
         (&accented, "c"),
-        (&padded, "d"),
     ] {
         assert!(
             matches!(
@@ -91,7 +89,8 @@ async fn names_that_differ_only_in_case_are_two_locks() {
         .map(|r| r.name.to_string())
         .collect();
     names.sort();
-    assert_eq!(names, ["Report", "report", "report ", "répôrt"]);
+    // (A trailing space, equal under PAD SPACE collations, is refused by the name rule.)
+    assert_eq!(names, ["Report", "report", "répôrt"]);
 }
 
 // Current-thread runtime: the log capture is a thread-local default subscriber.
