@@ -3,6 +3,7 @@
 
 use proc_macro2::{Punct, Spacing, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
+use syn::ext::IdentExt;
 use syn::token::Paren;
 use syn::{AttrStyle, Attribute, ItemFn, LitStr, MacroDelimiter, Meta, MetaList, ReturnType};
 
@@ -303,6 +304,7 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///             body: JobBody::Async(|_| Box::pin(async { JobReturn::into_job_result(__lock_body().await) })),
 ///             check: |_| Vec::new(),
 ///             distribution: Distribution::Single, // `Shards(4)` with `shards = 4`
+///             function: concat!(module_path!(), "::", "sync_bill"),
 ///         }
 ///     }
 ///     run_locked(&__LOCK_SPEC, __lock_body()).await
@@ -434,6 +436,8 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
     };
     let extractors = params.extractors();
     let check = params.check();
+    // Written without `r#`, as the name proposed by the missing-name error is.
+    let fn_name = func.sig.ident.unraw().to_string();
     let body = quote! {
         #nested
         #spec
@@ -446,6 +450,7 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
                 body: #job_body,
                 check: #check,
                 distribution: #distribution,
+                function: ::core::concat!(::core::module_path!(), "::", #fn_name),
             }
         }
         #direct_call
