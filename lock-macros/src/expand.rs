@@ -307,7 +307,7 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///             function: concat!(module_path!(), "::", "sync_bill"),
 ///         }
 ///     }
-///     run_locked(&__LOCK_SPEC, __lock_body()).await
+///     run_locked(&__LOCK_SPEC, returns::<R>(), __lock_body()).await
 /// }
 ///
 /// // Output for a synchronous `fn cleanup() -> R { body }`: the same, with
@@ -343,7 +343,7 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///             check: |__lock_state| { /* each __LOCK_PARAM_i.check(..) */ },
 ///         }
 ///     }
-///     run_locked(&__LOCK_SPEC, __lock_body(__lock_arg0, ctx)).await
+///     run_locked(&__LOCK_SPEC, returns::<R>(), __lock_body(__lock_arg0, ctx)).await
 /// }
 ///
 /// // Input: #[scheduled(fixed_rate = "2s", misfire = "catch_up", misfire_max = 5, name = "tick")]
@@ -409,7 +409,7 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
             quote!(async fn __lock_body(#inputs) -> #ret #block),
             job_body,
             quote_spanned! {ret_span=>
-                #at_ret::run_locked(&__LOCK_SPEC, __lock_body(#args)).await
+                #at_ret::run_locked(&__LOCK_SPEC, #at_ret::returns::<#ret>(), __lock_body(#args)).await
             },
         )
     } else {
@@ -476,7 +476,7 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
 ///         lock_at_most_for: Some(Duration::from_millis(600000u64)),
 ///         ..lock_trigger::LockSpec::DEFAULT
 ///     });
-///     run_locked(&__LOCK_SPEC, async move {
+///     run_locked(&__LOCK_SPEC, returns::<R>(), async move {
 ///         let __lock_ret: anyhow::Result<()> = { body };
 ///         #[allow(unreachable_code)] // when `body` ends in `return`
 ///         __lock_ret
@@ -500,7 +500,7 @@ fn locked_fn(func: &ItemFn, lock: &Lock, name: &LitStr) -> TokenStream {
     let at_ret = PRIVATE.spanned(ret_span(func));
     let call = if func.sig.asyncness.is_some() {
         quote_spanned! {ret_span(func)=>
-            #at_ret::run_locked(&__LOCK_SPEC, async move {
+            #at_ret::run_locked(&__LOCK_SPEC, #at_ret::returns::<#ret>(), async move {
                 let __lock_ret: #ret = #block;
                 #[allow(unreachable_code)]
                 __lock_ret

@@ -49,7 +49,12 @@ pub(crate) fn classify(
         sqlx::Error::Database(db) if login_rejected(db.as_ref()) => ConnectFailure::LoginRejected,
         _ => return Err(error),
     };
-    Ok(ConnectError::new(endpoint.database, endpoint.address(), failure, error))
+    Ok(ConnectError::new(
+        endpoint.database,
+        endpoint.address(),
+        failure,
+        error,
+    ))
 }
 
 /// Blocking, on the error path only and for at most [`PROBE_TIMEOUT`] per address, after the

@@ -46,11 +46,19 @@ fn lazy_pg(url: &str) -> SqlxLockProvider {
 
 #[tokio::test]
 async fn a_closed_port_is_named_as_refused() {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let error = start_error(lazy_pg(&format!("postgres://app@127.0.0.1:{port}/app"))).await;
-    let expected = format!("cannot connect to PostgreSQL at 127.0.0.1:{port}: the connection was refused");
+    let expected =
+        format!("cannot connect to PostgreSQL at 127.0.0.1:{port}: the connection was refused");
     assert!(error.contains(&expected), "{error}");
-    assert!(error.contains("check that the database is running"), "{error}");
+    assert!(
+        error.contains("check that the database is running"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -59,7 +67,8 @@ async fn a_listener_that_never_answers_is_named_as_timed_out() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let error = start_error(lazy_pg(&format!("postgres://app@127.0.0.1:{port}/app"))).await;
-    let expected = format!("cannot connect to PostgreSQL at 127.0.0.1:{port}: the connection timed out");
+    let expected =
+        format!("cannot connect to PostgreSQL at 127.0.0.1:{port}: the connection timed out");
     assert!(error.contains(&expected), "{error}");
     drop(listener);
 }
@@ -70,12 +79,19 @@ async fn a_database_that_does_not_exist_is_named_as_a_rejected_login() {
     let Some(_reachable) = common::pg_pool().await else {
         return;
     };
-    let (base, _database) = common::postgres_url().rsplit_once('/').map(|(b, d)| (b.to_owned(), d.to_owned())).unwrap();
+    let (base, _database) = common::postgres_url()
+        .rsplit_once('/')
+        .map(|(b, d)| (b.to_owned(), d.to_owned()))
+        .unwrap();
     let address = host_port(&base, 5432);
     let error = start_error(lazy_pg(&format!("{base}/no_such_database_i34"))).await;
-    let expected = format!("cannot connect to PostgreSQL at {address}: the server rejected the login");
+    let expected =
+        format!("cannot connect to PostgreSQL at {address}: the server rejected the login");
     assert!(error.contains(&expected), "{error}");
-    assert!(error.contains("no_such_database_i34"), "the server's own reason: {error}");
+    assert!(
+        error.contains("no_such_database_i34"),
+        "the server's own reason: {error}"
+    );
 }
 
 #[tokio::test]

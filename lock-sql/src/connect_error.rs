@@ -46,7 +46,10 @@ impl ConnectFailure {
     pub fn in_chain(error: &(dyn Error + 'static)) -> Option<Self> {
         let mut next = Some(error);
         while let Some(error) = next {
-            if let Some(found) = error.downcast_ref::<io::Error>().and_then(|e| Self::of_io(e.kind())) {
+            if let Some(found) = error
+                .downcast_ref::<io::Error>()
+                .and_then(|e| Self::of_io(e.kind()))
+            {
                 return Some(found);
             }
             next = error.source();
@@ -104,7 +107,9 @@ impl ConnectError {
 
 impl fmt::Display for ConnectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let ConnectError { database, endpoint, .. } = self;
+        let ConnectError {
+            database, endpoint, ..
+        } = self;
         write!(f, "cannot connect to {database} at {endpoint}: ")?;
         match self.failure {
             ConnectFailure::Refused => write!(
