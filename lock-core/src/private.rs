@@ -210,25 +210,43 @@ fn resolve(
     })
 }
 
+/// `R`'s values for a skipped call and a failed lock, passed to [`run_locked`]. Building it is
+/// the only place the `LockedReturn` bound is checked: on `run_locked` itself, rustc checked
+/// it for the call and again for the future it returns, and counted the second error, which it
+/// did not print ("3 previous errors" above two).
+pub struct Returns<R> {
+    skipped: fn() -> R,
+    lock_failed: fn(LockError) -> R,
+}
+
+/// `R`'s [`Returns`], checking that a locked function may return `R`.
+pub const fn returns<R: LockedReturn>() -> Returns<R> {
+    Returns {
+        skipped: R::skipped,
+        lock_failed: R::lock_failed,
+    }
+}
+
 /// A direct call of an `async fn` with `#[scheduler_lock]`: runs `body` under the lock, returns
 /// `R::skipped()` when the lock is held elsewhere, and `R::lock_failed(error)` when it could
-/// not be asked for (logged).
+/// not be asked for (logged); `returns` is [`returns::<R>()`](returns).
 ///
 /// Panics when no executor is installed: the body must never run unlocked.
-pub async fn run_locked<R: LockedReturn>(
+pub async fn run_locked<R>(
     spec: &'static LockSpec,
+    returns: Returns<R>,
     body: impl Future<Output = R>,
 ) -> R {
     let executor = executor_for(spec);
     let config = match resolve(spec, &executor) {
         Ok(config) => config,
-        Err(error) => return R::lock_failed(error),
+        Err(error) => return (returns.lock_failed)(error),
     };
     match executor.execute_with_lock(&config, body).await {
         Ok(LockOutcome::Executed(out)) => out,
         // Skips and provider errors are logged by the executor.
-        Ok(LockOutcome::Skipped) => R::skipped(),
-        Err(error) => R::lock_failed(error),
+        Ok(LockOutcome::Skipped) => (returns.skipped)(),
+        Err(error) => (returns.lock_failed)(error),
     }
 }
 

@@ -3,6 +3,7 @@
 
 use proc_macro2::{Punct, Spacing, Span, TokenStream, TokenTree};
 use quote::{ToTokens, quote, quote_spanned};
+use syn::ext::IdentExt;
 use syn::token::Paren;
 use syn::{AttrStyle, Attribute, ItemFn, LitStr, MacroDelimiter, Meta, MetaList, ReturnType};
 
@@ -303,9 +304,10 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///             body: JobBody::Async(|_| Box::pin(async { JobReturn::into_job_result(__lock_body().await) })),
 ///             check: |_| Vec::new(),
 ///             distribution: Distribution::Single, // `Shards(4)` with `shards = 4`
+///             function: concat!(module_path!(), "::", "sync_bill"),
 ///         }
 ///     }
-///     run_locked(&__LOCK_SPEC, __lock_body()).await
+///     run_locked(&__LOCK_SPEC, returns::<R>(), __lock_body()).await
 /// }
 ///
 /// // Output for a synchronous `fn cleanup() -> R { body }`: the same, with
@@ -341,7 +343,7 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///             check: |__lock_state| { /* each __LOCK_PARAM_i.check(..) */ },
 ///         }
 ///     }
-///     run_locked(&__LOCK_SPEC, __lock_body(__lock_arg0, ctx)).await
+///     run_locked(&__LOCK_SPEC, returns::<R>(), __lock_body(__lock_arg0, ctx)).await
 /// }
 ///
 /// // Input: #[scheduled(fixed_rate = "2s", misfire = "catch_up", misfire_max = 5, name = "tick")]
@@ -407,7 +409,7 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
             quote!(async fn __lock_body(#inputs) -> #ret #block),
             job_body,
             quote_spanned! {ret_span=>
-                #at_ret::run_locked(&__LOCK_SPEC, __lock_body(#args)).await
+                #at_ret::run_locked(&__LOCK_SPEC, #at_ret::returns::<#ret>(), __lock_body(#args)).await
             },
         )
     } else {
@@ -434,6 +436,8 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
     };
     let extractors = params.extractors();
     let check = params.check();
+    // Written without `r#`, as the name proposed by the missing-name error is.
+    let fn_name = func.sig.ident.unraw().to_string();
     let body = quote! {
         #nested
         #spec
@@ -446,6 +450,7 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
                 body: #job_body,
                 check: #check,
                 distribution: #distribution,
+                function: ::core::concat!(::core::module_path!(), "::", #fn_name),
             }
         }
         #direct_call
@@ -471,7 +476,7 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
 ///         lock_at_most_for: Some(Duration::from_millis(600000u64)),
 ///         ..lock_trigger::LockSpec::DEFAULT
 ///     });
-///     run_locked(&__LOCK_SPEC, async move {
+///     run_locked(&__LOCK_SPEC, returns::<R>(), async move {
 ///         let __lock_ret: anyhow::Result<()> = { body };
 ///         #[allow(unreachable_code)] // when `body` ends in `return`
 ///         __lock_ret
@@ -495,7 +500,7 @@ fn locked_fn(func: &ItemFn, lock: &Lock, name: &LitStr) -> TokenStream {
     let at_ret = PRIVATE.spanned(ret_span(func));
     let call = if func.sig.asyncness.is_some() {
         quote_spanned! {ret_span(func)=>
-            #at_ret::run_locked(&__LOCK_SPEC, async move {
+            #at_ret::run_locked(&__LOCK_SPEC, #at_ret::returns::<#ret>(), async move {
                 let __lock_ret: #ret = #block;
                 #[allow(unreachable_code)]
                 __lock_ret

@@ -56,7 +56,7 @@ pub(crate) enum ValueKind {
     Zone,
     /// A string: a lock name.
     LockName,
-    /// A string: a `humantime` duration, whole milliseconds. `zero` says why zero is refused
+    /// A string: a `humantime` or ISO-8601 (`PT30M`) duration, whole milliseconds. `zero` says why zero is refused
     /// (`None`: zero is allowed).
     Duration { zero: Option<&'static str> },
     /// `true` or `false`.

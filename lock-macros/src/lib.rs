@@ -34,7 +34,7 @@ use keys::Macro;
 /// With them: `name = "sync_bill"` (the lock's name, unless `#[scheduler_lock]` gives it),
 /// `zone = "Asia/Shanghai"` (an IANA name; `cron` only, default UTC) and
 /// `initial_delay = "10s"` (`fixed_rate` and `fixed_delay` only). Durations are in `humantime`
-/// syntax, with millisecond precision.
+/// syntax (`"10s"`) or ISO-8601 as ShedLock writes them (`"PT10S"`), with millisecond precision.
 ///
 /// `cron` and `fixed_rate` jobs (not `fixed_delay`: it has no slots) also take:
 ///
@@ -126,8 +126,8 @@ pub fn scheduled(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | `retry_backoff` | duration: the pause before the first retry, doubled at each further one (less up to a quarter of jitter) | `"1s"` |
 /// | `timeout` | duration: with `#[scheduled]`, `cancelled()` resolves after this long; an async body still running a grace later (a tenth, 1 s to 30 s) is dropped and the run recorded as timed out | none |
 ///
-/// Durations are in `humantime` syntax (`"30m"`, `"1h 30m"`, `"500ms"`), with millisecond
-/// precision; `lock_at_least_for` may not exceed `lock_at_most_for`.
+/// Durations are in `humantime` syntax (`"30m"`, `"1h 30m"`, `"500ms"`) or ISO-8601 as
+/// ShedLock writes them (`"PT30M"`, `"PT1H30M"`, `"PT0.5S"`), with millisecond precision; `lock_at_least_for` may not exceed `lock_at_most_for`.
 ///
 /// Calls need a lock provider: a started `lock_scheduler::Scheduler` installs one, or call
 /// `lock_core::install_default_executor`. Without one, a call panics (the body never runs

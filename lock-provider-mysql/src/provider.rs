@@ -11,6 +11,7 @@ use lock_core::{
     AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, validate_lock_name,
 };
 use lock_sql::{ColumnNames, fence_from_sql};
+use lock_sql::{ConnectError, ConnectFailure};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Opts, OptsBuilder, Pool, TxOpts};
 
@@ -151,21 +152,30 @@ impl MySqlLockProvider {
     /// ```
     pub async fn connect_with_timeout(url: &str, timeout: Duration) -> Result<Self, LockError> {
         let opts = Self::opts_from_url(url)?;
-        let server = format!("mysql server {}:{}", opts.ip_or_hostname(), opts.tcp_port());
+        let endpoint = format!("{}:{}", opts.ip_or_hostname(), opts.tcp_port());
+        let server = format!("mysql server {endpoint}");
         let pool = Pool::new(Self::pool_options(opts));
         match tokio::time::timeout(timeout, pool.get_conn()).await {
             Ok(Ok(conn)) => drop(conn),
-            Ok(Err(e)) => return Err(LockError::provider("connect", "", server, e)),
+            Ok(Err(e)) => {
+                return Err(match crate::session::unreachable(Some(&endpoint), e) {
+                    Ok(unreachable) => LockError::provider("connect", "", server, unreachable),
+                    Err(e) => LockError::provider("connect", "", server, e),
+                });
+            }
             Err(_) => {
-                return Err(LockError::provider(
-                    "connect",
-                    "",
-                    server,
+                let timed_out = ConnectError::new(
+                    "MySQL",
+                    endpoint,
+                    ConnectFailure::TimedOut,
                     connect_timed_out(timeout),
-                ));
+                );
+                return Err(LockError::provider("connect", "", server, timed_out));
             }
         }
-        Ok(Self::new(pool).with_connect_timeout(timeout))
+        let mut provider = Self::new(pool).with_connect_timeout(timeout);
+        provider.session.endpoint = Some(endpoint);
+        Ok(provider)
     }
 
     /// The driver's options for `url`, as [`connect`](Self::connect) reads it: mysql_async's

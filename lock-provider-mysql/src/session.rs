@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use lock_core::LockError;
+use lock_sql::{ConnectError, ConnectFailure};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Pool};
 
@@ -128,6 +129,8 @@ pub(crate) struct Session {
     /// mysql_async has no connect timeout, and a black-holed host would hang each attempt for
     /// the system's TCP timeout (about two minutes on Linux).
     pub(crate) connect_timeout: Duration,
+    /// `host:port` of the server, when the provider built the pool (for connect errors).
+    pub(crate) endpoint: Option<String>,
     /// The statements for the table as last inspected; `None` until the first use, and again
     /// after the table went missing or `ensure_schema` changed it.
     statements: Mutex<Option<Arc<Statements>>>,
@@ -145,6 +148,7 @@ impl Session {
             pool,
             table,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            endpoint: None,
             statements: Mutex::new(None),
             pool_pins_utc: OnceLock::new(),
             warned_shedlock_only: AtomicBool::new(false),
@@ -284,14 +288,29 @@ impl Session {
         operation: &'static str,
         lock: &str,
     ) -> Result<Conn, LockError> {
+        let endpoint = self.endpoint.as_deref();
         match tokio::time::timeout(self.connect_timeout, self.pool.get_conn()).await {
-            Ok(connected) => connected.map_err(|e| self.error(operation, lock, e)),
-            Err(_) => Err(LockError::provider(
-                operation,
-                lock,
-                self.describe(),
-                connect_timed_out(self.connect_timeout),
-            )),
+            Ok(Ok(conn)) => Ok(conn),
+            Ok(Err(e)) => Err(match unreachable(endpoint, e) {
+                Ok(unreachable) => {
+                    LockError::provider(operation, lock, self.describe(), unreachable)
+                }
+                Err(e) => self.error(operation, lock, e),
+            }),
+            Err(_) => {
+                let timed_out = ConnectError::new(
+                    "MySQL",
+                    endpoint.unwrap_or(UNKNOWN_ENDPOINT),
+                    ConnectFailure::TimedOut,
+                    connect_timed_out(self.connect_timeout),
+                );
+                Err(LockError::provider(
+                    operation,
+                    lock,
+                    self.describe(),
+                    timed_out,
+                ))
+            }
         }
     }
 
@@ -437,6 +456,32 @@ fn provider_error_lost_connection(error: &LockError) -> bool {
             .is_some_and(connection_lost),
         _ => false,
     }
+}
+
+/// Where a pool built by the caller connects: mysql_async does not say.
+const UNKNOWN_ENDPOINT: &str = "the server of the pool given to the provider";
+
+/// `error` as a [`ConnectError`] naming `endpoint` when it is a failure to connect (refused,
+/// timed out, login rejected); any other error is given back.
+pub(crate) fn unreachable(
+    endpoint: Option<&str>,
+    error: mysql_async::Error,
+) -> Result<ConnectError, mysql_async::Error> {
+    let failure = match &error {
+        // ER_DBACCESS_DENIED_ERROR, ER_ACCESS_DENIED_ERROR, ER_BAD_DB_ERROR.
+        mysql_async::Error::Server(server) if matches!(server.code, 1044 | 1045 | 1049) => {
+            ConnectFailure::LoginRejected
+        }
+        mysql_async::Error::Io(mysql_async::IoError::Io(io)) => {
+            match ConnectFailure::of_io(io.kind()) {
+                Some(failure) => failure,
+                None => return Err(error),
+            }
+        }
+        _ => return Err(error),
+    };
+    let endpoint = endpoint.unwrap_or(UNKNOWN_ENDPOINT);
+    Ok(ConnectError::new("MySQL", endpoint, failure, error))
 }
 
 /// The error of a connection that did not come within `timeout`.

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use lock_core::LockError;
+use lock_sql::{ConnectError, ConnectFailure};
 
 use crate::ssl_mode::SslMode;
 
@@ -309,6 +310,58 @@ impl ConnectionConfig {
             self.ssl_mode
         )))
     }
+}
+
+impl ConnectionConfig {
+    /// `host:port` of each host the driver tries, joined by `, `, for connect errors.
+    pub(crate) fn endpoint(&self) -> String {
+        let ports = self.driver.get_ports();
+        let port = |i: usize| ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+        let hosts = self.driver.get_hosts();
+        if hosts.is_empty() {
+            return format!("localhost:{}", port(0));
+        }
+        hosts
+            .iter()
+            .enumerate()
+            .map(|(i, host)| match host {
+                tokio_postgres::config::Host::Tcp(name) => format!("{name}:{}", port(i)),
+                tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// `error` as a [`ConnectError`] naming `endpoint` when it is a failure to connect (refused,
+/// timed out, login rejected); any other error is given back. `endpoint` is `None` for a pool
+/// built by the caller, whose host the provider cannot read.
+pub(crate) fn unreachable(
+    endpoint: Option<&str>,
+    error: deadpool_postgres::PoolError,
+) -> Result<ConnectError, deadpool_postgres::PoolError> {
+    use deadpool_postgres::PoolError;
+    let failure = match &error {
+        PoolError::Timeout(_) => ConnectFailure::TimedOut,
+        PoolError::Backend(e) => {
+            // invalid_authorization_specification and invalid_password (class 28),
+            // invalid_catalog_name: the database does not exist.
+            let login = e.as_db_error().is_some_and(|db| {
+                let code = db.code().code();
+                code.starts_with("28") || code == "3D000"
+            });
+            match login {
+                true => ConnectFailure::LoginRejected,
+                false => match ConnectFailure::in_chain(e) {
+                    Some(failure) => failure,
+                    None => return Err(error),
+                },
+            }
+        }
+        _ => return Err(error),
+    };
+    let endpoint = endpoint.unwrap_or("the server of the pool given to the provider");
+    Ok(ConnectError::new("PostgreSQL", endpoint, failure, error))
 }
 
 fn invalid(message: impl Into<String>) -> LockError {

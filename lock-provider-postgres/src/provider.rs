@@ -157,7 +157,8 @@ impl PostgresLockProvider {
     /// ```
     pub async fn connect_with(config: ConnectionConfig) -> Result<Self, LockError> {
         let pool = config.build_pool()?;
-        let provider = Self::new(pool).with_statement_cache(config.get_statement_cache());
+        let mut provider = Self::new(pool).with_statement_cache(config.get_statement_cache());
+        provider.session.endpoint = Some(config.endpoint().into());
         // Fail fast, and as a connect error, when the server cannot be reached; the connection
         // stays in the pool for the first fire.
         drop(provider.session.client("connect", "").await?);

@@ -38,6 +38,8 @@ pub(crate) struct Session {
     /// with its parameter types every time (`false`: nothing outlives the transaction, as
     /// PgBouncer's transaction pooling needs).
     pub(crate) statement_cache: bool,
+    /// `host:port` of the server, when the provider built the pool (for connect errors).
+    pub(crate) endpoint: Option<Arc<str>>,
 }
 
 /// The statements for the table as last found.
@@ -160,6 +162,7 @@ impl Session {
             table: Arc::new(table),
             shape: Arc::default(),
             statement_cache: true,
+            endpoint: None,
         }
     }
 
@@ -178,10 +181,14 @@ impl Session {
         operation: &'static str,
         lock: &str,
     ) -> Result<Object, LockError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| LockError::provider(operation, lock, self.describe(), e))
+        self.pool.get().await.map_err(|e| {
+            match crate::connection::unreachable(self.endpoint.as_deref(), e) {
+                Ok(unreachable) => {
+                    LockError::provider(operation, lock, self.describe(), unreachable)
+                }
+                Err(e) => LockError::provider(operation, lock, self.describe(), e),
+            }
+        })
     }
 
     /// Creates or migrates the table (see [`table::ensure`]).

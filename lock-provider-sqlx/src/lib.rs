@@ -15,6 +15,8 @@ mod postgres;
 mod provider;
 #[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod unreachable;
 
 pub use provider::SqlxLockProvider;
 

@@ -175,7 +175,22 @@ impl MySqlBackend {
             Some(BAD_FIELD) => self.cache.set(None),
             _ => {}
         }
-        LockError::provider(operation, lock, self.describe(), e)
+        let options = self.pool.connect_options();
+        let endpoint = crate::unreachable::Endpoint {
+            database: "MySQL",
+            host: options.get_host().to_owned(),
+            port: options.get_port(),
+            socket: options.get_socket().is_some(),
+        };
+        // ER_DBACCESS_DENIED_ERROR, ER_ACCESS_DENIED_ERROR, ER_BAD_DB_ERROR.
+        let login = |db: &dyn sqlx::error::DatabaseError| {
+            db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+                .is_some_and(|db| matches!(db.number(), 1044 | 1045 | 1049))
+        };
+        match crate::unreachable::classify(&endpoint, self.pool.size(), login, e) {
+            Ok(unreachable) => LockError::provider(operation, lock, self.describe(), unreachable),
+            Err(e) => LockError::provider(operation, lock, self.describe(), e),
+        }
     }
 
     fn table_missing(&self, source: Option<sqlx::Error>) -> LockError {

@@ -142,7 +142,21 @@ impl PgBackend {
                 _ => {}
             }
         }
-        LockError::provider(operation, lock, self.describe(), e)
+        let options = self.pool.connect_options();
+        let endpoint = crate::unreachable::Endpoint {
+            database: "PostgreSQL",
+            host: options.get_host().to_owned(),
+            port: options.get_port(),
+            socket: options.get_socket().is_some(),
+        };
+        // invalid_authorization_specification, invalid_password, invalid_catalog_name.
+        let login = |db: &dyn sqlx::error::DatabaseError| {
+            matches!(db.code().as_deref(), Some("28000" | "28P01" | "3D000"))
+        };
+        match crate::unreachable::classify(&endpoint, self.pool.size(), login, e) {
+            Ok(unreachable) => LockError::provider(operation, lock, self.describe(), unreachable),
+            Err(e) => LockError::provider(operation, lock, self.describe(), e),
+        }
     }
 
     fn table_missing(&self, source: Option<sqlx::Error>) -> LockError {

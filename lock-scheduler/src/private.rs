@@ -43,6 +43,9 @@ pub struct ScheduledJob {
     pub check: fn(&StateMap) -> Vec<ExtractError>,
     /// How each slot's work is spread (`shards = N`, `broadcast = true`).
     pub distribution: Distribution,
+    /// The function's path (`my_service::billing::tick`, `module_path!()` and its name), for
+    /// messages that must say which function is meant, such as two jobs with one name.
+    pub function: &'static str,
 }
 
 inventory::collect!(ScheduledJob);

@@ -48,11 +48,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
+mod connect_error;
 mod ident;
 pub mod operations_sql;
 pub mod sql;
 mod table;
 
+pub use connect_error::{ConnectError, ConnectFailure};
 pub use ident::{IdentifierStyle, MAX_IDENTIFIER_LEN, validate_identifier};
 pub use lock_core::encoding::{
     COLUMN_UNIT, MAX_INTERVAL, at_least_millis, fence_from_sql, fence_to_sql, lease_millis,

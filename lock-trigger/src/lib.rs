@@ -11,6 +11,7 @@ mod check;
 mod cron;
 mod distribution;
 mod intern;
+mod iso_duration;
 mod name;
 mod policy;
 mod spec;
@@ -134,17 +135,36 @@ pub fn parse_zone(name: &str) -> Result<Tz, TriggerError> {
     })
 }
 
-/// Parses a duration in `humantime` syntax (`30m`, `1h 30m`, `10s`, `500ms`).
+/// The two duration forms a message names when it refuses one.
+pub const DURATION_FORMS: &str = "a humantime duration (`30s`, `5m`, `1h 30m`, `500ms`) or an \
+     ISO-8601 one as ShedLock writes it (`PT30S`, `PT5M`, `PT1H30M`, `PT0.5S`, `P1D`)";
+
+/// Parses a duration in `humantime` syntax (`30m`, `1h 30m`, `10s`, `500ms`) or in ISO-8601 as
+/// ShedLock and Java's `Duration.parse` write it (`PT30M`, `PT0.5S`, `P1D`, `PT1H30M`).
+///
+/// A text that starts with `P` (either case, after an optional `+`) is ISO-8601: days, hours,
+/// minutes and seconds, a fraction on the seconds. Negative durations are refused in both forms.
 ///
 /// ```
 /// use std::time::Duration;
 /// assert_eq!(lock_trigger::parse_duration("1h 30m").unwrap(), Duration::from_secs(5400));
-/// assert!(lock_trigger::parse_duration("30 minutes please").is_err());
+/// assert_eq!(lock_trigger::parse_duration("PT1H30M").unwrap(), Duration::from_secs(5400));
+/// assert_eq!(lock_trigger::parse_duration("PT0.5S").unwrap(), Duration::from_millis(500));
+/// let refused = lock_trigger::parse_duration("30 minutes please").unwrap_err();
+/// assert!(refused.to_string().contains("PT30S"), "{refused}");
 /// ```
 pub fn parse_duration(text: &str) -> Result<Duration, TriggerError> {
-    humantime::parse_duration(text).map_err(|e| {
+    let iso = text.trim_start_matches(['+', '-']).starts_with(['P', 'p']);
+    let parsed = if iso {
+        iso_duration::parse_iso_duration(text)
+    } else if text.trim_start().starts_with('-') {
+        Err("a negative duration is refused: a lease or period must be positive".to_string())
+    } else {
+        humantime::parse_duration(text).map_err(|e| e.to_string())
+    };
+    parsed.map_err(|e| {
         TriggerError(format!(
-            "invalid duration `{text}`: {e}; write e.g. `30s`, `5m`, `1h 30m`, `500ms`"
+            "invalid duration `{text}`: {e}; write {DURATION_FORMS}"
         ))
     })
 }

@@ -40,6 +40,8 @@ pub struct Job {
     run: RunPolicy,
     /// How each slot's work is spread over the cluster.
     distribution: Distribution,
+    /// The `#[scheduled]` function's path; `None` for a job built with [`Job::new`].
+    function: Option<&'static str>,
 }
 
 #[derive(Clone)]
@@ -109,6 +111,7 @@ impl Job {
             check: H::check,
             run: RunPolicy::default(),
             distribution: Distribution::Single,
+            function: None,
         }
     }
 
@@ -135,6 +138,7 @@ impl Job {
             check: H::check,
             run: RunPolicy::default(),
             distribution: Distribution::Single,
+            function: None,
         }
     }
 
@@ -262,6 +266,15 @@ impl Job {
         &self.name
     }
 
+    /// Where the job comes from, for messages: `function `billing::tick`` for a
+    /// `#[scheduled]` function, `a job built with Job::new` otherwise.
+    pub(super) fn origin(&self) -> String {
+        match self.function {
+            Some(path) => format!("function `{path}`"),
+            None => "a job built with `Job::new`".to_owned(),
+        }
+    }
+
     /// The name, shared (the job's status holds it without a copy of its own).
     pub(crate) fn shared_name(&self) -> Arc<str> {
         self.name.clone()
@@ -342,6 +355,7 @@ impl Job {
             check: job.check,
             run: RunPolicy::of_spec(&job.lock.spec),
             distribution: job.distribution,
+            function: Some(job.function),
         })
     }
 }

@@ -114,13 +114,14 @@ impl JobOverride {
     }
 }
 
-/// Parses a duration as the macros do: `humantime` syntax (`"30s"`, `"1h 30m"`, `"500ms"`),
-/// whole milliseconds, at most [`MAX_DURATION`](lock_core::MAX_DURATION); for durations read from
+/// Parses a duration as the macros do: `humantime` syntax (`"30s"`, `"1h 30m"`, `"500ms"`) or
+/// ISO-8601 as ShedLock writes it (`"PT30S"`, `"PT0.5S"`), whole milliseconds, at most [`MAX_DURATION`](lock_core::MAX_DURATION); for durations read from
 /// configuration.
 ///
 /// ```
 /// use std::time::Duration;
 /// assert_eq!(lock_scheduler::parse_duration("1h 30m")?, Duration::from_secs(5400));
+/// assert_eq!(lock_scheduler::parse_duration("PT1H30M")?, Duration::from_secs(5400));
 /// let refused = lock_scheduler::parse_duration("5 minutes please").unwrap_err();
 /// assert!(refused.to_string().contains("invalid duration `5 minutes please`"), "{refused}");
 /// # Ok::<(), lock_core::LockError>(())

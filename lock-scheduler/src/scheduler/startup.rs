@@ -22,7 +22,8 @@ pub(super) fn prepare(
 ) -> Result<Vec<(Job, LockConfiguration)>, LockError> {
     let mut prepared = Vec::with_capacity(jobs.len());
     // Maps, not scans of `prepared`: start-up stays linear with 10,000 jobs.
-    let mut names = std::collections::HashSet::with_capacity(jobs.len());
+    // Each name with where its job comes from, for the message about a second one.
+    let mut names: HashMap<String, String> = HashMap::with_capacity(jobs.len());
     let mut lock_holders: HashMap<String, String> = HashMap::with_capacity(jobs.len());
     let mut missing = Vec::new();
     for job in jobs {
@@ -32,11 +33,12 @@ pub(super) fn prepare(
         lock_trigger::check_job_name(job.name()).map_err(|e| {
             LockError::InvalidConfiguration(format!("invalid job name {:?}: {e}", job.name()))
         })?;
-        if !names.insert(job.name().to_owned()) {
-            return Err(LockError::InvalidConfiguration(format!(
-                "two jobs are named `{}`",
-                job.name()
-            )));
+        if let Some(first) = names.insert(job.name().to_owned(), job.origin()) {
+            return Err(super::dynamic::duplicate_name(
+                job.name(),
+                &first,
+                &job.origin(),
+            ));
         }
         // An initial delay set by `with_initial_delay` is first checked here.
         job.trigger()

@@ -1,4 +1,4 @@
-// Durations are humantime strings; the message shows the accepted shapes.
+// Durations are humantime (or ISO-8601) strings; the message shows both accepted forms.
 use lock_scheduler::{scheduled, scheduler_lock};
 
 #[scheduled(fixed_rate = "5 sec please", name = "rate")]
