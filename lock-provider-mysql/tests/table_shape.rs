@@ -68,11 +68,7 @@ async fn names_that_differ_only_in_case_are_two_locks() {
     let upper: Arc<str> = Arc::from("Report");
     let lower: Arc<str> = Arc::from("report");
     let accented: Arc<str> = Arc::from("répôrt");
-    for (name, owner) in [
-        (&upper, "a"),
-        (&lower, "b"),
-        (&accented, "c"),
-    ] {
+    for (name, owner) in [(&upper, "a"), (&lower, "b"), (&accented, "c")] {
         assert!(
             matches!(
                 acquire(&provider, name, owner).await,
