@@ -140,7 +140,7 @@ fn retention_text(retention: Duration) -> String {
         return format!("{retention:?}");
     }
     for (unit, per) in [("d", 86_400), ("h", 3_600), ("m", 60)] {
-        if secs % per == 0 {
+        if secs.is_multiple_of(per) {
             return format!("{}{unit}", secs / per);
         }
     }
