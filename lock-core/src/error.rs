@@ -132,6 +132,21 @@ pub enum LockError {
         name: String,
     },
 
+    /// A run-once task given to the scheduler's builder (`SchedulerBuilder::run_once`) failed,
+    /// or was still running on another instance at the wait bound: `start()` fails and no job
+    /// fires. A failed task is not recorded as done, so the next start runs it again.
+    #[error(
+        "run-once task `{task}` did not finish, so the scheduler did not start and no job fired; \
+         it is not recorded as done: fix it and start again (the next start runs it again)"
+    )]
+    RunOnceFailed {
+        /// The task's `NAME@VERSION`.
+        task: String,
+        /// The task's own error, or why it was not run here.
+        #[source]
+        source: BoxError,
+    },
+
     /// `Scheduler::shutdown` waited its `shutdown_timeout` and
     /// these jobs were still running: they keep their leases until they end or their
     /// `lock_at_most_for` passes (releasing a lease under a running body would let another

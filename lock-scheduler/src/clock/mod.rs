@@ -144,14 +144,24 @@ impl DatabaseClock {
             executor.instance_id().into(),
         )
         .await
-        .inspect_err(|error| {
-            tracing::error!(
+        .inspect_err(|error| match error {
+            // The clock is the first statement start() sends, and a provider prepares it with
+            // its lock statements: a missing table is what to say, and its statement is in
+            // the returned error (printed once, by whoever shows that error).
+            LockError::TableMissing { table, .. } => tracing::error!(
+                instance = executor.instance_id(),
+                provider = %LockProvider::describe(&**provider),
+                "lock table {table} does not exist, so the scheduler does not start: call the \
+                 provider's ensure_schema() or run the CREATE statement in the error start() \
+                 returned"
+            ),
+            _ => tracing::error!(
                 instance = executor.instance_id(),
                 provider = %LockProvider::describe(&**provider),
                 error = error as &dyn std::error::Error,
                 "cannot read the database clock at start; the scheduler does not start, since \
                  it never fires by a clock it has not measured"
-            );
+            ),
         })
     }
 

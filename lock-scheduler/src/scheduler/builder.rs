@@ -8,6 +8,10 @@ use std::time::Duration;
 use super::{Job, SchedulerBuilder};
 use lock_cluster::ClusterProvider;
 
+/// The run history's retention when `.history(..)` is not called: a week of runs answers
+/// "did last night's job run, and how long did it take" at a few rows per job and slot.
+pub(super) const DEFAULT_HISTORY_RETENTION: Duration = Duration::from_secs(7 * 24 * 3600);
+
 impl SchedulerBuilder {
     /// The lock provider shared by all instances (required). Takes any provider (any
     /// [`ClusterProvider`]: every provider crate's, the in-memory one, or an `Arc` of one, also
@@ -61,15 +65,22 @@ impl SchedulerBuilder {
         self
     }
 
-    /// Keeps a run history in the provider's operations tables: one row per run (job, slot,
-    /// fire kind, instance, fence, start and end by the database's clock, outcome, error),
-    /// deleted after `retention` by a housekeeping job that is itself a locked scheduled job
-    /// ([`HOUSEKEEPING_JOB`](crate::HOUSEKEEPING_JOB), every quarter of the retention, in batches of
-    /// [`HOUSEKEEPING_BATCH`](crate::HOUSEKEEPING_BATCH) rows). Costs two statements per run (see BENCHMARKS.md).
+    /// How long the run history keeps its rows (default 7 days; history is on by default).
+    ///
+    /// The history lives in the provider's operations tables: one row per run (job, slot,
+    /// fire kind, instance, fence, start and end by the database's clock, outcome, error).
+    /// Rows older than `retention` are deleted by a housekeeping job that is itself a locked
+    /// scheduled job ([`HOUSEKEEPING_JOB`](crate::HOUSEKEEPING_JOB)), run every quarter of the
+    /// retention, but at least once an hour and at most once a second (so a 7-day retention
+    /// is cleaned up hourly: each run then deletes an hour's rows, well within its bounded
+    /// batches), in batches of [`HOUSEKEEPING_BATCH`](crate::HOUSEKEEPING_BATCH)
+    /// rows. Costs two statements per run (see BENCHMARKS.md); turn it off with
+    /// [`no_history`](Self::no_history).
     ///
     /// A provider without operations tables (or whose tables are missing: run its
-    /// `ensure_schema()`) logs one warning at start and runs the jobs without history.
-    /// A zero retention is refused at start.
+    /// `ensure_schema()`) runs the jobs without history; `start()`'s INFO line says
+    /// `history="off: ..."` and why, and a retention set here explicitly also logs a
+    /// warning. A zero retention is refused at start.
     ///
     /// ```
     /// use lock_cluster::ClusterProvider;
@@ -81,7 +92,7 @@ impl SchedulerBuilder {
     /// let provider = std::sync::Arc::new(InMemoryLockProvider::new());
     /// let scheduler = Scheduler::builder()
     ///     .lock_provider(provider.clone())
-    ///     .history(Duration::from_secs(7 * 24 * 3600))
+    ///     .history(Duration::from_secs(30 * 24 * 3600)) // keep a month instead of a week
     ///     .jobs([Job::new("report", Trigger::cron("0 0 3 * * *")?, || async {})])
     ///     .start()
     ///     .await?;
@@ -93,6 +104,32 @@ impl SchedulerBuilder {
     /// ```
     pub fn history(mut self, retention: Duration) -> Self {
         self.history = Some(retention);
+        self.no_history = false;
+        self
+    }
+
+    /// Keeps no run history (it is on by default, see [`history`](Self::history)): no row
+    /// per run and no housekeeping job. The job registry, pauses and trigger requests work
+    /// as with history.
+    ///
+    /// ```
+    /// use lock_core::InMemoryLockProvider;
+    /// use lock_scheduler::Scheduler;
+    ///
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// let scheduler = Scheduler::builder()
+    ///     .lock_provider(InMemoryLockProvider::new())
+    ///     .no_history()
+    ///     .jobs([])
+    ///     .start()
+    ///     .await?;
+    /// assert!(scheduler.jobs().is_empty(), "no housekeeping job either");
+    /// scheduler.shutdown().await?;
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    pub fn no_history(mut self) -> Self {
+        self.history = None;
+        self.no_history = true;
         self
     }
 

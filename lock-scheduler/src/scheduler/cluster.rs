@@ -54,7 +54,8 @@ use lock_core::{LockConfiguration, LockError, LockProvider};
 pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The name (and lock name) of the housekeeping job that deletes history older than the
-/// retention, added by [`SchedulerBuilder::history`](crate::SchedulerBuilder::history).
+/// retention, added whenever the run history is on (the default; see
+/// [`SchedulerBuilder::history`](crate::SchedulerBuilder::history)).
 pub const HOUSEKEEPING_JOB: &str = "lock_core_history_housekeeping";
 
 /// Rows one housekeeping statement deletes at most: small enough that a statement never holds
@@ -90,18 +91,22 @@ pub(super) struct Operations {
 
 impl Operations {
     /// The operations of `provider`, when it keeps them and its tables exist; otherwise logs
-    /// once what is missing and returns None (the scheduler then runs as without them).
+    /// what is missing (a warning when the tables are missing, or when history was asked for
+    /// by `.history(..)` on a provider without them) and returns why, for `start()`'s INFO
+    /// line (the scheduler then runs as without them).
+    #[allow(clippy::too_many_arguments)] // one call site, in start(), which has them all
     pub(super) async fn set_up(
         provider: &Arc<dyn ClusterProvider>,
         instance_id: &str,
         retention: Option<Duration>,
+        history_asked: bool,
         interval: Duration,
         operation_timeout: Duration,
         batch_window: Duration,
         clock: &DatabaseClock,
-    ) -> Option<Arc<Self>> {
+    ) -> Result<Arc<Self>, String> {
         let Some(store) = provider.cluster() else {
-            if retention.is_some() {
+            if history_asked {
                 tracing::warn!(
                     provider = %provider.describe(),
                     "run history was asked for, but this provider keeps no operations tables: \
@@ -110,7 +115,7 @@ impl Operations {
             } else {
                 tracing::debug!(provider = %provider.describe(), "provider keeps no operations tables");
             }
-            return None;
+            return Err("this provider keeps no operations tables".into());
         };
         let checked = tokio::time::timeout(operation_timeout, store.check()).await;
         let error = match checked {
@@ -127,10 +132,13 @@ impl Operations {
                  provider's ensure_schema() to create {}",
                 store.tables()
             );
-            return None;
+            return Err(format!(
+                "the operations tables ({}) are missing or unreadable: run ensure_schema()",
+                store.tables()
+            ));
         }
         let host = gethostname::gethostname().to_string_lossy().into_owned();
-        Some(Arc::new(Operations {
+        Ok(Arc::new(Operations {
             history_batches: HistoryBatches::new(provider, batch_window),
             provider: provider.clone(),
             instance: InstanceInfo {
@@ -155,6 +163,11 @@ impl Operations {
             }),
             members: Default::default(),
         }))
+    }
+
+    /// History's retention, when runs are written to the history.
+    pub(super) fn retention(&self) -> Option<Duration> {
+        self.retention
     }
 
     fn store(&self) -> &dyn Cluster {

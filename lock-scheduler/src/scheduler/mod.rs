@@ -11,6 +11,7 @@ mod manual;
 mod misfire;
 mod outage;
 mod overrides;
+mod run_once;
 mod runner;
 mod shards;
 mod startup;
@@ -37,10 +38,12 @@ pub use crate::shutdown::DEFAULT_SHUTDOWN_TIMEOUT;
 
 use crate::StateMap;
 use crate::clock::{DEFAULT_CLOCK_REFRESH, DatabaseClock};
+use builder::DEFAULT_HISTORY_RETENTION;
 use lock_cluster::ClusterProvider;
 use lock_core::install_scheduler_executor;
 use lock_core::{LockConfiguration, LockDefaults, LockError, LockProvider, LockingTaskExecutor};
 use runner::JobRunner;
+use startup::StartSummary;
 use status::JobState;
 use table::{JobEntry, JobTable};
 
@@ -182,8 +185,12 @@ pub struct SchedulerBuilder {
     clock_refresh: Option<Duration>,
     max_slot_lead: Option<Duration>,
     state: StateMap,
-    /// Run history kept this long (`.history(..)`).
+    /// Run history kept this long (`.history(..)`; None: the default, see `builder.rs`).
     history: Option<Duration>,
+    /// `.no_history()`: no run history, whatever the provider keeps.
+    no_history: bool,
+    /// `.run_once(..)` tasks, finished by `start()` before any job fires (`run_once.rs`).
+    run_once: Vec<run_once::StartupTask>,
     heartbeat_interval: Option<Duration>,
     /// Types given to `.state(..)` more than once (refused at start).
     state_twice: Vec<&'static str>,
@@ -379,7 +386,13 @@ impl SchedulerBuilder {
     /// timeout): every slot is the database's time, never this host's. When the database does
     /// not answer any of them, `start` fails with the provider's error and nothing fires:
     /// a scheduler never fires by a clock it has not measured (start it again, or let the
-    /// service's supervisor restart it, once the database is back).
+    /// service's supervisor restart it, once the database is back). A missing lock table is
+    /// met here first: the error names it and holds its `CREATE` statement.
+    ///
+    /// Then it finishes every [`run_once`](Self::run_once) task (a failure fails `start`,
+    /// nothing fires), starts the jobs, and logs one INFO line, `scheduler started`, saying
+    /// what is on: `history` (`"on, retention 7d"`, or `"off: why"`), `registry`,
+    /// `acquire_ahead` and `clock_offset_ms` (this host's clock ahead of the database's).
     pub async fn start(self) -> Result<Scheduler, LockError> {
         let provider = self.provider.ok_or_else(|| {
             LockError::InvalidConfiguration(
@@ -437,16 +450,23 @@ impl SchedulerBuilder {
         startup::warn_long_leases(&prepared);
         startup::refuse_names_sharing_a_row(&executor, &prepared).await?;
         let clock = DatabaseClock::for_scheduler(&executor).await?;
+        let retention =
+            (!self.no_history).then(|| self.history.unwrap_or(DEFAULT_HISTORY_RETENTION));
         let ops = cluster::Operations::set_up(
             &provider,
             executor.instance_id(),
-            self.history,
+            retention,
+            self.history.is_some(),
             heartbeat_interval,
             executor.operation_timeout(),
             executor.batch_window(),
             &clock,
         )
         .await;
+        let summary = StartSummary::new(ops.as_ref(), self.no_history);
+        let ops = ops.ok();
+        // Before any job loop exists: a job that needs the task's work never fires first.
+        run_once::run_all(&executor, self.run_once).await?;
         let mut prepared = prepared;
         if let Some(housekeeping) = ops
             .as_ref()
@@ -505,6 +525,10 @@ impl SchedulerBuilder {
             instance = inner.executor.instance_id(),
             provider = %inner.executor.provider().describe(),
             jobs = inner.jobs.len(),
+            history = ?summary.history,
+            registry = ?summary.registry,
+            acquire_ahead = ?inner.executor.acquire_ahead(),
+            clock_offset_ms = inner.clock.host_offset().num_milliseconds(),
             "scheduler started"
         );
         Ok(Scheduler { inner })

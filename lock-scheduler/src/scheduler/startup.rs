@@ -2,15 +2,17 @@
 //! (`lock_trigger::check_job_name`), unique job names, one job per lock name, each
 //! job's lock configuration, no job locked under another's shard lock (`x#0` beside a sharded
 //! `x`), and every job's parameters against the registered state; and
-//! what it warns about: no jobs, leases many periods long.
+//! what it warns about: no jobs, leases many periods long; and what its INFO line says is on.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
 use lock_trigger::Firing;
 
 use super::Job;
+use super::cluster::Operations;
 use crate::StateMap;
 use lock_core::{LockConfiguration, LockError, LockingTaskExecutor};
 
@@ -103,6 +105,48 @@ pub(super) async fn refuse_names_sharing_a_row(
         job_of(b),
         executor.provider().describe()
     )))
+}
+
+/// What `start()`'s INFO line says of the operations tables: history (with its retention)
+/// and the registry, each `on` or `off: why`.
+pub(super) struct StartSummary {
+    pub(super) history: String,
+    pub(super) registry: String,
+}
+
+impl StartSummary {
+    /// From what setting up the operations tables gave (or why it did not), and whether
+    /// `.no_history()` was called.
+    pub(super) fn new(ops: Result<&Arc<Operations>, &String>, no_history: bool) -> Self {
+        match ops {
+            Ok(ops) => StartSummary {
+                history: match ops.retention() {
+                    Some(retention) => format!("on, retention {}", retention_text(retention)),
+                    None if no_history => "off: .no_history() was called".into(),
+                    None => "off".into(),
+                },
+                registry: "on".into(),
+            },
+            Err(why) => StartSummary {
+                history: format!("off: {why}"),
+                registry: format!("off: {why}"),
+            },
+        }
+    }
+}
+
+/// A retention in the largest whole unit that states it exactly: `7d`, `36h`, `90m`, `45s`.
+fn retention_text(retention: Duration) -> String {
+    let secs = retention.as_secs();
+    if retention.subsec_nanos() != 0 || secs == 0 {
+        return format!("{retention:?}");
+    }
+    for (unit, per) in [("d", 86_400), ("h", 3_600), ("m", 60)] {
+        if secs.is_multiple_of(per) {
+            return format!("{}{unit}", secs / per);
+        }
+    }
+    format!("{secs}s")
 }
 
 /// The warning for a scheduler started without jobs: why it happens, and the fix.
