@@ -87,10 +87,7 @@ impl Batched for HistoryEnd {
         item: Self,
     ) -> BoxFuture<'static, Result<(), LockError>> {
         Box::pin(async move {
-            let end = item.0;
-            store(provider.as_ref())?
-                .run_ended(end.id, end.outcome, end.error.as_deref())
-                .await
+            store(provider.as_ref())?.run_ended(&item.0).await
         })
     }
     fn send_many(
