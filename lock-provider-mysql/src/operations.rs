@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use lock_cluster::{
     Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
-    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunRecord, RunStart, RunState,
+    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart, RunState,
 };
 use lock_core::LockError;
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
@@ -87,6 +87,8 @@ fn run_row(row: &Row) -> Result<RunRecord, String> {
         ended_at: get::<Option<NaiveDateTime>>(row, 7)?.map(utc),
         outcome: outcome.parse().unwrap_or(RunState::Running),
         error: get(row, 9)?,
+        attempt: get(row, 10)?,
+        cancel_requested: get(row, 11)?,
     })
 }
 
@@ -314,6 +316,7 @@ impl ClusterStore for MySqlOperations {
             Value::from(run.fire_kind.as_str()),
             Value::from(&run.instance_id),
             Value::from(i64::try_from(run.fence).unwrap_or(-1)),
+            Value::from(run.attempt),
         ];
         let (_, id) = self
             .change("history", &run.job, &self.sql.run_start, params)
@@ -321,16 +324,12 @@ impl ClusterStore for MySqlOperations {
         Ok(i64::try_from(id).unwrap_or(0))
     }
 
-    async fn run_ended(
-        &self,
-        id: i64,
-        outcome: RunState,
-        error: Option<&str>,
-    ) -> Result<(), LockError> {
+    async fn run_ended(&self, end: &RunEnd) -> Result<(), LockError> {
         let params = vec![
-            Value::from(outcome.as_str()),
-            Value::from(error),
-            Value::from(id),
+            Value::from(end.outcome.as_str()),
+            Value::from(end.error.as_deref()),
+            Value::from(end.cancel_requested),
+            Value::from(end.id),
         ];
         self.change("history", "", &self.sql.run_end, params)
             .await

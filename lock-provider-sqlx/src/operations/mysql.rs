@@ -36,6 +36,7 @@ impl MySqlTables {
             query = match param {
                 Param::Text(text) => query.bind(text),
                 Param::Int(int) => query.bind(int),
+                Param::Bool(flag) => query.bind(flag),
                 Param::Time(at) => query.bind(at.map(|at| at.naive_utc())),
             };
         }
@@ -55,6 +56,17 @@ impl Columns for MySqlRow {
     }
 
     fn int(&self, index: usize) -> Result<i64, sqlx::Error> {
+        self.try_get_unchecked(index)
+    }
+
+    fn int4(&self, index: usize) -> Result<i32, sqlx::Error> {
+        i32::try_from(self.try_get_unchecked::<i64, _>(index)?).map_err(|e| sqlx::Error::ColumnDecode {
+            index: index.to_string(),
+            source: Box::new(e),
+        })
+    }
+
+    fn flag(&self, index: usize) -> Result<bool, sqlx::Error> {
         self.try_get_unchecked(index)
     }
 
