@@ -21,3 +21,58 @@ async fn operations_tables_keep_the_store_contract() {
     provider.ensure_schema().await.expect("ensure_schema twice");
     let _ = provider.pool().clone().disconnect().await;
 }
+
+/// A history table from before `attempt` and `cancel_requested`: `ensure_schema()` adds both
+/// (MySQL has no `ADD COLUMN IF NOT EXISTS`: a catalog check), its rows read as attempt 1
+/// without cancellation, and new rows keep what they are given.
+#[tokio::test]
+async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
+    use lock_cluster::{ClusterProvider, RunEnd, RunStart, RunState};
+    use lock_core::FireKind;
+    use lock_provider_mysql::mysql_async::prelude::Queryable;
+    let table = common::unique_table("lockmy_cols");
+    let _drop = common::drop_table(&table);
+    let provider = match MySqlLockProvider::connect(&common::url()).await {
+        Ok(provider) => provider.with_table(&table).expect("table name"),
+        Err(e) => return common::unreachable(&e).unwrap_or(()),
+    };
+    provider.ensure_schema().await.expect("ensure_schema");
+    let mut admin = common::admin().await.expect("admin connection");
+    admin
+        .query_drop(format!(
+            "ALTER TABLE {table}_runs DROP COLUMN attempt, DROP COLUMN cancel_requested"
+        ))
+        .await
+        .expect("the history table of an older version");
+    admin
+        .query_drop(format!(
+            "INSERT INTO {table}_runs (job_name, fire_kind, instance_id, fence, started_at, \
+             ended_at, outcome) VALUES ('old', 'scheduled', 'a', 1, NOW(3), NOW(3), 'succeeded')"
+        ))
+        .await
+        .expect("an old row");
+    provider.ensure_schema().await.expect("ensure_schema adds them");
+    provider.ensure_schema().await.expect("ensure_schema twice");
+    let store = provider.cluster().expect("mysql keeps them");
+    let old = &store.history("old", 1).await.expect("history")[0];
+    assert_eq!((old.attempt, old.cancel_requested), (1, false), "{old:?}");
+    let id = store
+        .run_started(&RunStart {
+            job: "old".into(),
+            slot: None,
+            fire_kind: FireKind::Manual,
+            instance_id: "a".into(),
+            fence: 2,
+            attempt: 2,
+        })
+        .await
+        .expect("start");
+    store
+        .run_ended(&RunEnd::new(id, RunState::Succeeded, None).with_cancel_requested(true))
+        .await
+        .expect("end");
+    let new = &store.history("old", 1).await.expect("history")[0];
+    assert_eq!((new.attempt, new.cancel_requested), (2, true), "{new:?}");
+    drop(admin);
+    let _ = provider.pool().clone().disconnect().await;
+}
