@@ -63,9 +63,16 @@ async fn history_shows_each_attempt_and_whether_cancellation_was_asked() {
     let output = lockctl(&["history", "export", "--url", &url]);
     assert_exit(&output, 0, "history");
     let text = stdout(&output);
-    let lines: Vec<Vec<&str>> = text.lines().map(|l| l.split_whitespace().collect()).collect();
+    let lines: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
     let column = |name: &str| lines[0].iter().position(|h| *h == name).expect(name);
     let (attempt, cancel) = (column("ATTEMPT"), column("CANCEL_REQUESTED"));
-    assert_eq!((lines[1][attempt], lines[1][cancel]), ("2", "yes"), "{text}");
+    assert_eq!(
+        (lines[1][attempt], lines[1][cancel]),
+        ("2", "yes"),
+        "{text}"
+    );
     assert_eq!((lines[2][attempt], lines[2][cancel]), ("1", "-"), "{text}");
 }

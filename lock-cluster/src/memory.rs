@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 
 use crate::{
     Cluster, ClusterProvider, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
-    InstanceInfo, JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
-    RunState, truncate,
+    InstanceInfo, JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunRecord,
+    RunStart, RunState, truncate,
 };
 use lock_core::{InMemoryLockProvider, LockError, LockProvider};
 

@@ -51,7 +51,10 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
         ))
         .await
         .expect("an old row");
-    provider.ensure_schema().await.expect("ensure_schema adds them");
+    provider
+        .ensure_schema()
+        .await
+        .expect("ensure_schema adds them");
     provider.ensure_schema().await.expect("ensure_schema twice");
     let store = provider.cluster().expect("mysql keeps them");
     let old = &store.history("old", 1).await.expect("history")[0];

@@ -115,7 +115,10 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
         ))
         .await
         .expect("the history table of an older version");
-    provider.ensure_schema().await.expect("ensure_schema adds them");
+    provider
+        .ensure_schema()
+        .await
+        .expect("ensure_schema adds them");
     provider.ensure_schema().await.expect("ensure_schema twice");
     let store = lock_cluster::ClusterProvider::cluster(&provider).expect("postgres keeps them");
     let old = &store.history("old", 1).await.expect("history")[0];

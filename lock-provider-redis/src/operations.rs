@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use lock_cluster::{
     ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo,
-    JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart, RunState,
-    truncate,
+    JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
+    RunState, truncate,
 };
 use lock_core::{FireKind, LockError};
 use redis::{Script, Value};

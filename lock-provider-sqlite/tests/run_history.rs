@@ -86,8 +86,12 @@ async fn a_body_that_stops_when_shutdown_asks_is_recorded_cancelled_with_its_err
     eventually(WAIT, "import running and quick done", || async {
         let import = store.history("import", 1).await.unwrap();
         let quick = store.history("quick", 1).await.unwrap();
-        (import.first().is_some_and(|r| r.outcome == RunState::Running)
-            && quick.first().is_some_and(|r| r.outcome == RunState::Succeeded))
+        (import
+            .first()
+            .is_some_and(|r| r.outcome == RunState::Running)
+            && quick
+                .first()
+                .is_some_and(|r| r.outcome == RunState::Succeeded))
         .then_some(())
     })
     .await;

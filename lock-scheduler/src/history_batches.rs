@@ -86,9 +86,7 @@ impl Batched for HistoryEnd {
         provider: Arc<dyn ClusterProvider>,
         item: Self,
     ) -> BoxFuture<'static, Result<(), LockError>> {
-        Box::pin(async move {
-            store(provider.as_ref())?.run_ended(&item.0).await
-        })
+        Box::pin(async move { store(provider.as_ref())?.run_ended(&item.0).await })
     }
     fn send_many(
         provider: Arc<dyn ClusterProvider>,

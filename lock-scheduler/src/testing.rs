@@ -165,7 +165,10 @@ impl TestFire {
     ///
     /// When `attempt` is 0: attempts count from 1.
     pub fn attempt(mut self, attempt: u32) -> Self {
-        assert!(attempt >= 1, "TestFire::attempt({attempt}): attempts count from 1");
+        assert!(
+            attempt >= 1,
+            "TestFire::attempt({attempt}): attempts count from 1"
+        );
         self.attempt = Some(attempt);
         self
     }

@@ -438,7 +438,10 @@ async fn a_test_fire_sets_the_attempt_its_body_reads() {
             }
         },
     );
-    assert!(TestFire::new().run_job(&job).await.is_err(), "attempt 1 by default");
+    assert!(
+        TestFire::new().run_job(&job).await.is_err(),
+        "attempt 1 by default"
+    );
     assert_eq!(TestFire::new().attempt(2).run_job(&job).await, Ok(()));
     let attempt = TestFire::new()
         .attempt(3)

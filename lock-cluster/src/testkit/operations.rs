@@ -9,7 +9,8 @@ use chrono::TimeDelta;
 
 use crate::ClusterProvider;
 use crate::{
-    ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration, RunEnd, RunRecord, RunStart, RunState,
+    ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration, RunEnd, RunRecord, RunStart,
+    RunState,
 };
 use lock_core::{FireKind, FireSlot};
 

@@ -126,7 +126,10 @@ pub async fn seed(provider: &dyn ClusterProvider) {
             })
             .await
             .expect("run start");
-        store.run_ended(&RunEnd::new(id, outcome, error)).await.expect("run end");
+        store
+            .run_ended(&RunEnd::new(id, outcome, error))
+            .await
+            .expect("run end");
     }
     let request = testkit::request(&"report".into(), INSTANCE, Duration::from_secs(600), None);
     let AcquireOutcome::Acquired(_) = provider.acquire(&request).await.expect("acquire") else {

@@ -27,7 +27,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use lock_cluster::{
     Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
-    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart, RunState,
+    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
+    RunState,
 };
 use lock_core::{FireKind, LockError};
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};

@@ -62,9 +62,11 @@ impl Columns for SqliteRow {
     }
 
     fn int4(&self, index: usize) -> Result<i32, sqlx::Error> {
-        i32::try_from(self.try_get_unchecked::<i64, _>(index)?).map_err(|e| sqlx::Error::ColumnDecode {
-            index: index.to_string(),
-            source: Box::new(e),
+        i32::try_from(self.try_get_unchecked::<i64, _>(index)?).map_err(|e| {
+            sqlx::Error::ColumnDecode {
+                index: index.to_string(),
+                source: Box::new(e),
+            }
         })
     }
 

@@ -1,8 +1,8 @@
 //! The statements' text for one lock table and dialect: [`OperationsSql::new`].
 
 use super::{
-    ACTION_COLUMNS, AddedColumn, CONTROL_COLUMNS, OperationsSql, OperationsTables, REGISTRY_COLUMNS,
-    RUN_COLUMNS, SqlDialect, TableName, TableNames, create,
+    ACTION_COLUMNS, AddedColumn, CONTROL_COLUMNS, OperationsSql, OperationsTables,
+    REGISTRY_COLUMNS, RUN_COLUMNS, SqlDialect, TableName, TableNames, create,
 };
 use crate::{MAX_IDENTIFIER_LEN, ResolvedTable, validate_identifier};
 use lock_core::LockError;
