@@ -84,7 +84,6 @@ impl OperationsSql {
         };
         // PostgreSQL's `ensure_schema()` runs no DDL when the probes succeed: the indexes added
         // since the tables first shipped are probed too (a cast that fails when one is missing).
-        let mut probe = probe;
         if d == SqlDialect::Postgres {
             for index in create::added_indexes(lock_table) {
                 let index = match &lock_table.schema {
