@@ -192,9 +192,13 @@ impl MySqlOperations {
     pub(crate) async fn ensure(&self) -> Result<(), LockError> {
         let mut conn = self.conn("schema").await?;
         for statement in &self.sql.create {
-            conn.query_drop(statement.as_str())
-                .await
-                .map_err(|e| self.error("schema", "", e))?;
+            match conn.query_drop(statement.as_str()).await {
+                // An instance starting at the same time added it between the catalog check
+                // and this statement: it is there, as wanted.
+                Err(mysql_async::Error::Server(server))
+                    if lock_sql::sql::mysql::ADDED_BY_ANOTHER.contains(&server.code) => {}
+                other => other.map_err(|e| self.error("schema", "", e))?,
+            }
         }
         Ok(())
     }

@@ -79,3 +79,30 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
     drop(admin);
     let _ = provider.pool().clone().disconnect().await;
 }
+
+/// Instances starting at once each run `ensure_schema()` on fresh tables: every one succeeds
+/// (the added columns' catalog checks race no `ALTER`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_ensure_schema_on_fresh_tables_all_succeed() {
+    let table = common::unique_table("lockmy_race");
+    let _drop = common::drop_table(&table);
+    let mut providers = Vec::new();
+    for _ in 0..2 {
+        match MySqlLockProvider::connect(&common::url()).await {
+            Ok(provider) => providers.push(provider.with_table(&table).expect("table name")),
+            Err(e) => return common::unreachable(&e).unwrap_or(()),
+        }
+    }
+    let (a, b) = tokio::join!(providers[0].ensure_schema(), providers[1].ensure_schema());
+    for result in [a, b] {
+        if let Err(e) = result {
+            let mut chain = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                chain.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            panic!("{chain}");
+        }
+    }
+}

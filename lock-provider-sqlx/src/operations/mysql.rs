@@ -122,9 +122,21 @@ impl Tables for MySqlTables {
     async fn create(&self, sql: &OperationsSql) -> Result<(), sqlx::Error> {
         let mut conn = self.pool.acquire().await?;
         for statement in &sql.create {
-            sqlx::raw_sql(AssertSqlSafe(statement.clone()))
+            let done = sqlx::raw_sql(AssertSqlSafe(statement.clone()))
                 .execute(&mut *conn)
-                .await?;
+                .await;
+            match done {
+                // An instance starting at the same time added it between the catalog check
+                // and this statement: it is there, as wanted.
+                Err(sqlx::Error::Database(e))
+                    if e.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+                        .is_some_and(|e| {
+                            lock_sql::sql::mysql::ADDED_BY_ANOTHER.contains(&e.number())
+                        }) => {}
+                other => {
+                    other?;
+                }
+            }
         }
         Ok(())
     }
