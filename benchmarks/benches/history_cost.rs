@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use benchmarks::stats::{comparison_line, median_difference_line};
 use benchmarks::{Mode, Samples, Unit};
-use lock_cluster::{RunStart, RunState};
+use lock_cluster::{RunEnd, RunStart, RunState};
 use lock_core::{AcquireOutcome, FireKind, testkit};
 use lock_providers::{OpenOptions, SchemaAction};
 
@@ -81,6 +81,7 @@ async fn measure(backend: &str, url: &str, mode: Mode) {
                 fire_kind: FireKind::Scheduled,
                 instance_id: "bench:1:aa".into(),
                 fence: lease.fence(),
+                attempt: 1,
             };
             Some(store.run_started(&start).await.expect("run start"))
         } else {
@@ -94,7 +95,7 @@ async fn measure(backend: &str, url: &str, mode: Mode) {
         );
         if let Some(id) = run {
             store
-                .run_ended(id, RunState::Succeeded, None)
+                .run_ended(&RunEnd::new(id, RunState::Succeeded, None))
                 .await
                 .expect("run end");
             with_history.record(started);

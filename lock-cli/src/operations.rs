@@ -45,6 +45,10 @@ pub(crate) struct RunRow {
     ended_at: Option<String>,
     outcome: &'static str,
     error: Option<String>,
+    /// Which attempt of its fire (slot and fence) the row is, from 1.
+    attempt: u32,
+    /// Cancellation was asked before the body ended; `outcome` is still its own result.
+    cancel_requested: bool,
 }
 
 impl From<&RunRecord> for RunRow {
@@ -59,6 +63,8 @@ impl From<&RunRecord> for RunRow {
             ended_at: run.ended_at.map(instant),
             outcome: run.outcome.as_str(),
             error: run.error.clone(),
+            attempt: run.attempt,
+            cancel_requested: run.cancel_requested,
         }
     }
 }
@@ -251,10 +257,12 @@ pub(crate) async fn history(
                 r.started_at,
                 or_dash(r.ended_at),
                 r.outcome.to_owned(),
+                if r.cancel_requested { "yes" } else { "-" }.to_owned(),
                 r.fire_kind.to_owned(),
                 or_dash(r.slot),
                 r.instance,
                 r.fence.to_string(),
+                r.attempt.to_string(),
                 or_dash(r.error.map(|e| e.replace('\n', " "))),
             ]
         })
@@ -264,10 +272,12 @@ pub(crate) async fn history(
             "STARTED_AT",
             "ENDED_AT",
             "OUTCOME",
+            "CANCEL_REQUESTED",
             "KIND",
             "SLOT",
             "INSTANCE",
             "FENCE",
+            "ATTEMPT",
             "ERROR",
         ],
         cells,

@@ -181,6 +181,11 @@ pub struct RunStart {
     pub instance_id: String,
     /// The lease's fencing token.
     pub fence: u64,
+    /// Which attempt of the fire this is, from 1 ([`JobContext::attempt`]): a job with
+    /// `retries` writes one row per attempt, each with the slot and fence of the fire.
+    ///
+    /// [`JobContext::attempt`]: lock_core::JobContext::attempt
+    pub attempt: u32,
 }
 
 /// The end of a run, for [`ClusterStore::runs_ended`]: the row's id, what the run came to
@@ -200,16 +205,33 @@ pub struct RunEnd {
     pub outcome: RunState,
     /// The error or panic message.
     pub error: Option<String>,
+    /// Cancellation (shutdown, a lost lease, the run's timeout) was asked before the body
+    /// ended; false unless [`with_cancel_requested`](Self::with_cancel_requested) says so.
+    pub cancel_requested: bool,
 }
 
 impl RunEnd {
-    /// The end of run `id`.
+    /// The end of run `id`, cancellation not asked.
     pub fn new(id: i64, outcome: RunState, error: Option<&str>) -> Self {
         RunEnd {
             id,
             outcome,
             error: error.map(str::to_owned),
+            cancel_requested: false,
         }
+    }
+
+    /// The same end, saying whether cancellation was asked before the body ended: a body
+    /// that finished its work after shutdown began is `succeeded` with `cancel_requested`.
+    ///
+    /// ```
+    /// use lock_cluster::{RunEnd, RunState};
+    /// let end = RunEnd::new(7, RunState::Succeeded, None).with_cancel_requested(true);
+    /// assert!(end.cancel_requested);
+    /// ```
+    pub fn with_cancel_requested(mut self, cancel_requested: bool) -> Self {
+        self.cancel_requested = cancel_requested;
+        self
     }
 }
 
@@ -225,9 +247,12 @@ pub enum RunState {
     Failed,
     /// The body panicked.
     Panicked,
-    /// The lease was lost while the body ran (its `cancelled()` resolved).
+    /// The lease was lost while the body ran (its `cancelled()` resolved) and it returned
+    /// `Ok(())`: it ran, at least in part, without its lock.
     LockLost,
-    /// The body returned after the scheduler began shutting down.
+    /// The body stopped because the scheduler was shutting down: it returned an error after
+    /// its `cancelled()` resolved (the error is kept). A body that finished its work after
+    /// shutdown began is [`Succeeded`](Self::Succeeded), with `cancel_requested`.
     Cancelled,
     /// The run's `timeout` passed (the body was told to stop, and dropped after a grace).
     TimedOut,
@@ -310,6 +335,14 @@ pub struct RunRecord {
     pub outcome: RunState,
     /// The error or panic message, cut to [`MAX_ERROR_LEN`] bytes.
     pub error: Option<String>,
+    /// Which attempt of its fire this row is, from 1: the retries of one fire are rows of
+    /// the same slot and fence with attempts 2, 3 and so on (1 for rows written before the
+    /// history kept it).
+    pub attempt: u32,
+    /// Cancellation (shutdown, a lost lease, the run's timeout) was asked before the body
+    /// ended; the outcome is still the body's own result (false for rows written before the
+    /// history kept it).
+    pub cancel_requested: bool,
 }
 
 /// What housekeeping deletes, in bounded batches.
@@ -396,13 +429,9 @@ pub trait ClusterStore: Send + Sync {
     /// Writes the start row of a run (start time: the store's now) and returns its id.
     async fn run_started(&self, run: &RunStart) -> Result<i64, LockError>;
 
-    /// Writes the end of run `id` (end time: the store's now).
-    async fn run_ended(
-        &self,
-        id: i64,
-        outcome: RunState,
-        error: Option<&str>,
-    ) -> Result<(), LockError>;
+    /// Writes the end of run `end.id`: its outcome, error and `cancel_requested` (end time:
+    /// the store's now).
+    async fn run_ended(&self, end: &RunEnd) -> Result<(), LockError>;
 
     /// Writes the start rows of several runs and returns their ids in the order given: one
     /// statement where the store can ([`max_history_batch`](Self::max_history_batch) > 1).
@@ -420,6 +449,7 @@ pub trait ClusterStore: Send + Sync {
     ///     fire_kind: FireKind::Manual,
     ///     instance_id: "a".into(),
     ///     fence: 1,
+    ///     attempt: 1,
     /// };
     /// let ids = store.runs_started(&[run("billing"), run("coupons")]).await?;
     /// assert_eq!(ids.len(), 2);
@@ -441,8 +471,7 @@ pub trait ClusterStore: Send + Sync {
     /// to every row. The default loops over [`run_ended`](Self::run_ended).
     async fn runs_ended(&self, ends: &[RunEnd]) -> Result<(), LockError> {
         for end in ends {
-            self.run_ended(end.id, end.outcome, end.error.as_deref())
-                .await?;
+            self.run_ended(end).await?;
         }
         Ok(())
     }

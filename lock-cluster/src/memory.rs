@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 
 use crate::{
     Cluster, ClusterProvider, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
-    InstanceInfo, JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunRecord, RunStart,
-    RunState, truncate,
+    InstanceInfo, JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunRecord,
+    RunStart, RunState, truncate,
 };
 use lock_core::{InMemoryLockProvider, LockError, LockProvider};
 
@@ -289,23 +289,24 @@ impl ClusterStore for InMemoryLockProvider {
             ended_at: None,
             outcome: RunState::Running,
             error: None,
+            attempt: run.attempt,
+            cancel_requested: false,
         });
         Ok(id)
     }
 
-    async fn run_ended(
-        &self,
-        id: i64,
-        outcome: RunState,
-        error: Option<&str>,
-    ) -> Result<(), LockError> {
+    async fn run_ended(&self, end: &RunEnd) -> Result<(), LockError> {
         let now = now(self).await;
         let ops = tables(self);
         let mut rows = ops.rows();
-        if let Some(run) = rows.runs.iter_mut().find(|r| r.id == id) {
+        if let Some(run) = rows.runs.iter_mut().find(|r| r.id == end.id) {
             run.ended_at = Some(now);
-            run.outcome = outcome;
-            run.error = error.map(|e| truncate(e, MAX_ERROR_LEN).to_owned());
+            run.outcome = end.outcome;
+            run.error = end
+                .error
+                .as_deref()
+                .map(|e| truncate(e, MAX_ERROR_LEN).to_owned());
+            run.cancel_requested = end.cancel_requested;
         }
         Ok(())
     }

@@ -420,6 +420,8 @@ mod tests {
             ended_at: None,
             outcome: RunState::Running,
             error: None,
+            attempt: 1,
+            cancel_requested: false,
         }
     }
 

@@ -61,6 +61,10 @@ pub(crate) struct RunJson {
     lag_ms: Option<i64>,
     outcome: &'static str,
     error: Option<String>,
+    /// Which attempt of its fire (slot and fence) the row is, from 1.
+    attempt: u32,
+    /// Cancellation was asked before the body ended; `outcome` is still its own result.
+    cancel_requested: bool,
 }
 
 impl From<&RunView> for RunJson {
@@ -78,6 +82,8 @@ impl From<&RunView> for RunJson {
             lag_ms: lag_ms(run),
             outcome: run.outcome.as_str(),
             error: run.error.clone(),
+            attempt: run.attempt,
+            cancel_requested: run.cancel_requested,
         }
     }
 }

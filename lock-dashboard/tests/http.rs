@@ -578,3 +578,57 @@ async fn mounted_under_a_path_every_link_stays_under_it() {
         404
     );
 }
+
+/// A fire that failed once and succeeded on its retry: two rows of one slot and fence, the
+/// JSON says each one's attempt (and that cancellation was asked of the second), and the Job
+/// page shows the retry as an attempt of its slot, grouped under it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retried_fire_shows_its_attempts_in_the_json_and_the_job_page() {
+    use lock_cluster::{RunEnd, RunStart, RunState};
+    use lock_core::FireKind;
+    let Some(served) = serve(lock_dashboard::router).await else {
+        return;
+    };
+    let store = served.provider.cluster().expect("operations tables");
+    let slot = served.provider.database_time().await.expect("time");
+    for (attempt, outcome) in [(1, RunState::Failed), (2, RunState::Succeeded)] {
+        let id = store
+            .run_started(&RunStart {
+                job: "billing".into(),
+                slot: Some(slot),
+                fire_kind: FireKind::Scheduled,
+                instance_id: INSTANCE.into(),
+                fence: 9,
+                attempt,
+            })
+            .await
+            .expect("start");
+        let end = RunEnd::new(id, outcome, (attempt == 1).then_some("feed not ready"))
+            .with_cancel_requested(attempt == 2);
+        store.run_ended(&end).await.expect("end");
+    }
+    let runs = json(served.address, "/api/jobs/billing/runs?limit=10").await;
+    let runs = runs["runs"].as_array().expect("runs");
+    let attempts: Vec<_> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["attempt"].as_u64().expect("attempt"),
+                r["outcome"].as_str().unwrap().to_owned(),
+                r["cancel_requested"].as_bool().expect("cancel_requested"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        attempts[..2],
+        [
+            (2, "succeeded".to_owned(), true),
+            (1, "failed".to_owned(), false)
+        ],
+        "{runs:?}"
+    );
+    let html = page(served.address, "/jobs/billing", &[]).await;
+    assert!(html.contains(r#"data-attempt="2" class="retry""#), "{html}");
+    assert!(html.contains("↳ attempt 2 of "), "{html}");
+    assert!(html.contains("cancel requested"), "{html}");
+}

@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use lock_cluster::{
     Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
-    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunRecord, RunStart, RunState,
+    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
+    RunState,
 };
 use lock_core::LockError;
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
@@ -87,6 +88,8 @@ fn run_row(row: &Row) -> Result<RunRecord, String> {
         ended_at: get::<Option<NaiveDateTime>>(row, 7)?.map(utc),
         outcome: outcome.parse().unwrap_or(RunState::Running),
         error: get(row, 9)?,
+        attempt: get(row, 10)?,
+        cancel_requested: get(row, 11)?,
     })
 }
 
@@ -189,12 +192,19 @@ impl MySqlOperations {
     pub(crate) async fn ensure(&self) -> Result<(), LockError> {
         let mut conn = self.conn("schema").await?;
         for statement in &self.sql.create {
-            if let Err(e) = conn.query_drop(statement.as_str()).await {
-                // The DDL's named lock is the session's: not left to the pooled connection.
-                if let Some(release) = &self.sql.create_release {
-                    let _ = conn.query_drop(release.as_str()).await;
+            match conn.query_drop(statement.as_str()).await {
+                Ok(()) => {}
+                // An instance starting at the same time added it between the catalog check
+                // and this statement (its named lock timed out): it is there, as wanted.
+                Err(mysql_async::Error::Server(server))
+                    if lock_sql::sql::mysql::ADDED_BY_ANOTHER.contains(&server.code) => {}
+                Err(e) => {
+                    // The DDL's named lock is the session's: not left to the pooled connection.
+                    if let Some(release) = &self.sql.create_release {
+                        let _ = conn.query_drop(release.as_str()).await;
+                    }
+                    return Err(self.error("schema", "", e));
                 }
-                return Err(self.error("schema", "", e));
             }
         }
         Ok(())
@@ -318,6 +328,7 @@ impl ClusterStore for MySqlOperations {
             Value::from(run.fire_kind.as_str()),
             Value::from(&run.instance_id),
             Value::from(i64::try_from(run.fence).unwrap_or(-1)),
+            Value::from(run.attempt),
         ];
         let (_, id) = self
             .change("history", &run.job, &self.sql.run_start, params)
@@ -325,16 +336,12 @@ impl ClusterStore for MySqlOperations {
         Ok(i64::try_from(id).unwrap_or(0))
     }
 
-    async fn run_ended(
-        &self,
-        id: i64,
-        outcome: RunState,
-        error: Option<&str>,
-    ) -> Result<(), LockError> {
+    async fn run_ended(&self, end: &RunEnd) -> Result<(), LockError> {
         let params = vec![
-            Value::from(outcome.as_str()),
-            Value::from(error),
-            Value::from(id),
+            Value::from(end.outcome.as_str()),
+            Value::from(end.error.as_deref()),
+            Value::from(end.cancel_requested),
+            Value::from(end.id),
         ];
         self.change("history", "", &self.sql.run_end, params)
             .await

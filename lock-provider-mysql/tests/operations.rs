@@ -22,33 +22,87 @@ async fn operations_tables_keep_the_store_contract() {
     let _ = provider.pool().clone().disconnect().await;
 }
 
-/// Instances of one service start at once and each runs `ensure_schema()`: the DDL of the
-/// operations tables (whose `ALTER`s for the indexes added later are not idempotent on MySQL)
-/// runs under a named lock, so no instance's fails.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn instances_starting_at_once_all_ensure_the_schema() {
-    let table = common::unique_table("lockmy_ddl_race");
+/// A history table from before `attempt` and `cancel_requested`: `ensure_schema()` adds both
+/// (MySQL has no `ADD COLUMN IF NOT EXISTS`: a catalog check), its rows read as attempt 1
+/// without cancellation, and new rows keep what they are given.
+#[tokio::test]
+async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
+    use lock_cluster::{ClusterProvider, RunEnd, RunStart, RunState};
+    use lock_core::FireKind;
+    use lock_provider_mysql::mysql_async::prelude::Queryable;
+    let table = common::unique_table("lockmy_cols");
     let _drop = common::drop_table(&table);
-    let mut instances = tokio::task::JoinSet::new();
-    for _ in 0..6 {
-        let provider = match MySqlLockProvider::connect(&common::url()).await {
-            Ok(provider) => provider.with_table(&table).expect("table name"),
+    let provider = match MySqlLockProvider::connect(&common::url()).await {
+        Ok(provider) => provider.with_table(&table).expect("table name"),
+        Err(e) => return common::unreachable(&e).unwrap_or(()),
+    };
+    provider.ensure_schema().await.expect("ensure_schema");
+    let mut admin = common::admin().await.expect("admin connection");
+    admin
+        .query_drop(format!(
+            "ALTER TABLE {table}_runs DROP COLUMN attempt, DROP COLUMN cancel_requested"
+        ))
+        .await
+        .expect("the history table of an older version");
+    admin
+        .query_drop(format!(
+            "INSERT INTO {table}_runs (job_name, fire_kind, instance_id, fence, started_at, \
+             ended_at, outcome) VALUES ('old', 'scheduled', 'a', 1, NOW(3), NOW(3), 'succeeded')"
+        ))
+        .await
+        .expect("an old row");
+    provider
+        .ensure_schema()
+        .await
+        .expect("ensure_schema adds them");
+    provider.ensure_schema().await.expect("ensure_schema twice");
+    let store = provider.cluster().expect("mysql keeps them");
+    let old = &store.history("old", 1).await.expect("history")[0];
+    assert_eq!((old.attempt, old.cancel_requested), (1, false), "{old:?}");
+    let id = store
+        .run_started(&RunStart {
+            job: "old".into(),
+            slot: None,
+            fire_kind: FireKind::Manual,
+            instance_id: "a".into(),
+            fence: 2,
+            attempt: 2,
+        })
+        .await
+        .expect("start");
+    store
+        .run_ended(&RunEnd::new(id, RunState::Succeeded, None).with_cancel_requested(true))
+        .await
+        .expect("end");
+    let new = &store.history("old", 1).await.expect("history")[0];
+    assert_eq!((new.attempt, new.cancel_requested), (2, true), "{new:?}");
+    drop(admin);
+    let _ = provider.pool().clone().disconnect().await;
+}
+
+/// Instances starting at once each run `ensure_schema()` on fresh tables: every one succeeds
+/// (the added columns' catalog checks race no `ALTER`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_ensure_schema_on_fresh_tables_all_succeed() {
+    let table = common::unique_table("lockmy_race");
+    let _drop = common::drop_table(&table);
+    let mut providers = Vec::new();
+    for _ in 0..2 {
+        match MySqlLockProvider::connect(&common::url()).await {
+            Ok(provider) => providers.push(provider.with_table(&table).expect("table name")),
             Err(e) => return common::unreachable(&e).unwrap_or(()),
-        };
-        instances.spawn(async move {
-            let result = provider.ensure_schema().await;
-            let _ = provider.pool().clone().disconnect().await;
-            result
-        });
+        }
     }
-    let mut done = 0;
-    while let Some(result) = instances.join_next().await {
-        let result = result.expect("the instance's task");
-        assert!(
-            result.is_ok(),
-            "an instance's ensure_schema failed: {result:?}"
-        );
-        done += 1;
+    let (a, b) = tokio::join!(providers[0].ensure_schema(), providers[1].ensure_schema());
+    for result in [a, b] {
+        if let Err(e) = result {
+            let mut chain = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                chain.push_str(&format!(": {s}"));
+                source = s.source();
+            }
+            panic!("{chain}");
+        }
     }
-    assert_eq!(done, 6);
 }

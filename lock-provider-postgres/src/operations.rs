@@ -202,6 +202,8 @@ fn run_row(row: &Row) -> Result<RunRecord, tokio_postgres::Error> {
         ended_at: row.try_get::<_, Option<NaiveDateTime>>(7)?.map(utc),
         outcome: outcome.parse().unwrap_or(RunState::Running),
         error: row.try_get(9)?,
+        attempt: u32::try_from(row.try_get::<_, i32>(10)?).unwrap_or(1),
+        cancel_requested: row.try_get(11)?,
     })
 }
 
@@ -383,6 +385,7 @@ impl ClusterStore for PgOperations {
         let slot = run.slot.map(naive);
         let fence = i64::try_from(run.fence).unwrap_or(-1);
         let kind = run.fire_kind.as_str();
+        let attempt = i32::try_from(run.attempt).unwrap_or(i32::MAX);
         let rows = self
             .query(
                 "history",
@@ -394,6 +397,7 @@ impl ClusterStore for PgOperations {
                     (&kind, Type::TEXT),
                     (&run.instance_id, Type::TEXT),
                     (&fence, Type::INT8),
+                    (&attempt, Type::INT4),
                 ],
             )
             .await?;
@@ -402,21 +406,17 @@ impl ClusterStore for PgOperations {
         })
     }
 
-    async fn run_ended(
-        &self,
-        id: i64,
-        outcome: RunState,
-        error: Option<&str>,
-    ) -> Result<(), LockError> {
-        let outcome = outcome.as_str();
+    async fn run_ended(&self, end: &RunEnd) -> Result<(), LockError> {
+        let outcome = end.outcome.as_str();
         self.execute(
             "history",
             "",
             &self.sql.run_end,
             &[
                 (&outcome, Type::TEXT),
-                (&error, Type::TEXT),
-                (&id, Type::INT8),
+                (&end.error, Type::TEXT),
+                (&end.cancel_requested, Type::BOOL),
+                (&end.id, Type::INT8),
             ],
         )
         .await

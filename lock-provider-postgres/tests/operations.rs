@@ -93,6 +93,55 @@ async fn ensure_schema_adds_the_action_log_to_older_operations_tables() {
     assert_eq!(store.actions("report", 5).await.expect("read").len(), 1);
 }
 
+/// A history table from before `attempt` and `cancel_requested`: `ensure_schema()` adds both
+/// (its probe sees them missing), its rows read as attempt 1 without cancellation, and new
+/// rows keep what they are given.
+#[tokio::test]
+async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
+    use lock_cluster::{RunEnd, RunStart, RunState};
+    use lock_core::FireKind;
+    let table = common::unique_table("ops_cols");
+    let _drop = common::drop_table(&table);
+    let Some(provider) = common::provider(&table).await else {
+        return;
+    };
+    let pool = common::pool().await.expect("pool");
+    let client = pool.get().await.expect("connection");
+    client
+        .batch_execute(&format!(
+            "ALTER TABLE {table}_runs DROP COLUMN attempt, DROP COLUMN cancel_requested; \
+             INSERT INTO {table}_runs (job_name, fire_kind, instance_id, fence, started_at, \
+             ended_at, outcome) VALUES ('old', 'scheduled', 'a', 1, now(), now(), 'succeeded')"
+        ))
+        .await
+        .expect("the history table of an older version");
+    provider
+        .ensure_schema()
+        .await
+        .expect("ensure_schema adds them");
+    provider.ensure_schema().await.expect("ensure_schema twice");
+    let store = lock_cluster::ClusterProvider::cluster(&provider).expect("postgres keeps them");
+    let old = &store.history("old", 1).await.expect("history")[0];
+    assert_eq!((old.attempt, old.cancel_requested), (1, false), "{old:?}");
+    let id = store
+        .run_started(&RunStart {
+            job: "old".into(),
+            slot: None,
+            fire_kind: FireKind::Manual,
+            instance_id: "a".into(),
+            fence: 2,
+            attempt: 2,
+        })
+        .await
+        .expect("start");
+    store
+        .run_ended(&RunEnd::new(id, RunState::Succeeded, None).with_cancel_requested(true))
+        .await
+        .expect("end");
+    let new = &store.history("old", 1).await.expect("history")[0];
+    assert_eq!((new.attempt, new.cancel_requested), (2, true), "{new:?}");
+}
+
 /// The run history of a burst is coalesced: twenty jobs due at the same slot write their start
 /// rows in a few statements (rows of one statement share its `started_at`, the transaction's
 /// clock), not twenty, and every run's end is written.

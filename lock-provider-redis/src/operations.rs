@@ -11,8 +11,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use lock_cluster::{
     ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo,
-    JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunRecord, RunStart, RunState,
-    truncate,
+    JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
+    RunState, truncate,
 };
 use lock_core::{FireKind, LockError};
 use redis::{Script, Value};
@@ -130,7 +130,7 @@ fn control_row(row: &[Value]) -> Result<ControlRequest, ReplyError> {
 }
 
 /// A run: `{id, job, slot, fire_kind, instance_id, fence, started_at, ended_at, outcome,
-/// error}`.
+/// error, attempt, cancel_requested}`.
 fn run_row(row: &[Value]) -> Result<RunRecord, ReplyError> {
     Ok(RunRecord {
         id: required_int(row, 0, "id")?,
@@ -147,6 +147,8 @@ fn run_row(row: &[Value]) -> Result<RunRecord, ReplyError> {
             .parse()
             .unwrap_or(RunState::Running),
         error: text(field(row, 9))?,
+        attempt: u32::try_from(required_int(row, 10, "attempt")?).unwrap_or(1),
+        cancel_requested: required_int(row, 11, "cancel_requested")? == 1,
     })
 }
 
@@ -318,19 +320,15 @@ impl ClusterStore for RedisLockProvider {
                 run.instance_id.clone(),
                 // As the SQL providers store it (BIGINT): the same number reads back.
                 i64::try_from(run.fence).unwrap_or(-1).to_string(),
+                run.attempt.to_string(),
             ],
         )
         .await
     }
 
-    async fn run_ended(
-        &self,
-        id: i64,
-        outcome: RunState,
-        error: Option<&str>,
-    ) -> Result<(), LockError> {
+    async fn run_ended(&self, end: &RunEnd) -> Result<(), LockError> {
         let k = &self.keys.ops;
-        let (has_error, error) = match error {
+        let (has_error, error) = match end.error.as_deref() {
             Some(e) => ("1", truncate(e, MAX_ERROR_LEN)),
             None => ("0", ""),
         };
@@ -341,10 +339,11 @@ impl ClusterStore for RedisLockProvider {
                 &self.ops_scripts.run_ended,
                 &[&k.runs, &k.runs_succeeded],
                 &[
-                    id.to_string(),
-                    outcome.as_str().to_owned(),
+                    end.id.to_string(),
+                    end.outcome.as_str().to_owned(),
                     has_error.to_owned(),
                     error.to_owned(),
+                    u8::from(end.cancel_requested).to_string(),
                 ],
             )
             .await?;

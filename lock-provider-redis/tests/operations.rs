@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use chrono::TimeDelta;
 use lock_cluster::{
-    Cluster, Expired, Heartbeat, InstanceInfo, JobRegistration, RunStart, RunState,
+    Cluster, Expired, Heartbeat, InstanceInfo, JobRegistration, RunEnd, RunStart, RunState,
 };
 use lock_core::{FireKind, FireSlot, LockError, LockProvider, testkit};
 use lock_provider_redis::{RedisLockProvider, redis};
@@ -62,6 +62,7 @@ fn start(job: &str, fence: u64) -> RunStart {
         fire_kind: FireKind::Manual,
         instance_id: "test:1:a".to_owned(),
         fence,
+        attempt: 1,
     }
 }
 
@@ -88,7 +89,7 @@ async fn the_operations_keys_share_one_hash_tag_outside_the_lock_listing() {
         .await
         .expect("heartbeat");
     let run = ops.run_started(&start("report", 1)).await.expect("start");
-    ops.run_ended(run, RunState::Succeeded, None)
+    ops.run_ended(&RunEnd::new(run, RunState::Succeeded, None))
         .await
         .expect("end");
     ops.pause("report", "op").await.expect("pause");
@@ -247,11 +248,11 @@ async fn housekeeping_keeps_each_jobs_last_run_and_last_success() {
                 .run_started(&start(job, fence as u64 + 1))
                 .await
                 .expect("start");
-            ops.run_ended(
+            ops.run_ended(&RunEnd::new(
                 id,
                 outcome,
                 Some("boom").filter(|_| outcome == RunState::Failed),
-            )
+            ))
             .await
             .expect("end");
             ids.entry(job).or_default().push(id);

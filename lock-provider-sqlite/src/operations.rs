@@ -11,7 +11,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use lock_cluster::{
     Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
-    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunRecord, RunStart, RunState,
+    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
+    RunState,
 };
 use lock_core::LockError;
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
@@ -97,6 +98,8 @@ fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
         ended_at: opt_time(row, 7)?,
         outcome: outcome.parse().unwrap_or(RunState::Running),
         error: row.get(9)?,
+        attempt: u32::try_from(row.get::<_, i64>(10)?).unwrap_or(1),
+        cancel_requested: row.get(11)?,
     })
 }
 
@@ -218,10 +221,17 @@ impl SqliteOperations {
     /// Creates the tables and indexes if missing, in one transaction holding the write lock.
     pub(crate) async fn ensure(&self) -> Result<(), LockError> {
         let sql = self.sql.create.clone();
+        let added = self.sql.added_run_columns.clone();
         self.run("schema", move |conn| {
             in_immediate_transaction(conn, |conn| {
                 for statement in &sql {
                     conn.execute_batch(statement)?;
+                }
+                // A history table from before these columns: added, with their defaults.
+                for column in &added {
+                    if conn.query_row(&column.missing, [], |row| row.get::<_, bool>(0))? {
+                        conn.execute_batch(&column.ddl)?;
+                    }
                 }
                 Ok(())
             })
@@ -344,6 +354,7 @@ impl ClusterStore for SqliteOperations {
             Value::Text(run.fire_kind.as_str().to_owned()),
             Value::Text(run.instance_id.clone()),
             Value::Integer(i64::try_from(run.fence).unwrap_or(-1)),
+            Value::Integer(i64::from(run.attempt)),
         ];
         let ids = self
             .rows("history", &self.sql.run_start, params, |row| row.get(0))
@@ -351,16 +362,14 @@ impl ClusterStore for SqliteOperations {
         Ok(ids.first().copied().unwrap_or(0))
     }
 
-    async fn run_ended(
-        &self,
-        id: i64,
-        outcome: RunState,
-        error: Option<&str>,
-    ) -> Result<(), LockError> {
+    async fn run_ended(&self, end: &RunEnd) -> Result<(), LockError> {
         let params = vec![
-            Value::Text(outcome.as_str().to_owned()),
-            error.map_or(Value::Null, |e| Value::Text(e.to_owned())),
-            Value::Integer(id),
+            Value::Text(end.outcome.as_str().to_owned()),
+            end.error
+                .as_ref()
+                .map_or(Value::Null, |e| Value::Text(e.clone())),
+            Value::Integer(i64::from(end.cancel_requested)),
+            Value::Integer(end.id),
         ];
         self.change("history", &self.sql.run_end, params)
             .await

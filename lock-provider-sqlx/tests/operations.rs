@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use lock_cluster::{
-    Cluster, ControlKind, Heartbeat, InstanceInfo, JobRegistration, RunStart, RunState,
+    Cluster, ControlKind, Heartbeat, InstanceInfo, JobRegistration, RunEnd, RunStart, RunState,
 };
 use lock_core::{FireKind, FireSlot, LockError};
 use lock_provider_mysql::MySqlLockProvider;
@@ -116,14 +116,15 @@ async fn share_operations(sqlx: &dyn ClusterProvider, driver: &dyn ClusterProvid
         fire_kind: FireKind::Scheduled,
         instance_id: instance.to_owned(),
         fence,
+        attempt: 1,
     };
     let first = a.run_started(&run(7, "via-sqlx")).await.expect("start");
-    b.run_ended(first, RunState::Failed, Some("boom"))
+    b.run_ended(&RunEnd::new(first, RunState::Failed, Some("boom")))
         .await
         .expect("end");
     let second = b.run_started(&run(8, "via-driver")).await.expect("start");
     assert!(second > first, "one id sequence: {first} then {second}");
-    a.run_ended(second, RunState::Succeeded, None)
+    a.run_ended(&RunEnd::new(second, RunState::Succeeded, None))
         .await
         .expect("end");
     let history = a.history("report", 10).await.expect("history");

@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use lock_cluster::{
     ActionRecord, Cluster, ClusterProvider, ClusterStore, ControlRequest, Expired, Heartbeat,
-    OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart, RunState,
+    OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
 };
 use lock_core::{AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest};
 
@@ -261,18 +261,9 @@ impl ClusterStore for Deadline {
             .await
     }
 
-    async fn run_ended(
-        &self,
-        id: i64,
-        outcome: RunState,
-        error: Option<&str>,
-    ) -> Result<(), LockError> {
-        self.within(
-            "record run",
-            "",
-            self.store()?.run_ended(id, outcome, error),
-        )
-        .await
+    async fn run_ended(&self, end: &RunEnd) -> Result<(), LockError> {
+        self.within("record run", "", self.store()?.run_ended(end))
+            .await
     }
 
     async fn runs_started(&self, runs: &[RunStart]) -> Result<Vec<i64>, LockError> {

@@ -86,12 +86,7 @@ impl Batched for HistoryEnd {
         provider: Arc<dyn ClusterProvider>,
         item: Self,
     ) -> BoxFuture<'static, Result<(), LockError>> {
-        Box::pin(async move {
-            let end = item.0;
-            store(provider.as_ref())?
-                .run_ended(end.id, end.outcome, end.error.as_deref())
-                .await
-        })
+        Box::pin(async move { store(provider.as_ref())?.run_ended(&item.0).await })
     }
     fn send_many(
         provider: Arc<dyn ClusterProvider>,

@@ -56,7 +56,7 @@ use crate::{Job, StateMap};
 ///
 /// Defaults: the job's own lock name (`"test"` for [`context`](Self::context) and
 /// [`run`](Self::run)), fence 1, no slot, [`FireKind::Scheduled`], instance id `"test"`, not
-/// cancelled, no state.
+/// attempt 1, not cancelled, no state.
 ///
 /// ```
 /// use lock_scheduler::testing::TestFire;
@@ -83,6 +83,7 @@ pub struct TestFire {
     instance_id: Option<Arc<str>>,
     cancelled: bool,
     shard: Option<(u32, u32)>,
+    attempt: Option<u32>,
     state: StateMap,
     /// Types given to `state` twice: refused by `run_job`, as `start()` refuses them.
     state_twice: Vec<&'static str>,
@@ -144,6 +145,34 @@ impl TestFire {
         self
     }
 
+    /// The attempt ([`JobContext::attempt`]), as a job with `retries` sees it on its retries:
+    /// 1 for the first run, 2 for the first retry, and so on. The retry path of a body
+    /// (what it does differently when it runs again) is tested with it.
+    ///
+    /// ```
+    /// use lock_core::JobContext;
+    /// use lock_scheduler::testing::TestFire;
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let resumed = TestFire::new()
+    ///     .attempt(2)
+    ///     .run(async { JobContext::current().unwrap().attempt() > 1 })
+    ///     .await;
+    /// assert!(resumed);
+    /// # });
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `attempt` is 0: attempts count from 1.
+    pub fn attempt(mut self, attempt: u32) -> Self {
+        assert!(
+            attempt >= 1,
+            "TestFire::attempt({attempt}): attempts count from 1"
+        );
+        self.attempt = Some(attempt);
+        self
+    }
+
     /// Starts the body with [`JobContext::cancelled`] already resolved (lease lost or
     /// shutting down), to test that it stops early.
     pub fn cancelled(mut self) -> Self {
@@ -183,8 +212,10 @@ impl TestFire {
             cancel.cancel();
         }
         let lease = Lease::granted(&request, self.fence.unwrap_or(1));
-        JobContext::with_kind(lease, cancel, FireKind::Manual)
-            .for_fire(self.kind.unwrap_or(FireKind::Scheduled), self.shard)
+        let ctx = JobContext::with_kind(lease, cancel, FireKind::Manual)
+            .for_fire(self.kind.unwrap_or(FireKind::Scheduled), self.shard);
+        ctx.set_attempt(self.attempt.unwrap_or(1));
+        ctx
     }
 
     /// Runs `future` with this fire's context visible to [`JobContext::current`] (and to

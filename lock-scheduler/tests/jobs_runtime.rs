@@ -424,3 +424,30 @@ async fn a_blocking_job_body_sees_its_test_context_on_the_blocking_pool() {
     let message = error.message();
     assert!(message.contains("6") && message.contains("None"), "{error}");
 }
+
+/// A body's retry path, tested without a scheduler: `TestFire::attempt` reaches
+/// `JobContext::attempt` through `run_job` and `run`.
+#[tokio::test]
+async fn a_test_fire_sets_the_attempt_its_body_reads() {
+    let job = Job::new(
+        "import",
+        Trigger::cron("0 0 * * * *").unwrap(),
+        |ctx: JobContext| async move {
+            if ctx.attempt() == 1 {
+                Err::<(), _>("first attempt: the feed was not ready")
+            } else {
+                Ok(())
+            }
+        },
+    );
+    assert!(
+        TestFire::new().run_job(&job).await.is_err(),
+        "attempt 1 by default"
+    );
+    assert_eq!(TestFire::new().attempt(2).run_job(&job).await, Ok(()));
+    let attempt = TestFire::new()
+        .attempt(3)
+        .run(async { JobContext::current().unwrap().attempt() })
+        .await;
+    assert_eq!(attempt, 3);
+}

@@ -71,7 +71,8 @@ fn options() -> Result<Options, String> {
 }
 
 /// Up to 3 s of work in 100 ms steps; between steps, stops if the lease was lost or the
-/// service is stopping (the fire is then recorded as cancelled).
+/// service is stopping (its history row then says `cancel_requested`; a body that must be
+/// recorded `cancelled`, not `succeeded`, returns an error when it stops early).
 async fn export() {
     let ctx = JobContext::current().expect("a scheduled body runs under its lock");
     tracing::info!(fence = ctx.fence(), "export started");

@@ -37,6 +37,7 @@ pub async fn history_batches(provider: &dyn ClusterProvider) {
             fire_kind: kind,
             instance_id: format!("testkit:history:{i}"),
             fence: 10 + i as u64,
+            attempt: 1 + i as u32,
         })
         .collect();
     assert!(
@@ -51,8 +52,20 @@ pub async fn history_batches(provider: &dyn ClusterProvider) {
         let row = &rows[0];
         assert_eq!(row.id, *id, "the id returned for {} is its row's", run.job);
         assert_eq!(
-            (row.slot, row.fire_kind, row.instance_id.as_str(), row.fence),
-            (run.slot, run.fire_kind, run.instance_id.as_str(), run.fence),
+            (
+                row.slot,
+                row.fire_kind,
+                row.instance_id.as_str(),
+                row.fence,
+                row.attempt
+            ),
+            (
+                run.slot,
+                run.fire_kind,
+                run.instance_id.as_str(),
+                run.fence,
+                run.attempt
+            ),
         );
         assert_eq!((row.outcome, row.ended_at), (RunState::Running, None));
     }
@@ -60,7 +73,7 @@ pub async fn history_batches(provider: &dyn ClusterProvider) {
     let long = "é".repeat(600);
     let error = truncate(&long, MAX_ERROR_LEN);
     let ends = [
-        RunEnd::new(ids[0], RunState::Succeeded, None),
+        RunEnd::new(ids[0], RunState::Succeeded, None).with_cancel_requested(true),
         RunEnd::new(ids[1], RunState::Failed, Some(error)),
         RunEnd::new(ids[2], RunState::Panicked, Some("boom <b>")),
     ];
@@ -69,6 +82,7 @@ pub async fn history_batches(provider: &dyn ClusterProvider) {
         let row = &store.history(job, 1).await.expect("history")[0];
         assert_eq!(row.outcome, end.outcome, "{job}");
         assert_eq!(row.error, end.error, "{job}");
+        assert_eq!(row.cancel_requested, end.cancel_requested, "{job}");
         let ended = row.ended_at.expect("an end time");
         assert!(ended >= row.started_at, "{job}: {row:?}");
     }

@@ -9,7 +9,8 @@ use chrono::TimeDelta;
 
 use crate::ClusterProvider;
 use crate::{
-    ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration, RunRecord, RunStart, RunState,
+    ControlKind, Expired, Heartbeat, InstanceInfo, JobRegistration, RunEnd, RunRecord, RunStart,
+    RunState,
 };
 use lock_core::{FireKind, FireSlot};
 
@@ -239,6 +240,8 @@ pub async fn operations_store(provider: &dyn ClusterProvider) {
             fire_kind: kind,
             instance_id: instance.instance_id.clone(),
             fence,
+            // Attempts of the same fire share its fence: 1 and 2 are distinct rows.
+            attempt: fence as u32,
         };
         ids.push(store.run_started(&run).await.expect("run start"));
     }
@@ -249,11 +252,11 @@ pub async fn operations_store(provider: &dyn ClusterProvider) {
     let long = "é".repeat(600);
     let error = crate::truncate(&long, crate::MAX_ERROR_LEN);
     store
-        .run_ended(ids[0], RunState::Succeeded, None)
+        .run_ended(&RunEnd::new(ids[0], RunState::Succeeded, None).with_cancel_requested(true))
         .await
         .expect("end");
     store
-        .run_ended(ids[1], RunState::Failed, Some(error))
+        .run_ended(&RunEnd::new(ids[1], RunState::Failed, Some(error)))
         .await
         .expect("end");
     let history = store.history("report", 2).await.expect("history");
@@ -266,6 +269,12 @@ pub async fn operations_store(provider: &dyn ClusterProvider) {
     assert_eq!(history[0].fire_kind, FireKind::CatchUp);
     assert_eq!((history[1].fence, history[1].slot), (2, None));
     assert_eq!(history[1].outcome, RunState::Failed);
+    assert_eq!(
+        (history[1].attempt, history[1].cancel_requested),
+        (2, false),
+        "the attempt round-trips; cancellation not asked"
+    );
+    assert_eq!(history[0].attempt, 3, "a running row has its attempt");
     assert_eq!(
         history[1].error.as_deref(),
         Some(error),
@@ -284,6 +293,11 @@ pub async fn operations_store(provider: &dyn ClusterProvider) {
         ids[1]
     );
     assert_eq!(all[2].slot, Some(slot));
+    assert_eq!(
+        (all[2].outcome, all[2].attempt, all[2].cancel_requested),
+        (RunState::Succeeded, 1, true),
+        "a run that finished after cancellation was asked: its own outcome, and the flag"
+    );
     assert!(all[2].ended_at.is_some_and(|end| end >= all[2].started_at));
     assert!((all[2].started_at - started).abs() < slack);
     assert!(

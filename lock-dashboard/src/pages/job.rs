@@ -158,20 +158,36 @@ async fn show(
                 (charts::bars("Fire lag (start after slot)", &lags))
             }
             table #runs {
-                thead { tr { th { "Run" } th { "Slot" } th { "Kind" } th { "Instance" } th { "Fence" } th { "Started" } th { "Duration" } th { "Lag" } th { "Outcome" } } }
+                thead { tr { th { "Run" } th { "Slot" } th { "Kind" } th { "Instance" } th { "Fence" } th { "Attempt" } th { "Started" } th { "Duration" } th { "Lag" } th { "Outcome" } } }
                 tbody {
                     @for run in &detail.runs {
-                        tr data-run=(run.id) {
+                        // A retry is grouped with the fire it retries: same slot and fence,
+                        // the rows of one fire adjacent (one lease at a time).
+                        tr data-run=(run.id) data-attempt=(run.attempt) class=[(run.attempt > 1).then_some("retry")] {
                             td { (run.id) }
-                            td { (maybe_time(run.slot)) }
+                            td {
+                                @if run.attempt > 1 {
+                                    span.muted { "↳ attempt " (run.attempt) " of " }
+                                    @match run.slot {
+                                        Some(slot) => { "slot " (time(slot)) }
+                                        None => { "fence " (run.fence) }
+                                    }
+                                } @else {
+                                    (maybe_time(run.slot))
+                                }
+                            }
                             td { (run.fire_kind.as_str()) }
                             td { (run.instance_id) }
                             td { (run.fence) }
+                            td { (run.attempt) }
                             td { (time(run.started_at)) }
                             td { (duration_ms(run).map_or("–".to_owned(), span_ms)) }
                             td { (lag_ms(run).map_or("–".to_owned(), span_ms)) }
                             td {
                                 (outcome(run.outcome))
+                                @if run.cancel_requested {
+                                    " " span.muted title="cancellation was asked (shutdown, lost lease or timeout) before the body ended; the outcome is its own result" { "cancel requested" }
+                                }
                                 @if let Some(error) = &run.error { pre.error { (error) } }
                             }
                         }

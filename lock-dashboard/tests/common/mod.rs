@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::TimeDelta;
-use lock_cluster::{Heartbeat, InstanceInfo, JobRegistration, RunStart, RunState};
+use lock_cluster::{Heartbeat, InstanceInfo, JobRegistration, RunEnd, RunStart, RunState};
 use lock_core::{AcquireOutcome, FireKind, testkit};
 use lock_provider_postgres::PostgresLockProvider;
 use test_support::http::Reply;
@@ -122,10 +122,14 @@ pub async fn seed(provider: &dyn ClusterProvider) {
                 fire_kind: FireKind::Scheduled,
                 instance_id: INSTANCE.to_owned(),
                 fence: 1,
+                attempt: 1,
             })
             .await
             .expect("run start");
-        store.run_ended(id, outcome, error).await.expect("run end");
+        store
+            .run_ended(&RunEnd::new(id, outcome, error))
+            .await
+            .expect("run end");
     }
     let request = testkit::request(&"report".into(), INSTANCE, Duration::from_secs(600), None);
     let AcquireOutcome::Acquired(_) = provider.acquire(&request).await.expect("acquire") else {

@@ -25,6 +25,10 @@ impl PgOperations {
             .iter()
             .map(|r| i64::try_from(r.fence).unwrap_or(-1))
             .collect();
+        let attempts: Vec<i32> = runs
+            .iter()
+            .map(|r| i32::try_from(r.attempt).unwrap_or(i32::MAX))
+            .collect();
         let label = jobs.first().copied().unwrap_or("");
         let rows = self
             .query(
@@ -37,6 +41,7 @@ impl PgOperations {
                     (&kinds, Type::TEXT_ARRAY),
                     (&instances, Type::TEXT_ARRAY),
                     (&fences, Type::INT8_ARRAY),
+                    (&attempts, Type::INT4_ARRAY),
                 ],
             )
             .await?;
@@ -70,6 +75,7 @@ impl PgOperations {
         let ids: Vec<i64> = ends.iter().map(|e| e.id).collect();
         let outcomes: Vec<&str> = ends.iter().map(|e| e.outcome.as_str()).collect();
         let errors: Vec<Option<&str>> = ends.iter().map(|e| e.error.as_deref()).collect();
+        let cancels: Vec<bool> = ends.iter().map(|e| e.cancel_requested).collect();
         self.execute(
             "history",
             "",
@@ -78,6 +84,7 @@ impl PgOperations {
                 (&ids, Type::INT8_ARRAY),
                 (&outcomes, Type::TEXT_ARRAY),
                 (&errors, Type::TEXT_ARRAY),
+                (&cancels, Type::BOOL_ARRAY),
             ],
         )
         .await

@@ -8,7 +8,8 @@
 //! array, its absent fields as nil, parsed in `operations.rs`:
 //!
 //! - a run: `{id, job, slot, fire_kind, instance_id, fence, started_at, ended_at, outcome,
-//!   error}`;
+//!   error, attempt, cancel_requested}` (a row written before the last two read as `1` and
+//!   `0`);
 //! - a control row: `{id, job, kind, requested_at, requested_by, claimed_by, claimed_at}`;
 //! - a registry row: `{instance_id, job, lock_name, trigger, zone, next_fire,
 //!   following_fire, host, pid, version, started_at, clock_offset_ms, heartbeat_ms,
@@ -29,7 +30,7 @@ macro_rules! ops_lua {
 local function run_row(id, raw)
   local r = cjson.decode(raw)
   return {id, r.job, r.slot or false, r.kind, r.instance, r.fence, r.started,
-    r.ended or false, r.outcome, r.error or false}
+    r.ended or false, r.outcome, r.error or false, r.attempt or '1', r.cancel or '0'}
 end
 local function control_row(id, raw)
   local c = cjson.decode(raw)
@@ -138,12 +139,12 @@ return 1
 );
 
 /// Start of a run. KEYS: ids, runs, runs:started, runs:by_job, runs:last. ARGV: job, slot
-/// (`""` for none), fire kind, instance id, fence. Returns the new run id.
+/// (`""` for none), fire kind, instance id, fence, attempt. Returns the new run id.
 pub const RUN_STARTED: &str = ops_lua!(
     r#"
 local id = ms(redis.call('HINCRBY', KEYS[1], 'run', 1))
 local run = {job = ARGV[1], kind = ARGV[3], instance = ARGV[4], fence = ARGV[5],
-  started = ms(now), outcome = 'running'}
+  attempt = ARGV[6], started = ms(now), outcome = 'running'}
 if ARGV[2] ~= '' then run.slot = ARGV[2] end
 redis.call('HSET', KEYS[2], id, cjson.encode(run))
 redis.call('ZADD', KEYS[3], run.started, string.format('%020.0f', tonumber(id)))
@@ -154,7 +155,8 @@ return tonumber(id)
 );
 
 /// End of a run. KEYS: runs, runs:succeeded. ARGV: run id, outcome, `1` with an error text
-/// in `ARGV[4]` or `0` without. 1 when the run exists (0: deleted by housekeeping meanwhile).
+/// in `ARGV[4]` or `0` without, `1` when cancellation was asked or `0`. 1 when the run exists
+/// (0: deleted by housekeeping meanwhile).
 pub const RUN_ENDED: &str = ops_lua!(
     r#"
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
@@ -163,6 +165,7 @@ local run = cjson.decode(raw)
 run.ended = ms(now)
 run.outcome = ARGV[2]
 if ARGV[3] == '1' then run.error = ARGV[4] else run.error = nil end
+run.cancel = ARGV[5]
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(run))
 if ARGV[2] == 'succeeded' then
   local best = tonumber(redis.call('HGET', KEYS[2], run.job))

@@ -27,7 +27,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use lock_cluster::{
     Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
-    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunRecord, RunStart, RunState,
+    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
+    RunState,
 };
 use lock_core::{FireKind, LockError};
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
@@ -37,6 +38,7 @@ use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 pub(crate) enum Param {
     Text(Option<String>),
     Int(i64),
+    Bool(bool),
     Time(Option<DateTime<Utc>>),
 }
 
@@ -56,6 +58,9 @@ pub(crate) trait Columns {
     fn text(&self, index: usize) -> Result<String, sqlx::Error>;
     fn opt_text(&self, index: usize) -> Result<Option<String>, sqlx::Error>;
     fn int(&self, index: usize) -> Result<i64, sqlx::Error>;
+    /// An `INTEGER` column (4 bytes where the database says so).
+    fn int4(&self, index: usize) -> Result<i32, sqlx::Error>;
+    fn flag(&self, index: usize) -> Result<bool, sqlx::Error>;
     fn opt_time(&self, index: usize) -> Result<Option<DateTime<Utc>>, sqlx::Error>;
 
     fn time(&self, index: usize) -> Result<DateTime<Utc>, sqlx::Error> {
@@ -259,6 +264,8 @@ fn run_row<R: Columns>(row: &R) -> Result<RunRecord, sqlx::Error> {
         ended_at: row.opt_time(7)?,
         outcome: row.text(8)?.parse().unwrap_or(RunState::Running),
         error: row.opt_text(9)?,
+        attempt: u32::try_from(row.int4(10)?).unwrap_or(1),
+        cancel_requested: row.flag(11)?,
     })
 }
 
@@ -380,21 +387,18 @@ impl<T: Tables> ClusterStore for SqlxOperations<T> {
             text(run.fire_kind.as_str()),
             text(&run.instance_id),
             Param::Int(i64::try_from(run.fence).unwrap_or(-1)),
+            Param::Int(i64::from(run.attempt)),
         ];
         self.insert("history", &run.job, &self.sql.run_start, params)
             .await
     }
 
-    async fn run_ended(
-        &self,
-        id: i64,
-        outcome: RunState,
-        error: Option<&str>,
-    ) -> Result<(), LockError> {
+    async fn run_ended(&self, end: &RunEnd) -> Result<(), LockError> {
         let params = vec![
-            text(outcome.as_str()),
-            Param::Text(error.map(str::to_owned)),
-            Param::Int(id),
+            text(end.outcome.as_str()),
+            Param::Text(end.error.clone()),
+            Param::Bool(end.cancel_requested),
+            Param::Int(end.id),
         ];
         self.change("history", "", &self.sql.run_end, params)
             .await

@@ -36,6 +36,7 @@ impl MySqlTables {
             query = match param {
                 Param::Text(text) => query.bind(text),
                 Param::Int(int) => query.bind(int),
+                Param::Bool(flag) => query.bind(flag),
                 Param::Time(at) => query.bind(at.map(|at| at.naive_utc())),
             };
         }
@@ -55,6 +56,19 @@ impl Columns for MySqlRow {
     }
 
     fn int(&self, index: usize) -> Result<i64, sqlx::Error> {
+        self.try_get_unchecked(index)
+    }
+
+    fn int4(&self, index: usize) -> Result<i32, sqlx::Error> {
+        i32::try_from(self.try_get_unchecked::<i64, _>(index)?).map_err(|e| {
+            sqlx::Error::ColumnDecode {
+                index: index.to_string(),
+                source: Box::new(e),
+            }
+        })
+    }
+
+    fn flag(&self, index: usize) -> Result<bool, sqlx::Error> {
         self.try_get_unchecked(index)
     }
 
@@ -111,14 +125,24 @@ impl Tables for MySqlTables {
             let done = sqlx::raw_sql(AssertSqlSafe(statement.clone()))
                 .execute(&mut *conn)
                 .await;
-            if let Err(e) = done {
-                // The DDL's named lock is the session's: not left to the pooled connection.
-                if let Some(release) = &sql.create_release {
-                    let _ = sqlx::raw_sql(AssertSqlSafe(release.clone()))
-                        .execute(&mut *conn)
-                        .await;
+            match done {
+                Ok(_) => {}
+                // An instance starting at the same time added it between the catalog check
+                // and this statement (its named lock timed out): it is there, as wanted.
+                Err(sqlx::Error::Database(e))
+                    if e.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+                        .is_some_and(|e| {
+                            lock_sql::sql::mysql::ADDED_BY_ANOTHER.contains(&e.number())
+                        }) => {}
+                Err(e) => {
+                    // The DDL's named lock is the session's: not left to the pooled connection.
+                    if let Some(release) = &sql.create_release {
+                        let _ = sqlx::raw_sql(AssertSqlSafe(release.clone()))
+                            .execute(&mut *conn)
+                            .await;
+                    }
+                    return Err(e);
                 }
-                return Err(e);
             }
         }
         Ok(())

@@ -37,6 +37,7 @@ impl PgTables {
             query = match param {
                 Param::Text(text) => query.bind(text),
                 Param::Int(int) => query.bind(int),
+                Param::Bool(flag) => query.bind(flag),
                 Param::Time(at) => query.bind(at.map(|at| at.naive_utc())),
             };
         }
@@ -54,6 +55,14 @@ impl Columns for PgRow {
     }
 
     fn int(&self, index: usize) -> Result<i64, sqlx::Error> {
+        self.try_get(index)
+    }
+
+    fn int4(&self, index: usize) -> Result<i32, sqlx::Error> {
+        self.try_get(index)
+    }
+
+    fn flag(&self, index: usize) -> Result<bool, sqlx::Error> {
         self.try_get(index)
     }
 

@@ -38,6 +38,7 @@ impl SqliteTables {
             query = match param {
                 Param::Text(text) => query.bind(text),
                 Param::Int(int) => query.bind(int),
+                Param::Bool(flag) => query.bind(flag),
                 Param::Time(at) => query.bind(at.map(as_text)),
             };
         }
@@ -57,6 +58,19 @@ impl Columns for SqliteRow {
     }
 
     fn int(&self, index: usize) -> Result<i64, sqlx::Error> {
+        self.try_get_unchecked(index)
+    }
+
+    fn int4(&self, index: usize) -> Result<i32, sqlx::Error> {
+        i32::try_from(self.try_get_unchecked::<i64, _>(index)?).map_err(|e| {
+            sqlx::Error::ColumnDecode {
+                index: index.to_string(),
+                source: Box::new(e),
+            }
+        })
+    }
+
+    fn flag(&self, index: usize) -> Result<bool, sqlx::Error> {
         self.try_get_unchecked(index)
     }
 
@@ -125,6 +139,17 @@ impl Tables for SqliteTables {
             sqlx::raw_sql(AssertSqlSafe(statement.clone()))
                 .execute(&mut *tx)
                 .await?;
+        }
+        // A history table from before these columns: added, with their defaults.
+        for column in &sql.added_run_columns {
+            let missing: bool = sqlx::query_scalar(AssertSqlSafe(column.missing.clone()))
+                .fetch_one(&mut *tx)
+                .await?;
+            if missing {
+                sqlx::raw_sql(AssertSqlSafe(column.ddl.clone()))
+                    .execute(&mut *tx)
+                    .await?;
+            }
         }
         tx.commit().await
     }

@@ -29,7 +29,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use rand::Rng;
 
-use super::history::RunRecorder;
+use super::history::{RunEnding, RunRecorder};
 use super::status::RunOutcome;
 use crate::__private::JobResult;
 use lock_core::{JobContext, JobError, LockConfiguration, LockingTaskExecutor};
@@ -136,6 +136,8 @@ impl Attempts<'_> {
                 }
             }
             attempt += 1;
+            // Before the start row: the row carries the context's attempt number.
+            ctx.set_attempt(attempt);
             if let Some(recorder) = &self.recorder {
                 recorder.started().await;
             }
@@ -239,7 +241,8 @@ impl Attempts<'_> {
         };
         self.config.metrics().retry();
         if let Some(recorder) = &self.recorder {
-            recorder.ended(&outcome, false).await;
+            // Not the last attempt: not cancelled (a cancelled run does not retry).
+            recorder.ended(&outcome, RunEnding::RETRIED).await;
         }
         Err(pause)
     }
@@ -382,6 +385,7 @@ impl BlockingAttempts {
                 }
             }
             attempt += 1;
+            ctx.set_attempt(attempt);
             if let Some(recorder) = &attempts.recorder {
                 recorder.started_blocking();
             }

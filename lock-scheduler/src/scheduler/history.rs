@@ -21,6 +21,23 @@ use crate::history_batches::HistoryBatches;
 use lock_cluster::{Cluster, ClusterProvider, MAX_ERROR_LEN, RunEnd, RunStart, RunState, truncate};
 use lock_core::{FireKind, JobContext, LockingTaskExecutor};
 
+/// How a run ended, besides its outcome: what [`RunRecorder::ended`] needs to record it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RunEnding {
+    /// The scheduler was shutting down when the run ended.
+    pub(super) stopping: bool,
+    /// Cancellation was asked before the body ended (its `cancelled()` had resolved).
+    pub(super) cancel_requested: bool,
+}
+
+impl RunEnding {
+    /// An attempt that failed and is retried: never cancelled (a cancelled run stops retrying).
+    pub(super) const RETRIED: RunEnding = RunEnding {
+        stopping: false,
+        cancel_requested: false,
+    };
+}
+
 /// Writes one fire's history: a start row per attempt and its end.
 #[derive(Clone)]
 pub(super) struct RunRecorder {
@@ -77,6 +94,7 @@ impl RunRecorder {
             fire_kind: self.kind,
             instance_id: ctx.instance_id().to_owned(),
             fence: ctx.fence(),
+            attempt: ctx.attempt(),
         };
         let this = self.clone();
         let write = handle.spawn(async move {
@@ -113,32 +131,44 @@ impl RunRecorder {
 
     /// The end of the run, from its outcome; nothing when no start row was written (the body
     /// did not run, or the start failed).
-    pub(super) async fn ended(&self, outcome: &RunOutcome, stopping: bool) {
+    ///
+    /// The outcome recorded is the body's own result; `cancel_requested` says that
+    /// cancellation was asked (shutdown, lost lease or timeout) before it ended:
+    /// - returned `Ok(())` after shutdown asked: `succeeded` (its work is done);
+    /// - returned an error after shutdown asked: `cancelled`, with the error (the documented
+    ///   way for a body to say it stopped because it was asked to);
+    /// - returned `Ok(())` after the lease was lost: `lock_lost` (it ran without its lock);
+    /// - otherwise `failed`, `panicked`, `timed_out` as it came.
+    pub(super) async fn ended(&self, outcome: &RunOutcome, ending: RunEnding) {
         let Some(start) = self.start.lock().unwrap_or_else(|p| p.into_inner()).take() else {
             return;
         };
         let Ok(Some(id)) = start.await else {
             return;
         };
+        let RunEnding {
+            stopping,
+            cancel_requested,
+        } = ending;
         let (state, error) = match outcome {
             RunOutcome::Succeeded => (RunState::Succeeded, None),
-            RunOutcome::Cancelled if stopping => (RunState::Cancelled, None),
+            RunOutcome::Cancelled if stopping => (RunState::Succeeded, None),
             RunOutcome::Cancelled => (RunState::LockLost, None),
+            RunOutcome::Failed(error) if stopping && cancel_requested => {
+                (RunState::Cancelled, Some(error.message()))
+            }
             RunOutcome::Failed(error) => (RunState::Failed, Some(error.message())),
             RunOutcome::Panicked(message) => (RunState::Panicked, Some(message.as_str())),
             RunOutcome::TimedOut => (RunState::TimedOut, None),
             // The body did not run: no start row either.
             _ => return,
         };
-        let end = RunEnd::new(id, state, error.map(|e| truncate(e, MAX_ERROR_LEN)));
+        let end = RunEnd::new(id, state, error.map(|e| truncate(e, MAX_ERROR_LEN)))
+            .with_cancel_requested(cancel_requested);
         let write = async {
             match (&self.batches, self.store()) {
                 (Some(batches), _) => batches.ended(end, &self.job).await,
-                (None, Some(store)) => {
-                    store
-                        .run_ended(end.id, end.outcome, end.error.as_deref())
-                        .await
-                }
+                (None, Some(store)) => store.run_ended(&end).await,
                 (None, None) => Ok(()),
             }
         };

@@ -17,7 +17,7 @@ use tracing::Instrument;
 use super::Job;
 use super::attempts::{Attempted, Attempts, panic_message};
 use super::cluster::Operations;
-use super::history::RunRecorder;
+use super::history::{RunEnding, RunRecorder};
 use super::job::Body;
 use super::outage::{self, Change};
 use super::shards::{Spread, combine, stable_hash};
@@ -526,6 +526,13 @@ impl JobRunner {
             .instrument(span.clone())
             .await;
         let elapsed = started.elapsed();
+        // A timeout resolves `cancelled()` itself; a panic's context is gone with it, and the
+        // scheduler's stop is what can have asked it to cancel then.
+        let cancel_requested = match &outcome {
+            Ok(Ok(FireOutcome::Executed((Attempted::TimedOut, _)))) => true,
+            Ok(Ok(FireOutcome::Executed((Attempted::Returned(_), cancelled)))) => *cancelled,
+            _ => self.stop.is_cancelled(),
+        };
         let outcome = match outcome {
             Ok(Ok(FireOutcome::Executed((Attempted::TimedOut, _)))) => {
                 span.in_scope(|| {
@@ -589,7 +596,11 @@ impl JobRunner {
             }
         };
         if let Some(recorder) = recorder {
-            recorder.ended(&outcome, self.stop.is_cancelled()).await;
+            let ending = RunEnding {
+                stopping: self.stop.is_cancelled(),
+                cancel_requested,
+            };
+            recorder.ended(&outcome, ending).await;
         }
         // Skipped or refused: no body ran to clear it.
         self.state.set_in_body(false);

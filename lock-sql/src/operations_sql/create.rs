@@ -82,8 +82,12 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
              started_at {ts} NOT NULL,\n  \
              ended_at {ts} NULL,\n  \
              outcome {t16} NOT NULL,\n  \
-             error_text {terr} NULL{job_index}{started_index}\n)",
+             error_text {terr} NULL,\n  \
+             {attempt},\n  \
+             {cancel_requested}{job_index}{started_index}\n)",
             runs = t.runs.quoted,
+            attempt = run_column(d, RunColumn::Attempt),
+            cancel_requested = run_column(d, RunColumn::CancelRequested),
             id = d.id_column(),
             job_index = mysql_index("runs_job", "job_name, id"),
             started_index = mysql_index("runs_started", "started_at"),
@@ -149,6 +153,20 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
                     t.runs.quoted
                 ),
             ));
+            for column in RunColumn::ADDED {
+                create.extend(mysql_if(
+                    &missing(
+                        "columns",
+                        &t.runs,
+                        &format!("LOWER(column_name) = '{}'", column.name()),
+                    ),
+                    &format!(
+                        "ALTER TABLE {} ADD COLUMN {}",
+                        t.runs.quoted,
+                        run_column(d, column)
+                    ),
+                ));
+            }
             let paused = style.quote(&format!("{}_{PAUSED}", lock_table.name));
             create.extend(mysql_if(
                 &missing("columns", &t.control, "LOWER(column_name) = 'pause_job'"),
@@ -164,16 +182,63 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
             create.insert(0, lock);
             create.push(release);
         }
-        _ => {
+        // SQLite has no `ADD COLUMN IF NOT EXISTS`: its providers add the columns of
+        // `added_run_columns` where their probe says they are missing.
+        SqlDialect::Sqlite => {
             create.push(index(RUNS_OK, &t.runs, RUNS_OK_COLUMNS));
-            create.push(
-                index(PAUSED, &t.control, "job_name")
-                    .replace("CREATE INDEX", "CREATE UNIQUE INDEX")
-                    + " WHERE request_kind = 'pause'",
-            );
+            create.push(paused_index(index(PAUSED, &t.control, "job_name")));
+        }
+        SqlDialect::Postgres => {
+            for column in RunColumn::ADDED {
+                create.push(format!(
+                    "ALTER TABLE {} ADD COLUMN IF NOT EXISTS {}",
+                    t.runs.quoted,
+                    run_column(d, column)
+                ));
+            }
+            create.push(index(RUNS_OK, &t.runs, RUNS_OK_COLUMNS));
+            create.push(paused_index(index(PAUSED, &t.control, "job_name")));
         }
     }
     create
+}
+
+/// The pause index (PostgreSQL and SQLite): unique, partial.
+fn paused_index(index: String) -> String {
+    index.replace("CREATE INDEX", "CREATE UNIQUE INDEX") + " WHERE request_kind = 'pause'"
+}
+
+/// The history's columns added after the table first shipped, each with a default, so that
+/// `ensure_schema()` adds them to an existing table and its old rows read as attempt 1,
+/// cancellation not asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RunColumn {
+    /// Which attempt of its fire a row is, from 1.
+    Attempt,
+    /// Cancellation was asked before the body ended.
+    CancelRequested,
+}
+
+impl RunColumn {
+    pub(super) const ADDED: [RunColumn; 2] = [RunColumn::Attempt, RunColumn::CancelRequested];
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            RunColumn::Attempt => "attempt",
+            RunColumn::CancelRequested => "cancel_requested",
+        }
+    }
+}
+
+/// The column's definition, as `CREATE TABLE` and `ADD COLUMN` take it. A boolean is
+/// `BOOLEAN` where the dialect has one (MySQL's is `TINYINT(1)`), 0 or 1 in SQLite.
+pub(super) fn run_column(d: SqlDialect, column: RunColumn) -> String {
+    let definition = match (column, d) {
+        (RunColumn::Attempt, _) => "INTEGER NOT NULL DEFAULT 1",
+        (RunColumn::CancelRequested, SqlDialect::Sqlite) => "INTEGER NOT NULL DEFAULT 0",
+        (RunColumn::CancelRequested, _) => "BOOLEAN NOT NULL DEFAULT FALSE",
+    };
+    format!("{} {definition}", column.name())
 }
 
 /// The index the last success of each job is read from: one seek per job for

@@ -93,8 +93,32 @@ pub const REGISTRY_COLUMNS: &str = "instance_id, job_name, lock_name, trigger_te
      following_fire";
 
 /// The columns every run read returns, in this order: id, job_name, slot_at, fire_kind,
-/// instance_id, fence, started_at, ended_at, outcome, error_text.
-pub const RUN_COLUMNS: &str = "id, job_name, slot_at, fire_kind, instance_id, fence, started_at, ended_at, outcome, error_text";
+/// instance_id, fence, started_at, ended_at, outcome, error_text, attempt (an integer from 1),
+/// cancel_requested (a boolean; 0 or 1 in SQLite).
+pub const RUN_COLUMNS: &str = "id, job_name, slot_at, fire_kind, instance_id, fence, started_at, ended_at, outcome, error_text, attempt, cancel_requested";
+
+/// A column of the history added after its table first shipped, for a dialect without
+/// `ADD COLUMN IF NOT EXISTS` (SQLite): `missing` reads one boolean (true when the column is
+/// missing), `ddl` adds it, with a default for the rows there.
+///
+/// ```
+/// # use lock_sql::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
+/// let table = LockTableConfig::default().resolve(IdentifierStyle::ANSI)?;
+/// let sql = OperationsSql::new(SqlDialect::Sqlite, &table)?;
+/// assert_eq!(
+///     sql.added_run_columns[0].ddl,
+///     r#"ALTER TABLE "shedlock_runs" ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1"#
+/// );
+/// # Ok::<(), lock_core::LockError>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AddedColumn {
+    /// One row, one boolean: true when the column is missing.
+    pub missing: String,
+    /// Adds the column.
+    pub ddl: String,
+}
 
 /// The columns every control read returns, in this order: id, job_name, request_kind,
 /// requested_at, requested_by, claimed_by, claimed_at.
@@ -121,8 +145,13 @@ pub struct OperationsSql {
     /// MySQL: the statement that releases the named lock the DDL runs under (the last of
     /// [`create`](Self::create)); a provider runs it when a statement before it failed.
     pub create_release: Option<String>,
+    /// SQLite: the history's columns added since its table first shipped (`attempt`,
+    /// `cancel_requested`), each to add after [`create`](Self::create) where `missing` says
+    /// so, in the same transaction. Empty in PostgreSQL and MySQL, whose `create` adds them
+    /// itself (`ADD COLUMN IF NOT EXISTS`, a catalog check).
+    pub added_run_columns: Vec<AddedColumn>,
     /// Reads nothing but fails when a table is missing: `SELECT` of no row from each of the
-    /// four tables (what `ensure_schema()` looks for before it runs any DDL); in PostgreSQL
+    /// four tables, and of the history's added columns (what `ensure_schema()` looks for before it runs any DDL); in PostgreSQL
     /// also when an index added since the tables first shipped is missing (the last-success
     /// index, the one-pause-row index), so that an existing schema gets them.
     pub probe: Vec<String>,
@@ -139,10 +168,12 @@ pub struct OperationsSql {
     /// `1` instance id, `2` request id: hands a trigger request claimed by that instance
     /// back, unclaimed (1 row changed when it was).
     pub unclaim: String,
-    /// `1` job, `2` slot or NULL, `3` fire kind, `4` instance id, `5` fence: the start row
-    /// (`RETURNING id` in PostgreSQL and SQLite; MySQL reads the insert id).
+    /// `1` job, `2` slot or NULL, `3` fire kind, `4` instance id, `5` fence, `6` attempt (an
+    /// integer from 1): the start row (`RETURNING id` in PostgreSQL and SQLite; MySQL reads
+    /// the insert id).
     pub run_start: String,
-    /// `1` outcome, `2` error or NULL, `3` run id: the end of a run.
+    /// `1` outcome, `2` error or NULL, `3` cancel requested (a boolean), `4` run id: the end
+    /// of a run.
     pub run_end: String,
     /// `1` job, `2` requested by: inserts a pause unless the job is paused already; of
     /// concurrent pauses of one job exactly one inserts (a unique index).

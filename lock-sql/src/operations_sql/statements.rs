@@ -1,8 +1,8 @@
 //! The statements' text for one lock table and dialect: [`OperationsSql::new`].
 
 use super::{
-    ACTION_COLUMNS, CONTROL_COLUMNS, OperationsSql, OperationsTables, REGISTRY_COLUMNS,
-    RUN_COLUMNS, SqlDialect, TableName, TableNames, create,
+    ACTION_COLUMNS, AddedColumn, CONTROL_COLUMNS, OperationsSql, OperationsTables,
+    REGISTRY_COLUMNS, RUN_COLUMNS, SqlDialect, TableName, TableNames, create,
 };
 use crate::{MAX_IDENTIFIER_LEN, ResolvedTable, validate_identifier};
 use lock_core::LockError;
@@ -54,9 +54,37 @@ impl OperationsSql {
             .map(|t| format!("SELECT 1 FROM {t} WHERE 1 = 0"))
             .collect();
         let check = probe[..3].to_vec();
+        // A history table from before `attempt` and `cancel_requested`: DDL to run.
+        let mut probe = probe;
+        probe.push(format!(
+            "SELECT attempt, cancel_requested FROM {runs} WHERE 1 = 0"
+        ));
+        let added_run_columns = match d {
+            SqlDialect::Sqlite => create::RunColumn::ADDED
+                .iter()
+                .map(|&column| {
+                    let schema = lock_table
+                        .schema
+                        .as_ref()
+                        .map(|s| format!(", '{s}'"))
+                        .unwrap_or_default();
+                    AddedColumn {
+                        missing: format!(
+                            "SELECT COUNT(*) = 0 FROM pragma_table_info('{}'{schema}) WHERE name = '{}'",
+                            names.runs.bare,
+                            column.name()
+                        ),
+                        ddl: format!(
+                            "ALTER TABLE {runs} ADD COLUMN {}",
+                            create::run_column(d, column)
+                        ),
+                    }
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
         // PostgreSQL's `ensure_schema()` runs no DDL when the probes succeed: the indexes added
         // since the tables first shipped are probed too (a cast that fails when one is missing).
-        let mut probe = probe;
         if d == SqlDialect::Postgres {
             for index in create::added_indexes(lock_table) {
                 let index = match &lock_table.schema {
@@ -90,19 +118,22 @@ impl OperationsSql {
             _ => " RETURNING id",
         };
         let run_start = format!(
-            "INSERT INTO {runs} (job_name, slot_at, fire_kind, instance_id, fence, started_at, outcome) \
-             VALUES ({}, {}, {}, {}, {}, {now}, 'running'){returning_id}",
+            "INSERT INTO {runs} (job_name, slot_at, fire_kind, instance_id, fence, attempt, started_at, outcome) \
+             VALUES ({}, {}, {}, {}, {}, {}, {now}, 'running'){returning_id}",
             p(1),
             p(2),
             p(3),
             p(4),
-            p(5)
+            p(5),
+            p(6)
         );
         let run_end = format!(
-            "UPDATE {runs} SET ended_at = {now}, outcome = {}, error_text = {} WHERE id = {}",
+            "UPDATE {runs} SET ended_at = {now}, outcome = {}, error_text = {}, cancel_requested = {} \
+             WHERE id = {}",
             p(1),
             p(2),
-            p(3)
+            p(3),
+            p(4)
         );
         // A job is paused by one row, whoever asks twice: two pauses at once both see no row,
         // and the unique index on the job's pause row (see `create`) turns the second insert
@@ -304,6 +335,7 @@ impl OperationsSql {
             ],
             create,
             create_release,
+            added_run_columns,
             probe,
             check,
             poll,

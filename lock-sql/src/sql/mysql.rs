@@ -95,6 +95,16 @@ pub const DECIDED_AT: &str =
 /// [`NOW`], finer than the columns, so that the estimate's error is the round trip's alone.
 pub const NOW_PRECISE: &str = "SELECT UTC_TIMESTAMP(6)";
 
+/// The server errors of a conditional `ALTER` or `CREATE INDEX` of the operations tables'
+/// DDL whose object another instance's `ensure_schema()` added between the catalog check and
+/// the statement: `ER_DUP_FIELDNAME` (1060) and `ER_DUP_KEYNAME` (1061). What is wanted is
+/// there; a driver ignores them for those statements.
+///
+/// ```
+/// assert!(lock_sql::sql::mysql::ADDED_BY_ANOTHER.contains(&1061));
+/// ```
+pub const ADDED_BY_ANOTHER: [u16; 2] = [1060, 1061];
+
 /// The statements for one table of one shape, with the parameters each takes in order.
 ///
 /// ```
