@@ -69,6 +69,8 @@ impl FromStr for Role {
 /// never shows the secret.
 ///
 /// The text form is `name=secret` (an admin, as before roles existed) or `name:role=secret`.
+/// A secret is at least 16 bytes of printable ASCII without spaces or commas: a guessable one
+/// would open every action its role allows.
 ///
 /// ```
 /// use lock_dashboard::{Role, Token};
