@@ -13,6 +13,7 @@ mod format;
 mod host;
 mod login_limit;
 mod names;
+mod overview;
 mod pages;
 mod read;
 mod session;

@@ -1,6 +1,5 @@
 //! What the pages and the JSON endpoints show, read once for both.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -13,33 +12,8 @@ use lock_cluster::{
 use lock_core::LockRecord;
 
 use crate::failure::Failure;
+pub(crate) use crate::overview::Overview;
 use crate::state::AppState;
-
-/// The Jobs and Instances pages: the cluster at the database's now, and the lock table.
-pub(crate) struct Overview {
-    pub(crate) view: ClusterView,
-    pub(crate) locks: Vec<LockRecord>,
-    /// The held locks' positions in `locks`, by name: "running now" of every job in one pass.
-    held: HashMap<String, usize>,
-}
-
-impl Overview {
-    fn new(view: ClusterView, locks: Vec<LockRecord>) -> Self {
-        let held = locks
-            .iter()
-            .enumerate()
-            .filter(|(_, record)| record.held)
-            .map(|(at, record)| (record.name.clone(), at))
-            .collect();
-        Overview { view, locks, held }
-    }
-
-    /// The lease `job`'s lock holds right now, if any.
-    pub(crate) fn running(&self, job: &JobView) -> Option<&LockRecord> {
-        let at = *self.held.get(job.lock_name.as_deref()?)?;
-        self.locks.get(at)
-    }
-}
 
 fn store(provider: &dyn ClusterProvider) -> Result<&dyn Cluster, Failure> {
     provider
@@ -51,28 +25,11 @@ fn failed(what: &str) -> impl Fn(lock_core::LockError) -> Failure + '_ {
     move |e| Failure::provider(format!("cannot read {what}"), e)
 }
 
-/// The Jobs page's reads, one at a time, each shared by every request that arrived before it
-/// began: a flood of page loads costs the database one read per read's duration, not one per
-/// request, and no answer is older than its request.
-///
-/// Decisions, and why:
-/// - **No cache with an age.** A page loaded right after a pause must show it: a request only
-///   takes a result whose read started after the request arrived, the same freshness as a
-///   read of its own.
-/// - **One read at a time, behind an async mutex.** The requests that queue while one read
-///   runs all arrived before the next one starts, so the next holder reads once for all of
-///   them and the rest take its result at once. A failed read is not kept: the next request
-///   reads again.
-#[derive(Default)]
-pub(crate) struct OverviewReads {
-    last: tokio::sync::Mutex<Option<(Instant, Arc<Overview>)>>,
-}
-
 /// Reads what [`ClusterView::read`] reads, keeping the lock table for "running now"; shared
 /// with the requests waiting for the same read ([`OverviewReads`]).
 pub(crate) async fn overview(state: &AppState) -> Result<Arc<Overview>, Failure> {
     let arrived = Instant::now();
-    let mut last = state.overview.last.lock().await;
+    let mut last = state.overview.last().await;
     if let Some((started, overview)) = last.as_ref()
         && *started >= arrived
     {

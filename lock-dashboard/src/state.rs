@@ -8,7 +8,7 @@ use lock_cluster::{ClusterOptions, ClusterProvider};
 
 use crate::Dashboard;
 use crate::login_limit::LoginLimit;
-use crate::read::OverviewReads;
+use crate::overview::OverviewReads;
 use crate::session::Sessions;
 use crate::token::Token;
 

@@ -92,7 +92,11 @@ impl Scheduler {
         drop(running);
         if let Some(running) = entries.iter().find(|e| e.name() == job.name()) {
             let first = running.runner.job.origin();
-            return Err(duplicate_name(job.name(), &first, &job.origin()));
+            return Err(super::startup::duplicate_name(
+                job.name(),
+                &first,
+                &job.origin(),
+            ));
         }
         if let Some(other) = entries.iter().find(|e| e.lock_name() == config.name()) {
             return Err(LockError::InvalidConfiguration(format!(
@@ -132,15 +136,4 @@ impl Scheduler {
         tracing::info!(job = name, "job removed");
         Ok(entry.state.status())
     }
-}
-
-/// Two jobs with the name `name`, from `first` and `second` ([`Job::origin`]): names both and
-/// how to tell them apart.
-pub(super) fn duplicate_name(name: &str, first: &str, second: &str) -> LockError {
-    LockError::InvalidConfiguration(format!(
-        "two jobs are named `{name}`: {first} and {second}; a name is the job's lock and \
-         identity in the cluster, so give one of them another with \
-         `#[scheduler_lock(name = \"..\")]` (or `#[scheduled(name = \"..\")]`, or the name \
-         given to `Job::new`)"
-    ))
 }

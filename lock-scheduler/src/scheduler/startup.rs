@@ -36,11 +36,7 @@ pub(super) fn prepare(
             LockError::InvalidConfiguration(format!("invalid job name {:?}: {e}", job.name()))
         })?;
         if let Some(first) = names.insert(job.name().to_owned(), job.origin()) {
-            return Err(super::dynamic::duplicate_name(
-                job.name(),
-                &first,
-                &job.origin(),
-            ));
+            return Err(duplicate_name(job.name(), &first, &job.origin()));
         }
         // An initial delay set by `with_initial_delay` is first checked here.
         job.trigger()
@@ -224,4 +220,15 @@ fn period_too_short_for(job: &Job, at_most: Duration) -> Option<Duration> {
             None
         }
     }
+}
+
+/// Two jobs with the name `name`, from `first` and `second` ([`Job::origin`]): names both and
+/// how to tell them apart.
+pub(super) fn duplicate_name(name: &str, first: &str, second: &str) -> LockError {
+    LockError::InvalidConfiguration(format!(
+        "two jobs are named `{name}`: {first} and {second}; a name is the job's lock and \
+         identity in the cluster, so give one of them another with \
+         `#[scheduler_lock(name = \"..\")]` (or `#[scheduled(name = \"..\")]`, or the name \
+         given to `Job::new`)"
+    ))
 }
