@@ -59,7 +59,14 @@ pub(crate) trait Columns {
     fn opt_text(&self, index: usize) -> Result<Option<String>, sqlx::Error>;
     fn int(&self, index: usize) -> Result<i64, sqlx::Error>;
     /// An `INTEGER` column (4 bytes where the database says so).
-    fn int4(&self, index: usize) -> Result<i32, sqlx::Error>;
+    /// An `INTEGER` column as `i32`: [`int`](Self::int) narrowed, where the driver reads
+    /// every integer as `i64` (MySQL, SQLite).
+    fn int4(&self, index: usize) -> Result<i32, sqlx::Error> {
+        i32::try_from(self.int(index)?).map_err(|e| sqlx::Error::ColumnDecode {
+            index: index.to_string(),
+            source: Box::new(e),
+        })
+    }
     fn flag(&self, index: usize) -> Result<bool, sqlx::Error>;
     fn opt_time(&self, index: usize) -> Result<Option<DateTime<Utc>>, sqlx::Error>;
 

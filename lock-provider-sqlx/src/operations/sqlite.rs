@@ -61,15 +61,6 @@ impl Columns for SqliteRow {
         self.try_get_unchecked(index)
     }
 
-    fn int4(&self, index: usize) -> Result<i32, sqlx::Error> {
-        i32::try_from(self.try_get_unchecked::<i64, _>(index)?).map_err(|e| {
-            sqlx::Error::ColumnDecode {
-                index: index.to_string(),
-                source: Box::new(e),
-            }
-        })
-    }
-
     fn flag(&self, index: usize) -> Result<bool, sqlx::Error> {
         self.try_get_unchecked(index)
     }
