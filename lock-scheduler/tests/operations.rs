@@ -92,9 +92,25 @@ async fn history_records_every_run_with_its_fence_kind_and_outcome() {
         assert!(run.ended_at.unwrap() >= run.started_at);
         assert_eq!(run.instance_id, scheduler.executor().instance_id());
     }
-    let fails = store.history("fails", 1).await.unwrap();
-    assert_eq!(fails[0].outcome, RunState::Failed);
-    assert_eq!(fails[0].error.as_deref(), Some("disk full"));
+    // A run that returned its error after shutdown asked it to stop (granted ahead of its slot
+    // as shutdown began) is recorded cancelled, its error kept; every other one failed.
+    let fails = store.history("fails", 100).await.unwrap();
+    for run in &fails {
+        assert_eq!(run.error.as_deref(), Some("disk full"), "{run:?}");
+        match run.outcome {
+            RunState::Failed => assert!(!run.cancel_requested, "{run:?}"),
+            RunState::Cancelled => assert!(
+                run.cancel_requested
+                    && run.started_at >= stopping - chrono::TimeDelta::milliseconds(50),
+                "cancelled before shutdown began ({stopping}): {run:?}"
+            ),
+            _ => panic!("a failing body recorded as neither failed nor cancelled: {run:?}"),
+        }
+    }
+    assert!(
+        fails.iter().any(|run| run.outcome == RunState::Failed),
+        "{fails:?}"
+    );
     let panics = store.history("panics", 1).await.unwrap();
     assert_eq!(panics[0].outcome, RunState::Panicked);
     assert_eq!(panics[0].error.as_deref(), Some("boom"));
