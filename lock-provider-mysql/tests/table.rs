@@ -242,10 +242,10 @@ async fn a_silent_server_fails_the_connect_within_its_timeout() {
     match result {
         Err(err @ LockError::Provider { operation, .. }) => {
             assert_eq!(operation, "connect");
-            let source = std::error::Error::source(&err).expect("a source");
-            let io = source
-                .downcast_ref::<std::io::Error>()
-                .expect("an I/O error");
+            // The cause, below the error that names the server and the kind of failure.
+            let io = std::iter::successors(std::error::Error::source(&err), |e| e.source())
+                .find_map(|e| e.downcast_ref::<std::io::Error>())
+                .expect("an I/O error in the chain");
             assert_eq!(io.kind(), std::io::ErrorKind::TimedOut, "{err}");
             assert!(
                 err.to_string().contains(&format!("127.0.0.1:{port}")),

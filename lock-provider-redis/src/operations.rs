@@ -147,8 +147,11 @@ fn run_row(row: &[Value]) -> Result<RunRecord, ReplyError> {
             .parse()
             .unwrap_or(RunState::Running),
         error: text(field(row, 9))?,
-        attempt: u32::try_from(required_int(row, 10, "attempt")?).unwrap_or(1),
-        cancel_requested: required_int(row, 11, "cancel_requested")? == 1,
+        // Absent from a run stored before they existed: its only attempt, not cancelled.
+        attempt: int(field(row, 10))?
+            .and_then(|n| u32::try_from(n).ok())
+            .unwrap_or(1),
+        cancel_requested: int(field(row, 11))? == Some(1),
     })
 }
 
