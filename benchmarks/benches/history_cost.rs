@@ -82,6 +82,7 @@ async fn measure(backend: &str, url: &str, mode: Mode) {
                 instance_id: "bench:1:aa".into(),
                 fence: lease.fence(),
                 attempt: 1,
+                params: Default::default(),
             };
             Some(store.run_started(&start).await.expect("run start"))
         } else {

@@ -27,6 +27,7 @@ async fn history_shows_each_attempt_and_whether_cancellation_was_asked() {
                 instance_id: "host:1:a".into(),
                 fence: 4,
                 attempt,
+                params: Default::default(),
             })
             .await
             .expect("start");

@@ -38,7 +38,7 @@ use std::str::FromStr;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use lock_core::{FireKind, LockError, LockProvider};
+use lock_core::{FireKind, LockError, LockProvider, Params};
 
 pub use actions::{Action, ActionRecord};
 pub use views::{
@@ -126,14 +126,20 @@ pub enum ControlKind {
     Pause,
     /// Run the job once now, on one live instance.
     Trigger,
+    /// Run the job (a child, `#[scheduled(after = ..)]`) for the request's slot: one parent
+    /// (or one shard of it) succeeded there. Written by the parent's instance before the
+    /// parent's end, deleted once the child's lock decided the slot, so a child whose
+    /// parent's instance died right after the parent is run by another.
+    After,
 }
 
 impl ControlKind {
-    /// As stored: `pause`, `trigger`.
+    /// As stored: `pause`, `trigger`, `after`.
     pub fn as_str(self) -> &'static str {
         match self {
             ControlKind::Pause => "pause",
             ControlKind::Trigger => "trigger",
+            ControlKind::After => "after",
         }
     }
 }
@@ -144,6 +150,7 @@ impl FromStr for ControlKind {
         match s {
             "pause" => Ok(ControlKind::Pause),
             "trigger" => Ok(ControlKind::Trigger),
+            "after" => Ok(ControlKind::After),
             other => Err(unknown("request kind", other)),
         }
     }
@@ -160,12 +167,18 @@ pub struct ControlRequest {
     pub kind: ControlKind,
     /// When it was asked for (database time).
     pub requested_at: DateTime<Utc>,
-    /// Who asked (`lockctl:<user>@<host>`, `dashboard:<token name>`, or the caller's text).
+    /// Who asked (`lockctl:<user>@<host>`, `dashboard:<token name>`, or the caller's text);
+    /// for an [`After`](ControlKind::After) request, the parent that succeeded (`billing`, or
+    /// `billing#2` for its shard 2).
     pub requested_by: String,
     /// The instance that claimed a trigger request.
     pub claimed_by: Option<String>,
     /// When it was claimed.
     pub claimed_at: Option<DateTime<Utc>>,
+    /// The slot an [`After`](ControlKind::After) request runs the child for; None otherwise.
+    pub slot: Option<DateTime<Utc>>,
+    /// A trigger request's parameters (`lockctl trigger NAME --param key=value`).
+    pub params: Params,
 }
 
 /// The start of a run, written before its body runs.
@@ -186,6 +199,8 @@ pub struct RunStart {
     ///
     /// [`JobContext::attempt`]: lock_core::JobContext::attempt
     pub attempt: u32,
+    /// A manual run's parameters; empty for every other fire.
+    pub params: Params,
 }
 
 /// The end of a run, for [`ClusterStore::runs_ended`]: the row's id, what the run came to
@@ -256,6 +271,12 @@ pub enum RunState {
     Cancelled,
     /// The run's `timeout` passed (the body was told to stop, and dropped after a grace).
     TimedOut,
+    /// Not run, for the reason in the row's error (a child whose parent failed, was missed
+    /// or cancelled: "parent `billing` failed").
+    Skipped,
+    /// Not run: no instance could take the fire (the reason is in the row's error: "every
+    /// instance busy").
+    Missed,
     /// Started, never ended, and its instance is gone: never stored, shown by
     /// [`ClusterView`] for a `running` row whose instance no longer heartbeats.
     Unfinished,
@@ -263,7 +284,7 @@ pub enum RunState {
 
 impl RunState {
     /// As stored and printed: `running`, `succeeded`, `failed`, `panicked`, `lock_lost`,
-    /// `cancelled`, `timed_out`, `unfinished`.
+    /// `cancelled`, `timed_out`, `skipped`, `missed`, `unfinished`.
     ///
     /// ```
     /// use lock_cluster::RunState;
@@ -280,6 +301,8 @@ impl RunState {
             RunState::LockLost => "lock_lost",
             RunState::Cancelled => "cancelled",
             RunState::TimedOut => "timed_out",
+            RunState::Skipped => "skipped",
+            RunState::Missed => "missed",
             RunState::Unfinished => "unfinished",
         }
     }
@@ -302,10 +325,18 @@ impl FromStr for RunState {
             "lock_lost" => RunState::LockLost,
             "cancelled" => RunState::Cancelled,
             "timed_out" => RunState::TimedOut,
+            "skipped" => RunState::Skipped,
+            "missed" => RunState::Missed,
             "unfinished" => RunState::Unfinished,
             other => return Err(unknown("run outcome", other)),
         })
     }
+}
+
+fn unsupported(tables: &str, feature: &str, job: &str) -> LockError {
+    LockError::InvalidConfiguration(format!(
+        "job `{job}`: {feature} need a store that keeps them ({tables} does not)"
+    ))
 }
 
 fn unknown(what: &str, value: &str) -> LockError {
@@ -343,6 +374,9 @@ pub struct RunRecord {
     /// ended; the outcome is still the body's own result (false for rows written before the
     /// history kept it).
     pub cancel_requested: bool,
+    /// A manual run's parameters; empty for every other fire (and rows written before the
+    /// history kept them).
+    pub params: Params,
 }
 
 /// What housekeeping deletes, in bounded batches.
@@ -450,6 +484,7 @@ pub trait ClusterStore: Send + Sync {
     ///     instance_id: "a".into(),
     ///     fence: 1,
     ///     attempt: 1,
+    ///     params: Default::default(),
     /// };
     /// let ids = store.runs_started(&[run("billing"), run("coupons")]).await?;
     /// assert_eq!(ids.len(), 2);
@@ -489,6 +524,41 @@ pub trait ClusterStore: Send + Sync {
     /// such a query filters [`OperatorStore::registry`].
     async fn instances(&self) -> Result<Vec<RegistryRow>, LockError>;
 
+    /// Writes an [`After`](ControlKind::After) request: run `child` for `slot`, because
+    /// `parent` (a job name, or `name#shard`) succeeded there. Returns its id. Every live
+    /// instance's heartbeat brings it back until [`delete_after`](Self::delete_after) removes
+    /// it, so a child whose parent's instance died is still run.
+    ///
+    /// The default refuses: a store without it cannot run dependent jobs.
+    async fn request_after(
+        &self,
+        child: &str,
+        slot: DateTime<Utc>,
+        parent: &str,
+    ) -> Result<i64, LockError> {
+        let _ = (slot, parent);
+        Err(unsupported(&self.tables(), "dependent jobs", child))
+    }
+
+    /// The parents (`requested_by`) of `child`'s [`After`](ControlKind::After) requests for
+    /// `slot`: whether every parent of a child with several succeeded for that slot.
+    async fn after_requests(
+        &self,
+        child: &str,
+        slot: DateTime<Utc>,
+    ) -> Result<Vec<String>, LockError> {
+        let _ = slot;
+        Err(unsupported(&self.tables(), "dependent jobs", child))
+    }
+
+    /// Deletes `child`'s [`After`](ControlKind::After) requests for slots up to and including
+    /// `through`; returns how many. Called once the child's lock decided the slot (it ran
+    /// here, or it ran already).
+    async fn delete_after(&self, child: &str, through: DateTime<Utc>) -> Result<u64, LockError> {
+        let _ = through;
+        Err(unsupported(&self.tables(), "dependent jobs", child))
+    }
+
     /// Deletes at most `limit` rows of `what` older than `before`; returns how many.
     async fn delete_expired(
         &self,
@@ -514,6 +584,23 @@ pub trait OperatorStore: Send + Sync {
 
     /// Asks for one manual run of `job` by a live instance; returns the request's id.
     async fn request_trigger(&self, job: &str, requested_by: &str) -> Result<i64, LockError>;
+
+    /// As [`request_trigger`](Self::request_trigger), with the run's parameters
+    /// ([`JobContext::params`](lock_core::JobContext::params)), kept in the request and the
+    /// run's history row. No parameters is `request_trigger`; the default refuses others.
+    async fn request_trigger_with_params(
+        &self,
+        job: &str,
+        requested_by: &str,
+        params: &Params,
+    ) -> Result<i64, LockError> {
+        if params.is_empty() {
+            return self.request_trigger(job, requested_by).await;
+        }
+        Err(LockError::InvalidConfiguration(format!(
+            "trigger `{job}` with parameters: this store does not keep them; trigger it without"
+        )))
+    }
 
     /// Withdraws trigger request `id` if no instance claimed it yet; true when withdrawn.
     async fn withdraw_trigger(&self, id: i64) -> Result<bool, LockError>;

@@ -12,7 +12,7 @@ use crate::{
     InstanceInfo, JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunRecord,
     RunStart, RunState, truncate,
 };
-use lock_core::{InMemoryLockProvider, LockError, LockProvider};
+use lock_core::{InMemoryLockProvider, LockError, LockProvider, Params};
 
 /// The rows, in memory.
 #[derive(Debug, Default)]
@@ -291,6 +291,7 @@ impl ClusterStore for InMemoryLockProvider {
             error: None,
             attempt: run.attempt,
             cancel_requested: false,
+            params: run.params.clone(),
         });
         Ok(id)
     }
@@ -331,12 +332,66 @@ impl ClusterStore for InMemoryLockProvider {
         match what {
             Expired::Runs => rows.runs.retain(|r| keep(r.started_at < before)),
             Expired::ClaimedTriggers => rows.control.retain(|c| {
-                keep(c.kind == ControlKind::Trigger && c.claimed_at.is_some_and(|at| at < before))
+                keep(match c.kind {
+                    ControlKind::Trigger => c.claimed_at.is_some_and(|at| at < before),
+                    ControlKind::After => c.requested_at < before,
+                    ControlKind::Pause => false,
+                })
             }),
             Expired::StaleRegistry => left -= rows.registry.delete_before(before, left),
             Expired::Actions => left -= tables(self).actions.delete_before(before, left),
         }
         Ok((limit as usize - left) as u64)
+    }
+
+    async fn request_after(
+        &self,
+        child: &str,
+        slot: DateTime<Utc>,
+        parent: &str,
+    ) -> Result<i64, LockError> {
+        let now = now(self).await;
+        let ops = tables(self);
+        let mut rows = ops.rows();
+        let id = rows.id();
+        rows.control.push(ControlRequest {
+            id,
+            job: child.to_owned(),
+            kind: ControlKind::After,
+            requested_at: now,
+            requested_by: parent.to_owned(),
+            claimed_by: None,
+            claimed_at: None,
+            slot: Some(slot),
+            params: Params::new(),
+        });
+        Ok(id)
+    }
+
+    async fn after_requests(
+        &self,
+        child: &str,
+        slot: DateTime<Utc>,
+    ) -> Result<Vec<String>, LockError> {
+        Ok(tables(self)
+            .rows()
+            .control
+            .iter()
+            .filter(|c| c.kind == ControlKind::After && c.job == child && c.slot == Some(slot))
+            .map(|c| c.requested_by.clone())
+            .collect())
+    }
+
+    async fn delete_after(&self, child: &str, through: DateTime<Utc>) -> Result<u64, LockError> {
+        let ops = tables(self);
+        let mut rows = ops.rows();
+        let before = rows.control.len();
+        rows.control.retain(|c| {
+            !(c.kind == ControlKind::After
+                && c.job == child
+                && c.slot.is_some_and(|s| s <= through))
+        });
+        Ok((before - rows.control.len()) as u64)
     }
 
     async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
@@ -368,6 +423,8 @@ impl OperatorStore for InMemoryLockProvider {
             requested_by: requested_by.to_owned(),
             claimed_by: None,
             claimed_at: None,
+            slot: None,
+            params: Params::new(),
         });
         Ok(true)
     }
@@ -382,6 +439,16 @@ impl OperatorStore for InMemoryLockProvider {
     }
 
     async fn request_trigger(&self, job: &str, requested_by: &str) -> Result<i64, LockError> {
+        self.request_trigger_with_params(job, requested_by, &Params::new())
+            .await
+    }
+
+    async fn request_trigger_with_params(
+        &self,
+        job: &str,
+        requested_by: &str,
+        params: &Params,
+    ) -> Result<i64, LockError> {
         let now = now(self).await;
         let ops = tables(self);
         let mut rows = ops.rows();
@@ -394,6 +461,8 @@ impl OperatorStore for InMemoryLockProvider {
             requested_by: requested_by.to_owned(),
             claimed_by: None,
             claimed_at: None,
+            slot: None,
+            params: params.clone(),
         });
         Ok(id)
     }

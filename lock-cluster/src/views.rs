@@ -422,6 +422,7 @@ mod tests {
             error: None,
             attempt: 1,
             cancel_requested: false,
+            params: Default::default(),
         }
     }
 
@@ -525,6 +526,8 @@ mod tests {
             requested_by: "op".into(),
             claimed_by: None,
             claimed_at: None,
+            slot: None,
+            params: Default::default(),
         };
         let view = ClusterView::assemble(
             at(30),

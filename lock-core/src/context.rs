@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use crate::{Lease, LockError};
+pub use lock_trigger::Params;
 
 tokio::task_local! {
     static CURRENT: JobContext;
@@ -56,6 +57,8 @@ struct ContextInner {
     attempt: AtomicU32,
     /// The shard (index, total) this run is, for a sharded or broadcast job.
     shard: Option<(u32, u32)>,
+    /// A manual run's parameters; empty for every other fire.
+    params: Params,
 }
 
 /// Why a body runs: a scheduled fire, a catch-up run of a missed slot, or a manual run.
@@ -88,6 +91,14 @@ pub enum FireKind {
     CatchUp,
     /// A run asked for by code or an operator, outside the trigger's instants.
     Manual,
+    /// A run started by its parents' success (`#[scheduled(after = ..)]`), with their slot.
+    Dependency,
+    /// A fire that found the previous run still holding the lock and waited for it to end
+    /// (`overlap = "queue"`).
+    Queued,
+    /// A fire that told the previous run to stop and ran once its lock was free
+    /// (`overlap = "replace"`).
+    Replacing,
 }
 
 impl FireKind {
@@ -116,6 +127,7 @@ impl JobContext {
                 fire_kind,
                 attempt: AtomicU32::new(1),
                 shard: None,
+                params: Params::new(),
             }),
         }
     }
@@ -134,8 +146,50 @@ impl JobContext {
                 fire_kind: kind,
                 attempt: AtomicU32::new(1),
                 shard,
+                params: self.inner.params.clone(),
             }),
         }
+    }
+
+    /// The same context carrying a manual run's `params`.
+    #[doc(hidden)] // For `lock-scheduler`; not part of the API.
+    pub fn with_params(self, params: Params) -> Self {
+        if params.is_empty() && self.inner.params.is_empty() {
+            return self;
+        }
+        JobContext {
+            inner: Arc::new(ContextInner {
+                lease: self.inner.lease.clone(),
+                cancel: self.inner.cancel.clone(),
+                fire_kind: self.inner.fire_kind,
+                attempt: AtomicU32::new(self.inner.attempt.load(Ordering::Relaxed)),
+                shard: self.inner.shard,
+                params,
+            }),
+        }
+    }
+
+    /// The manual run's parameters (`lockctl trigger NAME --param key=value`, the dashboard's
+    /// trigger form); empty on every other fire.
+    ///
+    /// ```
+    /// use lock_core::{InMemoryLockProvider, JobContext, LockConfiguration, LockingTaskExecutor};
+    /// use std::time::Duration;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let executor = LockingTaskExecutor::new(InMemoryLockProvider::new());
+    /// let config = LockConfiguration::new("report", Duration::from_secs(60), Duration::ZERO)?;
+    /// let empty = executor
+    ///     .execute_with_lock(&config, async {
+    ///         JobContext::current().expect("inside the lock").params().is_empty()
+    ///     })
+    ///     .await?
+    ///     .executed()
+    ///     .expect("the lock was free");
+    /// assert!(empty, "a direct call has no parameters");
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    pub fn params(&self) -> &Params {
+        &self.inner.params
     }
 
     /// The shard this run processes, `(index, total)`: for a job with `shards = N`, one of
@@ -297,7 +351,8 @@ pub fn assert_locked() {
 }
 
 impl FireKind {
-    /// As stored in the history: `scheduled`, `catch_up`, `manual`.
+    /// As stored in the history: `scheduled`, `catch_up`, `manual`, `dependency`, `queued`,
+    /// `replacing`.
     ///
     /// ```
     /// assert_eq!(lock_core::FireKind::CatchUp.as_str(), "catch_up");
@@ -307,6 +362,9 @@ impl FireKind {
             FireKind::Scheduled => "scheduled",
             FireKind::CatchUp => "catch_up",
             FireKind::Manual => "manual",
+            FireKind::Dependency => "dependency",
+            FireKind::Queued => "queued",
+            FireKind::Replacing => "replacing",
         }
     }
 }
@@ -318,6 +376,9 @@ impl FromStr for FireKind {
             "scheduled" => Ok(FireKind::Scheduled),
             "catch_up" => Ok(FireKind::CatchUp),
             "manual" => Ok(FireKind::Manual),
+            "dependency" => Ok(FireKind::Dependency),
+            "queued" => Ok(FireKind::Queued),
+            "replacing" => Ok(FireKind::Replacing),
             other => Err(LockError::InvalidConfiguration(format!(
                 "unknown fire kind {other:?} in an operations table"
             ))),

@@ -26,7 +26,7 @@ pub use config::{
     LockConfiguration, MAX_DURATION, MAX_LOCK_NAME_LEN, validate_lock_name,
     validate_stored_lock_name,
 };
-pub use context::{FireKind, JobContext, assert_locked};
+pub use context::{FireKind, JobContext, Params, assert_locked};
 pub use error::{BoxError, LockError};
 #[doc(hidden)]
 pub use executor::FireOutcome;

@@ -600,6 +600,7 @@ async fn a_retried_fire_shows_its_attempts_in_the_json_and_the_job_page() {
                 instance_id: INSTANCE.into(),
                 fence: 9,
                 attempt,
+                params: Default::default(),
             })
             .await
             .expect("start");

@@ -451,6 +451,8 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
                 check: #check,
                 distribution: #distribution,
                 function: ::core::concat!(::core::module_path!(), "::", #fn_name),
+                after: &[],
+                group: ::core::option::Option::None,
             }
         }
         #direct_call

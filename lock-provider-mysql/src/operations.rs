@@ -71,6 +71,8 @@ fn control_row(row: &Row) -> Result<ControlRequest, String> {
         requested_by: get(row, 4)?,
         claimed_by: get(row, 5)?,
         claimed_at: get::<Option<NaiveDateTime>>(row, 6)?.map(utc),
+        slot: None,
+        params: Default::default(),
     })
 }
 
@@ -90,6 +92,7 @@ fn run_row(row: &Row) -> Result<RunRecord, String> {
         error: get(row, 9)?,
         attempt: get(row, 10)?,
         cancel_requested: get(row, 11)?,
+        params: Default::default(),
     })
 }
 

@@ -185,6 +185,8 @@ fn control_row(row: &Row) -> Result<ControlRequest, tokio_postgres::Error> {
         requested_by: row.try_get(4)?,
         claimed_by: row.try_get(5)?,
         claimed_at: row.try_get::<_, Option<NaiveDateTime>>(6)?.map(utc),
+        slot: None,
+        params: Default::default(),
     })
 }
 
@@ -204,6 +206,7 @@ fn run_row(row: &Row) -> Result<RunRecord, tokio_postgres::Error> {
         error: row.try_get(9)?,
         attempt: u32::try_from(row.try_get::<_, i32>(10)?).unwrap_or(1),
         cancel_requested: row.try_get(11)?,
+        params: Default::default(),
     })
 }
 

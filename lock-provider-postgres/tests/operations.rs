@@ -131,6 +131,7 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
             instance_id: "a".into(),
             fence: 2,
             attempt: 2,
+            params: Default::default(),
         })
         .await
         .expect("start");

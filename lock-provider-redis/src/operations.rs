@@ -126,6 +126,8 @@ fn control_row(row: &[Value]) -> Result<ControlRequest, ReplyError> {
         requested_by: required_text(row, 4, "requester")?,
         claimed_by: text(field(row, 5))?,
         claimed_at: opt_time(field(row, 6))?,
+        slot: None,
+        params: Default::default(),
     })
 }
 
@@ -152,6 +154,7 @@ fn run_row(row: &[Value]) -> Result<RunRecord, ReplyError> {
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(1),
         cancel_requested: int(field(row, 11))? == Some(1),
+        params: Default::default(),
     })
 }
 

@@ -63,6 +63,7 @@ fn start(job: &str, fence: u64) -> RunStart {
         instance_id: "test:1:a".to_owned(),
         fence,
         attempt: 1,
+        params: Default::default(),
     }
 }
 

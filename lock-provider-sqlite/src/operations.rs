@@ -81,6 +81,8 @@ fn control_row(row: &Row<'_>) -> rusqlite::Result<ControlRequest> {
         requested_by: row.get(4)?,
         claimed_by: row.get(5)?,
         claimed_at: opt_time(row, 6)?,
+        slot: None,
+        params: Default::default(),
     })
 }
 
@@ -100,6 +102,7 @@ fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
         error: row.get(9)?,
         attempt: u32::try_from(row.get::<_, i64>(10)?).unwrap_or(1),
         cancel_requested: row.get(11)?,
+        params: Default::default(),
     })
 }
 

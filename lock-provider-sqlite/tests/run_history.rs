@@ -190,6 +190,7 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_old_history_table() {
             instance_id: "a".into(),
             fence: 2,
             attempt: 2,
+            params: Default::default(),
         })
         .await
         .unwrap();

@@ -117,6 +117,7 @@ async fn share_operations(sqlx: &dyn ClusterProvider, driver: &dyn ClusterProvid
         instance_id: instance.to_owned(),
         fence,
         attempt: 1,
+        params: Default::default(),
     };
     let first = a.run_started(&run(7, "via-sqlx")).await.expect("start");
     b.run_ended(&RunEnd::new(first, RunState::Failed, Some("boom")))

@@ -18,7 +18,7 @@ pub mod testing;
 pub use clock::DEFAULT_CLOCK_REFRESH;
 pub use extract::{BlockingJobHandler, ExtractError, FromJob, JobHandler, State, StateMap};
 pub use lock_macros::{scheduled, scheduler_lock};
-pub use lock_trigger::{Distribution, MAX_SHARDS, MisfirePolicy};
+pub use lock_trigger::{Distribution, MAX_SHARDS, MisfirePolicy, Overlap, Params};
 pub use scheduler::{
     DEFAULT_ACQUIRE_AHEAD, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SHUTDOWN_TIMEOUT,
     HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB, Job, JobOverride, JobStatus, OVERRIDE_ENV_PREFIX,

@@ -46,6 +46,10 @@ pub struct ScheduledJob {
     /// The function's path (`my_service::billing::tick`, `module_path!()` and its name), for
     /// messages that must say which function is meant, such as two jobs with one name.
     pub function: &'static str,
+    /// The parents of an `after` trigger (`#[scheduled(after = ..)]`); empty otherwise.
+    pub after: &'static [&'static str],
+    /// The concurrency group (`#[scheduled(group = "..")]`).
+    pub group: Option<&'static str>,
 }
 
 inventory::collect!(ScheduledJob);

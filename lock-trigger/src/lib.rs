@@ -13,6 +13,7 @@ mod distribution;
 mod intern;
 mod iso_duration;
 mod name;
+mod params;
 mod policy;
 mod spec;
 mod wall_clock;
@@ -22,9 +23,11 @@ pub use chrono_tz::Tz;
 pub use cron::Cron;
 pub use distribution::{Distribution, DistributionError, MAX_SHARDS, check_shard_count};
 pub use name::{MAX_LOCK_NAME_LEN, NameError, check_job_name, check_lock_name, is_bidi_control};
+pub use params::{MAX_PARAM_KEY_LEN, MAX_PARAM_VALUE_LEN, MAX_PARAMS, Params, ParamsError};
 pub use policy::{
-    DEFAULT_MISFIRE_MAX, MAX_MISFIRE_MAX, MAX_RETRIES, MAX_RETRY_DELAY, MISFIRE_POLICIES,
-    MisfirePolicy, jittered, retry_delay, retry_plan_conflict, retry_plan_total, timeout_grace,
+    DEFAULT_MISFIRE_MAX, MAX_MISFIRE_MAX, MAX_PAUSE_AFTER_FAILURES, MAX_RETRIES, MAX_RETRY_DELAY,
+    MISFIRE_POLICIES, MisfirePolicy, OVERLAP_POLICIES, Overlap, jittered, retry_delay,
+    retry_plan_conflict, retry_plan_total, timeout_grace,
 };
 pub use spec::{
     CronSchedule, CronSpec, DEFAULT_RETRY_BACKOFF, Firing, LeaseError, LockSpec, MAX_DURATION,

@@ -70,6 +70,66 @@ impl FromStr for MisfirePolicy {
     }
 }
 
+/// What a fire does when it finds the job's previous run still holding the lock, on any
+/// instance (`#[scheduler_lock(.., overlap = "..")]`).
+///
+/// ```
+/// use lock_trigger::Overlap;
+/// assert_eq!("queue".parse::<Overlap>(), Ok(Overlap::Queue));
+/// assert_eq!(Overlap::default(), Overlap::Skip);
+/// assert!("cover".parse::<Overlap>().unwrap_err().contains("`skip`, `queue`, `replace`"));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Overlap {
+    /// The fire does not run (the default; ShedLock's behaviour).
+    #[default]
+    Skip,
+    /// The fire runs once, right after the running one ends, on whichever instance gets the
+    /// lock; at most one waits, and later fires coalesce into it.
+    Queue,
+    /// The running body is told to stop (its `cancelled()` resolves), and the fire runs once
+    /// the lock is released, or at the running lease's end.
+    Replace,
+}
+
+/// The values of `overlap`, as written.
+pub const OVERLAP_POLICIES: &[&str] = &["skip", "queue", "replace"];
+
+impl Overlap {
+    /// As written in `#[scheduler_lock(overlap = "..")]`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Overlap::Skip => "skip",
+            Overlap::Queue => "queue",
+            Overlap::Replace => "replace",
+        }
+    }
+}
+
+impl fmt::Display for Overlap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Overlap {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "skip" => Ok(Overlap::Skip),
+            "queue" => Ok(Overlap::Queue),
+            "replace" => Ok(Overlap::Replace),
+            other => Err(format!(
+                "unknown overlap policy `{other}`; expected one of `skip`, `queue`, `replace`"
+            )),
+        }
+    }
+}
+
+/// The largest `pause_after_failures` accepted.
+pub const MAX_PAUSE_AFTER_FAILURES: u32 = 1000;
+
 /// The most retries a run may have.
 pub const MAX_RETRIES: u32 = 100;
 

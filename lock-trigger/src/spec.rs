@@ -124,6 +124,10 @@ pub enum TriggerKind<C = CronSpec> {
         /// The pause between runs.
         delay: Duration,
     },
+    /// After its parents: one run for each successful run of its parent jobs (all of them,
+    /// for the same slot), with the parents' slot. The parents are named next to the
+    /// trigger (`#[scheduled(after = ..)]`, `Trigger::after`); the kind itself has no timer.
+    After,
 }
 
 /// When a job fires: its [`TriggerKind`] and how long after start the first fire may come.
@@ -168,6 +172,7 @@ impl TriggerSpec<CronSpec> {
             }
             TriggerKind::FixedRate { period } => TriggerKind::FixedRate { period },
             TriggerKind::FixedDelay { delay } => TriggerKind::FixedDelay { delay },
+            TriggerKind::After => TriggerKind::After,
         };
         kind.check()?;
         Ok(TriggerSpec {
@@ -189,7 +194,8 @@ impl<C> TriggerKind<C> {
             )),
             TriggerKind::Cron(_)
             | TriggerKind::FixedRate { .. }
-            | TriggerKind::FixedDelay { .. } => Ok(()),
+            | TriggerKind::FixedDelay { .. }
+            | TriggerKind::After => Ok(()),
         }
     }
 }
@@ -219,6 +225,8 @@ pub enum Firing {
         /// The pause between runs.
         delay: Duration,
     },
+    /// No timer: each successful run of the parents starts one run, with their slot.
+    AfterParents,
 }
 
 impl<C> TriggerKind<C> {
@@ -231,6 +239,7 @@ impl<C> TriggerKind<C> {
             },
             TriggerKind::FixedRate { period } => Firing::Slotted { min_gap: *period },
             TriggerKind::FixedDelay { delay } => Firing::AfterRun { delay: *delay },
+            TriggerKind::After => Firing::AfterParents,
         }
     }
 }
@@ -247,7 +256,7 @@ impl TriggerKind<CronSchedule> {
                 let next = (after.timestamp_millis().div_euclid(period) + 1).checked_mul(period)?;
                 DateTime::from_timestamp_millis(next)
             }
-            TriggerKind::FixedDelay { .. } => None,
+            TriggerKind::FixedDelay { .. } | TriggerKind::After => None,
         }
     }
 
@@ -259,7 +268,7 @@ impl TriggerKind<CronSchedule> {
                 let period = i64::try_from(period.as_millis()).ok()?;
                 DateTime::from_timestamp_millis(at.timestamp_millis().div_euclid(period) * period)
             }
-            TriggerKind::FixedDelay { .. } => None,
+            TriggerKind::FixedDelay { .. } | TriggerKind::After => None,
         }
     }
 }
@@ -272,6 +281,7 @@ impl fmt::Display for TriggerSpec<CronSchedule> {
             }
             TriggerKind::FixedRate { period } => write!(f, "fixed rate {period:?}")?,
             TriggerKind::FixedDelay { delay } => write!(f, "fixed delay {delay:?}")?,
+            TriggerKind::After => f.write_str("after its parents")?,
         }
         if !self.initial_delay.is_zero() {
             write!(f, " after {:?}", self.initial_delay)?;
@@ -314,6 +324,14 @@ pub struct LockSpec {
     /// How long one attempt of a scheduled run may take before its `cancelled()` resolves
     /// (and, a grace later, it is dropped); `None`: no limit.
     pub timeout: Option<Duration>,
+    /// What a fire does when the previous run still holds the lock.
+    pub overlap: crate::Overlap,
+    /// After this many failed runs in a row, counted across the cluster, the job is paused
+    /// cluster-wide (the circuit breaker); 0: never.
+    pub pause_after_failures: u32,
+    /// How long the circuit breaker's pause lasts before the job resumes by itself; `None`:
+    /// until an operator resumes it.
+    pub pause_for: Option<Duration>,
 }
 
 impl LockSpec {
@@ -326,6 +344,9 @@ impl LockSpec {
         retries: 0,
         retry_backoff: DEFAULT_RETRY_BACKOFF,
         timeout: None,
+        overlap: crate::Overlap::Skip,
+        pause_after_failures: 0,
+        pause_for: None,
     };
 }
 

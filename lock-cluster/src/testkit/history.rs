@@ -38,6 +38,7 @@ pub async fn history_batches(provider: &dyn ClusterProvider) {
             instance_id: format!("testkit:history:{i}"),
             fence: 10 + i as u64,
             attempt: 1 + i as u32,
+            params: Default::default(),
         })
         .collect();
     assert!(

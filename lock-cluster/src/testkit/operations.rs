@@ -242,6 +242,7 @@ pub async fn operations_store(provider: &dyn ClusterProvider) {
             fence,
             // Attempts of the same fire share its fence: 1 and 2 are distinct rows.
             attempt: fence as u32,
+            params: Default::default(),
         };
         ids.push(store.run_started(&run).await.expect("run start"));
     }

@@ -123,6 +123,7 @@ pub async fn seed(provider: &dyn ClusterProvider) {
                 instance_id: INSTANCE.to_owned(),
                 fence: 1,
                 attempt: 1,
+                params: Default::default(),
             })
             .await
             .expect("run start");

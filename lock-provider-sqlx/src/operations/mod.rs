@@ -256,6 +256,8 @@ fn control_row<R: Columns>(row: &R) -> Result<ControlRequest, sqlx::Error> {
         requested_by: row.text(4)?,
         claimed_by: row.opt_text(5)?,
         claimed_at: row.opt_time(6)?,
+        slot: None,
+        params: Default::default(),
     })
 }
 
@@ -273,6 +275,7 @@ fn run_row<R: Columns>(row: &R) -> Result<RunRecord, sqlx::Error> {
         error: row.opt_text(9)?,
         attempt: u32::try_from(row.int4(10)?).unwrap_or(1),
         cancel_requested: row.flag(11)?,
+        params: Default::default(),
     })
 }
 

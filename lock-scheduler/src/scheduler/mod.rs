@@ -7,6 +7,7 @@ mod cluster;
 mod dynamic;
 mod history;
 mod job;
+mod limits;
 mod manual;
 mod misfire;
 mod outage;
@@ -200,6 +201,8 @@ pub struct SchedulerBuilder {
     batch_window: Option<Duration>,
     /// `.acquire_ahead(..)` (`batching.rs`).
     acquire_ahead: Option<Duration>,
+    /// `.max_concurrent_runs(..)` and `.group_limit(..)` (`limits.rs`).
+    limits: limits::RunLimits,
 }
 
 impl Scheduler {

@@ -74,6 +74,8 @@ pub(super) fn note(
 fn period(trigger: &Trigger, now: DateTime<Utc>) -> TimeDelta {
     let period = match trigger.spec().kind.firing() {
         Firing::AfterRun { delay } => TimeDelta::from_std(delay).unwrap_or(TimeDelta::MAX / 4),
+        // Its parents' period is its own; no timer to be late by here.
+        Firing::AfterParents => TimeDelta::MAX / 4,
         Firing::Slotted { .. } => {
             let next = trigger.next_slot(now);
             let following = next.and_then(|next| trigger.next_slot(next.instant()));

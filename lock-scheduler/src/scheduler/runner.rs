@@ -132,6 +132,8 @@ impl JobRunner {
             match self.job.trigger().spec().kind.firing() {
                 Firing::Slotted { .. } => self.run_slotted().await,
                 Firing::AfterRun { delay } => self.run_fixed_delay(delay).await,
+                // No timer: its parents' successes start its runs (`dependencies.rs`).
+                Firing::AfterParents => {}
             }
         }
     }

@@ -187,6 +187,8 @@ impl Spread {
         let min_gap = match job.trigger().spec().kind.firing() {
             Firing::Slotted { min_gap } => min_gap,
             Firing::AfterRun { delay } => delay,
+            // A dependent job's runs come at its parents' slots, at least a second apart.
+            Firing::AfterParents => Duration::from_secs(1),
         };
         let spread = Spread {
             distribution,

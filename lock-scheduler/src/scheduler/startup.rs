@@ -203,6 +203,7 @@ fn period_too_short_for(job: &Job, at_most: Duration) -> Option<Duration> {
     };
     match job.trigger().spec().kind.firing() {
         Firing::AfterRun { delay } => too_long(delay).then_some(delay),
+        Firing::AfterParents => None,
         // No gap is shorter than min_gap: skipping the slot arithmetic keeps a start with
         // 10,000 cron jobs fast.
         Firing::Slotted { min_gap } if !too_long(min_gap) => None,

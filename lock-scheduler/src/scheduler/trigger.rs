@@ -1,6 +1,7 @@
 //! When a job fires: cron in a zone, fixed rate aligned to the epoch, or fixed delay.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -32,6 +33,9 @@ use lock_core::{FireSlot, LockError, MAX_DURATION};
 #[derive(Clone)]
 pub struct Trigger {
     spec: TriggerSpec<CronSchedule>,
+    /// The parents of an [`after`](Trigger::after) trigger, in the order given; empty for the
+    /// others.
+    parents: Arc<[Arc<str>]>,
 }
 
 impl fmt::Debug for Trigger {
@@ -42,6 +46,16 @@ impl fmt::Debug for Trigger {
 
 impl fmt::Display for Trigger {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let TriggerKind::After = self.spec.kind {
+            f.write_str("after ")?;
+            for (i, parent) in self.parents.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(" and ")?;
+                }
+                write!(f, "`{parent}`")?;
+            }
+            return Ok(());
+        }
         fmt::Display::fmt(&self.spec, f)
     }
 }
@@ -85,10 +99,80 @@ impl Trigger {
         Self::checked(TriggerKind::FixedDelay { delay })
     }
 
+    /// After the job `parent`: the job runs once for each successful run of `parent`, across
+    /// the cluster, whichever instance ran it, with the parent's slot
+    /// ([`FireKind::Dependency`](lock_core::FireKind::Dependency)). `start()` refuses a parent
+    /// no job has, and a cycle.
+    ///
+    /// ```
+    /// use lock_scheduler::Trigger;
+    /// let trigger = Trigger::after("import_orders")?;
+    /// assert_eq!(trigger.to_string(), "after `import_orders`");
+    /// assert_eq!(trigger.parents().collect::<Vec<_>>(), ["import_orders"]);
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn after(parent: &str) -> Result<Self, LockError> {
+        Self::after_all([parent])
+    }
+
+    /// After every one of `parents`: the job runs once each time all of them succeeded for the
+    /// same slot (so they share a schedule).
+    ///
+    /// ```
+    /// use lock_scheduler::Trigger;
+    /// let trigger = Trigger::after_all(["import_orders", "import_refunds"])?;
+    /// assert_eq!(trigger.to_string(), "after `import_orders` and `import_refunds`");
+    /// assert!(Trigger::after_all(Vec::<&str>::new()).is_err());
+    /// assert!(Trigger::after_all(["a", "a"]).is_err());
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn after_all<'a>(parents: impl IntoIterator<Item = &'a str>) -> Result<Self, LockError> {
+        let parents: Vec<Arc<str>> = parents.into_iter().map(Arc::from).collect();
+        if parents.is_empty() {
+            return Err(LockError::InvalidConfiguration(
+                "after: name at least one parent job".into(),
+            ));
+        }
+        for (i, parent) in parents.iter().enumerate() {
+            lock_trigger::check_job_name(parent).map_err(|e| {
+                LockError::InvalidConfiguration(format!("after: parent {}", e.reason()))
+            })?;
+            if parents[..i].contains(parent) {
+                return Err(LockError::InvalidConfiguration(format!(
+                    "after: parent `{parent}` is named twice"
+                )));
+            }
+        }
+        Ok(Trigger {
+            spec: TriggerSpec::new(TriggerKind::After),
+            parents: parents.into(),
+        })
+    }
+
+    /// The parents of an [`after`](Self::after) trigger; none for the others.
+    pub fn parents(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.parents.iter().map(|p| &**p)
+    }
+
+    /// A trigger from its description (what `#[scheduled]` registers), checked; `after` is the
+    /// parents of an `after` trigger.
+    pub(crate) fn from_spec_after(
+        spec: &TriggerSpec,
+        after: &'static [&'static str],
+    ) -> Result<Self, LockError> {
+        if let TriggerKind::After = spec.kind {
+            let mut trigger = Self::after_all(after.iter().copied())?;
+            trigger.spec.initial_delay = spec.initial_delay;
+            return Ok(trigger);
+        }
+        Self::from_spec(spec)
+    }
+
     /// A trigger from its description (what `#[scheduled]` registers), checked.
     pub(crate) fn from_spec(spec: &TriggerSpec) -> Result<Self, LockError> {
         let trigger = Trigger {
             spec: spec.parse().map_err(invalid)?,
+            parents: Arc::new([]),
         };
         trigger.check_limits()?;
         Ok(trigger)
@@ -129,7 +213,7 @@ impl Trigger {
             }
             TriggerKind::FixedDelay { delay } => at_most("fixed_delay", delay)?,
             TriggerKind::FixedRate { period } => at_most("fixed_rate", period)?,
-            TriggerKind::Cron(_) => {}
+            TriggerKind::Cron(_) | TriggerKind::After => {}
         }
         at_most("initial_delay", self.spec.initial_delay)?;
         self.check_misfire()
@@ -138,6 +222,7 @@ impl Trigger {
     fn of(kind: TriggerKind<CronSchedule>) -> Self {
         Trigger {
             spec: TriggerSpec::new(kind),
+            parents: Arc::new([]),
         }
     }
 
