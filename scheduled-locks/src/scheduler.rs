@@ -16,6 +16,6 @@
 pub use lock_core::default_instance_id;
 pub use lock_scheduler::{
     BlockingJobHandler, Distribution, ExtractError, FromJob, HOUSEKEEPING_JOB, JobHandler,
-    JobOverride, JobStatus, MisfirePolicy, OVERRIDE_ENV_PREFIX, RunOutcome, StateMap,
-    override_env_key, parse_duration, registered_jobs,
+    JobOverride, JobStatus, MisfirePolicy, OVERRIDE_ENV_PREFIX, Overlap, Params, RunOutcome,
+    StateMap, override_env_key, parse_duration, registered_jobs,
 };
