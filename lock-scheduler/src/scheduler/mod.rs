@@ -11,6 +11,7 @@ mod limits;
 mod manual;
 mod misfire;
 mod outage;
+mod overlap;
 mod overrides;
 mod run_once;
 mod runner;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use lock_trigger::{Distribution, Firing, MAX_SHARDS};
+use lock_trigger::{Distribution, Firing, MAX_SHARDS, Overlap};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -20,6 +20,7 @@ use super::cluster::Operations;
 use super::history::{RunEnding, RunRecorder};
 use super::job::Body;
 use super::outage::{self, Change};
+use super::overlap;
 use super::shards::{Spread, combine, stable_hash};
 use super::status::{JobState, RunOutcome};
 use crate::__private::JobBody;
@@ -206,13 +207,23 @@ impl JobRunner {
             // Boxed: while the loop sleeps it holds a pointer, not the fire's kilobytes of
             // state (10,000 idle jobs); one allocation per fire.
             self.state.take_slot_in_future();
-            let outcome = Box::pin(self.fire_as(Some(slot), FireKind::Scheduled)).await;
+            let (outcome, ran) = match self.job.overlap() {
+                Overlap::Skip => (
+                    Box::pin(self.fire_as(Some(slot), FireKind::Scheduled)).await,
+                    slot,
+                ),
+                // Slots due while the body runs are queued or replace it (`overlap.rs`).
+                _ => Box::pin(overlap::fire_overlapping(self, slot)).await,
+            };
             if self.state.take_slot_in_future() && Box::pin(self.database_behind(slot)).await {
                 // Not done: planned again from the last slot run, by the clock just measured.
                 following = None;
                 continue;
             }
-            last = Some(slot);
+            if ran != slot {
+                following = None;
+            }
+            last = Some(ran);
             if let RunOutcome::LockFailed(_) = outcome {
                 // The database did not answer: the slot is missed (`misfire`).
                 last = Box::pin(self.recover(slot)).await.or(last);
@@ -640,13 +651,19 @@ impl JobRunner {
         };
         match self.job.body() {
             Body::Registered(JobBody::Async(body)) => {
-                let fut = noting_end(state.clone(), attempts.run(|| body(values)));
+                let fut = noting_end(
+                    state.clone(),
+                    overlap::replaceable(attempts.run(|| body(values))),
+                );
                 executor
                     .execute_fire(&self.config, slot, kind, due, grace, fut)
                     .await
             }
             Body::Async(body) => {
-                let fut = noting_end(state.clone(), attempts.run(|| body(values.clone())));
+                let fut = noting_end(
+                    state.clone(),
+                    overlap::replaceable(attempts.run(|| body(values.clone()))),
+                );
                 executor
                     .execute_fire(&self.config, slot, kind, due, grace, fut)
                     .await
@@ -654,9 +671,11 @@ impl JobRunner {
             Body::Registered(JobBody::Blocking(body)) => {
                 let (body, values, ended) = (*body, values.clone(), BodyEnd(state.clone()));
                 let attempts = attempts.for_blocking();
+                let watch = overlap::blocking_watch();
                 executor
                     .execute_blocking_fire(&self.config, slot, kind, due, grace, move || {
                         let _ended = ended;
+                        let _replaced = overlap::watch_blocking(watch);
                         (attempts.run(|| body(&values)), cancelled_now())
                     })
                     .await
@@ -664,9 +683,11 @@ impl JobRunner {
             Body::Blocking(body) => {
                 let (body, values, ended) = (body.clone(), values.clone(), BodyEnd(state.clone()));
                 let attempts = attempts.for_blocking();
+                let watch = overlap::blocking_watch();
                 executor
                     .execute_blocking_fire(&self.config, slot, kind, due, grace, move || {
                         let _ended = ended;
+                        let _replaced = overlap::watch_blocking(watch);
                         (attempts.run(|| body(&values)), cancelled_now())
                     })
                     .await
