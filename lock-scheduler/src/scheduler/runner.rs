@@ -19,6 +19,7 @@ use super::attempts::{Attempted, Attempts, panic_message};
 use super::cluster::Operations;
 use super::history::{RunEnding, RunRecorder};
 use super::job::Body;
+use super::limits::JobPermits;
 use super::outage::{self, Change};
 use super::overlap;
 use super::shards::{Spread, combine, stable_hash};
@@ -47,6 +48,8 @@ pub(super) struct JobRunner {
     pub(super) ops: Option<Arc<Operations>>,
     /// A sharded or broadcast job's shard locks (`shards.rs`); None for one run per slot.
     pub(super) spread: Option<Arc<Spread>>,
+    /// The run limits this job is under (`limits.rs`); None for none.
+    pub(super) permits: Option<Arc<JobPermits>>,
 }
 
 impl JobRunner {
@@ -320,6 +323,14 @@ impl JobRunner {
     /// Runs one fire of `kind`: under the job's lock, or for a sharded or broadcast job each
     /// of its shards under its own (`shards.rs`).
     pub(super) async fn fire_as(&self, slot: Option<FireSlot>, kind: FireKind) -> RunOutcome {
+        // Held for the whole fire: every shard here, every attempt.
+        let _permit = match &self.permits {
+            Some(permits) => match self.permit_for(permits, slot, kind).await {
+                Ok(permit) => Some(permit),
+                Err(outcome) => return outcome,
+            },
+            None => None,
+        };
         let outcome = match &self.spread {
             Some(spread) => self.fire_spread(spread, slot, kind).await,
             None => self.fire_one(slot, kind).await,
