@@ -284,6 +284,9 @@ mod tests {
                 "scheduled_job_retries_total",
                 "scheduled_job_timed_out_total",
                 "scheduled_job_catch_up_total",
+                "scheduled_job_queued_total",
+                "scheduled_job_replaced_total",
+                "scheduled_job_busy_handed_on_total",
             ]
         );
         assert_eq!(JOB_LABEL, "scheduled_job");

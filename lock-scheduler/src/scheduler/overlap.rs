@@ -14,9 +14,11 @@
 //!   context is current, and cancels that context's token: the same `cancelled()` a timeout
 //!   resolves (`attempts.rs`), so the replaced body's outcome is what it returned.
 
+use std::cell::Cell;
 use std::pin::pin;
 
-use lock_core::{FireKind, FireSlot, JobContext};
+use chrono::{DateTime, Utc};
+use lock_core::{FireKind, FireSlot, JobContext, Refusal, RefusalReason};
 use lock_trigger::Overlap;
 use tokio_util::sync::CancellationToken;
 
@@ -26,6 +28,17 @@ use super::status::RunOutcome;
 tokio::task_local! {
     /// Set around a `replace` job's fire: cancelled when the next slot replaces the run.
     static REPLACED: CancellationToken;
+    /// Set around a `queue` or `replace` job's fire: the holder's `lock_until` when the fire
+    /// was refused because the lock is held (not because the slot ran).
+    static HELD_UNTIL: Cell<Option<DateTime<Utc>>>;
+}
+
+/// Notes a refused fire's holder for the fire around it (`fire_overlapping`); nothing for a
+/// skip job's fire, which sets no task-local.
+pub(super) fn note_refusal(refusal: &Refusal) {
+    let held = matches!(refusal.reason, RefusalReason::Held | RefusalReason::Unknown);
+    let until = refusal.lock_until.filter(|_| held);
+    let _ = HELD_UNTIL.try_with(|cell| cell.set(until));
 }
 
 /// Fires `slot` of a `queue` or `replace` job and, while its body runs, watches for the next
@@ -39,7 +52,12 @@ pub(super) async fn fire_overlapping(
     let (mut slot, mut kind) = (first, FireKind::Scheduled);
     loop {
         let replaced = CancellationToken::new();
-        let mut fire = pin!(REPLACED.scope(replaced.clone(), runner.fire_as(Some(slot), kind)));
+        let held_until = Cell::new(None);
+        let fire = HELD_UNTIL.scope(held_until, async move {
+            let outcome = runner.fire_as(Some(slot), kind).await;
+            (outcome, HELD_UNTIL.with(Cell::get))
+        });
+        let mut fire = pin!(REPLACED.scope(replaced.clone(), fire));
         let mut due: Option<FireSlot> = None;
         let outcome = loop {
             let after = due.unwrap_or(slot).instant();
@@ -67,6 +85,18 @@ pub(super) async fn fire_overlapping(
                 }
             }
         };
+        let (outcome, held_until) = outcome;
+        if let Some(until) = held_until {
+            // Another instance's run holds the lock: ask for this slot again when its lease
+            // ends, unless a newer slot comes due first (the job loop then fires that one).
+            match wait_for_holder(runner, slot, until).await {
+                true => {
+                    kind = queued_kind(policy);
+                    continue;
+                }
+                false => return (outcome, slot),
+            }
+        }
         let ran = matches!(
             outcome,
             RunOutcome::Succeeded
@@ -83,14 +113,36 @@ pub(super) async fn fire_overlapping(
                     runner.config.metrics().queued();
                 }
                 slot = next;
-                kind = match policy {
-                    Overlap::Replace => FireKind::Replacing,
-                    _ => FireKind::Queued,
-                };
+                kind = queued_kind(policy);
             }
             _ => return (outcome, slot),
         }
     }
+}
+
+/// The kind of a fire that waited for the previous run: queued, or replacing it.
+fn queued_kind(policy: Overlap) -> FireKind {
+    match policy {
+        Overlap::Replace => FireKind::Replacing,
+        _ => FireKind::Queued,
+    }
+}
+
+/// Sleeps until the database reaches `until`, the holder's `lock_until` (a release before it
+/// is noticed then: no polling); true to ask for `slot` again, false when the next slot is
+/// about to be asked for first (it takes the waiting fire's place) or the scheduler stops.
+async fn wait_for_holder(runner: &JobRunner, slot: FireSlot, until: DateTime<Utc>) -> bool {
+    let ahead = runner
+        .executor
+        .acquire_ahead()
+        .min(runner.config.lock_at_most_for() / 2);
+    let ahead = chrono::TimeDelta::from_std(ahead).unwrap_or(chrono::TimeDelta::zero());
+    if let Some(next) = runner.job.trigger().next_slot(slot.instant())
+        && next.instant() - ahead <= until
+    {
+        return false;
+    }
+    runner.clock.sleep_until(until, &runner.stop).await
 }
 
 /// The body `fut`, whose `cancelled()` resolves when the fire around it is replaced; `fut`

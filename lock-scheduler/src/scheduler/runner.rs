@@ -588,8 +588,9 @@ impl JobRunner {
                 self.config.metrics().failure();
                 RunOutcome::Failed(error)
             }
-            Ok(Ok(FireOutcome::Refused(reason))) => {
-                if reason == RefusalReason::SlotInFuture && kind == FireKind::Scheduled {
+            Ok(Ok(FireOutcome::Refused(refusal))) => {
+                overlap::note_refusal(&refusal);
+                if refusal.reason == RefusalReason::SlotInFuture && kind == FireKind::Scheduled {
                     self.state.note_slot_in_future();
                 }
                 RunOutcome::Skipped
