@@ -180,3 +180,95 @@ async fn skip_still_skips_the_slots_passed_while_the_body_runs() {
         "{seen:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_on_another_instance_asks_again_at_lock_until_and_runs_the_slot_once() {
+    let provider = Arc::new(InMemoryLockProvider::new());
+    let runs = Runs::default();
+    // Slots of the first run, as it began: which instance holds the lock.
+    let first: Arc<Mutex<Option<(String, DateTime<Utc>)>>> = Arc::default();
+    let make = |runs: Runs, first: Arc<Mutex<Option<(String, DateTime<Utc>)>>>| {
+        Job::new(
+            "overlapping",
+            Trigger::fixed_rate(PERIOD).unwrap(),
+            move |ctx: JobContext| {
+                let (runs, first) = (runs.clone(), first.clone());
+                async move {
+                    let started = Instant::now();
+                    let long = first.lock().unwrap().is_none();
+                    if long {
+                        *first.lock().unwrap() =
+                            Some((ctx.instance_id().to_owned(), ctx.scheduled_at().unwrap()));
+                        // Until its instance shuts down.
+                        ctx.cancelled().await;
+                    }
+                    runs.lock().unwrap().push(Run {
+                        instance: ctx.instance_id().to_owned(),
+                        slot: ctx.scheduled_at(),
+                        kind: ctx.fire_kind(),
+                        started,
+                        ended: Instant::now(),
+                        cancelled: ctx.is_cancelled(),
+                    });
+                    Ok::<(), &str>(())
+                }
+            },
+        )
+        .with_overlap(Overlap::Queue)
+        // 1.5 periods: the other instance's re-ask at lock_until comes before the slot after.
+        .with_lock(
+            lock_core::LockConfiguration::new("overlapping", PERIOD * 3 / 2, Duration::ZERO)
+                .unwrap(),
+        )
+    };
+    let mut schedulers = std::collections::HashMap::new();
+    for instance in ["a", "b"] {
+        let scheduler = Scheduler::builder()
+            .lock_provider(provider.clone())
+            .instance_id(instance)
+            .jobs([make(runs.clone(), first.clone())])
+            .start()
+            .await
+            .unwrap();
+        schedulers.insert(instance.to_owned(), scheduler);
+    }
+    let (holder, s0) = eventually(WAIT, "the first run", || async {
+        first.lock().unwrap().clone()
+    })
+    .await;
+    let s1 = s0 + chrono::TimeDelta::from_std(PERIOD).unwrap();
+    // The holder shuts down once the next slot was refused on the other instance (the
+    // in-memory store's clock is this host's): its queued slot is not run there.
+    eventually(WAIT, "the next slot passed", || async {
+        (Utc::now() > s1 + chrono::TimeDelta::milliseconds(300)).then_some(())
+    })
+    .await;
+    schedulers
+        .remove(&holder)
+        .unwrap()
+        .shutdown()
+        .await
+        .unwrap();
+    let other = schedulers.into_values().next().unwrap();
+    let queued = eventually(
+        WAIT,
+        "the other instance's run of the next slot",
+        || async {
+            let runs = runs.lock().unwrap().clone();
+            runs.into_iter().find(|run| run.slot == Some(s1))
+        },
+    )
+    .await;
+    // Until the slot after it has run too: once per slot holds past the queued run.
+    let s2 = s1 + chrono::TimeDelta::from_std(PERIOD).unwrap();
+    eventually(WAIT, "the slot after", || async {
+        let runs = runs.lock().unwrap().clone();
+        runs.iter().any(|run| run.slot >= Some(s2)).then_some(())
+    })
+    .await;
+    other.shutdown().await.unwrap();
+    let seen = runs.lock().unwrap().clone();
+    each_slot_once(&seen);
+    assert_ne!(queued.instance, holder, "{seen:?}");
+    assert_eq!(queued.kind, FireKind::Queued, "{seen:?}");
+}
