@@ -32,6 +32,9 @@ struct Run {
 
 type Runs = Arc<Mutex<Vec<Run>>>;
 
+/// The instance and slot of the first run, as it began.
+type First = Arc<Mutex<Option<(String, DateTime<Utc>)>>>;
+
 /// A job whose first run lasts `first` (waiting on `cancelled()` meanwhile) and every later
 /// one 50 ms.
 fn job(overlap: Overlap, first: Duration, runs: Runs) -> Job {
@@ -185,9 +188,9 @@ async fn skip_still_skips_the_slots_passed_while_the_body_runs() {
 async fn queue_on_another_instance_asks_again_at_lock_until_and_runs_the_slot_once() {
     let provider = Arc::new(InMemoryLockProvider::new());
     let runs = Runs::default();
-    // Slots of the first run, as it began: which instance holds the lock.
-    let first: Arc<Mutex<Option<(String, DateTime<Utc>)>>> = Arc::default();
-    let make = |runs: Runs, first: Arc<Mutex<Option<(String, DateTime<Utc>)>>>| {
+    // Which instance holds the lock, and for which slot.
+    let first = First::default();
+    let make = |runs: Runs, first: First| {
         Job::new(
             "overlapping",
             Trigger::fixed_rate(PERIOD).unwrap(),
