@@ -275,3 +275,49 @@ async fn queue_on_another_instance_asks_again_at_lock_until_and_runs_the_slot_on
     assert_ne!(queued.instance, holder, "{seen:?}");
     assert_eq!(queued.kind, FireKind::Queued, "{seen:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replace_resolves_a_blocking_body_s_cancelled_too() {
+    let provider = Arc::new(InMemoryLockProvider::new());
+    let runs = Runs::default();
+    let in_body = runs.clone();
+    let job = Job::blocking(
+        "overlapping",
+        Trigger::fixed_rate(PERIOD).unwrap(),
+        move |ctx: JobContext| {
+            let started = Instant::now();
+            let long = in_body.lock().unwrap().is_empty();
+            // The first run would last ten periods unless told to stop.
+            while long && !ctx.is_cancelled() && started.elapsed() < PERIOD * 10 {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            in_body.lock().unwrap().push(Run {
+                instance: ctx.instance_id().to_owned(),
+                slot: ctx.scheduled_at(),
+                kind: ctx.fire_kind(),
+                started,
+                ended: Instant::now(),
+                cancelled: ctx.is_cancelled(),
+            });
+            Ok::<(), &str>(())
+        },
+    )
+    .with_overlap(Overlap::Replace);
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider)
+        .jobs([job])
+        .start()
+        .await
+        .unwrap();
+    let seen = runs_after(&runs, 2).await;
+    scheduler.shutdown().await.unwrap();
+    let (first, replacing) = (&seen[0], &seen[1]);
+    assert!(first.cancelled, "{seen:?}");
+    assert!(
+        first.ended.duration_since(first.started) < PERIOD * 2,
+        "{seen:?}"
+    );
+    assert_eq!(replacing.kind, FireKind::Replacing, "{seen:?}");
+    let slot_gap = replacing.slot.unwrap() - first.slot.unwrap();
+    assert_eq!(slot_gap.to_std().unwrap(), PERIOD, "{seen:?}");
+}
