@@ -137,7 +137,7 @@ macro_rules! lock_metrics {
         /// Every metric name above, in the order of this page.
         ///
         /// ```
-        /// assert_eq!(lock_core::metrics::ALL.len(), 16);
+        /// assert_eq!(lock_core::metrics::ALL.len(), 19);
         /// ```
         pub const ALL: &[&str] = &[$($constant),*];
 
@@ -231,6 +231,14 @@ lock_metrics! {
     JOB_TIMED_OUT_TOTAL = "scheduled_job_timed_out_total", counter timed_out => timed_out;
     /// Runs of missed slots (`misfire = "fire_once"` or `"catch_up"`) started on this instance.
     JOB_CATCH_UP_TOTAL = "scheduled_job_catch_up_total", counter catch_ups => catch_up;
+    /// Runs of a slot that came due while the job's previous run ran (`overlap = "queue"`),
+    /// started on this instance right after it.
+    JOB_QUEUED_TOTAL = "scheduled_job_queued_total", counter queued => queued;
+    /// Runs cancelled by the next slot's fire (`overlap = "replace"`) on this instance.
+    JOB_REPLACED_TOTAL = "scheduled_job_replaced_total", counter replaced => replaced;
+    /// Fires this instance left to the others because it was at a run limit
+    /// (`max_concurrent_runs`, `group_limit`).
+    JOB_BUSY_HANDED_ON_TOTAL = "scheduled_job_busy_handed_on_total", counter busy_handed_on => busy_handed_on;
 }
 
 // Public for the scheduler (`lock-scheduler` records the job metrics through the handles each
@@ -276,6 +284,9 @@ mod tests {
                 "scheduled_job_retries_total",
                 "scheduled_job_timed_out_total",
                 "scheduled_job_catch_up_total",
+                "scheduled_job_queued_total",
+                "scheduled_job_replaced_total",
+                "scheduled_job_busy_handed_on_total",
             ]
         );
         assert_eq!(JOB_LABEL, "scheduled_job");

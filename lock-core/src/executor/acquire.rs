@@ -19,7 +19,7 @@ use super::{LockingTaskExecutor, bounded, later};
 #[allow(clippy::large_enum_variant)]
 pub(super) enum Acquired {
     Reentrant,
-    Skipped(RefusalReason),
+    Skipped(Refusal),
     Lease(LeaseGuard, JobContext),
 }
 
@@ -192,7 +192,7 @@ impl LockingTaskExecutor {
                     lock_until = ?refusal.lock_until,
                     "lock not acquired; skipped"
                 );
-                Ok(Acquired::Skipped(refusal.reason))
+                Ok(Acquired::Skipped(refusal))
             }
         }
     }

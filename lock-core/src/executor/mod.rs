@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::{
     DEFAULT_MAX_SLOT_LEAD, FireKind, FireSlot, JobContext, LockConfiguration, LockError,
-    LockProvider, MAX_DURATION, MAX_INSTANCE_ID_LEN, RefusalReason, default_instance_id,
+    LockProvider, MAX_DURATION, MAX_INSTANCE_ID_LEN, Refusal, default_instance_id,
 };
 
 use acquire::Acquired;
@@ -68,12 +68,14 @@ impl<T> LockOutcome<T> {
 /// What one of the scheduler's fires did ([`LockingTaskExecutor::execute_fire`]): the body's
 /// output, or why it did not run. [`LockOutcome`] is what it tells any other caller.
 #[doc(hidden)] // For `lock-scheduler`; not part of the API.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FireOutcome<T> {
     /// The lock was taken (or already held by the calling body) and the body ran.
     Executed(T),
-    /// The provider refused the lock, for this reason; the body did not run.
-    Refused(RefusalReason),
+    /// The provider refused the lock, for this reason and with what it learned of the holder
+    /// (its `lock_until`, for a fire that waits for the lock: `overlap = "queue"`); the body
+    /// did not run.
+    Refused(Refusal),
     /// The lock was granted later than the slot's grace (`late_by` after the slot): given
     /// back at once, the body not run, the slot spent (missed).
     Missed {
@@ -427,7 +429,7 @@ impl LockingTaskExecutor {
     ) -> Result<FireOutcome<F::Output>, LockError> {
         match self.acquire(config, slot, due).await? {
             Acquired::Reentrant => Ok(FireOutcome::Executed(body.await)),
-            Acquired::Skipped(reason) => Ok(FireOutcome::Refused(reason)),
+            Acquired::Skipped(refusal) => Ok(FireOutcome::Refused(refusal)),
             Acquired::Lease(mut guard, ctx) => {
                 let ctx = ctx.for_fire(kind, config.shard());
                 let ctx = match self.at_slot(config, (due, grace), &mut guard, ctx).await {
@@ -493,7 +495,7 @@ impl LockingTaskExecutor {
     {
         let ctx = match self.acquire(config, slot, due).await? {
             Acquired::Reentrant => JobContext::current(),
-            Acquired::Skipped(reason) => return Ok(FireOutcome::Refused(reason)),
+            Acquired::Skipped(refusal) => return Ok(FireOutcome::Refused(refusal)),
             Acquired::Lease(mut guard, ctx) => {
                 let ctx = ctx.for_fire(kind, config.shard());
                 let ctx = match self.at_slot(config, (due, grace), &mut guard, ctx).await {

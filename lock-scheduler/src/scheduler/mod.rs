@@ -11,6 +11,7 @@ mod limits;
 mod manual;
 mod misfire;
 mod outage;
+mod overlap;
 mod overrides;
 mod run_once;
 mod runner;
@@ -95,6 +96,8 @@ struct Inner {
     clock: DatabaseClock,
     /// The operations tables (registry, history, pauses, triggers), when in use.
     ops: Option<Arc<cluster::Operations>>,
+    /// The run limits' semaphores (`limits.rs`); None without limits.
+    permits: Option<limits::RunPermits>,
 }
 
 impl Inner {
@@ -126,6 +129,7 @@ impl Inner {
         let spread = shards::spread_of(&job, &config, self.ops.as_deref());
         // A job of its own so that `remove_job` can stop this loop alone.
         let stop = self.stop.child_token();
+        let permits = self.permits.as_ref().and_then(|p| p.for_job(&job));
         let runner = Arc::new(JobRunner {
             job,
             config,
@@ -136,6 +140,7 @@ impl Inner {
             clock: self.clock.clone(),
             ops: self.ops.clone(),
             spread,
+            permits,
         });
         let task = self.loops.spawn(runner.clone().run(started));
         JobEntry {
@@ -493,6 +498,7 @@ impl SchedulerBuilder {
         }
 
         shards::require_registry(prepared.iter().map(|(job, _)| job), ops.is_some())?;
+        let permits = self.limits.permits(prepared.iter().map(|(job, _)| job))?;
         install_scheduler_executor(&executor);
         let inner = Arc::new(Inner {
             executor: Arc::new(executor),
@@ -505,6 +511,7 @@ impl SchedulerBuilder {
             values: Arc::new(self.state),
             clock,
             ops,
+            permits,
         });
         tokio::spawn(
             inner

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use lock_trigger::{Distribution, Firing, MAX_SHARDS};
+use lock_trigger::{Distribution, Firing, MAX_SHARDS, Overlap};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -19,7 +19,9 @@ use super::attempts::{Attempted, Attempts, panic_message};
 use super::cluster::Operations;
 use super::history::{RunEnding, RunRecorder};
 use super::job::Body;
+use super::limits::JobPermits;
 use super::outage::{self, Change};
+use super::overlap;
 use super::shards::{Spread, combine, stable_hash};
 use super::status::{JobState, RunOutcome};
 use crate::__private::JobBody;
@@ -46,6 +48,8 @@ pub(super) struct JobRunner {
     pub(super) ops: Option<Arc<Operations>>,
     /// A sharded or broadcast job's shard locks (`shards.rs`); None for one run per slot.
     pub(super) spread: Option<Arc<Spread>>,
+    /// The run limits this job is under (`limits.rs`); None for none.
+    pub(super) permits: Option<Arc<JobPermits>>,
 }
 
 impl JobRunner {
@@ -206,13 +210,23 @@ impl JobRunner {
             // Boxed: while the loop sleeps it holds a pointer, not the fire's kilobytes of
             // state (10,000 idle jobs); one allocation per fire.
             self.state.take_slot_in_future();
-            let outcome = Box::pin(self.fire_as(Some(slot), FireKind::Scheduled)).await;
+            let (outcome, ran) = match self.job.overlap() {
+                Overlap::Skip => (
+                    Box::pin(self.fire_as(Some(slot), FireKind::Scheduled)).await,
+                    slot,
+                ),
+                // Slots due while the body runs are queued or replace it (`overlap.rs`).
+                _ => Box::pin(overlap::fire_overlapping(self, slot)).await,
+            };
             if self.state.take_slot_in_future() && Box::pin(self.database_behind(slot)).await {
                 // Not done: planned again from the last slot run, by the clock just measured.
                 following = None;
                 continue;
             }
-            last = Some(slot);
+            if ran != slot {
+                following = None;
+            }
+            last = Some(ran);
             if let RunOutcome::LockFailed(_) = outcome {
                 // The database did not answer: the slot is missed (`misfire`).
                 last = Box::pin(self.recover(slot)).await.or(last);
@@ -309,6 +323,14 @@ impl JobRunner {
     /// Runs one fire of `kind`: under the job's lock, or for a sharded or broadcast job each
     /// of its shards under its own (`shards.rs`).
     pub(super) async fn fire_as(&self, slot: Option<FireSlot>, kind: FireKind) -> RunOutcome {
+        // Held for the whole fire: every shard here, every attempt.
+        let _permit = match &self.permits {
+            Some(permits) => match self.permit_for(permits, slot, kind).await {
+                Ok(permit) => Some(permit),
+                Err(outcome) => return outcome,
+            },
+            None => None,
+        };
         let outcome = match &self.spread {
             Some(spread) => self.fire_spread(spread, slot, kind).await,
             None => self.fire_one(slot, kind).await,
@@ -566,8 +588,9 @@ impl JobRunner {
                 self.config.metrics().failure();
                 RunOutcome::Failed(error)
             }
-            Ok(Ok(FireOutcome::Refused(reason))) => {
-                if reason == RefusalReason::SlotInFuture && kind == FireKind::Scheduled {
+            Ok(Ok(FireOutcome::Refused(refusal))) => {
+                overlap::note_refusal(&refusal);
+                if refusal.reason == RefusalReason::SlotInFuture && kind == FireKind::Scheduled {
                     self.state.note_slot_in_future();
                 }
                 RunOutcome::Skipped
@@ -640,13 +663,19 @@ impl JobRunner {
         };
         match self.job.body() {
             Body::Registered(JobBody::Async(body)) => {
-                let fut = noting_end(state.clone(), attempts.run(|| body(values)));
+                let fut = noting_end(
+                    state.clone(),
+                    overlap::replaceable(attempts.run(|| body(values))),
+                );
                 executor
                     .execute_fire(&self.config, slot, kind, due, grace, fut)
                     .await
             }
             Body::Async(body) => {
-                let fut = noting_end(state.clone(), attempts.run(|| body(values.clone())));
+                let fut = noting_end(
+                    state.clone(),
+                    overlap::replaceable(attempts.run(|| body(values.clone()))),
+                );
                 executor
                     .execute_fire(&self.config, slot, kind, due, grace, fut)
                     .await
@@ -654,9 +683,11 @@ impl JobRunner {
             Body::Registered(JobBody::Blocking(body)) => {
                 let (body, values, ended) = (*body, values.clone(), BodyEnd(state.clone()));
                 let attempts = attempts.for_blocking();
+                let watch = overlap::blocking_watch();
                 executor
                     .execute_blocking_fire(&self.config, slot, kind, due, grace, move || {
                         let _ended = ended;
+                        let _replaced = overlap::watch_blocking(watch);
                         (attempts.run(|| body(&values)), cancelled_now())
                     })
                     .await
@@ -664,9 +695,11 @@ impl JobRunner {
             Body::Blocking(body) => {
                 let (body, values, ended) = (body.clone(), values.clone(), BodyEnd(state.clone()));
                 let attempts = attempts.for_blocking();
+                let watch = overlap::blocking_watch();
                 executor
                     .execute_blocking_fire(&self.config, slot, kind, due, grace, move || {
                         let _ended = ended;
+                        let _replaced = overlap::watch_blocking(watch);
                         (attempts.run(|| body(&values)), cancelled_now())
                     })
                     .await
