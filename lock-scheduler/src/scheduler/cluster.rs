@@ -436,9 +436,23 @@ impl Operations {
                 .refresh(store, now, self.operation_timeout)
                 .await;
         }
+        // The circuit breaker's pauses that lasted their pause_for end here (`breaker.rs`).
+        let resumed = super::breaker::resume_elapsed(
+            store,
+            &control,
+            inner.clock.now(),
+            |job| {
+                inner
+                    .jobs
+                    .runner(job)
+                    .and_then(|runner| runner.job.breaker())
+            },
+            self.operation_timeout,
+        )
+        .await;
         let paused: HashSet<String> = control
             .iter()
-            .filter(|c| c.kind == ControlKind::Pause)
+            .filter(|c| c.kind == ControlKind::Pause && !resumed.contains(&c.job))
             .map(|c| c.job.clone())
             .collect();
         *self.paused.write().unwrap_or_else(|p| p.into_inner()) = paused;

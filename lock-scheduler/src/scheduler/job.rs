@@ -275,7 +275,6 @@ impl Job {
         self
     }
 
-    #[allow(dead_code)] // read by the circuit breaker, next
     pub(crate) fn breaker(&self) -> Option<Breaker> {
         self.breaker
     }

@@ -603,6 +603,7 @@ impl JobRunner {
                 cancel_requested,
             };
             recorder.ended(&outcome, ending).await;
+            super::breaker::after_fire(self, &outcome).await;
         }
         // Skipped or refused: no body ran to clear it.
         self.state.set_in_body(false);
