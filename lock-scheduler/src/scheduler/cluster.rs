@@ -469,7 +469,9 @@ impl Operations {
             match tokio::time::timeout(self.operation_timeout, claim).await {
                 Ok(Ok(true)) => {
                     tracing::info!(job = ?request.job, request = request.id, requested_by = ?request.requested_by, "manual run requested; claimed by this instance");
-                    inner.loops.spawn(runner.run_requested(request.id));
+                    inner
+                        .loops
+                        .spawn(runner.run_requested(request.id, request.params.clone()));
                 }
                 Ok(Ok(false)) => {}
                 // The claim may have been written with its reply lost: handed back, so that
