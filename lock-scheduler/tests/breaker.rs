@@ -299,3 +299,32 @@ async fn start_refuses_a_breaker_that_cannot_work() {
         "{message}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fires_are_counted_not_attempts() {
+    let provider = Arc::new(InMemoryLockProvider::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let every = Duration::from_millis(500);
+    let schedulers = cluster(&provider, || {
+        failing("retried", every, &runs)
+            .with_retries(1, Duration::from_millis(10))
+            .with_pause_after_failures(2, None)
+    })
+    .await;
+    let store = provider.cluster().unwrap();
+    let pause = eventually(WAIT, "the breaker's pause", || async {
+        actions(&provider, "retried").await.into_iter().next()
+    })
+    .await;
+    assert!(pause.detail.unwrap().contains("2 failed runs in a row"));
+    // Settle: four periods (the pause is seen within a 50 ms heartbeat).
+    tokio::time::sleep(every * 4).await;
+    stop(schedulers).await;
+    let history = store.history("retried", 100).await.unwrap();
+    // Two fires of two attempts each: four failed rows, two fences.
+    assert_eq!(failed_fires(&history), 4, "{history:#?}");
+    let mut fences: Vec<u64> = history.iter().map(|r| r.fence).collect();
+    fences.dedup();
+    assert_eq!(fences.len(), 2, "{history:#?}");
+    assert_eq!(actions(&provider, "retried").await.len(), 1);
+}
