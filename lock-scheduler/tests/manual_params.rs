@@ -84,3 +84,42 @@ async fn a_trigger_requests_params_reach_the_body_and_the_history() {
     );
     assert!(seen.iter().any(|(kind, _)| *kind == FireKind::Scheduled));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocking_body_sees_its_requests_params() {
+    let provider = Arc::new(InMemoryLockProvider::new());
+    let seen: Seen = Arc::default();
+    let job = {
+        let seen = seen.clone();
+        Job::blocking(
+            "export",
+            Trigger::cron("0 0 3 * * *").unwrap(),
+            move |ctx: JobContext| {
+                seen.lock()
+                    .unwrap()
+                    .push((ctx.fire_kind(), ctx.params().clone()));
+            },
+        )
+    };
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .heartbeat_interval(Duration::from_millis(50))
+        .jobs([job])
+        .start()
+        .await
+        .unwrap();
+    let store = provider.cluster().unwrap();
+    let params = Params::parse_pairs(["table=orders"]).unwrap();
+    store
+        .request_trigger_with_params("export", "lockctl:bob", &params)
+        .await
+        .unwrap();
+    let run = eventually(WAIT, "the manual run, ended", || async {
+        let runs = store.history("export", 10).await.unwrap();
+        runs.into_iter().find(|r| r.outcome == RunState::Succeeded)
+    })
+    .await;
+    scheduler.shutdown().await.unwrap();
+    assert_eq!(run.params, params);
+    assert_eq!(*seen.lock().unwrap(), [(FireKind::Manual, params)]);
+}

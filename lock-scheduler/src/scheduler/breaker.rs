@@ -287,3 +287,64 @@ impl std::fmt::Display for FmtDuration {
         write!(f, "{d:?}")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+    use lock_core::FireKind;
+
+    fn row(fence: u64, attempt: u32, outcome: RunState) -> RunRecord {
+        RunRecord {
+            id: 0,
+            job: "job".into(),
+            slot: None,
+            fire_kind: FireKind::Scheduled,
+            instance_id: "node-1".into(),
+            fence,
+            started_at: Utc::now(),
+            ended_at: None,
+            outcome,
+            error: None,
+            attempt,
+            cancel_requested: false,
+            params: Default::default(),
+        }
+    }
+
+    #[test]
+    fn a_fire_is_judged_by_its_last_attempt() {
+        use RunState::*;
+        // Newest first: fence 3 failed twice, fence 2 succeeded at its retry.
+        let runs = [
+            row(3, 2, Failed),
+            row(3, 1, Failed),
+            row(2, 2, Succeeded),
+            row(2, 1, Failed),
+        ];
+        assert_eq!(failures_in_a_row(&runs), 1);
+    }
+
+    #[test]
+    fn running_and_other_outcomes_are_passed_over_and_a_success_ends_the_streak() {
+        use RunState::*;
+        let runs = [
+            row(6, 1, Running),
+            row(5, 1, Panicked),
+            row(4, 1, Cancelled),
+            row(3, 1, TimedOut),
+            row(2, 1, Succeeded),
+            row(1, 1, Failed),
+        ];
+        assert_eq!(failures_in_a_row(&runs), 2);
+        assert_eq!(failures_in_a_row(&[]), 0);
+    }
+
+    #[test]
+    fn durations_read_as_the_attribute_writes_them() {
+        assert_eq!(FmtDuration(Duration::from_secs(600)).to_string(), "10m");
+        assert_eq!(FmtDuration(Duration::from_secs(7200)).to_string(), "2h");
+        assert_eq!(FmtDuration(Duration::from_secs(45)).to_string(), "45s");
+        assert_eq!(FmtDuration(Duration::from_millis(1500)).to_string(), "1.5s");
+    }
+}
