@@ -3,7 +3,7 @@
 //! counted across instances from the shared history, and the pauses, resumes and action log
 //! are the cluster's.
 //!
-//! Timing: periods of 300-400 ms and heartbeats of 50 ms, so a pause is seen everywhere well
+//! Timing: periods of 200-500 ms and heartbeats of 50 ms, so a pause is seen everywhere well
 //! before the next slot; every wait is for a condition with a 20 s deadline (a loaded 2-core
 //! machine), and the one settle period (checking that nothing more happens) is several periods.
 
@@ -73,7 +73,7 @@ fn failed_fires(runs: &[lock_cluster::RunRecord]) -> usize {
 async fn a_job_failing_everywhere_is_paused_after_exactly_n_failures_with_one_action() {
     let provider = Arc::new(InMemoryLockProvider::new());
     let runs = Arc::new(AtomicUsize::new(0));
-    let every = Duration::from_millis(400);
+    let every = Duration::from_millis(500);
     let schedulers = cluster(&provider, || {
         failing("charge_cards", every, &runs).with_pause_after_failures(3, None)
     })
@@ -136,9 +136,11 @@ async fn with_pause_for_the_job_resumes_by_itself_once_and_fails_again() {
         log[1].detail.as_deref(),
         Some("circuit breaker: pause_for 1s elapsed")
     );
-    // Paused for its pause_for (the store's clock), give or take a heartbeat and a statement.
+    // Paused for its pause_for by the store's clock. The pause action is written a moment after
+    // the pause row, and the scheduler's estimate of the database's clock may be a few ms off:
+    // 100 ms of margin below, and above a resume comes within a heartbeat or so.
     let paused_for = (log[1].at - log[0].at).to_std().unwrap();
-    assert!(paused_for >= Duration::from_secs(1), "{paused_for:?}");
+    assert!(paused_for >= Duration::from_millis(900), "{paused_for:?}");
     // Half-open after the resume: the streak was not broken, so the first fire after it
     // that fails pauses the job again.
     assert!(log[2].at > log[1].at);
