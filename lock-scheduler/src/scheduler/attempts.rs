@@ -109,7 +109,24 @@ impl Attempts<'_> {
     /// Runs the async body made by `make` until an attempt succeeds or the retries are spent,
     /// each attempt bounded by the timeout. A panic of the last attempt continues in the
     /// caller (as without retries). Runs inside the lease's context.
-    pub(super) async fn run<F>(self, mut make: impl FnMut() -> F) -> Attempted
+    ///
+    /// A claimed trigger request's parameters (`manual.rs`) are put in the context first, so
+    /// the body's `params()` and the start rows carry them.
+    pub(super) async fn run<F>(self, make: impl FnMut() -> F) -> Attempted
+    where
+        F: Future<Output = JobResult>,
+    {
+        match (super::manual::requested_params(), JobContext::current()) {
+            (Some(params), Some(ctx)) => {
+                ctx.with_params(params)
+                    .scope(self.run_in_context(make))
+                    .await
+            }
+            _ => self.run_in_context(make).await,
+        }
+    }
+
+    async fn run_in_context<F>(self, mut make: impl FnMut() -> F) -> Attempted
     where
         F: Future<Output = JobResult>,
     {
@@ -320,6 +337,8 @@ pub(super) struct BlockingAttempts {
     executor: LockingTaskExecutor,
     recorder: Option<RunRecorder>,
     handle: tokio::runtime::Handle,
+    /// A claimed trigger request's parameters, taken on the async side.
+    params: Option<lock_core::Params>,
 }
 
 impl Attempts<'_> {
@@ -331,6 +350,7 @@ impl Attempts<'_> {
             executor: self.executor.clone(),
             recorder: self.recorder,
             handle: tokio::runtime::Handle::current(),
+            params: super::manual::requested_params(),
         }
     }
 }
@@ -339,13 +359,23 @@ impl BlockingAttempts {
     /// [`Attempts::run`] for a synchronous body, on its blocking thread (inside the lease's
     /// context). The timeout resolves `cancelled()`; the thread cannot be stopped, so the body
     /// keeps the lease until it returns (a warning says so at timeout + grace).
-    pub(super) fn run(self, mut body: impl FnMut() -> JobResult) -> Attempted {
+    pub(super) fn run(mut self, body: impl FnMut() -> JobResult) -> Attempted {
+        match (self.params.take(), JobContext::current()) {
+            (Some(params), Some(ctx)) => ctx
+                .with_params(params)
+                .enter_blocking(|| self.run_in_context(body)),
+            _ => self.run_in_context(body),
+        }
+    }
+
+    fn run_in_context(self, mut body: impl FnMut() -> JobResult) -> Attempted {
         let BlockingAttempts {
             policy,
             config,
             executor,
             recorder,
             handle,
+            params: _,
         } = self;
         let attempts = Attempts {
             policy,

@@ -436,9 +436,23 @@ impl Operations {
                 .refresh(store, now, self.operation_timeout)
                 .await;
         }
+        // The circuit breaker's pauses that lasted their pause_for end here (`breaker.rs`).
+        let resumed = super::breaker::resume_elapsed(
+            store,
+            &control,
+            inner.clock.now(),
+            |job| {
+                inner
+                    .jobs
+                    .runner(job)
+                    .and_then(|runner| runner.job.breaker())
+            },
+            self.operation_timeout,
+        )
+        .await;
         let paused: HashSet<String> = control
             .iter()
-            .filter(|c| c.kind == ControlKind::Pause)
+            .filter(|c| c.kind == ControlKind::Pause && !resumed.contains(&c.job))
             .map(|c| c.job.clone())
             .collect();
         *self.paused.write().unwrap_or_else(|p| p.into_inner()) = paused;
@@ -455,7 +469,9 @@ impl Operations {
             match tokio::time::timeout(self.operation_timeout, claim).await {
                 Ok(Ok(true)) => {
                     tracing::info!(job = ?request.job, request = request.id, requested_by = ?request.requested_by, "manual run requested; claimed by this instance");
-                    inner.loops.spawn(runner.run_requested(request.id));
+                    inner
+                        .loops
+                        .spawn(runner.run_requested(request.id, request.params.clone()));
                 }
                 Ok(Ok(false)) => {}
                 // The claim may have been written with its reply lost: handed back, so that

@@ -95,7 +95,7 @@ impl RunRecorder {
             instance_id: ctx.instance_id().to_owned(),
             fence: ctx.fence(),
             attempt: ctx.attempt(),
-            params: Default::default(),
+            params: ctx.params().clone(),
         };
         let this = self.clone();
         let write = handle.spawn(async move {

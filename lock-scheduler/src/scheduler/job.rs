@@ -258,6 +258,13 @@ impl Job {
     /// cluster-wide, with the reason in the action log; with `pause_for` it resumes by itself
     /// after that long, without it an operator resumes it. Needs the run history.
     ///
+    /// Fires are counted, not attempts: a fire with retries failed when its last attempt did;
+    /// `failed`, `panicked` and `timed_out` count, a success resets the count. The pause is
+    /// requested by `scheduler:circuit-breaker` (an operator's own pause is never lifted by
+    /// the breaker). `start()` refuses `failures` of 0 or above
+    /// [`MAX_PAUSE_AFTER_FAILURES`](lock_trigger::MAX_PAUSE_AFTER_FAILURES), a zero
+    /// `pause_for`, and a breaker on a scheduler without history.
+    ///
     /// ```
     /// use lock_scheduler::{Job, Trigger};
     /// use std::time::Duration;
@@ -275,7 +282,6 @@ impl Job {
         self
     }
 
-    #[allow(dead_code)] // read by the circuit breaker, next
     pub(crate) fn breaker(&self) -> Option<Breaker> {
         self.breaker
     }

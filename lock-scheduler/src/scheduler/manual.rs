@@ -1,7 +1,34 @@
-//! Manual runs: `Scheduler::trigger` fires a job now, on this instance, under its lock.
+//! Manual runs: `Scheduler::trigger` fires a job now, on this instance, under its lock; a
+//! claimed trigger request (`cluster.rs`) runs one with the request's parameters.
+//!
+//! The parameters reach the body through a task-local set around the request's fire
+//! ([`with_requested_params`]): the executor builds the lease's context, and the attempts
+//! (`attempts.rs`) put them in it before the first start row, so the body's
+//! [`JobContext::params`](lock_core::JobContext::params) and the history row carry them, with
+//! no new argument through the fire's path. Scheduled fires run outside it: no parameters.
+
+use std::future::Future;
 
 use super::{RunOutcome, Scheduler};
-use lock_core::{FireKind, LockError};
+use lock_core::{FireKind, LockError, Params};
+
+tokio::task_local! {
+    /// The parameters of the trigger request whose fire runs in this task.
+    static REQUESTED_PARAMS: Params;
+}
+
+/// Runs `fire` (a claimed trigger request's) with its `params` for the body's context.
+pub(super) async fn with_requested_params<F: Future>(params: Params, fire: F) -> F::Output {
+    if params.is_empty() {
+        return fire.await;
+    }
+    REQUESTED_PARAMS.scope(params, fire).await
+}
+
+/// The parameters of the trigger request being run in this task, if any.
+pub(super) fn requested_params() -> Option<Params> {
+    REQUESTED_PARAMS.try_with(Params::clone).ok()
+}
 
 impl Scheduler {
     /// Runs the job named `name` once now, on this instance, under the job's lock, and returns

@@ -2,6 +2,7 @@
 
 mod attempts;
 mod batching;
+mod breaker;
 mod builder;
 mod cluster;
 mod dynamic;
@@ -499,6 +500,10 @@ impl SchedulerBuilder {
 
         shards::require_registry(prepared.iter().map(|(job, _)| job), ops.is_some())?;
         let permits = self.limits.permits(prepared.iter().map(|(job, _)| job))?;
+        breaker::require_history(
+            prepared.iter().map(|(job, _)| job),
+            ops.as_ref().is_some_and(|ops| ops.keeps_history()),
+        )?;
         install_scheduler_executor(&executor);
         let inner = Arc::new(Inner {
             executor: Arc::new(executor),

@@ -58,7 +58,7 @@ impl JobRunner {
     /// answer (a transient error is no run). A request it cannot run because shutdown began is
     /// handed back unclaimed (`cluster.rs`), for a live instance to claim: a claimed request
     /// is never dropped without a run.
-    pub(super) async fn run_requested(self: Arc<Self>, request: i64) {
+    pub(super) async fn run_requested(self: Arc<Self>, request: i64, params: lock_core::Params) {
         let deadline = tokio::time::Instant::now() + self.config.lock_at_most_for();
         let mut unanswered = Duration::ZERO;
         loop {
@@ -67,7 +67,8 @@ impl JobRunner {
                 self.hand_back(request).await;
                 return;
             }
-            let pause = match self.fire_as(None, FireKind::Manual).await {
+            let fire = self.fire_as(None, FireKind::Manual);
+            let pause = match super::manual::with_requested_params(params.clone(), fire).await {
                 RunOutcome::Skipped => {
                     if tokio::time::Instant::now() >= deadline {
                         tracing::warn!(
@@ -626,6 +627,7 @@ impl JobRunner {
                 cancel_requested,
             };
             recorder.ended(&outcome, ending).await;
+            super::breaker::after_fire(self, &outcome).await;
         }
         // Skipped or refused: no body ran to clear it.
         self.state.set_in_body(false);

@@ -56,6 +56,7 @@ pub(super) fn prepare(
             .check(&config)
             .map_err(|e| LockError::InvalidConfiguration(format!("job `{}`: {e}", job.name())))?;
         super::shards::check_job(&job, &config)?;
+        super::breaker::check_job(&job)?;
         // Two jobs under one lock share its `last_fire`: each would refuse the other's slots
         // as already run.
         if let Some(other) = lock_holders.insert(config.name().to_owned(), job.name().to_owned()) {
