@@ -18,14 +18,15 @@ async fn a_dependent_job_is_refused_at_start_naming_it_and_its_parent() {
         Trigger::after("import_orders").unwrap(),
         || async {},
     );
-    let error = Scheduler::builder()
+    let Err(error) = Scheduler::builder()
         .lock_provider(InMemoryLockProvider::new())
         .no_history()
         .jobs([parent, child])
         .start()
         .await
-        .err()
-        .expect("a dependent job is refused");
+    else {
+        panic!("a dependent job is refused");
+    };
     let message = error.to_string();
     assert!(
         message.contains("`bill_orders`") && message.contains("after `import_orders`"),

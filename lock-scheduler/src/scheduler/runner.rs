@@ -212,10 +212,7 @@ impl JobRunner {
             // state (10,000 idle jobs); one allocation per fire.
             self.state.take_slot_in_future();
             let (outcome, ran) = match self.job.overlap() {
-                Overlap::Skip => (
-                    Box::pin(self.fire_as(Some(slot), FireKind::Scheduled)).await,
-                    slot,
-                ),
+                Overlap::Skip => (self.fire_as(Some(slot), FireKind::Scheduled).await, slot),
                 // Slots due while the body runs are queued or replace it (`overlap.rs`).
                 _ => Box::pin(overlap::fire_overlapping(self, slot)).await,
             };
@@ -326,15 +323,18 @@ impl JobRunner {
     pub(super) async fn fire_as(&self, slot: Option<FireSlot>, kind: FireKind) -> RunOutcome {
         // Held for the whole fire: every shard here, every attempt.
         let _permit = match &self.permits {
-            Some(permits) => match self.permit_for(permits, slot, kind).await {
+            Some(permits) => match Box::pin(self.permit_for(permits, slot, kind)).await {
                 Ok(permit) => Some(permit),
                 Err(outcome) => return outcome,
             },
             None => None,
         };
+        // Boxed here, once per fire, for every caller (the timer loop, catch-up, overlap,
+        // manual runs): the fire's future is large, and nested in a caller's it would be
+        // on the stack of a worker thread.
         let outcome = match &self.spread {
-            Some(spread) => self.fire_spread(spread, slot, kind).await,
-            None => self.fire_one(slot, kind).await,
+            Some(spread) => Box::pin(self.fire_spread(spread, slot, kind)).await,
+            None => Box::pin(self.fire_one(slot, kind)).await,
         };
         self.note_outage(slot, kind, &outcome);
         outcome
@@ -465,7 +465,7 @@ impl JobRunner {
         slot: Option<FireSlot>,
         kind: FireKind,
     ) -> RunOutcome {
-        let outcome = runner.fire_one(slot, kind).await;
+        let outcome = Box::pin(runner.fire_one(slot, kind)).await;
         if runner.state.take_slot_in_future() {
             self.state.note_slot_in_future();
         }
@@ -627,7 +627,9 @@ impl JobRunner {
                 cancel_requested,
             };
             recorder.ended(&outcome, ending).await;
-            super::breaker::after_fire(self, &outcome).await;
+            if self.job.breaker().is_some() {
+                Box::pin(super::breaker::after_fire(self, &outcome)).await;
+            }
         }
         // Skipped or refused: no body ran to clear it.
         self.state.set_in_body(false);
