@@ -5,7 +5,7 @@
 //! Decisions, and why:
 //! - **Counted from the history, after the end row is committed.** Every instance writes the
 //!   history, so it is the one place that knows the cluster's streak. The runner calls
-//!   [`after_run`] once the fire's end row was written: [`RunRecorder::ended`] awaits the
+//!   [`after_run`] (from `JobRunner::trip_breaker`, `runner.rs`) once the fire's end row was written: [`RunRecorder::ended`] awaits the
 //!   write (the batch writer's `submit` answers when its statement committed), so the row
 //!   this instance just wrote is in what it reads.
 //! - **Only the instance that ran a failing fire evaluates**: one history read per failed run
@@ -27,7 +27,6 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::Job;
 use super::job::Breaker;
-use super::runner::JobRunner;
 use super::status::RunOutcome;
 use lock_cluster::{
     Action, ActionRecord, Cluster, ControlKind, ControlRequest, RunRecord, RunState,
@@ -116,35 +115,10 @@ pub(super) fn failures_in_a_row(runs: &[RunRecord]) -> u32 {
     count
 }
 
-/// The runner's hook at a fire's end (after its history row was written): a failure of a
-/// job with a breaker, on a scheduler keeping history, is counted.
-pub(super) async fn after_fire(runner: &JobRunner, outcome: &RunOutcome) {
-    let (Some(breaker), Some(ops)) = (runner.job.breaker(), &runner.ops) else {
-        return;
-    };
-    let Some(store) = ops.provider().cluster().filter(|_| ops.keeps_history()) else {
-        return;
-    };
-    if !is_failure(outcome) {
-        return;
-    }
-    after_run(
-        store,
-        runner.job.name(),
-        &runner.history_name(),
-        breaker,
-        runner.job.run_policy().retries,
-        outcome,
-        runner.clock.now(),
-        runner.executor.operation_timeout(),
-    )
-    .await;
-}
-
 /// After a fire of `job` ended with `outcome` and its end row was written: counts the job's
 /// failed fires in a row and pauses it when they reach the breaker's `after`.
-#[allow(clippy::too_many_arguments)] // one call site, after_fire
-async fn after_run(
+#[allow(clippy::too_many_arguments)] // one call site, `JobRunner::trip_breaker`
+pub(super) async fn after_run(
     store: &dyn Cluster,
     job: &str,
     history_name: &str,

@@ -18,104 +18,90 @@ use std::cell::Cell;
 use std::pin::pin;
 
 use chrono::{DateTime, Utc};
-use lock_core::{FireKind, FireSlot, JobContext, Refusal, RefusalReason};
+use lock_core::{FireKind, FireSlot};
 use lock_trigger::Overlap;
 use tokio_util::sync::CancellationToken;
 
 use super::runner::JobRunner;
 use super::status::RunOutcome;
 
-tokio::task_local! {
-    /// Set around a `replace` job's fire: cancelled when the next slot replaces the run.
-    static REPLACED: CancellationToken;
-    /// Set around a `queue` or `replace` job's fire: the holder's `lock_until` when the fire
-    /// was refused because the lock is held (not because the slot ran).
-    static HELD_UNTIL: Cell<Option<DateTime<Utc>>>;
-}
-
-/// Notes a refused fire's holder for the fire around it (`fire_overlapping`); nothing for a
-/// skip job's fire, which sets no task-local.
-pub(super) fn note_refusal(refusal: &Refusal) {
-    let held = matches!(refusal.reason, RefusalReason::Held | RefusalReason::Unknown);
-    let until = refusal.lock_until.filter(|_| held);
-    let _ = HELD_UNTIL.try_with(|cell| cell.set(until));
-}
+use super::overlap_signals::{HELD_UNTIL, REPLACED};
 
 /// Fires `slot` of a `queue` or `replace` job and, while its body runs, watches for the next
 /// slots: the newest one due when the body ends is fired right after it. Returns the last
 /// fire's outcome and the last slot fired.
-pub(super) async fn fire_overlapping(
-    runner: &JobRunner,
-    first: FireSlot,
-) -> (RunOutcome, FireSlot) {
-    let policy = runner.job.overlap();
-    let (mut slot, mut kind) = (first, FireKind::Scheduled);
-    loop {
-        let replaced = CancellationToken::new();
-        let held_until = Cell::new(None);
-        let fire = HELD_UNTIL.scope(held_until, async move {
-            let outcome = runner.fire_as(Some(slot), kind).await;
-            (outcome, HELD_UNTIL.with(Cell::get))
-        });
-        let mut fire = pin!(REPLACED.scope(replaced.clone(), fire));
-        let mut due: Option<FireSlot> = None;
-        let outcome = loop {
-            let after = due.unwrap_or(slot).instant();
-            let Some(next) = runner.job.trigger().next_slot(after) else {
-                break fire.as_mut().await;
+impl JobRunner {
+    pub(super) async fn fire_overlapping(&self, first: FireSlot) -> (RunOutcome, FireSlot) {
+        let runner = self;
+        let policy = runner.job.overlap();
+        let (mut slot, mut kind) = (first, FireKind::Scheduled);
+        loop {
+            let replaced = CancellationToken::new();
+            let held_until = Cell::new(None);
+            let fire = HELD_UNTIL.scope(held_until, async move {
+                let outcome = runner.fire_as(Some(slot), kind).await;
+                (outcome, HELD_UNTIL.with(Cell::get))
+            });
+            let mut fire = pin!(REPLACED.scope(replaced.clone(), fire));
+            let mut due: Option<FireSlot> = None;
+            let outcome = loop {
+                let after = due.unwrap_or(slot).instant();
+                let Some(next) = runner.job.trigger().next_slot(after) else {
+                    break fire.as_mut().await;
+                };
+                tokio::select! {
+                    biased;
+                    outcome = fire.as_mut() => break outcome,
+                    reached = runner.clock.sleep_until(next.instant(), &runner.stop) => {
+                        if !reached {
+                            // Stopping: the running fire ends as any does at shutdown.
+                            break fire.as_mut().await;
+                        }
+                        due = Some(next);
+                        if policy == Overlap::Replace && !replaced.is_cancelled() {
+                            tracing::info!(
+                                job = runner.job.name(),
+                                running = %slot,
+                                replacing = %next,
+                                "run replaced by the fire of slot {next}: cancelled() resolves now"
+                            );
+                            replaced.cancel();
+                        }
+                    }
+                }
             };
-            tokio::select! {
-                biased;
-                outcome = fire.as_mut() => break outcome,
-                reached = runner.clock.sleep_until(next.instant(), &runner.stop) => {
-                    if !reached {
-                        // Stopping: the running fire ends as any does at shutdown.
-                        break fire.as_mut().await;
+            let (outcome, held_until) = outcome;
+            if let Some(until) = held_until {
+                // Another instance's run holds the lock: ask for this slot again when its lease
+                // ends, unless a newer slot comes due first (the job loop then fires that one).
+                match wait_for_holder(runner, slot, until).await {
+                    true => {
+                        kind = queued_kind(policy);
+                        continue;
                     }
-                    due = Some(next);
-                    if policy == Overlap::Replace && !replaced.is_cancelled() {
-                        tracing::info!(
-                            job = runner.job.name(),
-                            running = %slot,
-                            replacing = %next,
-                            "run replaced by the fire of slot {next}: cancelled() resolves now"
-                        );
-                        replaced.cancel();
-                    }
+                    false => return (outcome, slot),
                 }
             }
-        };
-        let (outcome, held_until) = outcome;
-        if let Some(until) = held_until {
-            // Another instance's run holds the lock: ask for this slot again when its lease
-            // ends, unless a newer slot comes due first (the job loop then fires that one).
-            match wait_for_holder(runner, slot, until).await {
-                true => {
+            let ran = matches!(
+                outcome,
+                RunOutcome::Succeeded
+                    | RunOutcome::Failed(_)
+                    | RunOutcome::Cancelled
+                    | RunOutcome::TimedOut
+                    | RunOutcome::Panicked(_)
+            );
+            match due {
+                Some(next) if ran && !runner.stop.is_cancelled() => {
+                    if policy == Overlap::Replace {
+                        runner.config.metrics().replaced();
+                    } else {
+                        runner.config.metrics().queued();
+                    }
+                    slot = next;
                     kind = queued_kind(policy);
-                    continue;
                 }
-                false => return (outcome, slot),
+                _ => return (outcome, slot),
             }
-        }
-        let ran = matches!(
-            outcome,
-            RunOutcome::Succeeded
-                | RunOutcome::Failed(_)
-                | RunOutcome::Cancelled
-                | RunOutcome::TimedOut
-                | RunOutcome::Panicked(_)
-        );
-        match due {
-            Some(next) if ran && !runner.stop.is_cancelled() => {
-                if policy == Overlap::Replace {
-                    runner.config.metrics().replaced();
-                } else {
-                    runner.config.metrics().queued();
-                }
-                slot = next;
-                kind = queued_kind(policy);
-            }
-            _ => return (outcome, slot),
         }
     }
 }
@@ -143,52 +129,4 @@ async fn wait_for_holder(runner: &JobRunner, slot: FireSlot, until: DateTime<Utc
         return false;
     }
     runner.clock.sleep_until(until, &runner.stop).await
-}
-
-/// The body `fut`, whose `cancelled()` resolves when the fire around it is replaced; `fut`
-/// itself when the fire is not a `replace` job's. Polled where the body's context is current.
-pub(super) async fn replaceable<T>(fut: impl Future<Output = T>) -> T {
-    let Ok(replaced) = REPLACED.try_with(CancellationToken::clone) else {
-        return fut.await;
-    };
-    let ctx = JobContext::current();
-    let mut fut = pin!(fut);
-    tokio::select! {
-        biased;
-        out = fut.as_mut() => return out,
-        _ = replaced.cancelled() => {}
-    }
-    if let Some(ctx) = ctx {
-        ctx.cancel_token().cancel();
-    }
-    fut.await
-}
-
-/// What a blocking body's thread needs to watch for its replacement (it has no task-local):
-/// None outside a `replace` job's fire, so a skip job's blocking fire pays nothing.
-pub(super) fn blocking_watch() -> Option<(CancellationToken, tokio::runtime::Handle)> {
-    let replaced = REPLACED.try_with(CancellationToken::clone).ok()?;
-    Some((replaced, tokio::runtime::Handle::current()))
-}
-
-/// Watches a blocking body's replacement; the watch stops when dropped (the body ended).
-pub(super) struct ReplaceWatch(tokio::task::AbortHandle);
-
-impl Drop for ReplaceWatch {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// On a blocking body's thread, inside its context: cancels the context when the fire is
-/// replaced.
-pub(super) fn watch_blocking(
-    watch: Option<(CancellationToken, tokio::runtime::Handle)>,
-) -> Option<ReplaceWatch> {
-    let ((replaced, handle), ctx) = (watch?, JobContext::current()?);
-    let task = handle.spawn(async move {
-        replaced.cancelled().await;
-        ctx.cancel_token().cancel();
-    });
-    Some(ReplaceWatch(task.abort_handle()))
 }

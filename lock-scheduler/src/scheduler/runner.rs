@@ -16,12 +16,13 @@ use tracing::Instrument;
 
 use super::Job;
 use super::attempts::{Attempted, Attempts, panic_message};
+use super::breaker;
 use super::cluster::Operations;
 use super::history::{RunEnding, RunRecorder};
 use super::job::Body;
 use super::limits::JobPermits;
 use super::outage::{self, Change};
-use super::overlap;
+use super::overlap_signals as overlap;
 use super::shards::{Spread, combine, stable_hash};
 use super::status::{JobState, RunOutcome};
 use crate::__private::JobBody;
@@ -214,7 +215,7 @@ impl JobRunner {
             let (outcome, ran) = match self.job.overlap() {
                 Overlap::Skip => (self.fire_as(Some(slot), FireKind::Scheduled).await, slot),
                 // Slots due while the body runs are queued or replace it (`overlap.rs`).
-                _ => Box::pin(overlap::fire_overlapping(self, slot)).await,
+                _ => Box::pin(self.fire_overlapping(slot)).await,
             };
             if self.state.take_slot_in_future() && Box::pin(self.database_behind(slot)).await {
                 // Not done: planned again from the last slot run, by the clock just measured.
@@ -472,6 +473,31 @@ impl JobRunner {
         outcome
     }
 
+    /// At a fire's end, after its history row was written: a failure of a job with a circuit
+    /// breaker, on a scheduler keeping history, is counted (`breaker.rs`).
+    async fn trip_breaker(&self, outcome: &RunOutcome) {
+        let (Some(breaker), Some(ops)) = (self.job.breaker(), &self.ops) else {
+            return;
+        };
+        let Some(store) = ops.provider().cluster().filter(|_| ops.keeps_history()) else {
+            return;
+        };
+        if !breaker::is_failure(outcome) {
+            return;
+        }
+        breaker::after_run(
+            store,
+            self.job.name(),
+            &self.history_name(),
+            breaker,
+            self.job.run_policy().retries,
+            outcome,
+            self.clock.now(),
+            self.executor.operation_timeout(),
+        )
+        .await;
+    }
+
     /// The runner of shard `index` of `total`: this one with the shard's lock.
     fn shard(&self, spread: &Spread, index: u32, total: u32) -> Result<JobRunner, LockError> {
         let (lock, state) = spread.shard(index, &self.job)?;
@@ -628,7 +654,7 @@ impl JobRunner {
             };
             recorder.ended(&outcome, ending).await;
             if self.job.breaker().is_some() {
-                Box::pin(super::breaker::after_fire(self, &outcome)).await;
+                Box::pin(self.trip_breaker(&outcome)).await;
             }
         }
         // Skipped or refused: no body ran to clear it.
