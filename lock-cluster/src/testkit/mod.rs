@@ -11,12 +11,14 @@
 //! ```
 
 mod actions;
+mod dependents;
 mod history;
 mod operations;
 mod pauses;
 mod triggers;
 
 pub use actions::action_log;
+pub use dependents::{after_requests, trigger_params};
 pub use history::history_batches;
 pub use operations::operations_store;
 pub use pauses::concurrent_pauses;

@@ -22,7 +22,9 @@ use lock_core::{FireKind, FireSlot};
 /// ([`history_batches`](super::history_batches)), the action log
 /// ([`action_log`](super::action_log)) and the hand-back of a claimed trigger request
 /// ([`trigger_hand_back`](super::trigger_hand_back)) and one pause row under concurrent
-/// pauses ([`concurrent_pauses`](super::concurrent_pauses)).
+/// pauses ([`concurrent_pauses`](super::concurrent_pauses)), the requests that run a dependent
+/// job ([`after_requests`](super::after_requests)) and a manual run's parameters
+/// ([`trigger_params`](super::trigger_params)).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -372,4 +374,6 @@ pub async fn operations_store(provider: &dyn ClusterProvider) {
     super::action_log(provider).await;
     super::trigger_hand_back(provider).await;
     super::concurrent_pauses(provider).await;
+    super::after_requests(provider).await;
+    super::trigger_params(provider).await;
 }
