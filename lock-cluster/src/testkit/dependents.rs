@@ -11,7 +11,7 @@ use lock_core::{FireKind, FireSlot, Params};
 fn beat(started: chrono::DateTime<chrono::Utc>) -> Heartbeat {
     Heartbeat {
         instance: InstanceInfo {
-            instance_id: unique_name("testkit-dependents"),
+            instance_id: unique_name("testkit-dependents").to_string(),
             host: "testkit-host".into(),
             pid: 7,
             version: "9.9.9".into(),
@@ -45,8 +45,8 @@ pub async fn after_requests(provider: &dyn ClusterProvider) {
     let now = provider.database_time().await.expect("database time");
     let slot = FireSlot::new(now).instant() + TimeDelta::milliseconds(123);
     let next = slot + TimeDelta::minutes(1);
-    let child = unique_name("child");
-    let other = unique_name("other-child");
+    let child = unique_name("child").to_string();
+    let other = unique_name("other-child").to_string();
 
     let first = store
         .request_after(&child, slot, "import")
@@ -160,7 +160,7 @@ pub async fn trigger_params(provider: &dyn ClusterProvider) {
         .cluster()
         .expect("the provider keeps operations tables");
     let now = provider.database_time().await.expect("database time");
-    let job = unique_name("params");
+    let job = unique_name("params").to_string();
     let long = "é".repeat(500);
     let mut params = Params::parse_pairs([
         "day=2026-12-01",
