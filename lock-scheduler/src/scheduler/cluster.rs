@@ -38,6 +38,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use lock_trigger::TriggerKind;
 
+use super::dependents::Dependents;
 use super::status::{JobState, UNREGISTERED};
 use super::{Inner, Job, Trigger};
 use crate::clock::DatabaseClock;
@@ -87,6 +88,8 @@ pub(super) struct Operations {
     pub(super) members: Members,
     /// The run history's coalesced writes, when the store batches them and batching is on.
     history_batches: Option<Arc<HistoryBatches>>,
+    /// Which jobs run after which, and the child fires due (`dependents.rs`).
+    pub(super) dependents: Dependents,
 }
 
 impl Operations {
@@ -162,6 +165,7 @@ impl Operations {
                 known: 0,
             }),
             members: Default::default(),
+            dependents: Dependents::new(interval),
         }))
     }
 
@@ -456,6 +460,8 @@ impl Operations {
             .map(|c| c.job.clone())
             .collect();
         *self.paused.write().unwrap_or_else(|p| p.into_inner()) = paused;
+        // Dependent runs whose parent's instance did not fire them (`dependents.rs`).
+        self.dependents.recover(&control, inner.clock.now());
         for request in control.iter().filter(|c| c.kind == ControlKind::Trigger) {
             let Some(runner) = inner.jobs.runner(&request.job) else {
                 continue;

@@ -108,6 +108,28 @@ impl Scheduler {
                 config.name()
             )));
         }
+        if job.trigger().parents().next().is_some() {
+            let mut jobs: Vec<&Job> = entries.iter().map(|e| &e.runner.job).collect();
+            jobs.push(&job);
+            super::dependents::check(&jobs, inner.ops.is_some())
+                .map_err(|e| LockError::InvalidConfiguration(format!("Scheduler::add_job: {e}")))?;
+            if let Some(ops) = &inner.ops {
+                let needs = super::dependents::needs(&job, |parent| {
+                    entries
+                        .iter()
+                        .find(|e| e.name() == parent)
+                        .map(|e| e.runner.job.distribution())
+                });
+                ops.dependents.register(&job, needs);
+                if let Some(due) = ops.dependents.take_receiver() {
+                    tokio::spawn(super::dependencies::start_due(
+                        self.inner.clone(),
+                        ops.clone(),
+                        due,
+                    ));
+                }
+            }
+        }
         tracing::info!(job = job.name(), lock = config.name(), "job added");
         let entry = inner.spawn_job(job, config, tokio::time::Instant::now());
         entries.push(entry);
@@ -126,6 +148,16 @@ impl Scheduler {
     /// Fails when no job has that name. The lock's row stays in the table (its `last_fire`
     /// keeps a job added again under the same lock from rerunning a slot that already ran).
     pub async fn remove_job(&self, name: &str) -> Result<JobStatus, LockError> {
+        if let Some(ops) = &self.inner.ops {
+            ops.dependents.unregister(name);
+            if ops.dependents.has_children(name) {
+                tracing::warn!(
+                    job = name,
+                    "job removed while other jobs run after it: they do not run until a job of \
+                     this name is added again"
+                );
+            }
+        }
         let entry = self.inner.jobs.remove(name).ok_or_else(|| {
             LockError::InvalidConfiguration(format!("Scheduler::remove_job: no job named `{name}`"))
         })?;

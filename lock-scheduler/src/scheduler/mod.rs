@@ -6,6 +6,8 @@ mod breaker;
 mod builder;
 mod busy;
 mod cluster;
+mod dependencies;
+mod dependents;
 mod dynamic;
 mod history;
 mod job;
@@ -501,6 +503,9 @@ impl SchedulerBuilder {
         }
 
         shards::require_registry(prepared.iter().map(|(job, _)| job), ops.is_some())?;
+        let jobs: Vec<&Job> = prepared.iter().map(|(job, _)| job).collect();
+        dependents::check(&jobs, ops.is_some())?;
+        drop(jobs);
         let permits = self.limits.permits(prepared.iter().map(|(job, _)| job))?;
         breaker::require_history(
             prepared.iter().map(|(job, _)| job),
@@ -533,6 +538,15 @@ impl SchedulerBuilder {
             inner.jobs.push(entry);
         }
         if let Some(ops) = inner.ops.clone() {
+            let children = dependents::register_all(
+                &ops.dependents,
+                inner.jobs.lock().iter().map(|e| &e.runner.job),
+            );
+            if children > 0
+                && let Some(due) = ops.dependents.take_receiver()
+            {
+                tokio::spawn(dependencies::start_due(inner.clone(), ops.clone(), due));
+            }
             // Tracked apart from the job loops: it beats until they have ended, then may
             // leave the registry (sharded and broadcast jobs), which shutdown waits for.
             let heartbeat = cluster::heartbeat_loop(inner.clone(), ops);

@@ -343,9 +343,10 @@ impl JobRunner {
 
     /// After a scheduled or catch-up fire: the job's outage (`outage.rs`) and its two lines.
     fn note_outage(&self, slot: Option<FireSlot>, kind: FireKind, outcome: &RunOutcome) {
-        // Manual runs are an operator's, not the schedule's; a pause asks nothing of the
-        // database.
-        if kind == FireKind::Manual || *outcome == RunOutcome::Paused {
+        // Manual runs are an operator's, and a dependent run its parent's, not the schedule's;
+        // a pause asks nothing of the database.
+        if matches!(kind, FireKind::Manual | FireKind::Dependency) || *outcome == RunOutcome::Paused
+        {
             return;
         }
         let failed = match outcome {
@@ -647,6 +648,12 @@ impl JobRunner {
                 RunOutcome::Panicked(message)
             }
         };
+        // Before the end is recorded: a child's request is written with its parent's end.
+        if let Some(ops) = &self.ops
+            && ops.dependents.has_children(self.job.name())
+        {
+            Box::pin(self.parent_ended(ops, slot, &outcome)).await;
+        }
         if let Some(recorder) = recorder {
             let ending = RunEnding {
                 stopping: self.stop.is_cancelled(),

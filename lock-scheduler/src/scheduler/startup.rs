@@ -38,15 +38,6 @@ pub(super) fn prepare(
         if let Some(first) = names.insert(job.name().to_owned(), job.origin()) {
             return Err(duplicate_name(job.name(), &first, &job.origin()));
         }
-        // The request rows that carry a parent's success to the child's instances are not in
-        // every store yet: refused, rather than a job that never fires.
-        if job.trigger().parents().next().is_some() {
-            return Err(LockError::InvalidConfiguration(format!(
-                "job `{}` runs after {}: dependent jobs are not available in this release yet                  (the stores do not keep the parents' requests); give it a schedule of its own",
-                job.name(),
-                job.trigger()
-            )));
-        }
         // An initial delay set by `with_initial_delay` is first checked here.
         job.trigger()
             .check_limits()
