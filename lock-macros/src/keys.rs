@@ -218,7 +218,7 @@ pub(crate) const KEYS: [Key; 23] = [
         name: "after",
         attr: Macro::Scheduled,
         value: ValueKind::JobName {
-            what: "an `after` parent",
+            what: "`after` parent",
             empty: "an `after` parent must not be empty: name the job this one runs after, \
                     e.g. `after = \"import_orders\"`",
             list: true,
@@ -347,7 +347,7 @@ pub(crate) const KEYS: [Key; 23] = [
         name: "group",
         attr: Macro::Scheduled,
         value: ValueKind::JobName {
-            what: "the `group` name",
+            what: "`group` name",
             empty: "the `group` name must not be empty: name the concurrency group whose \
                     `group_limit` the job's runs count against, e.g. `group = \"reports\"`, or \
                     remove `group`",
