@@ -66,6 +66,12 @@ fn parse_raw(tokens: TokenStream, attr: Macro) -> syn::Result<Vec<RawArg>> {
 /// A value of the kind its key expects, with its span.
 pub(crate) enum Value {
     Str(LitStr),
+    /// One string or a bracketed list of them; `written` is the value as written (where an
+    /// empty list is reported).
+    Names {
+        names: Vec<LitStr>,
+        written: Expr,
+    },
     Bool(LitBool),
     Int(LitInt),
 }
@@ -128,6 +134,7 @@ pub(crate) fn parse(
         };
         let value = match key.value.literal() {
             Literal::Str => string_value(&arg, errors).map(Value::Str),
+            Literal::StrList => names_value(&arg, errors),
             Literal::Bool => bool_value(&arg, errors).map(Value::Bool),
             Literal::Int => int_value(&arg, errors).map(Value::Int),
         };
@@ -237,6 +244,63 @@ fn string_value(arg: &RawArg, errors: &mut Errors) -> Option<LitStr> {
             None
         }
     }
+}
+
+/// `key = "a"` or `key = ["a", "b"]`: each element a string literal (each other one reported).
+fn names_value(arg: &RawArg, errors: &mut Errors) -> Option<Value> {
+    let key = &arg.key;
+    let example = example(&key.to_string());
+    let names = match &arg.value {
+        Some(Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        })) => vec![s.clone()],
+        Some(Expr::Array(list)) => {
+            let mut names = Vec::with_capacity(list.elems.len());
+            let mut all_strings = true;
+            for elem in &list.elems {
+                match elem {
+                    Expr::Lit(ExprLit {
+                        lit: Lit::Str(s), ..
+                    }) => names.push(s.clone()),
+                    other => {
+                        all_strings = false;
+                        errors.on(
+                            other,
+                            format!(
+                                "`{key}` lists job names as string literals, e.g. \
+                                 `{key} = [\"import_orders\", \"import_refunds\"]`"
+                            ),
+                        );
+                    }
+                }
+            }
+            if !all_strings {
+                return None;
+            }
+            names
+        }
+        Some(other) => {
+            errors.on(
+                other,
+                format!(
+                    "`{key}` expects a string literal or a list of them, e.g. `{example}` or \
+                     `{key} = [\"import_orders\", \"import_refunds\"]`"
+                ),
+            );
+            return None;
+        }
+        None => {
+            errors.at(
+                key.span(),
+                format!("`{key}` needs a value, e.g. `{example}`"),
+            );
+            return None;
+        }
+    };
+    Some(Value::Names {
+        names,
+        written: arg.value.clone()?,
+    })
 }
 
 fn bool_value(arg: &RawArg, errors: &mut Errors) -> Option<LitBool> {

@@ -83,6 +83,9 @@ pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> Token
     {
         errors.push(error);
     }
+    if let (Some(trigger), Some(name)) = (&trigger, &name) {
+        own_name_in_after(trigger, name, &mut errors);
+    }
 
     if let Err(error) = errors.finish() {
         // The function is still emitted, as written, so that its callers compile and the user
@@ -103,6 +106,23 @@ pub(crate) fn expand(this: Macro, args: TokenStream, item: TokenStream) -> Token
                 "lock-macros: arguments were rejected without a message; please report this",
             ),
         ),
+    }
+}
+
+/// A job named among its own parents would wait for its own success: a cycle known at compile
+/// time (cycles through other jobs are `start()`'s to find). Reported on the parent's literal.
+fn own_name_in_after(trigger: &Trigger, name: &LitStr, errors: &mut Errors) {
+    let own = name.value();
+    for parent in trigger.after.iter().filter(|parent| parent.value() == own) {
+        errors.at(
+            parent.span(),
+            format!(
+                "`{}` is this job's own name: a job cannot run after itself, its runs would wait \
+                 for its own success; name another job in `after`, or give this one a schedule \
+                 (`cron`, `fixed_rate` or `fixed_delay`)",
+                own.escape_debug()
+            ),
+        );
     }
 }
 
@@ -305,6 +325,8 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 ///             check: |_| Vec::new(),
 ///             distribution: Distribution::Single, // `Shards(4)` with `shards = 4`
 ///             function: concat!(module_path!(), "::", "sync_bill"),
+///             after: &[],
+///             group: None,
 ///         }
 ///     }
 ///     run_locked(&__LOCK_SPEC, returns::<R>(), __lock_body()).await
@@ -357,6 +379,15 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 /// // and in the LockSpec: `retries: 2u32, retry_backoff: Duration::from_millis(500u64),
 /// // timeout: Some(Duration::from_millis(60000u64))`.
 ///
+/// // Input: #[scheduled(after = ["import_orders", "import_refunds"], group = "reports")]
+/// //        #[scheduler_lock(name = "report", overlap = "queue", pause_after_failures = 3, pause_for = "10m")]
+/// // Output: the same, with
+///             trigger: TriggerSpec::new(TriggerKind::After),
+///             after: &["import_orders", "import_refunds"],
+///             group: Some("reports"),
+/// // and in the LockSpec: `overlap: lock_trigger::Overlap::Queue, pause_after_failures: 3u32,
+/// // pause_for: Some(Duration::from_millis(600000u64))`.
+///
 /// // Input: #[scheduled(fixed_delay = "5s", initial_delay = "1s", name = "poll")]
 /// // Output: the same, with
 ///             trigger: TriggerSpec {
@@ -373,6 +404,11 @@ fn trigger_tokens(trigger: &Trigger) -> TokenStream {
 fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) -> TokenStream {
     let Parts { func, ret, spec } = parts(func, lock, name);
     let distribution = trigger.distribution.tokens();
+    let after = &trigger.after;
+    let group = match &trigger.group {
+        Some(group) => quote!(::core::option::Option::Some(#group)),
+        None => quote!(::core::option::Option::None),
+    };
     let trigger = trigger_tokens(trigger);
     let params = Params::of(func);
     let outer = params.outer(func);
@@ -451,8 +487,8 @@ fn scheduled_fn(func: &ItemFn, trigger: &Trigger, lock: &Lock, name: &LitStr) ->
                 check: #check,
                 distribution: #distribution,
                 function: ::core::concat!(::core::module_path!(), "::", #fn_name),
-                after: &[],
-                group: ::core::option::Option::None,
+                after: &[#(#after),*],
+                group: #group,
             }
         }
         #direct_call

@@ -56,13 +56,26 @@ pub(crate) enum ValueKind {
     Zone,
     /// A string: a lock name.
     LockName,
+    /// A job's name (`lock_trigger::check_job_name`, the rule `start()` applies), or with
+    /// `list` a string or a list of them (`["a", "b"]`), none twice. `what` names the value in
+    /// messages; `empty` is the message for an empty one.
+    JobName {
+        what: &'static str,
+        empty: &'static str,
+        list: bool,
+    },
     /// A string: a `humantime` or ISO-8601 (`PT30M`) duration, whole milliseconds. `zero` says why zero is refused
     /// (`None`: zero is allowed).
     Duration { zero: Option<&'static str> },
     /// `true` or `false`.
     Bool,
-    /// An integer literal in `min..=max`.
-    Integer { min: u64, max: u64 },
+    /// An integer literal in `min..=max`; `zero` says why zero is refused, when it is and the
+    /// range alone would not say why.
+    Integer {
+        min: u64,
+        max: u64,
+        zero: Option<&'static str>,
+    },
     /// A string that must be one of these values.
     Choice(&'static [&'static str]),
 }
@@ -71,6 +84,8 @@ pub(crate) enum ValueKind {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Literal {
     Str,
+    /// A string, or a list of strings in brackets.
+    StrList,
     Bool,
     Int,
 }
@@ -81,6 +96,7 @@ impl ValueKind {
         match self {
             ValueKind::Bool => Literal::Bool,
             ValueKind::Integer { .. } => Literal::Int,
+            ValueKind::JobName { list: true, .. } => Literal::StrList,
             _ => Literal::Str,
         }
     }
@@ -96,13 +112,18 @@ pub(crate) enum Role {
     /// how it is suggested when no trigger is given.
     Trigger { kind: Emit, hint: &'static str },
     /// An option of the triggers named in `with`; `misuse` is the error when the job's trigger
-    /// is another one. `field` emits a `TriggerSpec` field (`None`: the trigger's `kind` reads
-    /// the value).
+    /// is another clock trigger, `misuse_after` when it is `after` (which no option goes with:
+    /// a dependent job has no clock of its own). `field` emits a `TriggerSpec` field (`None`:
+    /// the trigger's `kind` reads the value).
     TriggerOption {
         with: &'static [&'static str],
         misuse: &'static str,
+        misuse_after: &'static str,
         field: Option<Emit>,
     },
+    /// A field of the registration itself (`ScheduledJob`), which the expansion emits:
+    /// `group`.
+    Registration,
     /// A `LockSpec` field (`None`: the expansion emits it: `name`, which either attribute may
     /// carry).
     Lock(Option<Emit>),
@@ -120,7 +141,7 @@ pub(crate) struct Key {
 
 /// Every accepted key. The order is the order of the lists in error messages, and the order in
 /// which values are checked (so errors come out in it).
-pub(crate) const KEYS: [Key; 18] = [
+pub(crate) const KEYS: [Key; 23] = [
     Key {
         name: "cron",
         attr: Macro::Scheduled,
@@ -155,6 +176,9 @@ pub(crate) const KEYS: [Key; 18] = [
             with: &["cron"],
             misuse: "`zone` applies to `cron` only: `fixed_rate` and `fixed_delay` count elapsed \
                      time, not wall-clock time; remove `zone`",
+            misuse_after: "`zone` applies to `cron` only: an `after` job has no clock of its \
+                           own, it runs when its parents succeed, with their slot; give the zone \
+                           to the parent's `cron`, or remove `zone`",
             field: None,
         },
     },
@@ -188,6 +212,26 @@ pub(crate) const KEYS: [Key; 18] = [
             hint: "fixed_delay = \"5s\"",
         },
     },
+    // The parents are emitted as `ScheduledJob::after` (`expand`, which also refuses the job's
+    // own name among them); the kind itself carries nothing.
+    Key {
+        name: "after",
+        attr: Macro::Scheduled,
+        value: ValueKind::JobName {
+            what: "`after` parent",
+            empty: "an `after` parent must not be empty: name the job this one runs after, \
+                    e.g. `after = \"import_orders\"`",
+            list: true,
+        },
+        example: "after = \"import_orders\"",
+        role: Role::Trigger {
+            kind: |values| {
+                values.names("after")?;
+                Some(quote!(#PRIVATE::TriggerKind::After))
+            },
+            hint: "after = \"parent_job\"",
+        },
+    },
     Key {
         name: "initial_delay",
         attr: Macro::Scheduled,
@@ -197,6 +241,9 @@ pub(crate) const KEYS: [Key; 18] = [
             with: &["fixed_rate", "fixed_delay"],
             misuse: "`initial_delay` applies to `fixed_rate` and `fixed_delay` only: a cron job \
                      first fires at the next time its expression matches; remove `initial_delay`",
+            misuse_after: "`initial_delay` applies to `fixed_rate` and `fixed_delay` only: an \
+                           `after` job has no timer, it first runs when its parents first \
+                           succeed; delay the parent, or remove `initial_delay`",
             field: Some(|values| {
                 let delay = duration(values.duration("initial_delay")?);
                 Some(quote!(initial_delay: #delay))
@@ -211,6 +258,7 @@ pub(crate) const KEYS: [Key; 18] = [
         role: Role::TriggerOption {
             with: &["cron", "fixed_rate"],
             misuse: MISFIRE_MISUSE,
+            misuse_after: MISFIRE_MISUSE_AFTER,
             field: Some(|values| {
                 let policy = match values.string("misfire")?.value().as_str() {
                     "fire_once" => quote!(FireOnce),
@@ -231,6 +279,7 @@ pub(crate) const KEYS: [Key; 18] = [
         role: Role::TriggerOption {
             with: &["cron", "fixed_rate"],
             misuse: MISFIRE_MISUSE,
+            misuse_after: MISFIRE_MISUSE_AFTER,
             field: Some(|values| {
                 let grace = duration(values.duration("misfire_grace")?);
                 Some(quote!(misfire_grace: ::core::option::Option::Some(#grace)))
@@ -243,11 +292,13 @@ pub(crate) const KEYS: [Key; 18] = [
         value: ValueKind::Integer {
             min: 1,
             max: lock_trigger::MAX_MISFIRE_MAX as u64,
+            zero: None,
         },
         example: "misfire_max = 10",
         role: Role::TriggerOption {
             with: &["cron", "fixed_rate"],
             misuse: MISFIRE_MISUSE,
+            misuse_after: MISFIRE_MISUSE_AFTER,
             field: Some(|values| {
                 let max = u32::try_from(values.integer("misfire_max")?).ok()?;
                 Some(quote!(misfire_max: #max))
@@ -262,6 +313,7 @@ pub(crate) const KEYS: [Key; 18] = [
         value: ValueKind::Integer {
             min: 1,
             max: lock_trigger::MAX_SHARDS as u64,
+            zero: None,
         },
         example: "shards = 4",
         role: Role::TriggerOption {
@@ -269,6 +321,9 @@ pub(crate) const KEYS: [Key; 18] = [
             misuse: "`shards` applies to `cron` and `fixed_rate` only: each shard runs once per \
                      slot, and a `fixed_delay` job has no slots; use `fixed_rate`, or remove \
                      `shards`",
+            misuse_after: "`shards` applies to `cron` and `fixed_rate` only: an `after` job \
+                           runs once for each success of its parents, not once per shard of a \
+                           slot of its own; shard the parent, or remove `shards`",
             field: None,
         },
     },
@@ -282,8 +337,24 @@ pub(crate) const KEYS: [Key; 18] = [
             misuse: "`broadcast` applies to `cron` and `fixed_rate` only: each instance's rank \
                      runs once per slot, and a `fixed_delay` job has no slots; use \
                      `fixed_rate`, or remove `broadcast`",
+            misuse_after: "`broadcast` applies to `cron` and `fixed_rate` only: an `after` \
+                           job runs once for each success of its parents, not once per \
+                           instance; remove `broadcast`",
             field: None,
         },
+    },
+    Key {
+        name: "group",
+        attr: Macro::Scheduled,
+        value: ValueKind::JobName {
+            what: "`group` name",
+            empty: "the `group` name must not be empty: name the concurrency group whose \
+                    `group_limit` the job's runs count against, e.g. `group = \"reports\"`, or \
+                    remove `group`",
+            list: false,
+        },
+        example: "group = \"reports\"",
+        role: Role::Registration,
     },
     // `#[scheduled]` alone names its lock here (`expand` takes the name from whichever of the
     // two attributes has it, and refuses it in both or in neither).
@@ -339,6 +410,7 @@ pub(crate) const KEYS: [Key; 18] = [
         value: ValueKind::Integer {
             min: 0,
             max: lock_trigger::MAX_RETRIES as u64,
+            zero: None,
         },
         example: "retries = 3",
         role: Role::Lock(Some(|values| {
@@ -370,6 +442,54 @@ pub(crate) const KEYS: [Key; 18] = [
             Some(quote!(timeout: ::core::option::Option::Some(#timeout)))
         })),
     },
+    Key {
+        name: "overlap",
+        attr: Macro::SchedulerLock,
+        value: ValueKind::Choice(lock_trigger::OVERLAP_POLICIES),
+        example: "overlap = \"queue\"",
+        role: Role::Lock(Some(|values| {
+            let policy = match values.string("overlap")?.value().as_str() {
+                "queue" => quote!(Queue),
+                "replace" => quote!(Replace),
+                _ => quote!(Skip),
+            };
+            Some(quote!(overlap: #PRIVATE::lock_trigger::Overlap::#policy))
+        })),
+    },
+    // The circuit breaker (`valid::runs::breaker` refuses `pause_for` without it).
+    Key {
+        name: "pause_after_failures",
+        attr: Macro::SchedulerLock,
+        value: ValueKind::Integer {
+            min: 1,
+            max: lock_trigger::MAX_PAUSE_AFTER_FAILURES as u64,
+            zero: Some(
+                "0 failures would mean no circuit breaker, which leaving the key out gives; give \
+                 the number of failed runs in a row that pauses the job, or remove \
+                 `pause_after_failures`",
+            ),
+        },
+        example: "pause_after_failures = 3",
+        role: Role::Lock(Some(|values| {
+            let failures = u32::try_from(values.integer("pause_after_failures")?).ok()?;
+            Some(quote!(pause_after_failures: #failures))
+        })),
+    },
+    Key {
+        name: "pause_for",
+        attr: Macro::SchedulerLock,
+        value: ValueKind::Duration {
+            zero: Some(
+                "the circuit breaker would resume the job at once; leave `pause_for` out to have \
+                 an operator resume it",
+            ),
+        },
+        example: "pause_for = \"10m\"",
+        role: Role::Lock(Some(|values| {
+            let pause = duration(values.duration("pause_for")?);
+            Some(quote!(pause_for: ::core::option::Option::Some(#pause)))
+        })),
+    },
 ];
 
 /// Why the misfire keys are refused on a fixed-delay job.
@@ -377,9 +497,21 @@ const MISFIRE_MISUSE: &str = "a misfire policy applies to `cron` and `fixed_rate
      `fixed_delay` job has no slots that could be missed, it runs again `fixed_delay` after \
      its last run ended; remove the misfire keys";
 
+/// Why the misfire keys are refused on an `after` job.
+const MISFIRE_MISUSE_AFTER: &str = "a misfire policy applies to `cron` and `fixed_rate` only: \
+     an `after` job has no slots of its own that could be missed, it runs when its parents \
+     succeed; set the misfire policy on the parent, or remove the misfire keys";
+
 /// The keys of `#[scheduler_lock]` that only a scheduled run applies (a direct call runs its
-/// body once, as written).
-pub(crate) const SCHEDULED_RUN_KEYS: [&str; 3] = ["retries", "retry_backoff", "timeout"];
+/// body once, as written: no retries, no overlap policy, no circuit breaker).
+pub(crate) const SCHEDULED_RUN_KEYS: [&str; 6] = [
+    "retries",
+    "retry_backoff",
+    "timeout",
+    "overlap",
+    "pause_after_failures",
+    "pause_for",
+];
 
 /// The row of `name` in `attr`, if it is one of its keys.
 pub(crate) fn find(attr: Macro, name: &str) -> Option<&'static Key> {
@@ -415,6 +547,8 @@ mod tests {
             );
             assert!(key.example.starts_with(key.name), "{}", key.example);
             if let Role::TriggerOption { with, .. } = key.role {
+                // `after` has no options: `misuse_after` is the message for each.
+                assert!(!with.contains(&"after"), "{}", key.name);
                 for trigger in with {
                     let row = find(key.attr, trigger).expect("a key of the same attribute");
                     assert!(matches!(row.role, Role::Trigger { .. }), "{trigger}");

@@ -30,8 +30,13 @@ use keys::Macro;
 /// | `cron` | Spring six-field cron: `"0 5 1 * * *"` (seconds first), `?`, `L`, `W`, `#`, names, `@daily`, ... | at each matching wall-clock time |
 /// | `fixed_rate` | duration: `"5s"`, `"1h 30m"` | every period, slots aligned to the Unix epoch |
 /// | `fixed_delay` | duration | this long after the previous run ended |
+/// | `after` | a job's name, `"import_orders"`, or a list, `["import_orders", "import_refunds"]` (at least one, none twice, not the job itself) | once for each success of its parents, with their slot; `start()` refuses such a job in this release |
+///
+/// `after` takes none of the clock triggers' options below (`zone`, `initial_delay`, the
+/// misfire keys, `shards`, `broadcast`): the job has no clock of its own.
 ///
 /// With them: `name = "sync_bill"` (the lock's name, unless `#[scheduler_lock]` gives it),
+/// `group = "reports"` (the concurrency group `SchedulerBuilder::group_limit` bounds),
 /// `zone = "Asia/Shanghai"` (an IANA name; `cron` only, default UTC) and
 /// `initial_delay = "10s"` (`fixed_rate` and `fixed_delay` only). Durations are in `humantime`
 /// syntax (`"10s"`) or ISO-8601 as ShedLock writes them (`"PT10S"`), with millisecond precision.
@@ -70,8 +75,9 @@ use keys::Macro;
 /// `Self` (name the type instead): the body moves into a nested function.
 ///
 /// Everything that can be checked at compile time is: the cron expression and zone (with the
-/// same parser the scheduler uses), durations, key names and value types, and combinations
-/// (one trigger, `zone` with `cron` only, ...). All mistakes are reported at once.
+/// same parser the scheduler uses), durations, key names and value types, job names in `after`
+/// and `group` (by the rule `start()` applies), and combinations (one trigger, `zone` with
+/// `cron` only, a job not after itself, ...). All mistakes are reported at once.
 ///
 /// ```
 /// use lock_core::JobContext;
@@ -125,6 +131,9 @@ pub fn scheduled(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | `retries` | integer, 0 to 100: with `#[scheduled]`, a body that returns `Err` or panics runs again this many times, under the same lease and slot (`JobContext::attempt()` counts) | `0` |
 /// | `retry_backoff` | duration: the pause before the first retry, doubled at each further one (less up to a quarter of jitter) | `"1s"` |
 /// | `timeout` | duration: with `#[scheduled]`, `cancelled()` resolves after this long; an async body still running a grace later (a tenth, 1 s to 30 s) is dropped and the run recorded as timed out | none |
+/// | `overlap` | with `#[scheduled]`, what a slot due while the previous run still runs does: `"skip"` it, `"queue"` it (once, right after), or `"replace"` the running body (its `cancelled()` resolves) | `"skip"` |
+/// | `pause_after_failures` | integer, 1 to 1000: with `#[scheduled]`, this many failed fires in a row, counted across the cluster, pause the job cluster-wide (the circuit breaker; needs the run history) | none |
+/// | `pause_for` | duration, with `pause_after_failures` only: the breaker's pause ends by itself after this long | until an operator resumes |
 ///
 /// Durations are in `humantime` syntax (`"30m"`, `"1h 30m"`, `"500ms"`) or ISO-8601 as
 /// ShedLock writes them (`"PT30M"`, `"PT1H30M"`, `"PT0.5S"`), with millisecond precision; `lock_at_least_for` may not exceed `lock_at_most_for`.

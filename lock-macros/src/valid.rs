@@ -26,6 +26,10 @@ pub(crate) struct Trigger {
     pub(crate) name: Option<LitStr>,
     /// How each slot's work is spread (`shards`, `broadcast`).
     pub(crate) distribution: crate::distribution::Spread,
+    /// The parents of an `after` trigger; empty for the others.
+    pub(crate) after: Vec<LitStr>,
+    /// The concurrency group (`group`).
+    pub(crate) group: Option<LitStr>,
 }
 
 /// How calls are locked, checked: the `LockSpec` fields given; the rest take their defaults.
@@ -199,11 +203,23 @@ pub(crate) fn trigger(args: &Args, errors: &mut Errors) -> Option<Trigger> {
         }
     }
     for key in Macro::Scheduled.keys() {
-        if let (Role::TriggerOption { with, misuse, .. }, Some(option), Some(first)) =
-            (&key.role, args.get(key.name), first)
+        if let (
+            Role::TriggerOption {
+                with,
+                misuse,
+                misuse_after,
+                ..
+            },
+            Some(option),
+            Some(first),
+        ) = (&key.role, args.get(key.name), first)
             && !with.contains(&first.key.name)
         {
-            errors.at(option.ident.span(), misuse);
+            let why = match first.key.name {
+                "after" => misuse_after,
+                _ => misuse,
+            };
+            errors.at(option.ident.span(), why);
         }
     }
 
@@ -225,11 +241,17 @@ pub(crate) fn trigger(args: &Args, errors: &mut Errors) -> Option<Trigger> {
         }
     }
     let distribution = crate::distribution::check(args, &values, errors)?;
+    let group = match values.given("group") {
+        true => Some(values.string("group")?.clone()),
+        false => None,
+    };
     Some(Trigger {
         kind: kind(&values)?,
         fields,
         name: values.string("name").cloned(),
         distribution,
+        after: values.names("after").map(<[_]>::to_vec).unwrap_or_default(),
+        group,
     })
 }
 
@@ -252,14 +274,20 @@ fn check_values(attr: Macro, args: &Args, errors: &mut Errors) -> Values {
         values.given.push(key.name);
         let checked = match (&key.value, &given.value) {
             (ValueKind::Bool, Some(Value::Bool(on))) => Some(Checked::Bool(on.value)),
-            (ValueKind::Integer { min, max }, Some(Value::Int(n))) => {
-                integer(given, n, *min, *max, errors).map(Checked::Integer)
+            (ValueKind::Integer { min, max, zero }, Some(Value::Int(n))) => {
+                integer(given, n, (*min, *max), *zero, errors).map(Checked::Integer)
+            }
+            (ValueKind::JobName { what, empty, .. }, Some(Value::Names { names, written })) => {
+                job_names(given, names, written, (what, empty), errors).map(Checked::Names)
+            }
+            (ValueKind::JobName { what, empty, .. }, Some(Value::Str(name))) => {
+                job_name(name, what, empty, errors).then(|| Checked::Str(name.clone()))
             }
             (ValueKind::Choice(choices), Some(Value::Str(text))) => {
                 choice(given, text, choices, errors).then(|| Checked::Str(text.clone()))
             }
             // Missing, or not of the key's kind: reported by the parser.
-            (_, None | Some(Value::Bool(_)) | Some(Value::Int(_)))
+            (_, None | Some(Value::Bool(_)) | Some(Value::Int(_)) | Some(Value::Names { .. }))
             | (ValueKind::Bool | ValueKind::Integer { .. }, Some(Value::Str(_))) => None,
             (ValueKind::Cron, Some(Value::Str(expr))) => {
                 match lock_trigger::parse_cron(&expr.value()) {
@@ -294,10 +322,12 @@ fn check_values(attr: Macro, args: &Args, errors: &mut Errors) -> Values {
 }
 
 /// Checks `#[scheduler_lock(...)]`: the name's length, each duration, `at_least <= at_most`,
-/// and that a retry plan fits in the lease without keep-alive.
+/// that a retry plan fits in the lease without keep-alive, and that `pause_for` comes with
+/// `pause_after_failures`.
 pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
     let values = check_values(Macro::SchedulerLock, args, errors);
     let plan_fits = runs::retry_plan(args, &values, errors);
+    let breaker_whole = runs::breaker(args, errors);
     if let (Some(most), Some(least)) = (
         values.duration("lock_at_most_for"),
         values.duration("lock_at_least_for"),
@@ -314,7 +344,7 @@ pub(crate) fn lock(args: &Args, errors: &mut Errors) -> Option<Lock> {
         );
         return None;
     }
-    if !plan_fits {
+    if !plan_fits || !breaker_whole {
         return None;
     }
     let mut fields = Vec::new();
@@ -418,6 +448,65 @@ fn lock_name(name: &LitStr, errors: &mut Errors) -> bool {
     false
 }
 
+/// A job's name (a parent in `after`, a `group`), checked by the rule `start()` applies
+/// (`lock_trigger::check_job_name`): a job's name has no length limit of its own.
+fn job_name(name: &LitStr, what: &str, empty: &str, errors: &mut Errors) -> bool {
+    let message = match lock_trigger::check_job_name(&name.value()) {
+        Ok(()) => return true,
+        Err(lock_trigger::NameError::Empty) => empty.to_owned(),
+        // The runtime's sentence, which names the character by code point and byte offset.
+        Err(other) => format!(
+            "invalid {what} `{}`: {}; a name is shown on terminals and in logs, so write it \
+             with visible characters only",
+            name.value().escape_debug(),
+            other.reason()
+        ),
+    };
+    errors.at(name.span(), message);
+    false
+}
+
+/// The names of a list key (`after`): at least one, each a job's name, none twice. Every
+/// mistake is reported, each at its literal.
+fn job_names(
+    given: &Given,
+    names: &[LitStr],
+    written: &syn::Expr,
+    (what, empty): (&str, &str),
+    errors: &mut Errors,
+) -> Option<Vec<LitStr>> {
+    let key = &given.ident;
+    if names.is_empty() {
+        errors.on(
+            written,
+            format!(
+                "`{key}` names no job: give the job (or jobs) this one runs after, e.g. `{}` or \
+                 `{key} = [\"import_orders\", \"import_refunds\"]`",
+                crate::keys::example(&key.to_string())
+            ),
+        );
+        return None;
+    }
+    let mut ok = true;
+    for (i, name) in names.iter().enumerate() {
+        ok &= job_name(name, what, empty, errors);
+        if names[..i]
+            .iter()
+            .any(|earlier| earlier.value() == name.value())
+        {
+            errors.at(
+                name.span(),
+                format!(
+                    "`{}` is named twice in `{key}`; keep one",
+                    name.value().escape_debug()
+                ),
+            );
+            ok = false;
+        }
+    }
+    ok.then(|| names.to_vec())
+}
+
 /// A duration in whole milliseconds (the precision of the lock table); zero refused with
 /// `zero` as the reason, when given. The rules and messages are `lock_trigger`'s, which the
 /// scheduler applies to values from configuration.
@@ -441,12 +530,12 @@ fn millis(key: &syn::Ident, lit: &LitStr, zero: Option<&str>, errors: &mut Error
     }
 }
 
-/// An integer literal in `min..=max`.
+/// An integer literal in `min..=max`; zero refused with `zero` as the reason, when given.
 fn integer(
     given: &Given,
     lit: &syn::LitInt,
-    min: u64,
-    max: u64,
+    (min, max): (u64, u64),
+    zero: Option<&str>,
     errors: &mut Errors,
 ) -> Option<u64> {
     let key = &given.ident;
@@ -462,10 +551,14 @@ fn integer(
     }
     match lit.base10_parse::<u64>() {
         Ok(n) if (min..=max).contains(&n) => Some(n),
-        _ => {
+        parsed => {
+            let why = match (parsed, zero) {
+                (Ok(0), Some(why)) => format!(": {why}"),
+                _ => String::new(),
+            };
             errors.at(
                 lit.span(),
-                format!("`{key}` must be between {min} and {max}, found `{lit}`"),
+                format!("`{key}` must be between {min} and {max}, found `{lit}`{why}"),
             );
             None
         }

@@ -16,6 +16,8 @@ pub(crate) struct Values {
 /// A value that passed its key's check (`valid::check_values`).
 pub(crate) enum Checked {
     Str(LitStr),
+    /// Job names (`after`), each checked, none twice.
+    Names(Vec<LitStr>),
     Duration(Duration),
     Bool(bool),
     Integer(u64),
@@ -38,6 +40,14 @@ impl Values {
     pub(crate) fn string(&self, key: &str) -> Option<&LitStr> {
         match self.get(key)? {
             Checked::Str(lit) => Some(lit),
+            _ => None,
+        }
+    }
+
+    /// A list key's names (one or more), if they passed their check.
+    pub(crate) fn names(&self, key: &str) -> Option<&[LitStr]> {
+        match self.get(key)? {
+            Checked::Names(names) => Some(names),
             _ => None,
         }
     }

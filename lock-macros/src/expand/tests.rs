@@ -134,3 +134,92 @@ fn on_errors_the_function_is_emitted_as_written() {
     // Both mistakes: the empty name and the return type.
     assert_eq!(out.matches("compile_error").count(), 2, "{out}");
 }
+
+#[test]
+fn after_group_overlap_and_the_breaker_reach_the_registration() {
+    let out = expand_str(
+        Macro::Scheduled,
+        quote!(
+            after = ["import_orders", "import_refunds"],
+            group = "reports"
+        ),
+        quote! {
+            #[scheduler_lock(
+                name = "report",
+                overlap = "replace",
+                pause_after_failures = 3,
+                pause_for = "10m"
+            )]
+            async fn report() {}
+        },
+    );
+    assert!(!out.contains("compile_error"), "{out}");
+    assert!(
+        out.contains("__private :: TriggerSpec :: new (:: lock_scheduler :: __private :: TriggerKind :: After)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("after : & [\"import_orders\" , \"import_refunds\"]"),
+        "{out}"
+    );
+    assert!(
+        out.contains("group : :: core :: option :: Option :: Some (\"reports\")"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "overlap : :: lock_scheduler :: __private :: lock_trigger :: Overlap :: Replace"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("pause_after_failures : 3u32"), "{out}");
+    assert!(
+        out.contains(
+            "pause_for : :: core :: option :: Option :: Some (:: core :: time :: Duration :: from_millis (600000u64))"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_clock_job_registers_no_parents_and_no_group() {
+    let out = expand_str(
+        Macro::Scheduled,
+        quote!(fixed_rate = "1m", name = "tick", after = "x"),
+        quote!(
+            async fn tick() {}
+        ),
+    );
+    // Two triggers: refused, whichever is first.
+    assert!(
+        out.contains("`after` and `fixed_rate` are both set"),
+        "{out}"
+    );
+    let out = expand_str(
+        Macro::Scheduled,
+        quote!(fixed_rate = "1m", name = "tick"),
+        quote!(
+            async fn tick() {}
+        ),
+    );
+    assert!(out.contains("after : & []"), "{out}");
+    assert!(
+        out.contains("group : :: core :: option :: Option :: None"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_job_after_itself_is_refused_whichever_attribute_names_it() {
+    for (args, lock) in [
+        (quote!(after = ["a", "tick"], name = "tick"), quote!()),
+        (
+            quote!(after = ["a", "tick"]),
+            quote!(#[scheduler_lock(name = "tick")]),
+        ),
+    ] {
+        let out = expand_str(Macro::Scheduled, args, quote!(#lock async fn tick() {}));
+        assert_eq!(out.matches("compile_error").count(), 1, "{out}");
+        assert!(out.contains("`tick` is this job's own name"), "{out}");
+    }
+}

@@ -1,4 +1,5 @@
-//! The checks of the keys that shape a scheduled run: retries and the timeout.
+//! The checks of the keys that shape a scheduled run: retries, the timeout and the circuit
+//! breaker.
 
 use crate::args::{Args, Value};
 use crate::errors::Errors;
@@ -50,6 +51,22 @@ pub(super) fn retry_plan(args: &Args, values: &Values, errors: &mut Errors) -> b
     false
 }
 
+/// `pause_for` is how long the circuit breaker pauses the job: without `pause_after_failures`
+/// there is no breaker (a `Job` built in code cannot say one without the other either). False
+/// when it is missing (reported on `pause_for`).
+pub(super) fn breaker(args: &Args, errors: &mut Errors) -> bool {
+    let (Some(pause_for), None) = (args.get("pause_for"), args.get("pause_after_failures")) else {
+        return true;
+    };
+    errors.at(
+        pause_for.ident.span(),
+        "`pause_for` needs `pause_after_failures`: it is how long the circuit breaker pauses the \
+         job, and without `pause_after_failures = N` the job has no breaker; add e.g. \
+         `pause_after_failures = 3`, or remove `pause_for`",
+    );
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use quote::quote;
@@ -86,6 +103,33 @@ mod tests {
             "{messages:?}"
         );
         assert!(messages[1].contains("is longer than"), "{messages:?}");
+    }
+
+    #[test]
+    fn pause_for_needs_pause_after_failures_and_the_breaker_values_their_ranges() {
+        let messages = lock_errors(quote!(name = "a", pause_for = "10m"));
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(
+            messages[0].starts_with("`pause_for` needs `pause_after_failures`"),
+            "{messages:?}"
+        );
+        // A refused count is reported as such, not as a missing breaker.
+        let messages = lock_errors(quote!(
+            name = "a",
+            pause_after_failures = 0,
+            pause_for = "0s"
+        ));
+        assert_eq!(messages.len(), 2, "{messages:?}");
+        assert!(messages[0].contains("found `0`: 0 failures would mean no circuit breaker"));
+        assert!(messages[1].contains("`pause_for` must be greater than zero"));
+        assert!(
+            lock_errors(quote!(
+                name = "a",
+                overlap = "queue",
+                pause_after_failures = 1000
+            ))
+            .is_empty()
+        );
     }
 
     #[test]
