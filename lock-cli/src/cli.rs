@@ -147,6 +147,12 @@ pub(crate) enum Command {
     Trigger {
         /// The job's name, as `status` shows it.
         name: String,
+        /// A parameter of the run, `key=value` (repeatable): the body reads it with
+        /// `JobContext::params()`; kept in the history and the action log. Keys are
+        /// `[A-Za-z0-9_.-]`, at most 64 bytes, each given once; values have no control
+        /// characters, at most 1000 bytes; at most 32 parameters.
+        #[arg(long = "param", value_name = "KEY=VALUE")]
+        params: Vec<String>,
     },
     /// Show every instance in the registry: alive or gone, host, pid, version, last
     /// heartbeat, clock offset, jobs.

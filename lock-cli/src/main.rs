@@ -169,9 +169,12 @@ async fn run(
     | Command::Actions { name, .. }
     | Command::Pause { name }
     | Command::Resume { name }
-    | Command::Trigger { name } = command
+    | Command::Trigger { name, .. } = command
     {
         operations::validate_job_name(name)?;
+    }
+    if let Command::Trigger { params, .. } = command {
+        operations::trigger_params(params)?;
     }
     let access = match command {
         Command::Serve { listen, access, .. } => Some(serve::Access::settle(access, *listen)?),
@@ -255,8 +258,9 @@ async fn execute(
             print(&operations::resume(provider.as_ref(), name).await?);
             Ok(())
         }
-        Command::Trigger { name } => {
-            print(&operations::trigger(provider.as_ref(), name).await?);
+        Command::Trigger { name, params } => {
+            let params = operations::trigger_params(params)?;
+            print(&operations::trigger(provider.as_ref(), name, &params).await?);
             Ok(())
         }
         Command::Instances { json } => {

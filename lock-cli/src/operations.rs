@@ -6,6 +6,7 @@
 //! fields are only ever added, never renamed or removed; times are UTC with milliseconds.
 
 use lock_cluster::ClusterProvider;
+use lock_core::Params;
 use std::time::Duration;
 
 use lock_cluster::{
@@ -49,6 +50,8 @@ pub(crate) struct RunRow {
     attempt: u32,
     /// Cancellation was asked before the body ended; `outcome` is still its own result.
     cancel_requested: bool,
+    /// A manual run's parameters (`trigger NAME --param key=value`), by key; empty otherwise.
+    params: std::collections::BTreeMap<String, String>,
 }
 
 impl From<&RunRecord> for RunRow {
@@ -65,6 +68,11 @@ impl From<&RunRecord> for RunRow {
             error: run.error.clone(),
             attempt: run.attempt,
             cancel_requested: run.cancel_requested,
+            params: run
+                .params
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
         }
     }
 }
@@ -263,6 +271,7 @@ pub(crate) async fn history(
                 r.instance,
                 r.fence.to_string(),
                 r.attempt.to_string(),
+                or_dash((!r.params.is_empty()).then(|| params_text(&r.params))),
                 or_dash(r.error.map(|e| e.replace('\n', " "))),
             ]
         })
@@ -278,10 +287,20 @@ pub(crate) async fn history(
             "INSTANCE",
             "FENCE",
             "ATTEMPT",
+            "PARAMS",
             "ERROR",
         ],
         cells,
     ))
+}
+
+/// A run's parameters in a table cell: `key=value` pairs, values escaped as the terminal needs.
+fn params_text(params: &std::collections::BTreeMap<String, String>) -> String {
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={}", visible(v)))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The job as the registry knows it, or a clear refusal naming what is known.
@@ -347,8 +366,19 @@ pub(crate) async fn resume(provider: &dyn ClusterProvider, name: &str) -> Result
     })
 }
 
+/// The run's parameters of `trigger NAME --param key=value ..`, checked before anything is
+/// asked of the database.
+pub(crate) fn trigger_params(pairs: &[String]) -> Result<Params, Failure> {
+    Params::parse_pairs(pairs.iter().map(String::as_str))
+        .map_err(|e| Failure::usage(format!("--param: {e}")))
+}
+
 /// `trigger NAME`: a request one live instance claims within a heartbeat; waits for the claim.
-pub(crate) async fn trigger(provider: &dyn ClusterProvider, name: &str) -> Result<String, Failure> {
+pub(crate) async fn trigger(
+    provider: &dyn ClusterProvider,
+    name: &str,
+    params: &Params,
+) -> Result<String, Failure> {
     let job = registered(provider, name).await?;
     if job.live_instances.is_empty() {
         return Err(Failure::runtime_message(format!(
@@ -358,16 +388,14 @@ pub(crate) async fn trigger(provider: &dyn ClusterProvider, name: &str) -> Resul
     }
     let store = store(provider)?;
     let id = store
-        .request_trigger(name, &requester())
+        .request_trigger_with_params(name, &requester(), params)
         .await
         .map_err(|e| failed(format!("cannot request a run of job {name:?}"), e))?;
-    record(
-        store,
-        &[name.to_owned()],
-        Action::Trigger,
-        Some(format!("request {id}")),
-    )
-    .await;
+    let detail = match params.is_empty() {
+        true => format!("request {id}"),
+        false => format!("request {id} with {}", params.encode()),
+    };
+    record(store, &[name.to_owned()], Action::Trigger, Some(detail)).await;
     let deadline = tokio::time::Instant::now() + TRIGGER_WAIT;
     loop {
         let control = store

@@ -645,3 +645,28 @@ fn unreachable_servers_exit_with_code_1_and_name_the_server() {
         }
     }
 }
+
+/// `trigger --param`: a parameter no run may take is a usage error (exit 2) naming the rule,
+/// refused before anything is sent (the URL's port has no server: a connection would be exit 1).
+#[test]
+fn a_bad_trigger_parameter_is_refused_before_anything_is_sent() {
+    let url = "postgres://root@127.0.0.1:1/test";
+    for (params, says) in [
+        (vec!["no-equals-sign"], "has no `=`"),
+        (vec!["bad key=1"], "bad key"),
+        (vec!["day=1", "day=2"], "given twice"),
+        (vec!["note=a\u{1b}[2J"], "control"),
+    ] {
+        let mut args = vec!["trigger", "report", "--url", url];
+        for param in &params {
+            args.extend(["--param", param]);
+        }
+        let output = lockctl(&args);
+        assert_exit(&output, 2, "a bad --param");
+        let err = stderr(&output);
+        assert!(
+            err.contains("--param") && err.contains(says),
+            "{params:?}: {err}"
+        );
+    }
+}

@@ -344,7 +344,14 @@ async fn scenario(backend: &str, url: &str) {
 
     // trigger: claimed by one live instance, exactly one manual run.
     let requested = std::time::Instant::now();
-    let said = lockctl_text(&["trigger", "on_demand"]);
+    let said = lockctl_text(&[
+        "trigger",
+        "on_demand",
+        "--param",
+        "day=2026-12-01",
+        "--param",
+        "note=a b&c=é",
+    ]);
     assert!(said.contains("claimed by"), "{said}");
     let runs = eventually(WAIT, "the triggered run", || async {
         let runs = run(&["history", "on_demand", "--json"]);
@@ -361,6 +368,9 @@ async fn scenario(backend: &str, url: &str) {
     let again = run(&["history", "on_demand", "--json"]);
     assert_eq!(again.as_array().unwrap().len(), 1, "{again}");
     assert_eq!(runs[0]["fire_kind"], "manual");
+    // The parameters reach the run's history row, as given.
+    assert_eq!(runs[0]["params"]["day"], "2026-12-01", "{runs}");
+    assert_eq!(runs[0]["params"]["note"], "a b&c=é", "{runs}");
     assert!(ids.iter().any(|id| runs[0]["instance"] == id.as_str()));
 
     // history --json lists every run the instances printed, with the same fences.
@@ -460,7 +470,12 @@ async fn scenario(backend: &str, url: &str) {
     assert_eq!(kinds(&tick_log), ["resume", "pause"], "{tick_log:?}");
     let on_demand = logged("on_demand");
     assert_eq!(kinds(&on_demand), ["trigger"]);
-    assert!(on_demand[0].2.as_deref().unwrap().starts_with("request "));
+    let detail = on_demand[0].2.as_deref().unwrap();
+    assert!(detail.starts_with("request "), "{detail}");
+    assert!(
+        detail.ends_with(" with day=2026-12-01&note=a+b%26c%3D%C3%A9"),
+        "{detail}"
+    );
     let long_log = logged("long");
     assert_eq!(kinds(&long_log), ["unlock", "trigger"], "{long_log:?}");
     assert!(long_log[0].2.as_deref().unwrap().contains("lock long"));
