@@ -6,6 +6,13 @@
 //! operations keys"): one cluster slot, outside the lock keys' `SCAN` pattern. Redis has no
 //! tables to create, so [`check`](ClusterStore::check) only makes sure no key of another
 //! type sits where an operations key goes.
+//!
+//! Decisions, and why:
+//! - **A dependent job's `after` requests are control rows** (kind `after`, pending while
+//!   they exist, so every heartbeat returns them as it returns pauses), indexed per child and
+//!   slot in one lexicographic sorted set (`control:after`), so that `after_requests` and
+//!   `delete_after` read the child's range alone, never every control row. Its slot must not
+//!   be before 1970: the index keeps it as 20 digits.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -24,6 +31,10 @@ mod actions;
 pub(crate) mod scripts;
 
 pub use actions::ACTIONS_PER_JOB;
+
+/// The most after requests one `delete_after` script deletes (it is called again while a
+/// batch is full): a script blocks the server while it runs.
+const DELETE_AFTER_BATCH: u64 = 1000;
 
 /// A time as the operations keys store it: whole milliseconds since the epoch (as the lock
 /// hashes; times reach here at that precision already).
@@ -112,7 +123,7 @@ fn required_time(row: &[Value], i: usize, what: &str) -> Result<DateTime<Utc>, R
     time(required_int(row, i, what)?)
 }
 
-/// A control row: `{id, job, kind, requested_at, requested_by, claimed_by, claimed_at}`.
+/// A control row: `{id, job, kind, requested_at, requested_by, claimed_by, claimed_at, slot}`.
 fn control_row(row: &[Value]) -> Result<ControlRequest, ReplyError> {
     Ok(ControlRequest {
         id: required_int(row, 0, "id")?,
@@ -126,7 +137,7 @@ fn control_row(row: &[Value]) -> Result<ControlRequest, ReplyError> {
         requested_by: required_text(row, 4, "requester")?,
         claimed_by: text(field(row, 5))?,
         claimed_at: opt_time(field(row, 6))?,
-        slot: None,
+        slot: opt_time(field(row, 7))?,
         params: Default::default(),
     })
 }
@@ -385,8 +396,14 @@ impl ClusterStore for RedisLockProvider {
                 self.ops(
                     "housekeeping",
                     "",
-                    &self.ops_scripts.delete_scored,
-                    &[&k.control, &k.control_claimed],
+                    &self.ops_scripts.delete_control,
+                    &[
+                        &k.control,
+                        &k.control_open,
+                        &k.control_claimed,
+                        &k.control_after,
+                        &k.control_after_requested,
+                    ],
                     &args,
                 )
                 .await?
@@ -404,6 +421,91 @@ impl ClusterStore for RedisLockProvider {
             Expired::Actions => self.delete_actions(args[0].clone(), limit).await?,
         };
         Ok(u64::try_from(deleted).unwrap_or(0))
+    }
+
+    async fn request_after(
+        &self,
+        child: &str,
+        slot: DateTime<Utc>,
+        parent: &str,
+    ) -> Result<i64, LockError> {
+        if slot.timestamp_millis() < 0 {
+            return Err(LockError::InvalidConfiguration(format!(
+                "job `{child}`: an after request's slot {slot} is before 1970, which {} cannot \
+                 index",
+                self.tables()
+            )));
+        }
+        let k = &self.keys.ops;
+        self.ops(
+            "after request",
+            child,
+            &self.ops_scripts.request_after,
+            &[
+                &k.ids,
+                &k.control,
+                &k.control_open,
+                &k.control_after,
+                &k.control_after_requested,
+            ],
+            &[child.to_owned(), millis(slot), parent.to_owned()],
+        )
+        .await
+    }
+
+    async fn after_requests(
+        &self,
+        child: &str,
+        slot: DateTime<Utc>,
+    ) -> Result<Vec<String>, LockError> {
+        if slot.timestamp_millis() < 0 {
+            // `request_after` refuses such a slot: none is stored.
+            return Ok(Vec::new());
+        }
+        let k = &self.keys.ops;
+        self.ops(
+            "after request",
+            child,
+            &self.ops_scripts.after_requests,
+            &[&k.control, &k.control_after],
+            &[child.to_owned(), millis(slot)],
+        )
+        .await
+    }
+
+    async fn delete_after(&self, child: &str, through: DateTime<Utc>) -> Result<u64, LockError> {
+        if through.timestamp_millis() < 0 {
+            return Ok(0);
+        }
+        let k = &self.keys.ops;
+        let args = [
+            child.to_owned(),
+            millis(through),
+            DELETE_AFTER_BATCH.to_string(),
+        ];
+        let mut deleted = 0;
+        // Bounded scripts: a child whose lock decided no slot for a long while (its instances
+        // were gone) may have many rows; each batch is atomic, and deleting is idempotent.
+        loop {
+            let batch: u64 = self
+                .ops(
+                    "after request",
+                    child,
+                    &self.ops_scripts.delete_after,
+                    &[
+                        &k.control,
+                        &k.control_open,
+                        &k.control_after,
+                        &k.control_after_requested,
+                    ],
+                    &args,
+                )
+                .await?;
+            deleted += batch;
+            if batch < DELETE_AFTER_BATCH {
+                return Ok(deleted);
+            }
+        }
     }
 
     async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
