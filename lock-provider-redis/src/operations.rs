@@ -13,6 +13,14 @@
 //!   slot in one lexicographic sorted set (`control:after`), so that `after_requests` and
 //!   `delete_after` read the child's range alone, never every control row. Its slot must not
 //!   be before 1970: the index keeps it as 20 digits.
+//! - **A stored parameters text that does not decode is an error naming the row** (control
+//!   request or run, its id and job), in every read, the heartbeat's too. This provider only
+//!   stores what [`Params::encode`] wrote from checked parameters, so such a text was written
+//!   by hand or by something else; reading it as "no parameters" would run a manual job
+//!   without what was asked (a `dry_run=true` lost) or show a history row that lies, and
+//!   leaving the row out would hide it. While the heartbeat fails, an instance keeps the
+//!   pauses it last saw and logs it once; withdrawing the request (or rewriting the field)
+//!   ends it.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -21,7 +29,7 @@ use lock_cluster::{
     JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
     RunState, truncate,
 };
-use lock_core::{FireKind, LockError};
+use lock_core::{FireKind, LockError, Params};
 use redis::{Script, Value};
 
 use crate::RedisLockProvider;
@@ -123,11 +131,31 @@ fn required_time(row: &[Value], i: usize, what: &str) -> Result<DateTime<Utc>, R
     time(required_int(row, i, what)?)
 }
 
-/// A control row: `{id, job, kind, requested_at, requested_by, claimed_by, claimed_at, slot}`.
+/// The parameters stored in field `i` (none when absent), checked again by
+/// [`Params::decode`]; `row` names the row in the error (see the module's decisions).
+fn params(
+    row_values: &[Value],
+    i: usize,
+    row: impl FnOnce() -> String,
+) -> Result<Params, ReplyError> {
+    match text(field(row_values, i))? {
+        None => Ok(Params::new()),
+        Some(stored) => Params::decode(&stored)
+            .map_err(|e| format!("{}: its stored parameters do not decode: {e}", row())),
+    }
+}
+
+/// A control row: `{id, job, kind, requested_at, requested_by, claimed_by, claimed_at, slot,
+/// params}`.
 fn control_row(row: &[Value]) -> Result<ControlRequest, ReplyError> {
+    let id = required_int(row, 0, "id")?;
+    let job = required_text(row, 1, "job")?;
+    let params = params(row, 8, || {
+        format!("control request {id} of job `{job}` (withdraw it, or rewrite its `params`)")
+    })?;
     Ok(ControlRequest {
-        id: required_int(row, 0, "id")?,
-        job: required_text(row, 1, "job")?,
+        id,
+        job,
         // An unknown kind written by hand reads as a trigger request nobody runs, as in the
         // SQL providers.
         kind: required_text(row, 2, "kind")?
@@ -138,16 +166,19 @@ fn control_row(row: &[Value]) -> Result<ControlRequest, ReplyError> {
         claimed_by: text(field(row, 5))?,
         claimed_at: opt_time(field(row, 6))?,
         slot: opt_time(field(row, 7))?,
-        params: Default::default(),
+        params,
     })
 }
 
 /// A run: `{id, job, slot, fire_kind, instance_id, fence, started_at, ended_at, outcome,
-/// error, attempt, cancel_requested}`.
+/// error, attempt, cancel_requested, params}`.
 fn run_row(row: &[Value]) -> Result<RunRecord, ReplyError> {
+    let id = required_int(row, 0, "id")?;
+    let job = required_text(row, 1, "job")?;
+    let params = params(row, 12, || format!("run {id} of job `{job}`"))?;
     Ok(RunRecord {
-        id: required_int(row, 0, "id")?,
-        job: required_text(row, 1, "job")?,
+        id,
+        job,
         slot: opt_time(field(row, 2))?,
         fire_kind: required_text(row, 3, "fire kind")?
             .parse()
@@ -165,7 +196,7 @@ fn run_row(row: &[Value]) -> Result<RunRecord, ReplyError> {
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(1),
         cancel_requested: int(field(row, 11))? == Some(1),
-        params: Default::default(),
+        params,
     })
 }
 
@@ -338,6 +369,7 @@ impl ClusterStore for RedisLockProvider {
                 // As the SQL providers store it (BIGINT): the same number reads back.
                 i64::try_from(run.fence).unwrap_or(-1).to_string(),
                 run.attempt.to_string(),
+                run.params.encode(),
             ],
         )
         .await
@@ -546,13 +578,23 @@ impl OperatorStore for RedisLockProvider {
     }
 
     async fn request_trigger(&self, job: &str, requested_by: &str) -> Result<i64, LockError> {
+        self.request_trigger_with_params(job, requested_by, &Params::new())
+            .await
+    }
+
+    async fn request_trigger_with_params(
+        &self,
+        job: &str,
+        requested_by: &str,
+        params: &Params,
+    ) -> Result<i64, LockError> {
         let k = &self.keys.ops;
         self.ops(
             "trigger",
             job,
             &self.ops_scripts.request_trigger,
             &[&k.ids, &k.control, &k.control_open],
-            &[job.to_owned(), requested_by.to_owned()],
+            &[job.to_owned(), requested_by.to_owned(), params.encode()],
         )
         .await
     }

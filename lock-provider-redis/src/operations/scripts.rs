@@ -8,14 +8,17 @@
 //! array, its absent fields as nil, parsed in `operations.rs`:
 //!
 //! - a run: `{id, job, slot, fire_kind, instance_id, fence, started_at, ended_at, outcome,
-//!   error, attempt, cancel_requested}` (a row written before the last two read as `1` and
-//!   `0`);
+//!   error, attempt, cancel_requested, params}` (a row written before the last three read as
+//!   `1`, `0` and no parameters);
 //! - a control row: `{id, job, kind, requested_at, requested_by, claimed_by, claimed_at,
-//!   slot}` (slot for an `after` request);
+//!   slot, params}` (slot for an `after` request, params for a trigger request with them);
 //! - a registry row: `{instance_id, job, lock_name, trigger, zone, next_fire,
 //!   following_fire, host, pid, version, started_at, clock_offset_ms, heartbeat_ms,
 //!   heartbeat_at}` (job `""` for the instance's own row);
 //! - an action: `{id, at, job, action, requested_by, detail}`.
+//!
+//! Parameters are stored as [`Params::encode`](lock_core::Params::encode)'s text, in field
+//! `params`, only when there are some.
 //!
 //! An `after` request (a dependent job's, `ControlKind::After`) is a control row like the
 //! others, in control:open while it exists (every heartbeat returns it), plus one member
@@ -38,12 +41,13 @@ macro_rules! ops_lua {
 local function run_row(id, raw)
   local r = cjson.decode(raw)
   return {id, r.job, r.slot or false, r.kind, r.instance, r.fence, r.started,
-    r.ended or false, r.outcome, r.error or false, r.attempt or '1', r.cancel or '0'}
+    r.ended or false, r.outcome, r.error or false, r.attempt or '1', r.cancel or '0',
+    r.params or false}
 end
 local function control_row(id, raw)
   local c = cjson.decode(raw)
   return {id, c.job, c.kind, c.at, c.by, c.claimed_by or false, c.claimed_at or false,
-    c.slot or false}
+    c.slot or false, c.params or false}
 end
 local function job_member(job, id)
   return #job .. ':' .. job .. ':' .. string.format('%020.0f', tonumber(id))
@@ -160,13 +164,15 @@ return 1
 );
 
 /// Start of a run. KEYS: ids, runs, runs:started, runs:by_job, runs:last. ARGV: job, slot
-/// (`""` for none), fire kind, instance id, fence, attempt. Returns the new run id.
+/// (`""` for none), fire kind, instance id, fence, attempt, params (`""` for none). Returns
+/// the new run id.
 pub const RUN_STARTED: &str = ops_lua!(
     r#"
 local id = ms(redis.call('HINCRBY', KEYS[1], 'run', 1))
 local run = {job = ARGV[1], kind = ARGV[3], instance = ARGV[4], fence = ARGV[5],
   attempt = ARGV[6], started = ms(now), outcome = 'running'}
 if ARGV[2] ~= '' then run.slot = ARGV[2] end
+if ARGV[7] ~= '' then run.params = ARGV[7] end
 redis.call('HSET', KEYS[2], id, cjson.encode(run))
 redis.call('ZADD', KEYS[3], run.started, string.format('%020.0f', tonumber(id)))
 redis.call('ZADD', KEYS[4], 0, job_member(ARGV[1], id))
@@ -222,12 +228,14 @@ return 1
 "#
 );
 
-/// Trigger request. KEYS: ids, control, control:open. ARGV: job, requested by. Returns the
-/// request's id.
+/// Trigger request. KEYS: ids, control, control:open. ARGV: job, requested by, params (`""`
+/// for none). Returns the request's id.
 pub const REQUEST_TRIGGER: &str = ops_lua!(
     r#"
 local id = ms(redis.call('HINCRBY', KEYS[1], 'control', 1))
-redis.call('HSET', KEYS[2], id, cjson.encode({job = ARGV[1], kind = 'trigger', at = ms(now), by = ARGV[2]}))
+local c = {job = ARGV[1], kind = 'trigger', at = ms(now), by = ARGV[2]}
+if ARGV[3] and ARGV[3] ~= '' then c.params = ARGV[3] end
+redis.call('HSET', KEYS[2], id, cjson.encode(c))
 redis.call('ZADD', KEYS[3], id, id)
 return tonumber(id)
 "#
