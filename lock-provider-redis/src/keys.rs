@@ -64,15 +64,22 @@ pub(crate) struct OpsKeys {
     pub(crate) runs_last: String,
     /// Hash: job to the end (ms) of its latest successful run.
     pub(crate) runs_succeeded: String,
-    /// Hash: control id to the pause or trigger request as JSON.
+    /// Hash: control id to the pause, trigger or after request as JSON.
     pub(crate) control: String,
-    /// Sorted set: pauses and unclaimed trigger requests (what a heartbeat returns), scored
-    /// by id.
+    /// Sorted set: pauses, unclaimed trigger requests and after requests (what a heartbeat
+    /// returns), scored by id.
     pub(crate) control_open: String,
     /// Hash: paused job to its pause's control id.
     pub(crate) control_paused: String,
     /// Sorted set: claimed trigger requests scored by claim time (ms), for housekeeping.
     pub(crate) control_claimed: String,
+    /// Sorted set, all scores 0: `<len>:<child>:<slot, 20 digits>:<id, 20 digits>`, the after
+    /// requests, a lexicographic range per child and within it per slot (`after_requests`,
+    /// `delete_after` read their range alone).
+    pub(crate) control_after: String,
+    /// Sorted set: the members of `control_after` scored by request time (ms), for
+    /// housekeeping.
+    pub(crate) control_after_requested: String,
     /// Sorted set: each job with an action log, scored by the time (ms) of its oldest row,
     /// for housekeeping.
     pub(crate) actions_jobs: String,
@@ -95,13 +102,15 @@ impl OpsKeys {
             control_open: key("control:open"),
             control_paused: key("control:paused"),
             control_claimed: key("control:claimed"),
+            control_after: key("control:after"),
+            control_after_requested: key("control:after:requested"),
             actions_jobs: key("actions:jobs"),
             base,
         }
     }
 
     /// Every key with the Redis type it must have, for `check`.
-    pub(crate) fn typed(&self) -> [(&str, &'static str); 13] {
+    pub(crate) fn typed(&self) -> [(&str, &'static str); 15] {
         [
             (&self.ids, "hash"),
             (&self.instances, "hash"),
@@ -115,6 +124,8 @@ impl OpsKeys {
             (&self.control_open, "zset"),
             (&self.control_paused, "hash"),
             (&self.control_claimed, "zset"),
+            (&self.control_after, "zset"),
+            (&self.control_after_requested, "zset"),
             (&self.actions_jobs, "zset"),
         ]
     }

@@ -6,6 +6,21 @@
 //! operations keys"): one cluster slot, outside the lock keys' `SCAN` pattern. Redis has no
 //! tables to create, so [`check`](ClusterStore::check) only makes sure no key of another
 //! type sits where an operations key goes.
+//!
+//! Decisions, and why:
+//! - **A dependent job's `after` requests are control rows** (kind `after`, pending while
+//!   they exist, so every heartbeat returns them as it returns pauses), indexed per child and
+//!   slot in one lexicographic sorted set (`control:after`), so that `after_requests` and
+//!   `delete_after` read the child's range alone, never every control row. Its slot must not
+//!   be before 1970: the index keeps it as 20 digits.
+//! - **A stored parameters text that does not decode is an error naming the row** (control
+//!   request or run, its id and job), in every read, the heartbeat's too. This provider only
+//!   stores what [`Params::encode`] wrote from checked parameters, so such a text was written
+//!   by hand or by something else; reading it as "no parameters" would run a manual job
+//!   without what was asked (a `dry_run=true` lost) or show a history row that lies, and
+//!   leaving the row out would hide it. While the heartbeat fails, an instance keeps the
+//!   pauses it last saw and logs it once; withdrawing the request (or rewriting the field)
+//!   ends it.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -14,7 +29,7 @@ use lock_cluster::{
     JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
     RunState, truncate,
 };
-use lock_core::{FireKind, LockError};
+use lock_core::{FireKind, LockError, Params};
 use redis::{Script, Value};
 
 use crate::RedisLockProvider;
@@ -24,6 +39,10 @@ mod actions;
 pub(crate) mod scripts;
 
 pub use actions::ACTIONS_PER_JOB;
+
+/// The most after requests one `delete_after` script deletes (it is called again while a
+/// batch is full): a script blocks the server while it runs.
+const DELETE_AFTER_BATCH: u64 = 1000;
 
 /// A time as the operations keys store it: whole milliseconds since the epoch (as the lock
 /// hashes; times reach here at that precision already).
@@ -112,11 +131,31 @@ fn required_time(row: &[Value], i: usize, what: &str) -> Result<DateTime<Utc>, R
     time(required_int(row, i, what)?)
 }
 
-/// A control row: `{id, job, kind, requested_at, requested_by, claimed_by, claimed_at}`.
+/// The parameters stored in field `i` (none when absent), checked again by
+/// [`Params::decode`]; `row` names the row in the error (see the module's decisions).
+fn params(
+    row_values: &[Value],
+    i: usize,
+    row: impl FnOnce() -> String,
+) -> Result<Params, ReplyError> {
+    match text(field(row_values, i))? {
+        None => Ok(Params::new()),
+        Some(stored) => Params::decode(&stored)
+            .map_err(|e| format!("{}: its stored parameters do not decode: {e}", row())),
+    }
+}
+
+/// A control row: `{id, job, kind, requested_at, requested_by, claimed_by, claimed_at, slot,
+/// params}`.
 fn control_row(row: &[Value]) -> Result<ControlRequest, ReplyError> {
+    let id = required_int(row, 0, "id")?;
+    let job = required_text(row, 1, "job")?;
+    let params = params(row, 8, || {
+        format!("control request {id} of job `{job}` (withdraw it, or rewrite its `params`)")
+    })?;
     Ok(ControlRequest {
-        id: required_int(row, 0, "id")?,
-        job: required_text(row, 1, "job")?,
+        id,
+        job,
         // An unknown kind written by hand reads as a trigger request nobody runs, as in the
         // SQL providers.
         kind: required_text(row, 2, "kind")?
@@ -126,17 +165,20 @@ fn control_row(row: &[Value]) -> Result<ControlRequest, ReplyError> {
         requested_by: required_text(row, 4, "requester")?,
         claimed_by: text(field(row, 5))?,
         claimed_at: opt_time(field(row, 6))?,
-        slot: None,
-        params: Default::default(),
+        slot: opt_time(field(row, 7))?,
+        params,
     })
 }
 
 /// A run: `{id, job, slot, fire_kind, instance_id, fence, started_at, ended_at, outcome,
-/// error, attempt, cancel_requested}`.
+/// error, attempt, cancel_requested, params}`.
 fn run_row(row: &[Value]) -> Result<RunRecord, ReplyError> {
+    let id = required_int(row, 0, "id")?;
+    let job = required_text(row, 1, "job")?;
+    let params = params(row, 12, || format!("run {id} of job `{job}`"))?;
     Ok(RunRecord {
-        id: required_int(row, 0, "id")?,
-        job: required_text(row, 1, "job")?,
+        id,
+        job,
         slot: opt_time(field(row, 2))?,
         fire_kind: required_text(row, 3, "fire kind")?
             .parse()
@@ -154,7 +196,7 @@ fn run_row(row: &[Value]) -> Result<RunRecord, ReplyError> {
             .and_then(|n| u32::try_from(n).ok())
             .unwrap_or(1),
         cancel_requested: int(field(row, 11))? == Some(1),
-        params: Default::default(),
+        params,
     })
 }
 
@@ -327,6 +369,7 @@ impl ClusterStore for RedisLockProvider {
                 // As the SQL providers store it (BIGINT): the same number reads back.
                 i64::try_from(run.fence).unwrap_or(-1).to_string(),
                 run.attempt.to_string(),
+                run.params.encode(),
             ],
         )
         .await
@@ -385,8 +428,14 @@ impl ClusterStore for RedisLockProvider {
                 self.ops(
                     "housekeeping",
                     "",
-                    &self.ops_scripts.delete_scored,
-                    &[&k.control, &k.control_claimed],
+                    &self.ops_scripts.delete_control,
+                    &[
+                        &k.control,
+                        &k.control_open,
+                        &k.control_claimed,
+                        &k.control_after,
+                        &k.control_after_requested,
+                    ],
                     &args,
                 )
                 .await?
@@ -404,6 +453,91 @@ impl ClusterStore for RedisLockProvider {
             Expired::Actions => self.delete_actions(args[0].clone(), limit).await?,
         };
         Ok(u64::try_from(deleted).unwrap_or(0))
+    }
+
+    async fn request_after(
+        &self,
+        child: &str,
+        slot: DateTime<Utc>,
+        parent: &str,
+    ) -> Result<i64, LockError> {
+        if slot.timestamp_millis() < 0 {
+            return Err(LockError::InvalidConfiguration(format!(
+                "job `{child}`: an after request's slot {slot} is before 1970, which {} cannot \
+                 index",
+                self.tables()
+            )));
+        }
+        let k = &self.keys.ops;
+        self.ops(
+            "after request",
+            child,
+            &self.ops_scripts.request_after,
+            &[
+                &k.ids,
+                &k.control,
+                &k.control_open,
+                &k.control_after,
+                &k.control_after_requested,
+            ],
+            &[child.to_owned(), millis(slot), parent.to_owned()],
+        )
+        .await
+    }
+
+    async fn after_requests(
+        &self,
+        child: &str,
+        slot: DateTime<Utc>,
+    ) -> Result<Vec<String>, LockError> {
+        if slot.timestamp_millis() < 0 {
+            // `request_after` refuses such a slot: none is stored.
+            return Ok(Vec::new());
+        }
+        let k = &self.keys.ops;
+        self.ops(
+            "after request",
+            child,
+            &self.ops_scripts.after_requests,
+            &[&k.control, &k.control_after],
+            &[child.to_owned(), millis(slot)],
+        )
+        .await
+    }
+
+    async fn delete_after(&self, child: &str, through: DateTime<Utc>) -> Result<u64, LockError> {
+        if through.timestamp_millis() < 0 {
+            return Ok(0);
+        }
+        let k = &self.keys.ops;
+        let args = [
+            child.to_owned(),
+            millis(through),
+            DELETE_AFTER_BATCH.to_string(),
+        ];
+        let mut deleted = 0;
+        // Bounded scripts: a child whose lock decided no slot for a long while (its instances
+        // were gone) may have many rows; each batch is atomic, and deleting is idempotent.
+        loop {
+            let batch: u64 = self
+                .ops(
+                    "after request",
+                    child,
+                    &self.ops_scripts.delete_after,
+                    &[
+                        &k.control,
+                        &k.control_open,
+                        &k.control_after,
+                        &k.control_after_requested,
+                    ],
+                    &args,
+                )
+                .await?;
+            deleted += batch;
+            if batch < DELETE_AFTER_BATCH {
+                return Ok(deleted);
+            }
+        }
     }
 
     async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
@@ -444,13 +578,23 @@ impl OperatorStore for RedisLockProvider {
     }
 
     async fn request_trigger(&self, job: &str, requested_by: &str) -> Result<i64, LockError> {
+        self.request_trigger_with_params(job, requested_by, &Params::new())
+            .await
+    }
+
+    async fn request_trigger_with_params(
+        &self,
+        job: &str,
+        requested_by: &str,
+        params: &Params,
+    ) -> Result<i64, LockError> {
         let k = &self.keys.ops;
         self.ops(
             "trigger",
             job,
             &self.ops_scripts.request_trigger,
             &[&k.ids, &k.control, &k.control_open],
-            &[job.to_owned(), requested_by.to_owned()],
+            &[job.to_owned(), requested_by.to_owned(), params.encode()],
         )
         .await
     }

@@ -2,7 +2,9 @@
 //! (`lock_cluster::testkit::operations_store`) under a prefix of the test's own, and what is
 //! particular to Redis: the key layout (one hash tag, outside the lock listing), a heartbeat
 //! that is one script call, exactly one winner among concurrent claims, housekeeping that
-//! keeps each job's last run and last success right, and a key of another type refused.
+//! keeps each job's last run and last success right, a key of another type refused, a
+//! dependent job's after requests indexed per child and slot and deleted with their index
+//! entries, and stored parameters that do not decode refused naming the row.
 
 mod common;
 
@@ -98,6 +100,9 @@ async fn the_operations_keys_share_one_hash_tag_outside_the_lock_listing() {
     assert!(ops.claim_trigger(request, "test:1:a").await.expect("claim"));
     let action = lock_cluster::ActionRecord::new("report", lock_cluster::Action::Pause, "op");
     ops.record_action(&action).await.expect("action");
+    ops.request_after("report", FireSlot::new(now).instant(), "import")
+        .await
+        .expect("after request");
     let name = testkit::unique_name("layout");
     let request = testkit::request(&name, "test:1:a", std::time::Duration::from_secs(30), None);
     match provider.acquire(&request).await.expect("acquire") {
@@ -107,9 +112,9 @@ async fn the_operations_keys_share_one_hash_tag_outside_the_lock_listing() {
 
     let mut conn = own_connection(&common::url()).await;
     let ops_keys = common::scan(&mut conn, &format!("{{{prefix}:ops}}:*")).await;
-    // Every kind of row was written, so every key of the layout exists: the thirteen fixed
+    // Every kind of row was written, so every key of the layout exists: the fifteen fixed
     // ones and the job's action list.
-    assert_eq!(ops_keys.len(), 14, "{ops_keys:?}");
+    assert_eq!(ops_keys.len(), 16, "{ops_keys:?}");
     assert!(
         ops_keys.contains(&format!("{{{prefix}:ops}}:actions:job:6:report")),
         "{ops_keys:?}"
@@ -159,6 +164,11 @@ async fn a_heartbeat_is_one_script_call_that_brings_back_pauses_and_triggers() {
     ops.pause("report", "op").await.expect("pause");
     let request = ops.request_trigger("poll", "op").await.expect("trigger");
     let now = provider.database_time().await.expect("TIME");
+    let slot = FireSlot::new(now).instant();
+    let after = ops
+        .request_after("cleanup", slot, "poll")
+        .await
+        .expect("after request");
     let mut conn = own_connection(&server.url()).await;
     let () = redis::cmd("CONFIG")
         .arg("RESETSTAT")
@@ -183,9 +193,14 @@ async fn a_heartbeat_is_one_script_call_that_brings_back_pauses_and_triggers() {
             .iter()
             .map(|c| (c.job.as_str(), c.kind.as_str()))
             .collect::<Vec<_>>(),
-        [("report", "pause"), ("poll", "trigger")]
+        [
+            ("report", "pause"),
+            ("poll", "trigger"),
+            ("cleanup", "after")
+        ]
     );
     assert_eq!(control[1].id, request);
+    assert_eq!((control[2].id, control[2].slot), (after, Some(slot)));
     assert_eq!(ops.registry().await.expect("registry").len(), 4);
 }
 
@@ -406,4 +421,164 @@ async fn a_jobs_action_list_is_capped_and_housekeeping_empties_it() {
         .await
         .expect("ZCARD");
     assert_eq!(jobs, 0, "a job without actions is forgotten");
+}
+
+/// The after requests of children whose names confuse a per-child index (a prefix of
+/// another, one holding the separator and digits) are read and deleted per child; a
+/// `delete_after` of more rows than one script deletes gets them all; housekeeping takes
+/// their index entries with them, so nothing is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_requests_are_indexed_per_child_and_leave_nothing_behind() {
+    let prefix = common::unique_prefix("ops_after");
+    let _cleanup = common::delete_keys(&prefix);
+    let Some(provider) = common::provider_with_prefix(&prefix).await else {
+        return;
+    };
+    let ops = store(&provider);
+    let now = provider.database_time().await.expect("TIME");
+    let slot = FireSlot::new(now).instant();
+    let children = ["report", "report:1", "6:report", "r"];
+    for child in children {
+        for (n, parent) in ["import", "refunds#1"].into_iter().enumerate() {
+            ops.request_after(child, slot + TimeDelta::seconds(n as i64), parent)
+                .await
+                .expect("after request");
+        }
+    }
+    for child in children {
+        assert_eq!(
+            ops.after_requests(child, slot).await.expect("read"),
+            ["import"],
+            "{child}: its own rows alone"
+        );
+    }
+    assert_eq!(
+        ops.delete_after("report", slot + TimeDelta::seconds(1))
+            .await
+            .expect("delete"),
+        2
+    );
+    assert_eq!(
+        ops.after_requests("report:1", slot + TimeDelta::seconds(1))
+            .await
+            .expect("read"),
+        ["refunds#1"],
+        "another child's rows are kept"
+    );
+
+    // More rows than one script deletes: every one goes, counted.
+    let many = 1_003;
+    for n in 0..many {
+        ops.request_after("bulk", slot + TimeDelta::milliseconds(n), "import")
+            .await
+            .expect("after request");
+    }
+    let through = slot + TimeDelta::milliseconds(many);
+    assert_eq!(
+        ops.delete_after("bulk", through).await.expect("delete"),
+        many as u64
+    );
+    assert!(
+        ops.after_requests("bulk", slot)
+            .await
+            .expect("read")
+            .is_empty()
+    );
+
+    assert!(
+        ops.request_after(
+            "old",
+            chrono::DateTime::UNIX_EPOCH - TimeDelta::seconds(1),
+            "x"
+        )
+        .await
+        .is_err(),
+        "a slot before 1970 is refused, not stored out of order"
+    );
+
+    let future = provider.database_time().await.expect("TIME") + TimeDelta::seconds(60);
+    assert_eq!(
+        ops.delete_expired(Expired::ClaimedTriggers, future, 5)
+            .await
+            .expect("housekeeping"),
+        5,
+        "bounded by the limit"
+    );
+    assert_eq!(
+        ops.delete_expired(Expired::ClaimedTriggers, future, 100)
+            .await
+            .expect("housekeeping"),
+        1
+    );
+    assert!(ops.control().await.expect("control").is_empty());
+    let mut conn = own_connection(&common::url()).await;
+    let left = common::scan(&mut conn, &format!("{{{prefix}:ops}}:*")).await;
+    assert_eq!(left, [format!("{{{prefix}:ops}}:ids")]);
+}
+
+/// A parameters text written by hand that breaks the rule is refused by every read, with the
+/// row named, rather than read as "no parameters".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_parameters_that_do_not_decode_are_an_error_naming_the_row() {
+    let prefix = common::unique_prefix("ops_params");
+    let _cleanup = common::delete_keys(&prefix);
+    let Some(provider) = common::provider_with_prefix(&prefix).await else {
+        return;
+    };
+    let ops = store(&provider);
+    let params = lock_core::Params::parse_pairs(["day=2026-12-01"]).expect("params");
+    let request = ops
+        .request_trigger_with_params("report", "op", &params)
+        .await
+        .expect("trigger");
+    let mut run = start("report", 1);
+    run.params = params;
+    let run = ops.run_started(&run).await.expect("start");
+    let mut conn = own_connection(&common::url()).await;
+    // The same rows with a key no `--param` accepts.
+    for (hash, id) in [("control", request), ("runs", run)] {
+        let key = format!("{{{prefix}:ops}}:{hash}");
+        let raw: String = redis::cmd("HGET")
+            .arg(&key)
+            .arg(id)
+            .query_async(&mut conn)
+            .await
+            .expect("HGET");
+        let bad = raw.replace("day=2026-12-01", "bad key=1");
+        assert_ne!(raw, bad, "{raw}");
+        let () = redis::cmd("HSET")
+            .arg(&key)
+            .arg(id)
+            .arg(bad)
+            .query_async(&mut conn)
+            .await
+            .map(|_: i64| ())
+            .expect("HSET");
+    }
+    let chain = |error: LockError| test_support::skip::chain(&error);
+    let error = chain(ops.control().await.expect_err("control"));
+    assert!(
+        error.contains(&format!("control request {request} of job `report`")),
+        "{error}"
+    );
+    let now = provider.database_time().await.expect("TIME");
+    let error = chain(
+        ops.heartbeat(&beat("test:1:a", &[], now))
+            .await
+            .expect_err("heartbeat"),
+    );
+    assert!(
+        error.contains(&format!("control request {request}")),
+        "{error}"
+    );
+    let error = chain(ops.history("report", 10).await.expect_err("history"));
+    assert!(
+        error.contains(&format!("run {run} of job `report`")),
+        "{error}"
+    );
+    // Withdrawing the request ends it.
+    assert!(ops.withdraw_trigger(request).await.expect("withdraw"));
+    ops.heartbeat(&beat("test:1:a", &[], now))
+        .await
+        .expect("heartbeat");
 }

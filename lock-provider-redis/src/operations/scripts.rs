@@ -8,13 +8,24 @@
 //! array, its absent fields as nil, parsed in `operations.rs`:
 //!
 //! - a run: `{id, job, slot, fire_kind, instance_id, fence, started_at, ended_at, outcome,
-//!   error, attempt, cancel_requested}` (a row written before the last two read as `1` and
-//!   `0`);
-//! - a control row: `{id, job, kind, requested_at, requested_by, claimed_by, claimed_at}`;
+//!   error, attempt, cancel_requested, params}` (a row written before the last three read as
+//!   `1`, `0` and no parameters);
+//! - a control row: `{id, job, kind, requested_at, requested_by, claimed_by, claimed_at,
+//!   slot, params}` (slot for an `after` request, params for a trigger request with them);
 //! - a registry row: `{instance_id, job, lock_name, trigger, zone, next_fire,
 //!   following_fire, host, pid, version, started_at, clock_offset_ms, heartbeat_ms,
 //!   heartbeat_at}` (job `""` for the instance's own row);
 //! - an action: `{id, at, job, action, requested_by, detail}`.
+//!
+//! Parameters are stored as [`Params::encode`](lock_core::Params::encode)'s text, in field
+//! `params`, only when there are some.
+//!
+//! An `after` request (a dependent job's, `ControlKind::After`) is a control row like the
+//! others, in control:open while it exists (every heartbeat returns it), plus one member
+//! `<len>:<child>:<slot as 20 digits>:<id as 20 digits>` in control:after (all scores 0: one
+//! lexicographic range per child, and within it per slot) and the same member in
+//! control:after:requested scored by its request time, for housekeeping. Claims and
+//! withdrawals only act on `trigger` rows, so they never touch it.
 
 use redis::Script;
 
@@ -30,11 +41,13 @@ macro_rules! ops_lua {
 local function run_row(id, raw)
   local r = cjson.decode(raw)
   return {id, r.job, r.slot or false, r.kind, r.instance, r.fence, r.started,
-    r.ended or false, r.outcome, r.error or false, r.attempt or '1', r.cancel or '0'}
+    r.ended or false, r.outcome, r.error or false, r.attempt or '1', r.cancel or '0',
+    r.params or false}
 end
 local function control_row(id, raw)
   local c = cjson.decode(raw)
-  return {id, c.job, c.kind, c.at, c.by, c.claimed_by or false, c.claimed_at or false}
+  return {id, c.job, c.kind, c.at, c.by, c.claimed_by or false, c.claimed_at or false,
+    c.slot or false, c.params or false}
 end
 local function job_member(job, id)
   return #job .. ':' .. job .. ':' .. string.format('%020.0f', tonumber(id))
@@ -45,6 +58,18 @@ local function job_range(job)
 end
 local function member_id(member)
   return ms(tonumber(string.sub(member, -20)))
+end
+local function after_head(child, slot)
+  local head = #child .. ':' .. child .. ':'
+  if slot then head = head .. string.format('%020.0f', tonumber(slot)) .. ':' end
+  return head
+end
+local function after_gone(control, open, after, requested, member)
+  local id = member_id(member)
+  redis.call('HDEL', control, id)
+  redis.call('ZREM', open, id)
+  redis.call('ZREM', after, member)
+  redis.call('ZREM', requested, member)
 end
 "#,
             $body
@@ -139,13 +164,15 @@ return 1
 );
 
 /// Start of a run. KEYS: ids, runs, runs:started, runs:by_job, runs:last. ARGV: job, slot
-/// (`""` for none), fire kind, instance id, fence, attempt. Returns the new run id.
+/// (`""` for none), fire kind, instance id, fence, attempt, params (`""` for none). Returns
+/// the new run id.
 pub const RUN_STARTED: &str = ops_lua!(
     r#"
 local id = ms(redis.call('HINCRBY', KEYS[1], 'run', 1))
 local run = {job = ARGV[1], kind = ARGV[3], instance = ARGV[4], fence = ARGV[5],
   attempt = ARGV[6], started = ms(now), outcome = 'running'}
 if ARGV[2] ~= '' then run.slot = ARGV[2] end
+if ARGV[7] ~= '' then run.params = ARGV[7] end
 redis.call('HSET', KEYS[2], id, cjson.encode(run))
 redis.call('ZADD', KEYS[3], run.started, string.format('%020.0f', tonumber(id)))
 redis.call('ZADD', KEYS[4], 0, job_member(ARGV[1], id))
@@ -201,14 +228,60 @@ return 1
 "#
 );
 
-/// Trigger request. KEYS: ids, control, control:open. ARGV: job, requested by. Returns the
-/// request's id.
+/// Trigger request. KEYS: ids, control, control:open. ARGV: job, requested by, params (`""`
+/// for none). Returns the request's id.
 pub const REQUEST_TRIGGER: &str = ops_lua!(
     r#"
 local id = ms(redis.call('HINCRBY', KEYS[1], 'control', 1))
-redis.call('HSET', KEYS[2], id, cjson.encode({job = ARGV[1], kind = 'trigger', at = ms(now), by = ARGV[2]}))
+local c = {job = ARGV[1], kind = 'trigger', at = ms(now), by = ARGV[2]}
+if ARGV[3] and ARGV[3] ~= '' then c.params = ARGV[3] end
+redis.call('HSET', KEYS[2], id, cjson.encode(c))
 redis.call('ZADD', KEYS[3], id, id)
 return tonumber(id)
+"#
+);
+
+/// After request (a dependent job's). KEYS: ids, control, control:open, control:after,
+/// control:after:requested. ARGV: child, slot (ms, not negative), parent. Writes the control
+/// row (pending, so every heartbeat returns it) and its two index members; returns its id.
+pub const REQUEST_AFTER: &str = ops_lua!(
+    r#"
+local id = ms(redis.call('HINCRBY', KEYS[1], 'control', 1))
+local at = ms(now)
+redis.call('HSET', KEYS[2], id, cjson.encode({job = ARGV[1], kind = 'after', at = at, by = ARGV[3], slot = ARGV[2]}))
+redis.call('ZADD', KEYS[3], id, id)
+local member = after_head(ARGV[1], ARGV[2]) .. string.format('%020.0f', tonumber(id))
+redis.call('ZADD', KEYS[4], 0, member)
+redis.call('ZADD', KEYS[5], at, member)
+return tonumber(id)
+"#
+);
+
+/// The parents of a child's after requests for one slot. KEYS: control, control:after. ARGV:
+/// child, slot (ms). Reads the child's range of that slot alone; nothing written.
+pub const AFTER_REQUESTS: &str = ops_lua!(
+    r#"
+local head = after_head(ARGV[1], ARGV[2])
+local out = {}
+for _, m in ipairs(redis.call('ZRANGEBYLEX', KEYS[2], '[' .. head, '[' .. head .. string.rep('9', 20))) do
+  local raw = redis.call('HGET', KEYS[1], member_id(m))
+  if raw then out[#out + 1] = cjson.decode(raw).by end
+end
+return out
+"#
+);
+
+/// Delete a child's after requests through a slot. KEYS: control, control:open,
+/// control:after, control:after:requested. ARGV: child, through (ms, inclusive), limit.
+/// Deletes at most `limit` of them, oldest slot first, with their index members; returns how
+/// many (the caller calls again while a batch was full).
+pub const DELETE_AFTER: &str = ops_lua!(
+    r#"
+local head = after_head(ARGV[1])
+local hi = '[' .. after_head(ARGV[1], ARGV[2]) .. string.rep('9', 20)
+local gone = redis.call('ZRANGEBYLEX', KEYS[3], '[' .. head, hi, 'LIMIT', 0, tonumber(ARGV[3]))
+for _, m in ipairs(gone) do after_gone(KEYS[1], KEYS[2], KEYS[3], KEYS[4], m) end
+return #gone
 "#
 );
 
@@ -322,8 +395,30 @@ return #gone
 "#
 );
 
-/// Housekeeping of a hash whose fields a sorted set scores by time (claimed trigger requests:
-/// control and control:claimed; stale registry rows: instances and heartbeats). KEYS: the
+/// Housekeeping of the control rows. KEYS: control, control:open, control:claimed,
+/// control:after, control:after:requested. ARGV: before (ms, exclusive), limit. Deletes at
+/// most `limit` rows, oldest first from each index: trigger requests claimed before the
+/// cut-off, then after requests requested before it (those a child's lock never decided:
+/// its instances were gone, or it was removed), with their index members. Returns how many.
+pub const DELETE_CONTROL: &str = ops_lua!(
+    r#"
+local cut, left = '(' .. ARGV[1], tonumber(ARGV[2])
+if left < 1 then return 0 end
+local claimed = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', cut, 'LIMIT', 0, left)
+for _, id in ipairs(claimed) do
+  redis.call('HDEL', KEYS[1], id)
+  redis.call('ZREM', KEYS[3], id)
+end
+left = left - #claimed
+if left < 1 then return #claimed end
+local after = redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', cut, 'LIMIT', 0, left)
+for _, m in ipairs(after) do after_gone(KEYS[1], KEYS[2], KEYS[4], KEYS[5], m) end
+return #claimed + #after
+"#
+);
+
+/// Housekeeping of a hash whose fields a sorted set scores by time (stale registry rows:
+/// instances and heartbeats). KEYS: the
 /// hash, the sorted set. ARGV: before (ms, exclusive), limit. Deletes at most `limit` fields
 /// scored before the cut-off, oldest first; returns how many.
 pub const DELETE_SCORED: &str = ops_lua!(
@@ -404,12 +499,16 @@ pub(crate) struct OpsScripts {
     pub(crate) pause: Script,
     pub(crate) resume: Script,
     pub(crate) request_trigger: Script,
+    pub(crate) request_after: Script,
+    pub(crate) after_requests: Script,
+    pub(crate) delete_after: Script,
     pub(crate) withdraw_trigger: Script,
     pub(crate) read_control: Script,
     pub(crate) read_registry: Script,
     pub(crate) read_history: Script,
     pub(crate) read_last_runs: Script,
     pub(crate) delete_runs: Script,
+    pub(crate) delete_control: Script,
     pub(crate) delete_scored: Script,
     pub(crate) record_action: Script,
     pub(crate) read_actions: Script,
@@ -417,7 +516,7 @@ pub(crate) struct OpsScripts {
 }
 
 /// Every operations script's source, in the order of [`OpsScripts`].
-pub(crate) const ALL: [&str; 18] = [
+pub(crate) const ALL: [&str; 22] = [
     HEARTBEAT,
     CLAIM_TRIGGER,
     UNCLAIM_TRIGGER,
@@ -426,12 +525,16 @@ pub(crate) const ALL: [&str; 18] = [
     PAUSE,
     RESUME,
     REQUEST_TRIGGER,
+    REQUEST_AFTER,
+    AFTER_REQUESTS,
+    DELETE_AFTER,
     WITHDRAW_TRIGGER,
     READ_CONTROL,
     READ_REGISTRY,
     READ_HISTORY,
     READ_LAST_RUNS,
     DELETE_RUNS,
+    DELETE_CONTROL,
     DELETE_SCORED,
     RECORD_ACTION,
     READ_ACTIONS,
@@ -449,12 +552,16 @@ impl OpsScripts {
             pause: Script::new(PAUSE),
             resume: Script::new(RESUME),
             request_trigger: Script::new(REQUEST_TRIGGER),
+            request_after: Script::new(REQUEST_AFTER),
+            after_requests: Script::new(AFTER_REQUESTS),
+            delete_after: Script::new(DELETE_AFTER),
             withdraw_trigger: Script::new(WITHDRAW_TRIGGER),
             read_control: Script::new(READ_CONTROL),
             read_registry: Script::new(READ_REGISTRY),
             read_history: Script::new(READ_HISTORY),
             read_last_runs: Script::new(READ_LAST_RUNS),
             delete_runs: Script::new(DELETE_RUNS),
+            delete_control: Script::new(DELETE_CONTROL),
             delete_scored: Script::new(DELETE_SCORED),
             record_action: Script::new(RECORD_ACTION),
             read_actions: Script::new(READ_ACTIONS),

@@ -53,3 +53,76 @@ fn rows_parse_with_their_absent_fields() {
         (42, -3)
     );
 }
+
+#[test]
+fn control_and_run_rows_read_their_slot_and_parameters() {
+    let s = |x: &str| Value::BulkString(x.as_bytes().to_vec());
+    let after = control_row(&[
+        s("9"),
+        s("report"),
+        s("after"),
+        s("1700000000000"),
+        s("billing#2"),
+        Value::Nil,
+        Value::Nil,
+        s("1700000000123"),
+        Value::Nil,
+    ])
+    .unwrap();
+    assert_eq!(after.kind, ControlKind::After);
+    assert_eq!(
+        after.slot.map(|slot| slot.timestamp_millis()),
+        Some(1_700_000_000_123)
+    );
+    assert!(after.params.is_empty());
+    // A row written before the slot and parameters were kept.
+    let old = control_row(&[
+        s("3"),
+        s("report"),
+        s("trigger"),
+        s("1700000000000"),
+        s("op"),
+    ])
+    .unwrap();
+    assert_eq!((old.slot, old.params.is_empty()), (None, true));
+    let mut trigger = vec![
+        s("4"),
+        s("report"),
+        s("trigger"),
+        s("1700000000000"),
+        s("op"),
+        Value::Nil,
+        Value::Nil,
+        Value::Nil,
+        s("day=2026-12-01&q=a%26b"),
+    ];
+    let read = control_row(&trigger).unwrap();
+    assert_eq!(read.params.get("q"), Some("a&b"));
+    trigger[8] = s("bad key=1");
+    let error = control_row(&trigger).unwrap_err();
+    assert!(
+        error.contains("control request 4 of job `report`"),
+        "{error}"
+    );
+    let run = |params: Value| {
+        run_row(&[
+            s("7"),
+            s("report"),
+            Value::Nil,
+            s("manual"),
+            s("host:1:a"),
+            s("3"),
+            s("1700000000000"),
+            Value::Nil,
+            s("running"),
+            Value::Nil,
+            s("1"),
+            s("0"),
+            params,
+        ])
+    };
+    assert_eq!(run(s("day=x")).unwrap().params.get("day"), Some("x"));
+    assert!(run(Value::Nil).unwrap().params.is_empty());
+    let error = run(s("=x")).unwrap_err();
+    assert!(error.contains("run 7 of job `report`"), "{error}");
+}
