@@ -5,6 +5,8 @@
 //!               --runs-table R --instance ID [--runs-url URL_OR_PATH] [--jobs a,b,..]
 //!               [--pulse] [--chaos-jobs] [--load-jobs N] [--shutdown-timeout-ms MS]
 //!               [--operation-timeout-ms MS] [--schema create|check]
+//!               [--max-concurrent-runs N] [--heartbeat-ms MS] [--hog]
+//!               [--die-after-parent JOB]
 //! ```
 //!
 //! Its fixed jobs are annotated functions (`#[scheduled]` + `#[scheduler_lock]`), picked by
@@ -21,6 +23,12 @@
 //! printed on stdout as it happens, `WARN job=<name> at=<own clock, Unix ms> <message>`, so a
 //! test can tell which jobs were warned about, and when. A bad argument or
 //! a start-up failure prints the error with its causes on stderr and exits with code 2.
+//!
+//! `--hog` adds a job of this instance's own (`hog_<instance>`) whose first run holds its
+//! permit until shutdown: with `--max-concurrent-runs 1` the instance is busy. With
+//! `--die-after-parent JOB` the service kills itself with `SIGKILL` the first time the
+//! scheduler logs that it wrote the requests of `JOB`'s children (before `JOB`'s end is
+//! recorded), after printing `DYING job=<JOB> slot=<the event's slot>` on stdout.
 
 #![forbid(unsafe_code)]
 
@@ -50,12 +58,18 @@ const EXIT_CONFIG: u8 = 2;
 static RUNS: OnceLock<RunsTable> = OnceLock::new();
 static ERRORS: AtomicU64 = AtomicU64::new(0);
 static WARNINGS: AtomicU64 = AtomicU64::new(0);
+/// `--die-after-parent`: the parent whose requests written end this process, once.
+static DIE_AFTER_PARENT: OnceLock<String> = OnceLock::new();
 
 // ---- The annotated jobs: fixed configuration, chosen with --jobs. ----
 
 // The misfire, retry, timeout, shard and broadcast jobs.
 #[path = "fault_service/run_policies.rs"]
 mod run_policies;
+
+// Issue 35's job model: dependent jobs, overlap `queue` and `replace`, the circuit breaker.
+#[path = "fault_service/job_model.rs"]
+mod job_model;
 
 /// Every second, a short run: rolling restarts and slots under clock skew.
 #[scheduled(cron = "* * * * * *")]
@@ -147,6 +161,22 @@ async fn record_once() -> Result<(), BoxError> {
         .await
 }
 
+/// A whole run in one row, with its fire kind and attempt.
+async fn record_fire() -> Result<(), BoxError> {
+    let ctx = context();
+    let kind = format!("{:?}", ctx.fire_kind());
+    runs()
+        .record_fire(
+            ctx.lock_name(),
+            ctx.instance_id(),
+            slot_ms(&ctx),
+            ctx.fence(),
+            &kind,
+            ctx.attempt(),
+        )
+        .await
+}
+
 /// Records the start, works for `work` (optionally with a fenced write before and after),
 /// reacting to cancellation as `on_cancel` says, and records the end.
 async fn run_body(work: Duration, on_cancel: OnCancel, fenced: bool) -> Result<(), BoxError> {
@@ -210,12 +240,17 @@ struct Args {
     shutdown_timeout: Duration,
     operation_timeout: Option<Duration>,
     schema: SchemaAction,
+    max_concurrent_runs: Option<usize>,
+    heartbeat: Option<Duration>,
+    hog: bool,
+    die_after_parent: Option<String>,
 }
 
 const USAGE: &str = "usage: fault-service --backend postgres|mysql|sqlite|redis --lock-url URL_OR_PATH \
      --lock-table T --runs-table R --instance ID [--runs-url URL_OR_PATH] [--jobs a,b,..] \
      [--pulse] [--chaos-jobs] [--load-jobs N] [--shutdown-timeout-ms MS] \
-     [--operation-timeout-ms MS] [--schema create|check]";
+     [--operation-timeout-ms MS] [--schema create|check] [--max-concurrent-runs N] \
+     [--heartbeat-ms MS] [--hog] [--die-after-parent JOB]";
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let (mut kind, mut lock_url, mut runs_url) = (None, None, None);
@@ -225,6 +260,8 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut shutdown_timeout = Duration::from_secs(10);
     let mut operation_timeout = None;
     let mut schema = SchemaAction::Create;
+    let (mut max_concurrent_runs, mut heartbeat) = (None, None);
+    let (mut hog, mut die_after_parent) = (false, None);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
@@ -266,6 +303,22 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                     other => return Err(format!("--schema {other:?}: expected create or check")),
                 }
             }
+            "--max-concurrent-runs" => {
+                max_concurrent_runs = Some(
+                    value()?
+                        .parse()
+                        .map_err(|e| format!("--max-concurrent-runs: {e}"))?,
+                )
+            }
+            "--heartbeat-ms" => {
+                heartbeat = Some(Duration::from_millis(
+                    value()?
+                        .parse()
+                        .map_err(|e| format!("--heartbeat-ms: {e}"))?,
+                ))
+            }
+            "--hog" => hog = true,
+            "--die-after-parent" => die_after_parent = Some(value()?),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -286,6 +339,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         shutdown_timeout,
         operation_timeout,
         schema,
+        max_concurrent_runs,
+        heartbeat,
+        hog,
+        die_after_parent,
     })
 }
 
@@ -321,13 +378,25 @@ fn jobs(args: &Args) -> Result<Vec<Job>, BoxError> {
     if args.chaos_jobs {
         jobs.extend(chaos_jobs()?);
     }
+    if args.hog {
+        // Its own lock, so it runs here whoever else is up; its first run holds its permit
+        // until shutdown, and its later slots are refused by its own lease.
+        let name = format!("hog_{}", args.instance);
+        let lock = LockConfiguration::new(name.as_str(), Duration::from_secs(300), Duration::ZERO)?;
+        jobs.push(
+            Job::new(name, every_second.clone(), || {
+                run_body(Duration::from_secs(300), OnCancel::Stop, false)
+            })
+            .with_lock(lock),
+        );
+    }
     for i in 0..args.load_jobs {
         let name = format!("load_{i:03}");
         let lock = LockConfiguration::new(name.as_str(), Duration::from_secs(10), Duration::ZERO)?;
         jobs.push(Job::new(name, every_second.clone(), record_once).with_lock(lock));
     }
     if jobs.is_empty() {
-        return Err("no jobs: give --jobs, --pulse, --chaos-jobs or --load-jobs".into());
+        return Err("no jobs: give --jobs, --pulse, --chaos-jobs, --load-jobs or --hog".into());
     }
     Ok(jobs)
 }
@@ -399,14 +468,49 @@ impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for CountLevels {
     }
 }
 
+/// `--die-after-parent`: kills this process with `SIGKILL` at the scheduler's event that the
+/// parent's requests for its children are written (before the parent's end is recorded).
+struct DieAfterParent;
+
+/// The scheduler's message once a parent's requests are written (`dependencies.rs`).
+const AFTER_REQUESTS_WRITTEN: &str = "after requests written";
+
+impl<S: Subscriber> Layer<S> for DieAfterParent {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let Some(parent) = DIE_AFTER_PARENT.get() else {
+            return;
+        };
+        let mut named = JobNamed::default();
+        event.record(&mut named);
+        if named.message.as_deref() != Some(AFTER_REQUESTS_WRITTEN)
+            || named.job.as_deref() != Some(parent.as_str())
+        {
+            return;
+        }
+        println!(
+            "DYING job={parent} slot={}",
+            named.slot.as_deref().unwrap_or("none")
+        );
+        // A SIGKILL, as a crash or the OOM killer would end it: no unwinding, no destructors;
+        // the process ends inside this call (`kill` exits only after the signal is sent).
+        let pid = std::process::id().to_string();
+        let sent = std::process::Command::new("kill")
+            .args(["-9", &pid])
+            .status();
+        eprintln!("fault-service: kill -9 {pid} did not end the process: {sent:?}");
+        std::process::abort();
+    }
+}
+
 /// The job a span (the scheduler's `fire` span) names.
 struct SpanJob(String);
 
-/// The `job` (else `lock`) and `message` fields of an event or span.
+/// The `job` (else `lock`), `message` and `slot` fields of an event or span.
 #[derive(Default)]
 struct JobNamed {
     job: Option<String>,
     message: Option<String>,
+    slot: Option<String>,
 }
 
 impl Visit for JobNamed {
@@ -425,6 +529,7 @@ impl JobNamed {
             "job" => self.job = Some(value),
             "lock" if self.job.is_none() => self.job = Some(value),
             "message" => self.message = Some(value),
+            "slot" => self.slot = Some(value),
             _ => {}
         }
     }
@@ -440,6 +545,7 @@ fn init_logging() {
                 .with_filter(filter),
         )
         .with(CountLevels.with_filter(LevelFilter::WARN))
+        .with(DieAfterParent.with_filter(LevelFilter::INFO))
         .init();
 }
 
@@ -485,6 +591,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    if let Some(parent) = &args.die_after_parent {
+        let _ = DIE_AFTER_PARENT.set(parent.clone());
+    }
     let provider = match args
         .backend
         .lock_provider(&args.lock_table, args.schema)
@@ -517,6 +626,12 @@ async fn main() -> ExitCode {
         .jobs(jobs);
     if let Some(timeout) = args.operation_timeout {
         builder = builder.operation_timeout(timeout);
+    }
+    if let Some(n) = args.max_concurrent_runs {
+        builder = builder.max_concurrent_runs(n);
+    }
+    if let Some(every) = args.heartbeat {
+        builder = builder.heartbeat_interval(every);
     }
     let scheduler = match builder.start().await {
         Ok(scheduler) => scheduler,

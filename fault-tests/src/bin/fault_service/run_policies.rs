@@ -7,7 +7,7 @@ use std::time::Duration;
 use lock_core::{BoxError, JobContext};
 use lock_scheduler::{scheduled, scheduler_lock};
 
-use super::{context, runs, slot_ms};
+use super::{context, record_fire, runs, slot_ms};
 
 /// Every 2 s, misfire `fire_once`: the latest slot missed while no instance ran it runs once
 /// (the default grace, one period, always covers the latest slot).
@@ -119,22 +119,6 @@ async fn sharded() -> Result<(), BoxError> {
 #[scheduler_lock(name = "everywhere", lock_at_most_for = "3s")]
 async fn everywhere() -> Result<(), BoxError> {
     record_shard().await
-}
-
-/// A whole run in one row, with its fire kind and attempt.
-async fn record_fire() -> Result<(), BoxError> {
-    let ctx = context();
-    let kind = format!("{:?}", ctx.fire_kind());
-    runs()
-        .record_fire(
-            ctx.lock_name(),
-            ctx.instance_id(),
-            slot_ms(&ctx),
-            ctx.fence(),
-            &kind,
-            ctx.attempt(),
-        )
-        .await
 }
 
 /// A whole run of one shard in one row, its job written `<lock name>/<total>`; the lock name
