@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fault_tests::{Backend, Run, RunsTable, SchemaAction};
+use lock_cluster::{Cluster, ClusterProvider};
 use lock_core::{LockProvider, LockRecord};
 
 pub use instance::{Instance, Service};
@@ -69,7 +70,8 @@ pub struct Fixture {
     pub runs_backend: Backend,
     pub lock_table: String,
     pub runs: RunsTable,
-    pub locks: Arc<dyn LockProvider>,
+    /// The lock provider, with the cluster's tables (history, control, action log).
+    pub locks: Arc<dyn ClusterProvider>,
     dir: Option<tempfile::TempDir>,
 }
 
@@ -189,6 +191,13 @@ impl Fixture {
             .find(|r| r.name == name)
     }
 
+    /// The cluster's tables next to the lock table: history, control rows, action log.
+    pub fn cluster(&self) -> &dyn Cluster {
+        self.locks
+            .cluster()
+            .expect("the fault tests' providers keep the cluster's tables")
+    }
+
     /// Creates the free row of lock `name` (no slot run yet), as the first fire would.
     pub async fn create_lock_row(&self, name: &str) {
         let request = lock_core::LockRequest {
@@ -271,9 +280,9 @@ impl Drop for Fixture {
 }
 
 /// The lock table and the operations tables its `ensure_schema()` creates next to it
-/// (registry, history, control), which the schedulers of sharded and broadcast jobs use.
+/// (registry, history, control, action log), which the schedulers write.
 fn with_operations_tables(lock_table: &str) -> Vec<String> {
-    ["", "_instances", "_runs", "_control"]
+    ["", "_instances", "_runs", "_control", "_actions"]
         .iter()
         .map(|suffix| format!("{lock_table}{suffix}"))
         .collect()
