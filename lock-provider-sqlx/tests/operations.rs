@@ -170,6 +170,40 @@ async fn share_operations(sqlx: &dyn ClusterProvider, driver: &dyn ClusterProvid
     assert_eq!(control, b.control().await.expect("control"));
     assert_eq!(control.len(), 1);
     assert_eq!(control[0].claimed_by.as_deref(), Some("via-driver"));
+
+    // An `after` row written by one is the other's, to the millisecond; so are parameters.
+    let slot = now + chrono::TimeDelta::milliseconds(123);
+    a.request_after("child", slot, "report#1")
+        .await
+        .expect("request after");
+    assert_eq!(
+        b.after_requests("child", slot).await.expect("after"),
+        ["report#1"]
+    );
+    let params = lock_core::Params::parse_pairs(["day=2026-12-01", "q=a&b"]).expect("params");
+    let asked = b
+        .request_trigger_with_params("report", "op", &params)
+        .await
+        .expect("trigger with params");
+    let control = a.control().await.expect("control");
+    assert_eq!(control, b.control().await.expect("control"));
+    let asked = control.iter().find(|c| c.id == asked).expect("the request");
+    assert_eq!(asked.params, params);
+    let after = control
+        .iter()
+        .find(|c| c.kind == ControlKind::After)
+        .expect("the after row");
+    assert_eq!(after.slot, Some(slot));
+    let manual = a
+        .run_started(&RunStart {
+            params: params.clone(),
+            ..run(9, "via-sqlx")
+        })
+        .await
+        .expect("start with params");
+    let history = b.history("report", 1).await.expect("history");
+    assert_eq!((history[0].id, &history[0].params), (manual, &params));
+    assert_eq!(b.delete_after("child", slot).await.expect("delete"), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
