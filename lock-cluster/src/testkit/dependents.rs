@@ -68,8 +68,15 @@ pub async fn after_requests(provider: &dyn ClusterProvider) {
 
     let pending = store.heartbeat(&beat(now)).await.expect("heartbeat");
     let mine: Vec<_> = pending.iter().filter(|c| c.job == child).collect();
-    assert_eq!(mine.len(), 3, "the heartbeat returns every after row: {pending:?}");
-    let row = mine.iter().find(|c| c.id == second).expect("the shard's row");
+    assert_eq!(
+        mine.len(),
+        3,
+        "the heartbeat returns every after row: {pending:?}"
+    );
+    let row = mine
+        .iter()
+        .find(|c| c.id == second)
+        .expect("the shard's row");
     assert_eq!(row.kind, ControlKind::After);
     assert_eq!(row.slot, Some(slot), "the slot is kept to the millisecond");
     assert_eq!(row.requested_by, "refunds#2");
@@ -89,11 +96,17 @@ pub async fn after_requests(provider: &dyn ClusterProvider) {
         "an after row is not withdrawn as a trigger request"
     );
 
-    let mut parents = store.after_requests(&child, slot).await.expect("after requests");
+    let mut parents = store
+        .after_requests(&child, slot)
+        .await
+        .expect("after requests");
     parents.sort();
     assert_eq!(parents, ["import", "refunds#2"]);
     assert_eq!(
-        store.after_requests(&child, next).await.expect("after requests"),
+        store
+            .after_requests(&child, next)
+            .await
+            .expect("after requests"),
         ["import"]
     );
     assert!(
@@ -107,7 +120,10 @@ pub async fn after_requests(provider: &dyn ClusterProvider) {
 
     assert_eq!(store.delete_after(&child, slot).await.expect("delete"), 2);
     assert_eq!(
-        store.delete_after(&child, slot).await.expect("delete again"),
+        store
+            .delete_after(&child, slot)
+            .await
+            .expect("delete again"),
         0,
         "deleted once"
     );
@@ -209,12 +225,19 @@ pub async fn trigger_params(provider: &dyn ClusterProvider) {
         .expect("batched run")[0];
     let history = store.history(&job, 10).await.expect("history");
     let record = |id| history.iter().find(|r| r.id == id).expect("in the history");
-    assert_eq!(record(with).params, params, "parameters kept in the history");
+    assert_eq!(
+        record(with).params,
+        params,
+        "parameters kept in the history"
+    );
     assert_eq!(record(batched).params, params, "and by a batched start");
     assert!(record(without).params.is_empty());
     let page = store.history_page(&job, None, 10).await.expect("page");
     assert_eq!(
-        page.iter().find(|r| r.id == with).expect("on the page").params,
+        page.iter()
+            .find(|r| r.id == with)
+            .expect("on the page")
+            .params,
         params
     );
 }
