@@ -194,7 +194,10 @@ impl MySqlOperations {
             .exec(self.sql.poll.as_str(), ())
             .await
             .map_err(|e| self.error("heartbeat", "", e))?;
-        self.decode("heartbeat", rows.iter().map(|row| control_row(&self.sql, row)).collect())
+        self.decode(
+            "heartbeat",
+            rows.iter().map(|row| control_row(&self.sql, row)).collect(),
+        )
     }
 
     /// The tables next to `table`; None (logged at `ensure_schema`) when a derived name would
@@ -484,7 +487,10 @@ impl OperatorStore for MySqlOperations {
 
     async fn control(&self) -> Result<Vec<ControlRequest>, LockError> {
         let rows = self.rows("control", "", &self.sql.control, vec![]).await?;
-        self.decode("control", rows.iter().map(|row| control_row(&self.sql, row)).collect())
+        self.decode(
+            "control",
+            rows.iter().map(|row| control_row(&self.sql, row)).collect(),
+        )
     }
 
     async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
@@ -503,7 +509,10 @@ impl OperatorStore for MySqlOperations {
                 vec![job.into(), limit.into()],
             )
             .await?;
-        self.decode("history", rows.iter().map(|row| run_row(&self.sql, row)).collect())
+        self.decode(
+            "history",
+            rows.iter().map(|row| run_row(&self.sql, row)).collect(),
+        )
     }
 
     async fn history_page(
@@ -523,14 +532,20 @@ impl OperatorStore for MySqlOperations {
                 vec![job.into(), before.into(), limit.into()],
             )
             .await?;
-        self.decode("history", rows.iter().map(|row| run_row(&self.sql, row)).collect())
+        self.decode(
+            "history",
+            rows.iter().map(|row| run_row(&self.sql, row)).collect(),
+        )
     }
 
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
         let rows = self
             .rows("history", "", &self.sql.last_runs, vec![])
             .await?;
-        self.decode("history", rows.iter().map(|row| run_row(&self.sql, row)).collect())
+        self.decode(
+            "history",
+            rows.iter().map(|row| run_row(&self.sql, row)).collect(),
+        )
     }
 
     async fn last_successes(&self) -> Result<Vec<(String, DateTime<Utc>)>, LockError> {

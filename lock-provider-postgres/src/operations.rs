@@ -368,7 +368,9 @@ impl ClusterStore for PgOperations {
         let rows = self
             .query("heartbeat", "", &self.heartbeat, &columns.params())
             .await?;
-        self.decode("heartbeat", || rows.iter().map(|row| control_row(&self.sql, row)).collect())
+        self.decode("heartbeat", || {
+            rows.iter().map(|row| control_row(&self.sql, row)).collect()
+        })
     }
 
     async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
@@ -593,7 +595,9 @@ impl OperatorStore for PgOperations {
 
     async fn control(&self) -> Result<Vec<ControlRequest>, LockError> {
         let rows = self.query("control", "", &self.sql.control, &[]).await?;
-        self.decode("control", || rows.iter().map(|row| control_row(&self.sql, row)).collect())
+        self.decode("control", || {
+            rows.iter().map(|row| control_row(&self.sql, row)).collect()
+        })
     }
 
     async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
@@ -611,7 +615,9 @@ impl OperatorStore for PgOperations {
                 &[(&job, Type::TEXT), (&limit, Type::INT8)],
             )
             .await?;
-        self.decode("history", || rows.iter().map(|row| run_row(&self.sql, row)).collect())
+        self.decode("history", || {
+            rows.iter().map(|row| run_row(&self.sql, row)).collect()
+        })
     }
 
     async fn history_page(
@@ -636,12 +642,16 @@ impl OperatorStore for PgOperations {
                 ],
             )
             .await?;
-        self.decode("history", || rows.iter().map(|row| run_row(&self.sql, row)).collect())
+        self.decode("history", || {
+            rows.iter().map(|row| run_row(&self.sql, row)).collect()
+        })
     }
 
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
         let rows = self.query("history", "", &self.sql.last_runs, &[]).await?;
-        self.decode("history", || rows.iter().map(|row| run_row(&self.sql, row)).collect())
+        self.decode("history", || {
+            rows.iter().map(|row| run_row(&self.sql, row)).collect()
+        })
     }
 
     async fn last_successes(&self) -> Result<Vec<(String, DateTime<Utc>)>, LockError> {

@@ -291,7 +291,8 @@ impl SqliteOperations {
             .await?;
         result.map_err(|e| {
             // A column missing is a table from before it: `ensure_schema()` adds it.
-            let missing = |m: &str| m.starts_with("no such table") || m.starts_with("no such column");
+            let missing =
+                |m: &str| m.starts_with("no such table") || m.starts_with("no such column");
             let missing = matches!(&e, rusqlite::Error::SqliteFailure(_, Some(m)) if missing(m))
                 || matches!(&e, rusqlite::Error::SqlInputError { msg, .. } if missing(msg));
             if missing {

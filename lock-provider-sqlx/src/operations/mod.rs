@@ -521,7 +521,11 @@ impl<T: Tables> OperatorStore for SqlxOperations<T> {
         requested_by: &str,
         params: &Params,
     ) -> Result<i64, LockError> {
-        let params = vec![text(job), text(requested_by), Param::Text(stored_params(params))];
+        let params = vec![
+            text(job),
+            text(requested_by),
+            Param::Text(stored_params(params)),
+        ];
         self.insert("trigger", job, &self.sql.request_trigger, params)
             .await
     }

@@ -1,8 +1,8 @@
 //! The statements' text for one lock table and dialect: [`OperationsSql::new`].
 
 use super::{
-    ACTION_COLUMNS, AddedLater, CONTROL_COLUMNS, OperationsSql, OperationsTables,
-    REGISTRY_COLUMNS, RUN_COLUMNS, SqlDialect, TableName, TableNames, create,
+    ACTION_COLUMNS, AddedLater, CONTROL_COLUMNS, OperationsSql, OperationsTables, REGISTRY_COLUMNS,
+    RUN_COLUMNS, SqlDialect, TableName, TableNames, create,
 };
 use crate::{MAX_IDENTIFIER_LEN, ResolvedTable, validate_identifier};
 use lock_core::LockError;
@@ -337,9 +337,7 @@ impl OperationsSql {
         let (delete_runs, delete_claimed, delete_stale_registry) = match d {
             SqlDialect::MySql => (
                 format!("DELETE FROM {runs} WHERE started_at < ? ORDER BY id LIMIT ?"),
-                format!(
-                    "DELETE FROM {control} WHERE {expired_control} < ? ORDER BY id LIMIT ?"
-                ),
+                format!("DELETE FROM {control} WHERE {expired_control} < ? ORDER BY id LIMIT ?"),
                 format!("DELETE FROM {instances} WHERE heartbeat_at < ? LIMIT ?"),
             ),
             SqlDialect::Postgres => (

@@ -190,7 +190,10 @@ fn existing_tables_get_the_after_and_params_columns_and_their_index() {
     // Housekeeping's batch takes claimed triggers and old `after` rows, one `?` each.
     let claimed = mysql.delete_expired(Expired::ClaimedTriggers);
     assert_eq!(claimed.matches('?').count(), 2, "{claimed}");
-    assert!(claimed.contains("WHEN 'after' THEN requested_at"), "{claimed}");
+    assert!(
+        claimed.contains("WHEN 'after' THEN requested_at"),
+        "{claimed}"
+    );
 
     let sqlite = OperationsSql::new(
         SqlDialect::Sqlite,
@@ -221,12 +224,19 @@ fn after_rows_are_never_claimed_nor_withdrawn() {
         (SqlDialect::MySql, IdentifierStyle::MYSQL),
         (SqlDialect::Sqlite, IdentifierStyle::ANSI),
     ] {
-        let sql = OperationsSql::new(d, &LockTableConfig::default().resolve(style).unwrap())
-            .unwrap();
+        let sql =
+            OperationsSql::new(d, &LockTableConfig::default().resolve(style).unwrap()).unwrap();
         for statement in [&sql.claim, &sql.unclaim, &sql.withdraw_trigger] {
-            assert!(statement.contains("request_kind = 'trigger'"), "{statement}");
+            assert!(
+                statement.contains("request_kind = 'trigger'"),
+                "{statement}"
+            );
         }
-        assert!(sql.request_after.contains("'after'"), "{}", sql.request_after);
+        assert!(
+            sql.request_after.contains("'after'"),
+            "{}",
+            sql.request_after
+        );
         // The heartbeat's poll returns the unclaimed `after` rows with their slot.
         assert!(sql.poll.contains("claimed_by IS NULL"), "{}", sql.poll);
         assert!(sql.poll.contains("slot_at, params"), "{}", sql.poll);
