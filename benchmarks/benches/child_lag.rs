@@ -137,11 +137,11 @@ async fn bench(mode: Mode) {
         benchmarks::postgres::redact(&benchmarks::postgres::url()),
     );
     lags.print(Unit::Millis);
-    let p99 = lags.percentile_in(99.0, Unit::Millis);
+    let p99 = lags.percentile_in(0.99, Unit::Millis);
     println!(
         "child lag p50 {:.1} ms, p99 {p99:.1} ms, max {:.1} ms over {} parent runs; target p99 < \
          {P99_TARGET_MS} ms: {}; ratio p99 / target {:.3}",
-        lags.percentile_in(50.0, Unit::Millis),
+        lags.percentile_in(0.50, Unit::Millis),
         lags.max() / 1e6,
         lags.len(),
         verdict(p99 < P99_TARGET_MS, mode == Mode::Full),
