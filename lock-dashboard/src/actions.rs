@@ -15,7 +15,7 @@
 
 use axum::http::StatusCode;
 use lock_cluster::{Action, ActionRecord, Cluster, ClusterOptions, ClusterProvider, ClusterView};
-use lock_core::LockRecord;
+use lock_core::{LockRecord, Params};
 
 use crate::auth::Caller;
 use crate::failure::Failure;
@@ -90,13 +90,32 @@ pub(crate) fn requester(token_name: &str) -> String {
 /// The role an unlock needs.
 pub(crate) const UNLOCK_NEEDS: Role = Role::Admin;
 
-/// Runs `action` on job `name` for `caller`.
+/// The parameters of a trigger, `key=value` texts (one per line of the form's field); a
+/// 400 naming the rule for any a run may not take.
+pub(crate) fn parse_params<'a>(
+    pairs: impl IntoIterator<Item = &'a str>,
+) -> Result<Params, Failure> {
+    Params::parse_pairs(pairs)
+        .map_err(|e| Failure::new(StatusCode::BAD_REQUEST, format!("parameters: {e}")))
+}
+
+/// Runs `action` on job `name` for `caller`; `params` are a trigger's (refused on the others).
 pub(crate) async fn on_job(
     state: &AppState,
     action: JobAction,
     name: &str,
     caller: &Caller,
+    params: &Params,
 ) -> Result<Done, Failure> {
+    if action != JobAction::Trigger && !params.is_empty() {
+        return Err(Failure::new(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "parameters are a trigger's; a {} takes none",
+                action.as_str()
+            ),
+        ));
+    }
     let provider = state.provider.as_ref();
     let store = provider
         .cluster()
@@ -146,7 +165,10 @@ pub(crate) async fn on_job(
                     format!("no live instance runs job {name:?}: nothing would run it"),
                 ));
             }
-            let id = store.request_trigger(name, &by).await.map_err(failed)?;
+            let id = store
+                .request_trigger_with_params(name, &by, params)
+                .await
+                .map_err(failed)?;
             Done {
                 changed: true,
                 request_id: Some(id),
@@ -169,7 +191,8 @@ pub(crate) async fn on_job(
         "dashboard action"
     );
     let detail = match (action, done.changed, done.request_id) {
-        (JobAction::Trigger, _, Some(id)) => Some(format!("request {id}")),
+        (JobAction::Trigger, _, Some(id)) if params.is_empty() => Some(format!("request {id}")),
+        (JobAction::Trigger, _, Some(id)) => Some(format!("request {id} with {}", params.encode())),
         (JobAction::Pause, false, _) => Some("was paused already; nothing changed".to_owned()),
         (JobAction::Resume, false, _) => Some("was not paused; nothing changed".to_owned()),
         _ => None,

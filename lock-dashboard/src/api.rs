@@ -65,6 +65,8 @@ pub(crate) struct RunJson {
     attempt: u32,
     /// Cancellation was asked before the body ended; `outcome` is still its own result.
     cancel_requested: bool,
+    /// A manual run's parameters, by key; empty for every other fire.
+    params: std::collections::BTreeMap<String, String>,
 }
 
 impl From<&RunView> for RunJson {
@@ -84,6 +86,11 @@ impl From<&RunView> for RunJson {
             error: run.error.clone(),
             attempt: run.attempt,
             cancel_requested: run.cancel_requested,
+            params: run
+                .params
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
         }
     }
 }
@@ -251,16 +258,42 @@ struct ActionJson {
     warning: Option<String>,
 }
 
-/// `POST /api/jobs/{name}/{pause|resume|trigger}`.
+/// The body of `POST /api/jobs/{name}/trigger`, optional: `{"params": {"day": "2026-12-01"}}`.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ActionBody {
+    #[serde(default)]
+    params: std::collections::BTreeMap<String, String>,
+}
+
+/// `POST /api/jobs/{name}/{pause|resume|trigger}`; a trigger may carry its run's parameters
+/// as a JSON body (`{"params": {"key": "value"}}`, keys in sorted order).
 pub(crate) async fn job_action(
     State(state): State<AppState>,
     Path((name, action)): Path<(String, String)>,
     headers: HeaderMap,
+    body: axum::body::Bytes,
 ) -> Result<Response, ApiFailure> {
     let action = JobAction::parse(&action)?;
     let caller = auth::bearer(&state, &headers, action.needs())?;
     check_job_name(&name)?;
-    let done = actions::on_job(&state, action, &name, &caller).await?;
+    let body: ActionBody = if body.iter().all(u8::is_ascii_whitespace) {
+        ActionBody::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| {
+            Failure::new(
+                StatusCode::BAD_REQUEST,
+                format!("the body is not {{\"params\": {{..}}}}: {e}"),
+            )
+        })?
+    };
+    let mut params = lock_core::Params::new();
+    for (key, value) in body.params {
+        params
+            .insert(key, value)
+            .map_err(|e| Failure::new(StatusCode::BAD_REQUEST, format!("parameters: {e}")))?;
+    }
+    let done = actions::on_job(&state, action, &name, &caller, &params).await?;
     let status = match action {
         JobAction::Trigger => StatusCode::ACCEPTED,
         _ => StatusCode::OK,

@@ -278,6 +278,39 @@ async fn api_actions_need_the_bearer_token_and_record_its_name() {
         (control[0].kind, control[0].requested_by.as_str()),
         (ControlKind::Trigger, "dashboard:alice")
     );
+    // A trigger's parameters: kept with the request (and, once run, in its history row).
+    let trigger = "/api/jobs/report/trigger";
+    let with_params = r#"{"params": {"day": "2026-12-01", "note": "a b&c"}}"#;
+    let triggered = call(address, "POST", trigger, &[auth], with_params).await;
+    assert_eq!(triggered.status, 202, "{}", triggered.body);
+    let control = store.control().await.unwrap();
+    let request = control.last().unwrap();
+    assert_eq!(request.params.get("day"), Some("2026-12-01"), "{request:?}");
+    assert_eq!(request.params.get("note"), Some("a b&c"), "{request:?}");
+    for (body, says) in [
+        (r#"{"params": {"bad key": "x"}}"#, "bad key"),
+        (r#"{"params": {"note": "\u001b[2J"}}"#, "control"),
+        (r#"{"parameters": {}}"#, "params"),
+        ("not json", "params"),
+    ] {
+        let refused = call(address, "POST", trigger, &[auth], body).await;
+        assert_eq!(refused.status, 400, "{body}: {}", refused.body);
+        assert!(refused.body.contains(says), "{body}: {}", refused.body);
+    }
+    let pause_with = call(
+        address,
+        "POST",
+        "/api/jobs/report/pause",
+        &[auth],
+        with_params,
+    )
+    .await;
+    assert_eq!(pause_with.status, 400, "{}", pause_with.body);
+    assert_eq!(
+        store.control().await.unwrap().len(),
+        control.len(),
+        "nothing refused was written"
+    );
     let unknown = call(address, "POST", "/api/jobs/nobody/pause", &[auth], "").await;
     assert_eq!(unknown.status, 404, "{}", unknown.body);
 
@@ -442,6 +475,30 @@ async fn browser_actions_need_a_session_and_its_csrf_token() {
     assert_eq!(done.header("location"), Some("/"));
     let control = store.control().await.unwrap();
     assert_eq!(control[0].requested_by, "dashboard:alice");
+    // The job page's trigger form has a parameters field, one `key=value` per line.
+    let job_page = page(address, "/jobs/report", &[session]).await;
+    assert!(job_page.contains(r#"name="params""#), "{job_page}");
+    let same_origin = [
+        session,
+        FORM,
+        ("Origin", origin.as_str()),
+        ("Sec-Fetch-Site", "same-origin"),
+    ];
+    let trigger = "/jobs/report/trigger";
+    let params = "day%3D2026-12-02%0D%0A%0D%0Aregion%3Deu%20west";
+    let form_with = format!("csrf={token}&back=%2F&params={params}");
+    let triggered = call(address, "POST", trigger, &same_origin, &form_with).await;
+    assert_eq!(triggered.status, 303, "{}", triggered.body);
+    let control = store.control().await.unwrap();
+    let request = control
+        .iter()
+        .find(|c| c.kind == ControlKind::Trigger)
+        .expect("the trigger request");
+    assert_eq!(request.params.encode(), "day=2026-12-02&region=eu+west");
+    let bad = format!("csrf={token}&back=%2F&params=bad%20key%3D1");
+    let refused = call(address, "POST", trigger, &same_origin, &bad).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert!(refused.body.contains("bad key"), "{}", refused.body);
     let after = page(address, "/", &[session]).await;
     let row = &after[after.find(r#"data-job="report""#).unwrap()..];
     let row = &row[..row.find("</tr>").unwrap()];

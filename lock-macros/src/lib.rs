@@ -30,7 +30,7 @@ use keys::Macro;
 /// | `cron` | Spring six-field cron: `"0 5 1 * * *"` (seconds first), `?`, `L`, `W`, `#`, names, `@daily`, ... | at each matching wall-clock time |
 /// | `fixed_rate` | duration: `"5s"`, `"1h 30m"` | every period, slots aligned to the Unix epoch |
 /// | `fixed_delay` | duration | this long after the previous run ended |
-/// | `after` | a job's name, `"import_orders"`, or a list, `["import_orders", "import_refunds"]` (at least one, none twice, not the job itself) | once for each success of its parents, with their slot; `start()` refuses such a job in this release |
+/// | `after` | a job's name, `"import_orders"`, or a list, `["import_orders", "import_refunds"]` (at least one, none twice, not the job itself) | once for each success of its parents, with their slot (`start()` refuses unknown parents and cycles) |
 ///
 /// `after` takes none of the clock triggers' options below (`zone`, `initial_delay`, the
 /// misfire keys, `shards`, `broadcast`): the job has no clock of its own.

@@ -14,13 +14,16 @@ use lock_cluster::{
     InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
     RunState,
 };
-use lock_core::LockError;
+use lock_core::{FireSlot, LockError, Params};
+use lock_sql::operations_sql::stored_params;
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 use mysql_async::prelude::{FromValue, Queryable};
 use mysql_async::{Conn, Pool, Row, Value};
 
 /// ER_NO_SUCH_TABLE.
 const NO_SUCH_TABLE: u16 = 1146;
+/// ER_BAD_FIELD_ERROR: a column missing, in a table from before it.
+const BAD_FIELD: u16 = 1054;
 
 /// How long taking a connection may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -60,10 +63,16 @@ fn utc(naive: NaiveDateTime) -> DateTime<Utc> {
     naive.and_utc()
 }
 
-fn control_row(row: &Row) -> Result<ControlRequest, String> {
+/// A slot as the tables keep it: to the millisecond (`DATETIME(3)` would round the rest).
+fn slot(value: DateTime<Utc>) -> Value {
+    at(FireSlot::new(value).instant())
+}
+
+fn control_row(sql: &OperationsSql, row: &Row) -> Result<ControlRequest, String> {
     let kind: String = get(row, 2)?;
+    let id = get(row, 0)?;
     Ok(ControlRequest {
-        id: get(row, 0)?,
+        id,
         job: get(row, 1)?,
         // An unknown kind written by hand reads as a trigger request nobody runs.
         kind: kind.parse().unwrap_or(ControlKind::Trigger),
@@ -71,16 +80,19 @@ fn control_row(row: &Row) -> Result<ControlRequest, String> {
         requested_by: get(row, 4)?,
         claimed_by: get(row, 5)?,
         claimed_at: get::<Option<NaiveDateTime>>(row, 6)?.map(utc),
-        slot: None,
-        params: Default::default(),
+        slot: get::<Option<NaiveDateTime>>(row, 7)?.map(utc),
+        params: sql
+            .control_params(id, get::<Option<String>>(row, 8)?.as_deref())
+            .map_err(|e| e.to_string())?,
     })
 }
 
-fn run_row(row: &Row) -> Result<RunRecord, String> {
+fn run_row(sql: &OperationsSql, row: &Row) -> Result<RunRecord, String> {
     let kind: String = get(row, 3)?;
     let outcome: String = get(row, 8)?;
+    let id = get(row, 0)?;
     Ok(RunRecord {
-        id: get(row, 0)?,
+        id,
         job: get(row, 1)?,
         slot: get::<Option<NaiveDateTime>>(row, 2)?.map(utc),
         fire_kind: kind.parse().unwrap_or(lock_core::FireKind::Scheduled),
@@ -92,7 +104,9 @@ fn run_row(row: &Row) -> Result<RunRecord, String> {
         error: get(row, 9)?,
         attempt: get(row, 10)?,
         cancel_requested: get(row, 11)?,
-        params: Default::default(),
+        params: sql
+            .run_params(id, get::<Option<String>>(row, 12)?.as_deref())
+            .map_err(|e| e.to_string())?,
     })
 }
 
@@ -180,7 +194,10 @@ impl MySqlOperations {
             .exec(self.sql.poll.as_str(), ())
             .await
             .map_err(|e| self.error("heartbeat", "", e))?;
-        self.decode("heartbeat", rows.iter().map(control_row).collect())
+        self.decode(
+            "heartbeat",
+            rows.iter().map(|row| control_row(&self.sql, row)).collect(),
+        )
     }
 
     /// The tables next to `table`; None (logged at `ensure_schema`) when a derived name would
@@ -231,7 +248,7 @@ impl MySqlOperations {
 
     fn error(&self, operation: &'static str, job: &str, e: mysql_async::Error) -> LockError {
         if let mysql_async::Error::Server(server) = &e
-            && server.code == NO_SUCH_TABLE
+            && (server.code == NO_SUCH_TABLE || server.code == BAD_FIELD)
         {
             return LockError::TableMissing {
                 table: self.sql.tables.listing(),
@@ -332,6 +349,7 @@ impl ClusterStore for MySqlOperations {
             Value::from(&run.instance_id),
             Value::from(i64::try_from(run.fence).unwrap_or(-1)),
             Value::from(run.attempt),
+            Value::from(stored_params(&run.params)),
         ];
         let (_, id) = self
             .change("history", &run.job, &self.sql.run_start, params)
@@ -356,6 +374,47 @@ impl ClusterStore for MySqlOperations {
             .rows("registry", "", &self.sql.instances, vec![])
             .await?;
         self.decode("registry", rows.iter().map(registry_row).collect())
+    }
+
+    async fn request_after(
+        &self,
+        child: &str,
+        slot_at: DateTime<Utc>,
+        parent: &str,
+    ) -> Result<i64, LockError> {
+        let params = vec![child.into(), parent.into(), slot(slot_at)];
+        let (_, id) = self
+            .change("after", child, &self.sql.request_after, params)
+            .await?;
+        Ok(i64::try_from(id).unwrap_or(0))
+    }
+
+    async fn after_requests(
+        &self,
+        child: &str,
+        slot_at: DateTime<Utc>,
+    ) -> Result<Vec<String>, LockError> {
+        let rows = self
+            .rows(
+                "after",
+                child,
+                &self.sql.after_requests,
+                vec![child.into(), slot(slot_at)],
+            )
+            .await?;
+        self.decode("after", rows.iter().map(|row| get(row, 0)).collect())
+    }
+
+    async fn delete_after(&self, child: &str, through: DateTime<Utc>) -> Result<u64, LockError> {
+        let (n, _) = self
+            .change(
+                "after",
+                child,
+                &self.sql.delete_after,
+                vec![child.into(), slot(through)],
+            )
+            .await?;
+        Ok(n)
     }
 
     async fn delete_expired(
@@ -394,12 +453,26 @@ impl OperatorStore for MySqlOperations {
     }
 
     async fn request_trigger(&self, job: &str, requested_by: &str) -> Result<i64, LockError> {
+        self.request_trigger_with_params(job, requested_by, &Params::new())
+            .await
+    }
+
+    async fn request_trigger_with_params(
+        &self,
+        job: &str,
+        requested_by: &str,
+        params: &Params,
+    ) -> Result<i64, LockError> {
         let (_, id) = self
             .change(
                 "trigger",
                 job,
                 &self.sql.request_trigger,
-                vec![job.into(), requested_by.into()],
+                vec![
+                    job.into(),
+                    requested_by.into(),
+                    stored_params(params).into(),
+                ],
             )
             .await?;
         Ok(i64::try_from(id).unwrap_or(0))
@@ -414,7 +487,10 @@ impl OperatorStore for MySqlOperations {
 
     async fn control(&self) -> Result<Vec<ControlRequest>, LockError> {
         let rows = self.rows("control", "", &self.sql.control, vec![]).await?;
-        self.decode("control", rows.iter().map(control_row).collect())
+        self.decode(
+            "control",
+            rows.iter().map(|row| control_row(&self.sql, row)).collect(),
+        )
     }
 
     async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
@@ -433,7 +509,10 @@ impl OperatorStore for MySqlOperations {
                 vec![job.into(), limit.into()],
             )
             .await?;
-        self.decode("history", rows.iter().map(run_row).collect())
+        self.decode(
+            "history",
+            rows.iter().map(|row| run_row(&self.sql, row)).collect(),
+        )
     }
 
     async fn history_page(
@@ -453,14 +532,20 @@ impl OperatorStore for MySqlOperations {
                 vec![job.into(), before.into(), limit.into()],
             )
             .await?;
-        self.decode("history", rows.iter().map(run_row).collect())
+        self.decode(
+            "history",
+            rows.iter().map(|row| run_row(&self.sql, row)).collect(),
+        )
     }
 
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
         let rows = self
             .rows("history", "", &self.sql.last_runs, vec![])
             .await?;
-        self.decode("history", rows.iter().map(run_row).collect())
+        self.decode(
+            "history",
+            rows.iter().map(|row| run_row(&self.sql, row)).collect(),
+        )
     }
 
     async fn last_successes(&self) -> Result<Vec<(String, DateTime<Utc>)>, LockError> {

@@ -22,13 +22,15 @@ async fn operations_tables_keep_the_store_contract() {
     let _ = provider.pool().clone().disconnect().await;
 }
 
-/// A history table from before `attempt` and `cancel_requested`: `ensure_schema()` adds both
-/// (MySQL has no `ADD COLUMN IF NOT EXISTS`: a catalog check), its rows read as attempt 1
-/// without cancellation, and new rows keep what they are given.
+/// A history table from before `attempt`, `cancel_requested` and `params`, a control table
+/// from before `slot_at`, `params` and their index: the scheduler's check reports them with
+/// the DDL, `ensure_schema()` adds them (MySQL has no `ADD COLUMN IF NOT EXISTS`: a catalog
+/// check), old rows read as attempt 1 without cancellation nor parameters, and new rows keep
+/// what they are given.
 #[tokio::test]
 async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
     use lock_cluster::{ClusterProvider, RunEnd, RunStart, RunState};
-    use lock_core::FireKind;
+    use lock_core::{FireKind, LockError, Params};
     use lock_provider_mysql::mysql_async::prelude::Queryable;
     let table = common::unique_table("lockmy_cols");
     let _drop = common::drop_table(&table);
@@ -40,10 +42,18 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
     let mut admin = common::admin().await.expect("admin connection");
     admin
         .query_drop(format!(
-            "ALTER TABLE {table}_runs DROP COLUMN attempt, DROP COLUMN cancel_requested"
+            "ALTER TABLE {table}_runs DROP COLUMN attempt, DROP COLUMN cancel_requested, \
+             DROP COLUMN params"
         ))
         .await
         .expect("the history table of an older version");
+    admin
+        .query_drop(format!(
+            "ALTER TABLE {table}_control DROP INDEX {table}_control_after, \
+             DROP COLUMN slot_at, DROP COLUMN params"
+        ))
+        .await
+        .expect("the control table of an older version");
     admin
         .query_drop(format!(
             "INSERT INTO {table}_runs (job_name, fire_kind, instance_id, fence, started_at, \
@@ -51,14 +61,34 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
         ))
         .await
         .expect("an old row");
+    let store = provider.cluster().expect("mysql keeps them");
+    match store.check().await {
+        Err(LockError::TableMissing { ddl, .. }) => assert!(
+            ddl.contains(&format!(
+                "ALTER TABLE `{table}_control` ADD COLUMN slot_at DATETIME(3) NULL"
+            )),
+            "{ddl}"
+        ),
+        other => panic!("expected the missing columns, got {other:?}"),
+    }
     provider
         .ensure_schema()
         .await
         .expect("ensure_schema adds them");
     provider.ensure_schema().await.expect("ensure_schema twice");
-    let store = provider.cluster().expect("mysql keeps them");
+    store.check().await.expect("every column there");
+    let index: Vec<String> = admin
+        .query(format!(
+            "SELECT column_name FROM information_schema.statistics WHERE table_schema = \
+             DATABASE() AND table_name = '{table}_control' AND index_name = \
+             '{table}_control_after' ORDER BY seq_in_index"
+        ))
+        .await
+        .expect("the index's columns");
+    assert_eq!(index, ["job_name", "request_kind", "slot_at"]);
     let old = &store.history("old", 1).await.expect("history")[0];
     assert_eq!((old.attempt, old.cancel_requested), (1, false), "{old:?}");
+    assert!(old.params.is_empty(), "{old:?}");
     let id = store
         .run_started(&RunStart {
             job: "old".into(),
@@ -67,7 +97,7 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
             instance_id: "a".into(),
             fence: 2,
             attempt: 2,
-            params: Default::default(),
+            params: Params::parse_pairs(["day=2026-12-01"]).expect("params"),
         })
         .await
         .expect("start");
@@ -77,6 +107,7 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
         .expect("end");
     let new = &store.history("old", 1).await.expect("history")[0];
     assert_eq!((new.attempt, new.cancel_requested), (2, true), "{new:?}");
+    assert_eq!(new.params.get("day"), Some("2026-12-01"), "{new:?}");
     drop(admin);
     let _ = provider.pool().clone().disconnect().await;
 }

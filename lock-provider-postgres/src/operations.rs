@@ -14,7 +14,8 @@ use lock_cluster::{
     ActionRecord, ClusterStore, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
     OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart, RunState,
 };
-use lock_core::LockError;
+use lock_core::{BoxError, FireSlot, LockError, Params};
+use lock_sql::operations_sql::stored_params;
 use lock_sql::sql::postgres::{ENSURE_SCHEMA_LOCK, HistoryBatchStatements};
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 use tokio_postgres::Row;
@@ -112,7 +113,10 @@ impl PgOperations {
     }
 
     fn error(&self, operation: &'static str, job: &str, e: tokio_postgres::Error) -> LockError {
-        if e.code() == Some(&SqlState::UNDEFINED_TABLE) {
+        // A column missing is a table from before it: `ensure_schema()` adds it.
+        if e.code() == Some(&SqlState::UNDEFINED_TABLE)
+            || e.code() == Some(&SqlState::UNDEFINED_COLUMN)
+        {
             return LockError::TableMissing {
                 table: self.sql.tables.listing(),
                 ddl: self.sql.create.join(";\n") + ";",
@@ -160,7 +164,7 @@ impl PgOperations {
     fn decode<T>(
         &self,
         operation: &'static str,
-        parse: impl FnOnce() -> Result<T, tokio_postgres::Error>,
+        parse: impl FnOnce() -> Result<T, BoxError>,
     ) -> Result<T, LockError> {
         parse().map_err(|e| LockError::provider(operation, "", self.describe(), e))
     }
@@ -174,10 +178,16 @@ fn naive(at: DateTime<Utc>) -> NaiveDateTime {
     at.naive_utc()
 }
 
-fn control_row(row: &Row) -> Result<ControlRequest, tokio_postgres::Error> {
+/// A slot as the tables keep it: to the millisecond (`TIMESTAMP(3)` would round the rest).
+fn slot(at: DateTime<Utc>) -> NaiveDateTime {
+    naive(FireSlot::new(at).instant())
+}
+
+fn control_row(sql: &OperationsSql, row: &Row) -> Result<ControlRequest, BoxError> {
     let kind: String = row.try_get(2)?;
+    let id = row.try_get(0)?;
     Ok(ControlRequest {
-        id: row.try_get(0)?,
+        id,
         job: row.try_get(1)?,
         // An unknown kind written by hand reads as a trigger request nobody runs.
         kind: kind.parse().unwrap_or(lock_cluster::ControlKind::Trigger),
@@ -185,16 +195,17 @@ fn control_row(row: &Row) -> Result<ControlRequest, tokio_postgres::Error> {
         requested_by: row.try_get(4)?,
         claimed_by: row.try_get(5)?,
         claimed_at: row.try_get::<_, Option<NaiveDateTime>>(6)?.map(utc),
-        slot: None,
-        params: Default::default(),
+        slot: row.try_get::<_, Option<NaiveDateTime>>(7)?.map(utc),
+        params: sql.control_params(id, row.try_get(8)?)?,
     })
 }
 
-fn run_row(row: &Row) -> Result<RunRecord, tokio_postgres::Error> {
+fn run_row(sql: &OperationsSql, row: &Row) -> Result<RunRecord, BoxError> {
     let kind: String = row.try_get(3)?;
     let outcome: String = row.try_get(8)?;
+    let id = row.try_get(0)?;
     Ok(RunRecord {
-        id: row.try_get(0)?,
+        id,
         job: row.try_get(1)?,
         slot: row.try_get::<_, Option<NaiveDateTime>>(2)?.map(utc),
         fire_kind: kind.parse().unwrap_or(lock_core::FireKind::Scheduled),
@@ -206,11 +217,11 @@ fn run_row(row: &Row) -> Result<RunRecord, tokio_postgres::Error> {
         error: row.try_get(9)?,
         attempt: u32::try_from(row.try_get::<_, i32>(10)?).unwrap_or(1),
         cancel_requested: row.try_get(11)?,
-        params: Default::default(),
+        params: sql.run_params(id, row.try_get(12)?)?,
     })
 }
 
-fn action_row(row: &Row) -> Result<ActionRecord, tokio_postgres::Error> {
+fn action_row(row: &Row) -> Result<ActionRecord, BoxError> {
     let action: String = row.try_get(3)?;
     Ok(ActionRecord::read(
         row.try_get(0)?,
@@ -223,7 +234,7 @@ fn action_row(row: &Row) -> Result<ActionRecord, tokio_postgres::Error> {
     ))
 }
 
-fn registry_row(row: &Row) -> Result<RegistryRow, tokio_postgres::Error> {
+fn registry_row(row: &Row) -> Result<RegistryRow, BoxError> {
     let job: String = row.try_get(1)?;
     let pid: i64 = row.try_get(7)?;
     Ok(RegistryRow {
@@ -357,7 +368,9 @@ impl ClusterStore for PgOperations {
         let rows = self
             .query("heartbeat", "", &self.heartbeat, &columns.params())
             .await?;
-        self.decode("heartbeat", || rows.iter().map(control_row).collect())
+        self.decode("heartbeat", || {
+            rows.iter().map(|row| control_row(&self.sql, row)).collect()
+        })
     }
 
     async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
@@ -389,6 +402,7 @@ impl ClusterStore for PgOperations {
         let fence = i64::try_from(run.fence).unwrap_or(-1);
         let kind = run.fire_kind.as_str();
         let attempt = i32::try_from(run.attempt).unwrap_or(i32::MAX);
+        let params = stored_params(&run.params);
         let rows = self
             .query(
                 "history",
@@ -401,11 +415,12 @@ impl ClusterStore for PgOperations {
                     (&run.instance_id, Type::TEXT),
                     (&fence, Type::INT8),
                     (&attempt, Type::INT4),
+                    (&params, Type::TEXT),
                 ],
             )
             .await?;
         self.decode("history", || {
-            rows.first().map(|row| row.try_get(0)).unwrap_or(Ok(0))
+            rows.first().map_or(Ok(0), |row| Ok(row.try_get(0)?))
         })
     }
 
@@ -441,6 +456,60 @@ impl ClusterStore for PgOperations {
     async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
         let rows = self.query("registry", "", &self.sql.instances, &[]).await?;
         self.decode("registry", || rows.iter().map(registry_row).collect())
+    }
+
+    async fn request_after(
+        &self,
+        child: &str,
+        slot_at: DateTime<Utc>,
+        parent: &str,
+    ) -> Result<i64, LockError> {
+        let slot_at = slot(slot_at);
+        let rows = self
+            .query(
+                "after",
+                child,
+                &self.sql.request_after,
+                &[
+                    (&child, Type::TEXT),
+                    (&parent, Type::TEXT),
+                    (&slot_at, Type::TIMESTAMP),
+                ],
+            )
+            .await?;
+        self.decode("after", || {
+            rows.first().map_or(Ok(0), |row| Ok(row.try_get(0)?))
+        })
+    }
+
+    async fn after_requests(
+        &self,
+        child: &str,
+        slot_at: DateTime<Utc>,
+    ) -> Result<Vec<String>, LockError> {
+        let slot_at = slot(slot_at);
+        let rows = self
+            .query(
+                "after",
+                child,
+                &self.sql.after_requests,
+                &[(&child, Type::TEXT), (&slot_at, Type::TIMESTAMP)],
+            )
+            .await?;
+        self.decode("after", || {
+            rows.iter().map(|row| Ok(row.try_get(0)?)).collect()
+        })
+    }
+
+    async fn delete_after(&self, child: &str, through: DateTime<Utc>) -> Result<u64, LockError> {
+        let through = slot(through);
+        self.execute(
+            "after",
+            child,
+            &self.sql.delete_after,
+            &[(&child, Type::TEXT), (&through, Type::TIMESTAMP)],
+        )
+        .await
     }
 
     async fn delete_expired(
@@ -484,16 +553,31 @@ impl OperatorStore for PgOperations {
     }
 
     async fn request_trigger(&self, job: &str, requested_by: &str) -> Result<i64, LockError> {
+        self.request_trigger_with_params(job, requested_by, &Params::new())
+            .await
+    }
+
+    async fn request_trigger_with_params(
+        &self,
+        job: &str,
+        requested_by: &str,
+        params: &Params,
+    ) -> Result<i64, LockError> {
+        let params = stored_params(params);
         let rows = self
             .query(
                 "trigger",
                 job,
                 &self.sql.request_trigger,
-                &[(&job, Type::TEXT), (&requested_by, Type::TEXT)],
+                &[
+                    (&job, Type::TEXT),
+                    (&requested_by, Type::TEXT),
+                    (&params, Type::TEXT),
+                ],
             )
             .await?;
         self.decode("trigger", || {
-            rows.first().map(|row| row.try_get(0)).unwrap_or(Ok(0))
+            rows.first().map_or(Ok(0), |row| Ok(row.try_get(0)?))
         })
     }
 
@@ -511,7 +595,9 @@ impl OperatorStore for PgOperations {
 
     async fn control(&self) -> Result<Vec<ControlRequest>, LockError> {
         let rows = self.query("control", "", &self.sql.control, &[]).await?;
-        self.decode("control", || rows.iter().map(control_row).collect())
+        self.decode("control", || {
+            rows.iter().map(|row| control_row(&self.sql, row)).collect()
+        })
     }
 
     async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
@@ -529,7 +615,9 @@ impl OperatorStore for PgOperations {
                 &[(&job, Type::TEXT), (&limit, Type::INT8)],
             )
             .await?;
-        self.decode("history", || rows.iter().map(run_row).collect())
+        self.decode("history", || {
+            rows.iter().map(|row| run_row(&self.sql, row)).collect()
+        })
     }
 
     async fn history_page(
@@ -554,12 +642,16 @@ impl OperatorStore for PgOperations {
                 ],
             )
             .await?;
-        self.decode("history", || rows.iter().map(run_row).collect())
+        self.decode("history", || {
+            rows.iter().map(|row| run_row(&self.sql, row)).collect()
+        })
     }
 
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
         let rows = self.query("history", "", &self.sql.last_runs, &[]).await?;
-        self.decode("history", || rows.iter().map(run_row).collect())
+        self.decode("history", || {
+            rows.iter().map(|row| run_row(&self.sql, row)).collect()
+        })
     }
 
     async fn last_successes(&self) -> Result<Vec<(String, DateTime<Utc>)>, LockError> {

@@ -93,13 +93,14 @@ async fn ensure_schema_adds_the_action_log_to_older_operations_tables() {
     assert_eq!(store.actions("report", 5).await.expect("read").len(), 1);
 }
 
-/// A history table from before `attempt` and `cancel_requested`: `ensure_schema()` adds both
-/// (its probe sees them missing), its rows read as attempt 1 without cancellation, and new
-/// rows keep what they are given.
+/// A history table from before `attempt`, `cancel_requested` and `params`, a control table
+/// from before `slot_at` and `params`: the scheduler's check reports them with the DDL,
+/// `ensure_schema()` adds them (its probe sees them missing), old rows read as attempt 1
+/// without cancellation nor parameters, and new rows keep what they are given.
 #[tokio::test]
 async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
     use lock_cluster::{RunEnd, RunStart, RunState};
-    use lock_core::FireKind;
+    use lock_core::{FireKind, Params};
     let table = common::unique_table("ops_cols");
     let _drop = common::drop_table(&table);
     let Some(provider) = common::provider(&table).await else {
@@ -109,20 +110,33 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
     let client = pool.get().await.expect("connection");
     client
         .batch_execute(&format!(
-            "ALTER TABLE {table}_runs DROP COLUMN attempt, DROP COLUMN cancel_requested; \
+            "ALTER TABLE {table}_runs DROP COLUMN attempt, DROP COLUMN cancel_requested, \
+             DROP COLUMN params; \
+             ALTER TABLE {table}_control DROP COLUMN slot_at, DROP COLUMN params; \
              INSERT INTO {table}_runs (job_name, fire_kind, instance_id, fence, started_at, \
              ended_at, outcome) VALUES ('old', 'scheduled', 'a', 1, now(), now(), 'succeeded')"
         ))
         .await
         .expect("the history table of an older version");
+    let store = lock_cluster::ClusterProvider::cluster(&provider).expect("postgres keeps them");
+    match store.check().await {
+        Err(LockError::TableMissing { ddl, .. }) => assert!(
+            ddl.contains(&format!(
+                "ALTER TABLE \"{table}_control\" ADD COLUMN IF NOT EXISTS slot_at"
+            )),
+            "{ddl}"
+        ),
+        other => panic!("expected the missing columns, got {other:?}"),
+    }
     provider
         .ensure_schema()
         .await
         .expect("ensure_schema adds them");
     provider.ensure_schema().await.expect("ensure_schema twice");
-    let store = lock_cluster::ClusterProvider::cluster(&provider).expect("postgres keeps them");
+    store.check().await.expect("every column there");
     let old = &store.history("old", 1).await.expect("history")[0];
     assert_eq!((old.attempt, old.cancel_requested), (1, false), "{old:?}");
+    assert!(old.params.is_empty(), "{old:?}");
     let id = store
         .run_started(&RunStart {
             job: "old".into(),
@@ -131,7 +145,7 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
             instance_id: "a".into(),
             fence: 2,
             attempt: 2,
-            params: Default::default(),
+            params: Params::parse_pairs(["day=2026-12-01"]).expect("params"),
         })
         .await
         .expect("start");
@@ -141,6 +155,38 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
         .expect("end");
     let new = &store.history("old", 1).await.expect("history")[0];
     assert_eq!((new.attempt, new.cancel_requested), (2, true), "{new:?}");
+    assert_eq!(new.params.get("day"), Some("2026-12-01"), "{new:?}");
+}
+
+/// A `params` text written by hand that does not decode fails the read, naming the row:
+/// a manual run is never read without the parameters it was asked with.
+#[tokio::test]
+async fn a_params_text_that_does_not_decode_names_its_row() {
+    let table = common::unique_table("ops_params");
+    let _drop = common::drop_table(&table);
+    let Some(provider) = common::provider(&table).await else {
+        return;
+    };
+    let pool = common::pool().await.expect("pool");
+    let client = pool.get().await.expect("connection");
+    let row = client
+        .query_one(
+            &format!(
+                "INSERT INTO {table}_control (job_name, request_kind, requested_at, requested_by, \
+                 params) VALUES ('report', 'trigger', now(), 'psql', 'bad key=1') RETURNING id"
+            ),
+            &[],
+        )
+        .await
+        .expect("a row written by hand");
+    let id: i64 = row.get(0);
+    let store = lock_cluster::ClusterProvider::cluster(&provider).expect("postgres keeps them");
+    let error = store.control().await.expect_err("refused");
+    let chain = test_support::skip::chain(&error);
+    assert!(
+        chain.contains(&format!("row {id} of {table}_control")),
+        "{chain}"
+    );
 }
 
 /// The run history of a burst is coalesced: twenty jobs due at the same slot write their start

@@ -14,7 +14,8 @@ use lock_cluster::{
     InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
     RunState,
 };
-use lock_core::LockError;
+use lock_core::{FireSlot, LockError, Params};
+use lock_sql::operations_sql::stored_params;
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 use rusqlite::types::Value;
 use rusqlite::{Connection, Row, params_from_iter};
@@ -28,7 +29,9 @@ pub(crate) struct SqliteOperations {
     session: Session,
     /// The lock table's statements: only what the session's runner takes along.
     lock_statements: Arc<Statements>,
-    sql: OperationsSql,
+    /// Shared with the reads that run off the async workers (their rows' `params` errors
+    /// name the statements' tables).
+    sql: Arc<OperationsSql>,
 }
 
 fn text(at: DateTime<Utc>) -> Value {
@@ -37,6 +40,21 @@ fn text(at: DateTime<Utc>) -> Value {
 
 fn opt_text(at: Option<DateTime<Utc>>) -> Value {
     at.map_or(Value::Null, text)
+}
+
+/// A slot as the tables keep it: to the millisecond (the text has three decimals).
+fn slot(at: DateTime<Utc>) -> Value {
+    text(FireSlot::new(at).instant())
+}
+
+fn params_text(params: &Params) -> Value {
+    stored_params(params).map_or(Value::Null, Value::Text)
+}
+
+/// A `params` column that does not decode, as the row's conversion failure (its message
+/// names the row).
+fn params_failure(index: usize, e: lock_sql::operations_sql::StoredParamsError) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(index, rusqlite::types::Type::Text, Box::new(e))
 }
 
 fn parse_time(value: String) -> rusqlite::Result<DateTime<Utc>> {
@@ -70,10 +88,11 @@ fn action_row(row: &Row<'_>) -> rusqlite::Result<ActionRecord> {
     ))
 }
 
-fn control_row(row: &Row<'_>) -> rusqlite::Result<ControlRequest> {
+fn control_row(sql: &OperationsSql, row: &Row<'_>) -> rusqlite::Result<ControlRequest> {
     let kind: String = row.get(2)?;
+    let id = row.get(0)?;
     Ok(ControlRequest {
-        id: row.get(0)?,
+        id,
         job: row.get(1)?,
         // An unknown kind written by hand reads as a trigger request nobody runs.
         kind: kind.parse().unwrap_or(ControlKind::Trigger),
@@ -81,16 +100,19 @@ fn control_row(row: &Row<'_>) -> rusqlite::Result<ControlRequest> {
         requested_by: row.get(4)?,
         claimed_by: row.get(5)?,
         claimed_at: opt_time(row, 6)?,
-        slot: None,
-        params: Default::default(),
+        slot: opt_time(row, 7)?,
+        params: sql
+            .control_params(id, row.get::<_, Option<String>>(8)?.as_deref())
+            .map_err(|e| params_failure(8, e))?,
     })
 }
 
-fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
+fn run_row(sql: &OperationsSql, row: &Row<'_>) -> rusqlite::Result<RunRecord> {
     let kind: String = row.get(3)?;
     let outcome: String = row.get(8)?;
+    let id = row.get(0)?;
     Ok(RunRecord {
-        id: row.get(0)?,
+        id,
         job: row.get(1)?,
         slot: opt_time(row, 2)?,
         fire_kind: kind.parse().unwrap_or(lock_core::FireKind::Scheduled),
@@ -102,7 +124,9 @@ fn run_row(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
         error: row.get(9)?,
         attempt: u32::try_from(row.get::<_, i64>(10)?).unwrap_or(1),
         cancel_requested: row.get(11)?,
-        params: Default::default(),
+        params: sql
+            .run_params(id, row.get::<_, Option<String>>(12)?.as_deref())
+            .map_err(|e| params_failure(12, e))?,
     })
 }
 
@@ -139,7 +163,7 @@ fn query<T>(
     conn: &Connection,
     sql: &str,
     params: Vec<Value>,
-    read: fn(&Row<'_>) -> rusqlite::Result<T>,
+    read: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
 ) -> rusqlite::Result<Vec<T>> {
     let mut statement = conn.prepare_cached(sql)?;
     let rows = statement.query_map(params_from_iter(params), read)?;
@@ -192,6 +216,7 @@ impl SqliteOperations {
         }
         let upsert = self.sql.heartbeat(beat.jobs.len() + 1);
         let poll = self.sql.poll.clone();
+        let sql = self.sql.clone();
         let prune = complete.then(|| (self.sql.prune_jobs(), i.instance_id.clone()));
         self.run("heartbeat", move |conn| {
             in_immediate_transaction(conn, |conn| {
@@ -200,7 +225,7 @@ impl SqliteOperations {
                 if let Some((prune, id)) = &prune {
                     conn.prepare_cached(prune)?.execute([id])?;
                 }
-                query(conn, &poll, vec![], control_row)
+                query(conn, &poll, vec![], |row| control_row(&sql, row))
             })
         })
         .await
@@ -217,20 +242,21 @@ impl SqliteOperations {
         Some(SqliteOperations {
             session,
             lock_statements,
-            sql,
+            sql: Arc::new(sql),
         })
     }
 
     /// Creates the tables and indexes if missing, in one transaction holding the write lock.
     pub(crate) async fn ensure(&self) -> Result<(), LockError> {
         let sql = self.sql.create.clone();
-        let added = self.sql.added_run_columns.clone();
+        let added = self.sql.added_later.clone();
         self.run("schema", move |conn| {
             in_immediate_transaction(conn, |conn| {
                 for statement in &sql {
                     conn.execute_batch(statement)?;
                 }
-                // A history table from before these columns: added, with their defaults.
+                // Tables from before these columns: added, with their defaults, then the
+                // index on them.
                 for column in &added {
                     if conn.query_row(&column.missing, [], |row| row.get::<_, bool>(0))? {
                         conn.execute_batch(&column.ddl)?;
@@ -264,18 +290,29 @@ impl SqliteOperations {
             })
             .await?;
         result.map_err(|e| {
-            let missing = matches!(&e, rusqlite::Error::SqliteFailure(_, Some(m)) if m.starts_with("no such table"))
-                || matches!(&e, rusqlite::Error::SqlInputError { msg, .. } if msg.starts_with("no such table"));
+            // A column missing is a table from before it: `ensure_schema()` adds it.
+            let missing =
+                |m: &str| m.starts_with("no such table") || m.starts_with("no such column");
+            let missing = matches!(&e, rusqlite::Error::SqliteFailure(_, Some(m)) if missing(m))
+                || matches!(&e, rusqlite::Error::SqlInputError { msg, .. } if missing(msg));
             if missing {
                 LockError::TableMissing {
                     table: self.sql.tables.listing(),
-                    ddl: self.sql.create.join(";\n") + ";",
+                    ddl: self.ddl(),
                     source: Some(Box::new(e)),
                 }
             } else {
                 LockError::provider(operation, "", self.describe(), e)
             }
         })
+    }
+
+    /// What `ensure_schema()` runs, for a message: the DDL, then the columns added later
+    /// (each `ALTER` to run where its column is missing) and their index.
+    fn ddl(&self) -> String {
+        let mut ddl = self.sql.create.clone();
+        ddl.extend(self.sql.added_later.iter().map(|a| a.ddl.clone()));
+        ddl.join(";\n") + ";"
     }
 
     async fn rows<T: Send + 'static>(
@@ -288,6 +325,23 @@ impl SqliteOperations {
         let sql = sql.to_owned();
         self.run(operation, move |conn| query(conn, &sql, params, read))
             .await
+    }
+
+    /// As [`rows`](Self::rows), for the rows read with the statements' own table names
+    /// (control and history: their `params` errors name the row).
+    async fn rows_of<T: Send + 'static>(
+        &self,
+        operation: &'static str,
+        sql: &str,
+        params: Vec<Value>,
+        read: fn(&OperationsSql, &Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>, LockError> {
+        let text = sql.to_owned();
+        let sql = self.sql.clone();
+        self.run(operation, move |conn| {
+            query(conn, &text, params, |row| read(&sql, row))
+        })
+        .await
     }
 
     async fn change(
@@ -358,6 +412,7 @@ impl ClusterStore for SqliteOperations {
             Value::Text(run.instance_id.clone()),
             Value::Integer(i64::try_from(run.fence).unwrap_or(-1)),
             Value::Integer(i64::from(run.attempt)),
+            params_text(&run.params),
         ];
         let ids = self
             .rows("history", &self.sql.run_start, params, |row| row.get(0))
@@ -382,6 +437,38 @@ impl ClusterStore for SqliteOperations {
     async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
         self.rows("registry", &self.sql.instances, vec![], registry_row)
             .await
+    }
+
+    async fn request_after(
+        &self,
+        child: &str,
+        slot_at: DateTime<Utc>,
+        parent: &str,
+    ) -> Result<i64, LockError> {
+        let params = vec![
+            Value::Text(child.to_owned()),
+            Value::Text(parent.to_owned()),
+            slot(slot_at),
+        ];
+        let ids = self
+            .rows("after", &self.sql.request_after, params, |row| row.get(0))
+            .await?;
+        Ok(ids.first().copied().unwrap_or(0))
+    }
+
+    async fn after_requests(
+        &self,
+        child: &str,
+        slot_at: DateTime<Utc>,
+    ) -> Result<Vec<String>, LockError> {
+        let params = vec![Value::Text(child.to_owned()), slot(slot_at)];
+        self.rows("after", &self.sql.after_requests, params, |row| row.get(0))
+            .await
+    }
+
+    async fn delete_after(&self, child: &str, through: DateTime<Utc>) -> Result<u64, LockError> {
+        let params = vec![Value::Text(child.to_owned()), slot(through)];
+        self.change("after", &self.sql.delete_after, params).await
     }
 
     async fn delete_expired(
@@ -412,9 +499,20 @@ impl OperatorStore for SqliteOperations {
     }
 
     async fn request_trigger(&self, job: &str, requested_by: &str) -> Result<i64, LockError> {
+        self.request_trigger_with_params(job, requested_by, &Params::new())
+            .await
+    }
+
+    async fn request_trigger_with_params(
+        &self,
+        job: &str,
+        requested_by: &str,
+        params: &Params,
+    ) -> Result<i64, LockError> {
         let params = vec![
             Value::Text(job.to_owned()),
             Value::Text(requested_by.to_owned()),
+            params_text(params),
         ];
         let ids = self
             .rows("trigger", &self.sql.request_trigger, params, |row| {
@@ -433,7 +531,7 @@ impl OperatorStore for SqliteOperations {
     }
 
     async fn control(&self) -> Result<Vec<ControlRequest>, LockError> {
-        self.rows("control", &self.sql.control, vec![], control_row)
+        self.rows_of("control", &self.sql.control, vec![], control_row)
             .await
     }
 
@@ -447,7 +545,7 @@ impl OperatorStore for SqliteOperations {
             Value::Text(job.to_owned()),
             Value::Integer(i64::from(limit)),
         ];
-        self.rows("history", &self.sql.history, params, run_row)
+        self.rows_of("history", &self.sql.history, params, run_row)
             .await
     }
 
@@ -465,12 +563,12 @@ impl OperatorStore for SqliteOperations {
             Value::Integer(before),
             Value::Integer(i64::from(limit)),
         ];
-        self.rows("history", &self.sql.history_page, params, run_row)
+        self.rows_of("history", &self.sql.history_page, params, run_row)
             .await
     }
 
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
-        self.rows("history", &self.sql.last_runs, vec![], run_row)
+        self.rows_of("history", &self.sql.last_runs, vec![], run_row)
             .await
     }
 

@@ -157,8 +157,10 @@ async fn a_retried_fire_leaves_one_row_per_attempt_numbered_from_one() {
     assert_eq!(runs[0].fence, runs[1].fence, "one fire, one lease");
 }
 
-/// A history table made before `attempt` and `cancel_requested`: `ensure_schema()` adds both,
-/// its rows read as attempt 1 without cancellation, and new rows keep them.
+/// A history table made before `attempt`, `cancel_requested` and `params`, a control table
+/// before `slot_at` and `params`: the scheduler's check reports them with the DDL,
+/// `ensure_schema()` adds them and the index on the control table's, old rows read as
+/// attempt 1 without cancellation nor parameters, and new rows keep them.
 #[tokio::test]
 async fn ensure_schema_adds_the_attempt_columns_to_an_old_history_table() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -170,6 +172,15 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_old_history_table() {
              job_name TEXT NOT NULL, slot_at TEXT NULL, fire_kind TEXT NOT NULL, \
              instance_id TEXT NOT NULL, fence INTEGER NOT NULL, started_at TEXT NOT NULL, \
              ended_at TEXT NULL, outcome TEXT NOT NULL, error_text TEXT NULL);
+             CREATE TABLE shedlock_instances (instance_id TEXT NOT NULL, job_name TEXT NOT NULL, \
+             lock_name TEXT NOT NULL, trigger_text TEXT NOT NULL, zone_name TEXT NULL, \
+             next_fire TEXT NULL, host_name TEXT NOT NULL, pid INTEGER NOT NULL, \
+             app_version TEXT NOT NULL, started_at TEXT NOT NULL, heartbeat_at TEXT NOT NULL, \
+             clock_offset_ms INTEGER NOT NULL, heartbeat_ms INTEGER NOT NULL, \
+             following_fire TEXT NULL, PRIMARY KEY (instance_id, job_name));
+             CREATE TABLE shedlock_control (id INTEGER PRIMARY KEY AUTOINCREMENT, \
+             job_name TEXT NOT NULL, request_kind TEXT NOT NULL, requested_at TEXT NOT NULL, \
+             requested_by TEXT NOT NULL, claimed_by TEXT NULL, claimed_at TEXT NULL);
              INSERT INTO shedlock_runs (job_name, fire_kind, instance_id, fence, started_at, \
              ended_at, outcome) VALUES ('old', 'scheduled', 'a', 1, \
              '2026-01-01 00:00:00.000', '2026-01-01 00:00:01.000', 'succeeded');",
@@ -177,11 +188,30 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_old_history_table() {
         .expect("the history table of an older version");
     drop(connection);
     let provider = SqliteLockProvider::open(&path).expect("open");
+    let store = provider.cluster().unwrap();
+    match store.check().await {
+        Err(lock_core::LockError::TableMissing { ddl, .. }) => assert!(
+            ddl.contains(r#"ALTER TABLE "shedlock_control" ADD COLUMN slot_at TEXT NULL"#),
+            "{ddl}"
+        ),
+        other => panic!("expected the missing columns, got {other:?}"),
+    }
     provider.ensure_schema().await.expect("ensure_schema");
     provider.ensure_schema().await.expect("ensure_schema twice");
-    let store = provider.cluster().unwrap();
+    store.check().await.expect("every column there");
+    let connection = rusqlite::Connection::open(&path).expect("open");
+    let index: Vec<String> = connection
+        .prepare("SELECT name FROM pragma_index_info('shedlock_control_after')")
+        .unwrap()
+        .query_map([], |row| row.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(index, ["job_name", "request_kind", "slot_at"]);
+    drop(connection);
     let old = &store.history("old", 1).await.unwrap()[0];
     assert_eq!((old.attempt, old.cancel_requested), (1, false), "{old:?}");
+    assert!(old.params.is_empty(), "{old:?}");
     let id = store
         .run_started(&RunStart {
             job: "old".into(),
@@ -190,7 +220,7 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_old_history_table() {
             instance_id: "a".into(),
             fence: 2,
             attempt: 2,
-            params: Default::default(),
+            params: lock_core::Params::parse_pairs(["day=2026-12-01"]).unwrap(),
         })
         .await
         .unwrap();
@@ -200,4 +230,5 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_old_history_table() {
         .unwrap();
     let new = &store.history("old", 1).await.unwrap()[0];
     assert_eq!((new.attempt, new.cancel_requested), (2, true), "{new:?}");
+    assert_eq!(new.params.get("day"), Some("2026-12-01"), "{new:?}");
 }

@@ -170,6 +170,40 @@ async fn share_operations(sqlx: &dyn ClusterProvider, driver: &dyn ClusterProvid
     assert_eq!(control, b.control().await.expect("control"));
     assert_eq!(control.len(), 1);
     assert_eq!(control[0].claimed_by.as_deref(), Some("via-driver"));
+
+    // An `after` row written by one is the other's, to the millisecond; so are parameters.
+    let slot = now + chrono::TimeDelta::milliseconds(123);
+    a.request_after("child", slot, "report#1")
+        .await
+        .expect("request after");
+    assert_eq!(
+        b.after_requests("child", slot).await.expect("after"),
+        ["report#1"]
+    );
+    let params = lock_core::Params::parse_pairs(["day=2026-12-01", "q=a&b"]).expect("params");
+    let asked = b
+        .request_trigger_with_params("report", "op", &params)
+        .await
+        .expect("trigger with params");
+    let control = a.control().await.expect("control");
+    assert_eq!(control, b.control().await.expect("control"));
+    let asked = control.iter().find(|c| c.id == asked).expect("the request");
+    assert_eq!(asked.params, params);
+    let after = control
+        .iter()
+        .find(|c| c.kind == ControlKind::After)
+        .expect("the after row");
+    assert_eq!(after.slot, Some(slot));
+    let manual = a
+        .run_started(&RunStart {
+            params: params.clone(),
+            ..run(9, "via-sqlx")
+        })
+        .await
+        .expect("start with params");
+    let history = b.history("report", 1).await.expect("history");
+    assert_eq!((history[0].id, &history[0].params), (manual, &params));
+    assert_eq!(b.delete_after("child", slot).await.expect("delete"), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -331,4 +365,50 @@ async fn sqlite_a_shedlock_table_alone_reports_the_missing_operations_tables() {
     .expect("ShedLock's DDL");
     let provider = SqlxLockProvider::sqlite(pool);
     missing(&provider, "shedlock", "\"shedlock_runs\"").await;
+}
+
+/// SQLite tables from before the history's `attempt`, `cancel_requested` and `params` and the
+/// control table's `slot_at` and `params`: the check reports them with the DDL, and sqlx's
+/// `ensure_schema()` adds them, then their index, as `lock-provider-sqlite` does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_ensure_schema_adds_the_later_columns_to_older_tables() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let path = dir.path().join("locks.db");
+    let pool = common::sqlite_pool(&path).await;
+    sqlx::raw_sql(
+        "CREATE TABLE shedlock_runs (id INTEGER PRIMARY KEY AUTOINCREMENT, \
+         job_name TEXT NOT NULL, slot_at TEXT NULL, fire_kind TEXT NOT NULL, \
+         instance_id TEXT NOT NULL, fence INTEGER NOT NULL, started_at TEXT NOT NULL, \
+         ended_at TEXT NULL, outcome TEXT NOT NULL, error_text TEXT NULL); \
+         CREATE TABLE shedlock_instances (instance_id TEXT NOT NULL, job_name TEXT NOT NULL, \
+         lock_name TEXT NOT NULL, trigger_text TEXT NOT NULL, zone_name TEXT NULL, \
+         next_fire TEXT NULL, host_name TEXT NOT NULL, pid INTEGER NOT NULL, \
+         app_version TEXT NOT NULL, started_at TEXT NOT NULL, heartbeat_at TEXT NOT NULL, \
+         clock_offset_ms INTEGER NOT NULL, heartbeat_ms INTEGER NOT NULL, \
+         following_fire TEXT NULL, PRIMARY KEY (instance_id, job_name)); \
+         CREATE TABLE shedlock_control (id INTEGER PRIMARY KEY AUTOINCREMENT, \
+         job_name TEXT NOT NULL, request_kind TEXT NOT NULL, requested_at TEXT NOT NULL, \
+         requested_by TEXT NOT NULL, claimed_by TEXT NULL, claimed_at TEXT NULL);",
+    )
+    .execute(&pool)
+    .await
+    .expect("the tables of an older version");
+    let provider = SqlxLockProvider::sqlite(pool.clone());
+    let store = provider.cluster().expect("sqlx keeps them");
+    match store.check().await {
+        Err(LockError::TableMissing { ddl, .. }) => assert!(
+            ddl.contains(r#"ALTER TABLE "shedlock_runs" ADD COLUMN params TEXT NULL"#),
+            "{ddl}"
+        ),
+        other => panic!("expected the missing columns, got {other:?}"),
+    }
+    provider.ensure_schema().await.expect("ensure_schema");
+    provider.ensure_schema().await.expect("ensure_schema twice");
+    store.check().await.expect("every column there");
+    let index: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM pragma_index_info('shedlock_control_after')")
+            .fetch_all(&pool)
+            .await
+            .expect("the index");
+    assert_eq!(index, ["job_name", "request_kind", "slot_at"]);
 }

@@ -60,7 +60,7 @@ pub use lock_core::encoding::{
     COLUMN_UNIT, MAX_INTERVAL, at_least_millis, fence_from_sql, fence_to_sql, lease_millis,
 };
 pub use lock_core::{MAX_INSTANCE_ID_LEN, MAX_LOCK_NAME_LEN};
-pub use operations_sql::{AddedColumn, OperationsSql, OperationsTables, SqlDialect};
+pub use operations_sql::{AddedLater, OperationsSql, OperationsTables, SqlDialect};
 pub use table::{
     Column, ColumnNames, DEFAULT_TABLE, LockTableConfig, ResolvedColumns, ResolvedTable,
     validate_table_name,

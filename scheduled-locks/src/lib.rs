@@ -135,6 +135,8 @@ mod book {
     struct RunOnce;
     #[doc = include_str!("../../book/shards-and-broadcast.md")]
     struct ShardsAndBroadcast;
+    #[doc = include_str!("../../book/dependent-jobs.md")]
+    struct DependentJobs;
     #[doc = include_str!("../../book/misfire-retries-timeouts.md")]
     struct MisfireRetriesTimeouts;
     #[doc = include_str!("../../book/configuration.md")]

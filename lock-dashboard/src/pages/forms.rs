@@ -25,6 +25,9 @@ pub(crate) struct ActionForm {
     /// The page to return to, below the dashboard's mount point.
     #[serde(default)]
     back: String,
+    /// A trigger's parameters, one `key=value` per line.
+    #[serde(default)]
+    params: String,
 }
 
 /// `POST /jobs/{name}/{pause|resume|trigger}`.
@@ -70,7 +73,13 @@ async fn act(
     // Decided before the action runs: a way back that cannot be followed is never an error
     // after the fact.
     let back = back(ctx, &form.back);
-    let done = actions::on_job(state, action, name, &caller).await?;
+    let params = actions::parse_params(
+        form.params
+            .lines()
+            .map(|line| line.trim_end_matches('\r'))
+            .filter(|line| !line.trim().is_empty()),
+    )?;
+    let done = actions::on_job(state, action, name, &caller, &params).await?;
     match done.not_recorded {
         None => Ok(Redirect::to(&back).into_response()),
         Some(note) => Ok(not_recorded(ctx, &done.message, &note, &back).into_response()),

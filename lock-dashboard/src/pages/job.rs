@@ -3,7 +3,7 @@
 //! and fire-lag charts, and its run history, paged by keyset.
 
 use axum::extract::{Path, Query, State};
-use lock_cluster::{ControlKind, RunState};
+use lock_cluster::RunState;
 use maud::{Markup, html};
 use serde::Deserialize;
 
@@ -106,7 +106,7 @@ async fn show(
                 dt { "Actions" } dd.actions {
                     @if job.paused { (action(ctx, &job_action(&job.name, "resume"), "Resume", "resume")) }
                     @else { (action(ctx, &job_action(&job.name, "pause"), "Pause", "pause")) }
-                    @if job.trigger.is_some() && !job.live_instances.is_empty() { " " (action(ctx, &job_action(&job.name, "trigger"), "Trigger now", "trigger")) }
+                    @if job.trigger.is_some() && !job.live_instances.is_empty() { " " (trigger_form(ctx, &job_action(&job.name, "trigger"))) }
                 }
             }
         }
@@ -128,7 +128,11 @@ async fn show(
             table #requests { thead { tr { th { "Id" } th { "Kind" } th { "Asked" } th { "By" } th { "Claimed by" } } }
                 tbody { @for request in &detail.control { tr {
                     td { (request.id) }
-                    td { (if request.kind == ControlKind::Pause { "pause" } else { "trigger" }) }
+                    td {
+                        (request.kind.as_str())
+                        @if let Some(slot) = request.slot { span.muted { " slot " (time(slot)) } }
+                        @if !request.params.is_empty() { " " code { (request.params.encode()) } }
+                    }
                     td { (time(request.requested_at)) }
                     td { (request.requested_by) }
                     td { @if let Some(by) = &request.claimed_by { (by) " " (maybe_time(request.claimed_at)) } @else { span.muted { "–" } } }
@@ -158,7 +162,7 @@ async fn show(
                 (charts::bars("Fire lag (start after slot)", &lags))
             }
             table #runs {
-                thead { tr { th { "Run" } th { "Slot" } th { "Kind" } th { "Instance" } th { "Fence" } th { "Attempt" } th { "Started" } th { "Duration" } th { "Lag" } th { "Outcome" } } }
+                thead { tr { th { "Run" } th { "Slot" } th { "Kind" } th { "Instance" } th { "Fence" } th { "Attempt" } th { "Params" } th { "Started" } th { "Duration" } th { "Lag" } th { "Outcome" } } }
                 tbody {
                     @for run in &detail.runs {
                         // A retry is grouped with the fire it retries: same slot and fence,
@@ -180,6 +184,7 @@ async fn show(
                             td { (run.instance_id) }
                             td { (run.fence) }
                             td { (run.attempt) }
+                            td { @if run.params.is_empty() { span.muted { "–" } } @else { @for (key, value) in run.params.iter() { code { (key) "=" (value) } " " } } }
                             td { (time(run.started_at)) }
                             td { (duration_ms(run).map_or("–".to_owned(), span_ms)) }
                             td { (lag_ms(run).map_or("–".to_owned(), span_ms)) }
@@ -201,4 +206,21 @@ async fn show(
         }
     };
     Ok(frame(ctx, &job.name, Nav::Other, Some(detail.now), body))
+}
+
+/// The Trigger button, with a field for the run's parameters (`key=value`, one per line; the
+/// body reads them with `JobContext::params()`).
+fn trigger_form(ctx: &Ctx, path: &str) -> Markup {
+    let Some(session) = ctx.signed_in() else {
+        return html! {};
+    };
+    html! {
+        form.trigger method="post" action=(ctx.link(path)) {
+            input type="hidden" name="csrf" value=(session.csrf);
+            input type="hidden" name="back" value=(ctx.here);
+            textarea name="params" rows="2" cols="28" placeholder="key=value, one per line (optional)" {}
+            " "
+            button type="submit" class="trigger" { "Trigger now" }
+        }
+    }
 }

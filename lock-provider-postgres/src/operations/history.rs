@@ -29,6 +29,10 @@ impl PgOperations {
             .iter()
             .map(|r| i32::try_from(r.attempt).unwrap_or(i32::MAX))
             .collect();
+        let params: Vec<Option<String>> = runs
+            .iter()
+            .map(|r| lock_sql::operations_sql::stored_params(&r.params))
+            .collect();
         let label = jobs.first().copied().unwrap_or("");
         let rows = self
             .query(
@@ -42,6 +46,7 @@ impl PgOperations {
                     (&instances, Type::TEXT_ARRAY),
                     (&fences, Type::INT8_ARRAY),
                     (&attempts, Type::INT4_ARRAY),
+                    (&params, Type::TEXT_ARRAY),
                 ],
             )
             .await?;

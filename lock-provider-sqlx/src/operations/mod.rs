@@ -30,7 +30,8 @@ use lock_cluster::{
     InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
     RunState,
 };
-use lock_core::{FireKind, LockError};
+use lock_core::{FireKind, FireSlot, LockError, Params};
+use lock_sql::operations_sql::stored_params;
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 
 /// One value bound to a statement; each backend binds it with its own types (times as UTC
@@ -44,6 +45,21 @@ pub(crate) enum Param {
 
 fn text(value: impl Into<String>) -> Param {
     Param::Text(Some(value.into()))
+}
+
+/// A slot as the tables keep it: to the millisecond (`TIMESTAMP(3)`, `DATETIME(3)` and
+/// SQLite's text would round or cut the rest).
+fn slot(at: DateTime<Utc>) -> Param {
+    Param::Time(Some(FireSlot::new(at).instant()))
+}
+
+/// A `params` column that does not decode, as the column's decoding error (its message names
+/// the row).
+fn params_error(index: usize, e: lock_sql::operations_sql::StoredParamsError) -> sqlx::Error {
+    sqlx::Error::ColumnDecode {
+        index: index.to_string(),
+        source: Box::new(e),
+    }
 }
 
 /// What a changing statement answered.
@@ -95,7 +111,8 @@ pub(crate) trait Tables: Clone + Send + Sync + 'static {
     /// `SqlxLockProvider::with_statement_cache`).
     fn set_statement_cache(&mut self, cache: bool);
 
-    /// Whether `e` says one of the tables does not exist.
+    /// Whether `e` says one of the tables, or one of their columns, does not exist (tables
+    /// from before a column: `ensure_schema()` adds it).
     fn table_missing(e: &sqlx::Error) -> bool;
 
     /// Runs a statement that returns rows.
@@ -181,9 +198,13 @@ impl<T: Tables> SqlxOperations<T> {
 
     fn error(&self, operation: &'static str, job: &str, e: sqlx::Error) -> LockError {
         if T::table_missing(&e) {
+            // SQLite's columns added later (and their index) follow its DDL, each to run
+            // where missing; the other dialects' DDL adds them itself.
+            let mut ddl = self.sql.create.clone();
+            ddl.extend(self.sql.added_later.iter().map(|a| a.ddl.clone()));
             return LockError::TableMissing {
                 table: self.sql.tables.listing(),
-                ddl: self.sql.create.join(";\n") + ";",
+                ddl: ddl.join(";\n") + ";",
                 source: Some(Box::new(e)),
             };
         }
@@ -220,7 +241,7 @@ impl<T: Tables> SqlxOperations<T> {
         &self,
         operation: &'static str,
         rows: &[T::Row],
-        read: fn(&T::Row) -> Result<R, sqlx::Error>,
+        read: impl Fn(&T::Row) -> Result<R, sqlx::Error>,
     ) -> Result<Vec<R>, LockError> {
         rows.iter()
             .map(read)
@@ -246,9 +267,10 @@ impl<T: Tables> SqlxOperations<T> {
     }
 }
 
-fn control_row<R: Columns>(row: &R) -> Result<ControlRequest, sqlx::Error> {
+fn control_row<R: Columns>(sql: &OperationsSql, row: &R) -> Result<ControlRequest, sqlx::Error> {
+    let id = row.int(0)?;
     Ok(ControlRequest {
-        id: row.int(0)?,
+        id,
         job: row.text(1)?,
         // An unknown kind written by hand reads as a trigger request nobody runs.
         kind: row.text(2)?.parse().unwrap_or(ControlKind::Trigger),
@@ -256,14 +278,17 @@ fn control_row<R: Columns>(row: &R) -> Result<ControlRequest, sqlx::Error> {
         requested_by: row.text(4)?,
         claimed_by: row.opt_text(5)?,
         claimed_at: row.opt_time(6)?,
-        slot: None,
-        params: Default::default(),
+        slot: row.opt_time(7)?,
+        params: sql
+            .control_params(id, row.opt_text(8)?.as_deref())
+            .map_err(|e| params_error(8, e))?,
     })
 }
 
-fn run_row<R: Columns>(row: &R) -> Result<RunRecord, sqlx::Error> {
+fn run_row<R: Columns>(sql: &OperationsSql, row: &R) -> Result<RunRecord, sqlx::Error> {
+    let id = row.int(0)?;
     Ok(RunRecord {
-        id: row.int(0)?,
+        id,
         job: row.text(1)?,
         slot: row.opt_time(2)?,
         fire_kind: row.text(3)?.parse().unwrap_or(FireKind::Scheduled),
@@ -275,7 +300,9 @@ fn run_row<R: Columns>(row: &R) -> Result<RunRecord, sqlx::Error> {
         error: row.opt_text(9)?,
         attempt: u32::try_from(row.int4(10)?).unwrap_or(1),
         cancel_requested: row.flag(11)?,
-        params: Default::default(),
+        params: sql
+            .run_params(id, row.opt_text(12)?.as_deref())
+            .map_err(|e| params_error(12, e))?,
     })
 }
 
@@ -373,7 +400,7 @@ impl<T: Tables> ClusterStore for SqlxOperations<T> {
             .heartbeat(&upsert, beat_params(beat), &self.sql.poll)
             .await
             .map_err(|e| self.error("heartbeat", "", e))?;
-        self.decode("heartbeat", &rows, control_row)
+        self.decode("heartbeat", &rows, |row| control_row(&self.sql, row))
     }
 
     async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
@@ -398,6 +425,7 @@ impl<T: Tables> ClusterStore for SqlxOperations<T> {
             text(&run.instance_id),
             Param::Int(i64::try_from(run.fence).unwrap_or(-1)),
             Param::Int(i64::from(run.attempt)),
+            Param::Text(stored_params(&run.params)),
         ];
         self.insert("history", &run.job, &self.sql.run_start, params)
             .await
@@ -420,6 +448,37 @@ impl<T: Tables> ClusterStore for SqlxOperations<T> {
             .rows("registry", "", &self.sql.instances, vec![])
             .await?;
         self.decode("registry", &rows, registry_row)
+    }
+
+    async fn request_after(
+        &self,
+        child: &str,
+        slot_at: DateTime<Utc>,
+        parent: &str,
+    ) -> Result<i64, LockError> {
+        let params = vec![text(child), text(parent), slot(slot_at)];
+        self.insert("after", child, &self.sql.request_after, params)
+            .await
+    }
+
+    async fn after_requests(
+        &self,
+        child: &str,
+        slot_at: DateTime<Utc>,
+    ) -> Result<Vec<String>, LockError> {
+        let params = vec![text(child), slot(slot_at)];
+        let rows = self
+            .rows("after", child, &self.sql.after_requests, params)
+            .await?;
+        self.decode("after", &rows, |row| row.text(0))
+    }
+
+    async fn delete_after(&self, child: &str, through: DateTime<Utc>) -> Result<u64, LockError> {
+        let params = vec![text(child), slot(through)];
+        let changed = self
+            .change("after", child, &self.sql.delete_after, params)
+            .await?;
+        Ok(changed.rows)
     }
 
     async fn delete_expired(
@@ -452,7 +511,21 @@ impl<T: Tables> OperatorStore for SqlxOperations<T> {
     }
 
     async fn request_trigger(&self, job: &str, requested_by: &str) -> Result<i64, LockError> {
-        let params = vec![text(job), text(requested_by)];
+        self.request_trigger_with_params(job, requested_by, &Params::new())
+            .await
+    }
+
+    async fn request_trigger_with_params(
+        &self,
+        job: &str,
+        requested_by: &str,
+        params: &Params,
+    ) -> Result<i64, LockError> {
+        let params = vec![
+            text(job),
+            text(requested_by),
+            Param::Text(stored_params(params)),
+        ];
         self.insert("trigger", job, &self.sql.request_trigger, params)
             .await
     }
@@ -471,7 +544,7 @@ impl<T: Tables> OperatorStore for SqlxOperations<T> {
 
     async fn control(&self) -> Result<Vec<ControlRequest>, LockError> {
         let rows = self.rows("control", "", &self.sql.control, vec![]).await?;
-        self.decode("control", &rows, control_row)
+        self.decode("control", &rows, |row| control_row(&self.sql, row))
     }
 
     async fn registry(&self) -> Result<Vec<RegistryRow>, LockError> {
@@ -484,7 +557,7 @@ impl<T: Tables> OperatorStore for SqlxOperations<T> {
     async fn history(&self, job: &str, limit: u32) -> Result<Vec<RunRecord>, LockError> {
         let params = vec![text(job), Param::Int(i64::from(limit))];
         let rows = self.rows("history", job, &self.sql.history, params).await?;
-        self.decode("history", &rows, run_row)
+        self.decode("history", &rows, |row| run_row(&self.sql, row))
     }
 
     async fn history_page(
@@ -500,14 +573,14 @@ impl<T: Tables> OperatorStore for SqlxOperations<T> {
         let rows = self
             .rows("history", job, &self.sql.history_page, params)
             .await?;
-        self.decode("history", &rows, run_row)
+        self.decode("history", &rows, |row| run_row(&self.sql, row))
     }
 
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
         let rows = self
             .rows("history", "", &self.sql.last_runs, vec![])
             .await?;
-        self.decode("history", &rows, run_row)
+        self.decode("history", &rows, |row| run_row(&self.sql, row))
     }
 
     async fn last_successes(&self) -> Result<Vec<(String, DateTime<Utc>)>, LockError> {

@@ -14,6 +14,8 @@ use super::{Changed, Columns, Param, Tables};
 
 /// `ER_NO_SUCH_TABLE`.
 const NO_SUCH_TABLE: u16 = 1146;
+/// `ER_BAD_FIELD_ERROR`: a table from before the column.
+const BAD_FIELD: u16 = 1054;
 
 /// The operations statements on a MySQL or MariaDB pool.
 #[derive(Clone)]
@@ -82,7 +84,7 @@ impl Tables for MySqlTables {
     fn table_missing(e: &sqlx::Error) -> bool {
         matches!(e, sqlx::Error::Database(db)
             if db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
-                .is_some_and(|db| db.number() == NO_SUCH_TABLE))
+                .is_some_and(|db| matches!(db.number(), NO_SUCH_TABLE | BAD_FIELD)))
     }
 
     async fn rows(&self, sql: &str, params: Vec<Param>) -> Result<Vec<MySqlRow>, sqlx::Error> {

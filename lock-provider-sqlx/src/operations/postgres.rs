@@ -15,6 +15,8 @@ use super::{Changed, Columns, Param, Tables};
 
 /// `undefined_table`.
 const UNDEFINED_TABLE: &str = "42P01";
+/// `undefined_column`: a table from before the column.
+const UNDEFINED_COLUMN: &str = "42703";
 
 /// The operations statements on a PostgreSQL pool.
 #[derive(Clone)]
@@ -83,7 +85,8 @@ impl Tables for PgTables {
     }
 
     fn table_missing(e: &sqlx::Error) -> bool {
-        matches!(e, sqlx::Error::Database(db) if db.code().as_deref() == Some(UNDEFINED_TABLE))
+        matches!(e, sqlx::Error::Database(db)
+            if matches!(db.code().as_deref(), Some(UNDEFINED_TABLE | UNDEFINED_COLUMN)))
     }
 
     async fn rows(&self, sql: &str, params: Vec<Param>) -> Result<Vec<PgRow>, sqlx::Error> {

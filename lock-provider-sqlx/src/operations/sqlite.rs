@@ -95,7 +95,8 @@ impl Tables for SqliteTables {
     }
 
     fn table_missing(e: &sqlx::Error) -> bool {
-        matches!(e, sqlx::Error::Database(db) if db.message().starts_with("no such table"))
+        matches!(e, sqlx::Error::Database(db)
+            if db.message().starts_with("no such table") || db.message().starts_with("no such column"))
     }
 
     async fn rows(&self, sql: &str, params: Vec<Param>) -> Result<Vec<SqliteRow>, sqlx::Error> {
@@ -131,8 +132,9 @@ impl Tables for SqliteTables {
                 .execute(&mut *tx)
                 .await?;
         }
-        // A history table from before these columns: added, with their defaults.
-        for column in &sql.added_run_columns {
+        // Tables from before these columns: added, with their defaults, then the index on
+        // them.
+        for column in &sql.added_later {
             let missing: bool = sqlx::query_scalar(AssertSqlSafe(column.missing.clone()))
                 .fetch_one(&mut *tx)
                 .await?;

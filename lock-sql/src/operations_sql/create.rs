@@ -23,19 +23,8 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
     let t16 = text(16);
     let terr = text(MAX_ERROR_LEN);
     let tdetail = text(MAX_DETAIL_LEN);
-    let index = |name: &str, table: &TableName, columns: &str| -> String {
-        let name = style.quote(&format!("{}_{name}", lock_table.name));
-        let (name, table) = match (&lock_table.schema, d) {
-            // PostgreSQL puts an index in its table's schema and takes the table qualified;
-            // SQLite takes the index qualified and the table bare (`ON` names a table of
-            // the index's schema).
-            (Some(schema), SqlDialect::Sqlite) => (
-                format!("{}.{name}", style.quote(schema)),
-                style.quote(&table.bare),
-            ),
-            _ => (name, table.quoted.clone()),
-        };
-        format!("CREATE INDEX IF NOT EXISTS {name} ON {table} ({columns})")
+    let index = |name: &str, table: &TableName, columns: &str| {
+        index_ddl(d, lock_table, name, table, columns)
     };
     let mysql_index = |name: &str, columns: &str| match d {
         SqlDialect::MySql => format!(
@@ -84,10 +73,12 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
              outcome {t16} NOT NULL,\n  \
              error_text {terr} NULL,\n  \
              {attempt},\n  \
-             {cancel_requested}{job_index}{started_index}\n)",
+             {cancel_requested},\n  \
+             {params}{job_index}{started_index}\n)",
             runs = t.runs.quoted,
-            attempt = run_column(d, RunColumn::Attempt),
-            cancel_requested = run_column(d, RunColumn::CancelRequested),
+            attempt = LaterColumn::Attempt.definition(d),
+            cancel_requested = LaterColumn::CancelRequested.definition(d),
+            params = LaterColumn::RunParams.definition(d),
             id = d.id_column(),
             job_index = mysql_index("runs_job", "job_name, id"),
             started_index = mysql_index("runs_started", "started_at"),
@@ -100,9 +91,13 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
              requested_at {ts} NOT NULL,\n  \
              requested_by {t255} NOT NULL,\n  \
              claimed_by {t255} NULL,\n  \
-             claimed_at {ts} NULL\n)",
+             claimed_at {ts} NULL,\n  \
+             {slot_at},\n  \
+             {params}\n)",
             control = t.control.quoted,
             id = d.id_column(),
+            slot_at = LaterColumn::SlotAt.definition(d),
+            params = LaterColumn::ControlParams.definition(d),
         ),
         format!(
             "CREATE TABLE IF NOT EXISTS {actions} (\n  \
@@ -153,20 +148,36 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
                     t.runs.quoted
                 ),
             ));
-            for column in RunColumn::ADDED {
+            for column in LaterColumn::ADDED {
+                let table = column.table(t);
                 create.extend(mysql_if(
                     &missing(
                         "columns",
-                        &t.runs,
+                        table,
                         &format!("LOWER(column_name) = '{}'", column.name()),
                     ),
                     &format!(
                         "ALTER TABLE {} ADD COLUMN {}",
-                        t.runs.quoted,
-                        run_column(d, column)
+                        table.quoted,
+                        column.definition(d)
                     ),
                 ));
             }
+            let after = style.quote(&format!("{}_{CONTROL_AFTER}", lock_table.name));
+            create.extend(mysql_if(
+                &missing(
+                    "statistics",
+                    &t.control,
+                    &format!(
+                        "LOWER(index_name) = LOWER('{}_{CONTROL_AFTER}')",
+                        lock_table.name
+                    ),
+                ),
+                &format!(
+                    "CREATE INDEX {after} ON {} ({CONTROL_AFTER_COLUMNS})",
+                    t.control.quoted
+                ),
+            ));
             let paused = style.quote(&format!("{}_{PAUSED}", lock_table.name));
             create.extend(mysql_if(
                 &missing("columns", &t.control, "LOWER(column_name) = 'pause_job'"),
@@ -183,21 +194,22 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
             create.push(release);
         }
         // SQLite has no `ADD COLUMN IF NOT EXISTS`: its providers add the columns of
-        // `added_run_columns` where their probe says they are missing.
+        // `added_later` where their probe says they are missing, then the index on them.
         SqlDialect::Sqlite => {
             create.push(index(RUNS_OK, &t.runs, RUNS_OK_COLUMNS));
             create.push(paused_index(index(PAUSED, &t.control, "job_name")));
         }
         SqlDialect::Postgres => {
-            for column in RunColumn::ADDED {
+            for column in LaterColumn::ADDED {
                 create.push(format!(
                     "ALTER TABLE {} ADD COLUMN IF NOT EXISTS {}",
-                    t.runs.quoted,
-                    run_column(d, column)
+                    column.table(t).quoted,
+                    column.definition(d)
                 ));
             }
             create.push(index(RUNS_OK, &t.runs, RUNS_OK_COLUMNS));
             create.push(paused_index(index(PAUSED, &t.control, "job_name")));
+            create.push(after_index(d, lock_table, t));
         }
     }
     create
@@ -208,37 +220,127 @@ fn paused_index(index: String) -> String {
     index.replace("CREATE INDEX", "CREATE UNIQUE INDEX") + " WHERE request_kind = 'pause'"
 }
 
-/// The history's columns added after the table first shipped, each with a default, so that
-/// `ensure_schema()` adds them to an existing table and its old rows read as attempt 1,
-/// cancellation not asked.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum RunColumn {
-    /// Which attempt of its fire a row is, from 1.
-    Attempt,
-    /// Cancellation was asked before the body ended.
-    CancelRequested,
+/// `CREATE INDEX IF NOT EXISTS` of `<lock table>_<name>` on `table` (PostgreSQL and SQLite).
+fn index_ddl(
+    d: SqlDialect,
+    lock_table: &ResolvedTable,
+    name: &str,
+    table: &TableName,
+    columns: &str,
+) -> String {
+    let style = d.style();
+    let name = style.quote(&format!("{}_{name}", lock_table.name));
+    let (name, table) = match (&lock_table.schema, d) {
+        // PostgreSQL puts an index in its table's schema and takes the table qualified;
+        // SQLite takes the index qualified and the table bare (`ON` names a table of
+        // the index's schema).
+        (Some(schema), SqlDialect::Sqlite) => (
+            format!("{}.{name}", style.quote(schema)),
+            style.quote(&table.bare),
+        ),
+        _ => (name, table.quoted.clone()),
+    };
+    format!("CREATE INDEX IF NOT EXISTS {name} ON {table} ({columns})")
 }
 
-impl RunColumn {
-    pub(super) const ADDED: [RunColumn; 2] = [RunColumn::Attempt, RunColumn::CancelRequested];
+/// The columns added to the history and control tables after they first shipped, each
+/// nullable or with a default, so that `ensure_schema()` adds them to an existing table and
+/// its old rows read as attempt 1, cancellation not asked, no slot and no parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LaterColumn {
+    /// Runs: which attempt of its fire a row is, from 1.
+    Attempt,
+    /// Runs: cancellation was asked before the body ended.
+    CancelRequested,
+    /// Runs: a manual run's parameters (`Params::encode`), NULL for none.
+    RunParams,
+    /// Control: the slot an `after` request runs its child for.
+    SlotAt,
+    /// Control: a trigger request's parameters, NULL for none.
+    ControlParams,
+}
+
+/// Which of the tables a [`LaterColumn`] belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum LaterTable {
+    Runs,
+    Control,
+}
+
+impl LaterColumn {
+    pub(super) const ADDED: [LaterColumn; 5] = [
+        LaterColumn::Attempt,
+        LaterColumn::CancelRequested,
+        LaterColumn::RunParams,
+        LaterColumn::SlotAt,
+        LaterColumn::ControlParams,
+    ];
 
     pub(super) fn name(self) -> &'static str {
         match self {
-            RunColumn::Attempt => "attempt",
-            RunColumn::CancelRequested => "cancel_requested",
+            LaterColumn::Attempt => "attempt",
+            LaterColumn::CancelRequested => "cancel_requested",
+            LaterColumn::RunParams | LaterColumn::ControlParams => "params",
+            LaterColumn::SlotAt => "slot_at",
         }
+    }
+
+    pub(super) fn of(self) -> LaterTable {
+        match self {
+            LaterColumn::Attempt | LaterColumn::CancelRequested | LaterColumn::RunParams => {
+                LaterTable::Runs
+            }
+            LaterColumn::SlotAt | LaterColumn::ControlParams => LaterTable::Control,
+        }
+    }
+
+    pub(super) fn table(self, t: &TableNames) -> &TableName {
+        match self.of() {
+            LaterTable::Runs => &t.runs,
+            LaterTable::Control => &t.control,
+        }
+    }
+
+    /// The column's definition, as `CREATE TABLE` and `ADD COLUMN` take it. A boolean is
+    /// `BOOLEAN` where the dialect has one (MySQL's is `TINYINT(1)`), 0 or 1 in SQLite.
+    /// Parameters are `MEDIUMTEXT` in MySQL: 32 of them, each a 64-byte key and a
+    /// 1000-byte value that percent-encoding can triple, pass `TEXT`'s 64 KB.
+    pub(super) fn definition(self, d: SqlDialect) -> String {
+        let definition = match (self, d) {
+            (LaterColumn::Attempt, _) => "INTEGER NOT NULL DEFAULT 1",
+            (LaterColumn::CancelRequested, SqlDialect::Sqlite) => "INTEGER NOT NULL DEFAULT 0",
+            (LaterColumn::CancelRequested, _) => "BOOLEAN NOT NULL DEFAULT FALSE",
+            (LaterColumn::RunParams | LaterColumn::ControlParams, SqlDialect::MySql) => {
+                "MEDIUMTEXT NULL"
+            }
+            (LaterColumn::RunParams | LaterColumn::ControlParams, _) => "TEXT NULL",
+            (LaterColumn::SlotAt, SqlDialect::Postgres) => "TIMESTAMP(3) NULL",
+            (LaterColumn::SlotAt, SqlDialect::MySql) => "DATETIME(3) NULL",
+            (LaterColumn::SlotAt, SqlDialect::Sqlite) => "TEXT NULL",
+        };
+        format!("{} {definition}", self.name())
     }
 }
 
-/// The column's definition, as `CREATE TABLE` and `ADD COLUMN` take it. A boolean is
-/// `BOOLEAN` where the dialect has one (MySQL's is `TINYINT(1)`), 0 or 1 in SQLite.
-pub(super) fn run_column(d: SqlDialect, column: RunColumn) -> String {
-    let definition = match (column, d) {
-        (RunColumn::Attempt, _) => "INTEGER NOT NULL DEFAULT 1",
-        (RunColumn::CancelRequested, SqlDialect::Sqlite) => "INTEGER NOT NULL DEFAULT 0",
-        (RunColumn::CancelRequested, _) => "BOOLEAN NOT NULL DEFAULT FALSE",
-    };
-    format!("{} {definition}", column.name())
+/// The index `after_requests` and `delete_after` seek: a child's `after` rows by slot.
+const CONTROL_AFTER: &str = "control_after";
+const CONTROL_AFTER_COLUMNS: &str = "job_name, request_kind, slot_at";
+
+/// The `after` rows' index (PostgreSQL and SQLite), created once its columns exist: in
+/// SQLite after `added_later` added them to an older table.
+pub(super) fn after_index(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNames) -> String {
+    index_ddl(
+        d,
+        lock_table,
+        CONTROL_AFTER,
+        &t.control,
+        CONTROL_AFTER_COLUMNS,
+    )
+}
+
+/// The bare name of the `after` rows' index, for SQLite's catalog check.
+pub(super) fn after_index_name(lock_table: &ResolvedTable) -> String {
+    format!("{}_{CONTROL_AFTER}", lock_table.name)
 }
 
 /// The index the last success of each job is read from: one seek per job for
@@ -252,12 +354,14 @@ const PAUSED: &str = "paused";
 const MYSQL_PAUSE_JOB: &str =
     "pause_job VARCHAR(255) AS (CASE WHEN request_kind = 'pause' THEN job_name END) STORED";
 
-/// The names of the indexes added after the tables first shipped (the last-success index and
-/// the pause index), bare: for the probes that tell whether `ensure_schema()` has work to do.
-pub(super) fn added_indexes(lock_table: &ResolvedTable) -> [String; 2] {
+/// The names of the indexes added after the tables first shipped (the last-success index, the
+/// pause index and the `after` rows' index), bare: for the probes that tell whether
+/// `ensure_schema()` has work to do.
+pub(super) fn added_indexes(lock_table: &ResolvedTable) -> [String; 3] {
     [
         format!("{}_{RUNS_OK}", lock_table.name),
         format!("{}_{PAUSED}", lock_table.name),
+        after_index_name(lock_table),
     ]
 }
 

@@ -25,6 +25,7 @@
 mod create;
 mod dialect;
 mod heartbeat;
+mod params;
 mod prune;
 mod statements;
 
@@ -32,6 +33,7 @@ use lock_cluster::Expired;
 
 pub use dialect::SqlDialect;
 pub use heartbeat::HEARTBEAT_PARAMS;
+pub use params::{StoredParamsError, stored_params};
 
 /// The limits of the operations tables' columns, which every store (SQL or not) keeps.
 pub use lock_cluster::{MAX_DETAIL_LEN, MAX_ERROR_LEN, MAX_TEXT_LEN};
@@ -94,36 +96,39 @@ pub const REGISTRY_COLUMNS: &str = "instance_id, job_name, lock_name, trigger_te
 
 /// The columns every run read returns, in this order: id, job_name, slot_at, fire_kind,
 /// instance_id, fence, started_at, ended_at, outcome, error_text, attempt (an integer from 1),
-/// cancel_requested (a boolean; 0 or 1 in SQLite).
-pub const RUN_COLUMNS: &str = "id, job_name, slot_at, fire_kind, instance_id, fence, started_at, ended_at, outcome, error_text, attempt, cancel_requested";
+/// cancel_requested (a boolean; 0 or 1 in SQLite), params (text or NULL: read with
+/// [`OperationsSql::run_params`]).
+pub const RUN_COLUMNS: &str = "id, job_name, slot_at, fire_kind, instance_id, fence, started_at, ended_at, outcome, error_text, attempt, cancel_requested, params";
 
-/// A column of the history added after its table first shipped, for a dialect without
-/// `ADD COLUMN IF NOT EXISTS` (SQLite): `missing` reads one boolean (true when the column is
-/// missing), `ddl` adds it, with a default for the rows there.
+/// What the tables gained after they first shipped, for a dialect without
+/// `ADD COLUMN IF NOT EXISTS` (SQLite): a column of the history or control table, or the index
+/// on such columns. `missing` reads one boolean (true when it is missing), `ddl` adds it (a
+/// column with a default, or NULL, for the rows there).
 ///
 /// ```
 /// # use lock_sql::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
 /// let table = LockTableConfig::default().resolve(IdentifierStyle::ANSI)?;
 /// let sql = OperationsSql::new(SqlDialect::Sqlite, &table)?;
 /// assert_eq!(
-///     sql.added_run_columns[0].ddl,
+///     sql.added_later[0].ddl,
 ///     r#"ALTER TABLE "shedlock_runs" ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1"#
 /// );
+/// assert!(sql.added_later.last().unwrap().ddl.starts_with("CREATE INDEX"));
 /// # Ok::<(), lock_core::LockError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct AddedColumn {
-    /// One row, one boolean: true when the column is missing.
+pub struct AddedLater {
+    /// One row, one boolean: true when the column (or index) is missing.
     pub missing: String,
-    /// Adds the column.
+    /// Adds it.
     pub ddl: String,
 }
 
 /// The columns every control read returns, in this order: id, job_name, request_kind,
-/// requested_at, requested_by, claimed_by, claimed_at.
-pub const CONTROL_COLUMNS: &str =
-    "id, job_name, request_kind, requested_at, requested_by, claimed_by, claimed_at";
+/// requested_at, requested_by, claimed_by, claimed_at, slot_at (an `after` request's slot, NULL
+/// otherwise), params (text or NULL: read with [`OperationsSql::control_params`]).
+pub const CONTROL_COLUMNS: &str = "id, job_name, request_kind, requested_at, requested_by, claimed_by, claimed_at, slot_at, params";
 
 /// The columns every action log read returns, in this order: id, acted_at, job_name, action,
 /// requested_by, detail.
@@ -145,20 +150,24 @@ pub struct OperationsSql {
     /// MySQL: the statement that releases the named lock the DDL runs under (the last of
     /// [`create`](Self::create)); a provider runs it when a statement before it failed.
     pub create_release: Option<String>,
-    /// SQLite: the history's columns added since its table first shipped (`attempt`,
-    /// `cancel_requested`), each to add after [`create`](Self::create) where `missing` says
-    /// so, in the same transaction. Empty in PostgreSQL and MySQL, whose `create` adds them
-    /// itself (`ADD COLUMN IF NOT EXISTS`, a catalog check).
-    pub added_run_columns: Vec<AddedColumn>,
+    /// SQLite: the columns added to the history (`attempt`, `cancel_requested`, `params`) and
+    /// control (`slot_at`, `params`) tables since they first shipped, then the index on the
+    /// latter, each to add after [`create`](Self::create) where `missing` says so, in the same
+    /// transaction. Empty in PostgreSQL and MySQL, whose `create` adds them itself
+    /// (`ADD COLUMN IF NOT EXISTS`, a catalog check).
+    pub added_later: Vec<AddedLater>,
     /// Reads nothing but fails when a table is missing: `SELECT` of no row from each of the
-    /// four tables, and of the history's added columns (what `ensure_schema()` looks for before it runs any DDL); in PostgreSQL
-    /// also when an index added since the tables first shipped is missing (the last-success
-    /// index, the one-pause-row index), so that an existing schema gets them.
+    /// four tables, and of the history's and control table's added columns (what
+    /// `ensure_schema()` looks for before it runs any DDL); in PostgreSQL also when an index
+    /// added since the tables first shipped is missing (the last-success index, the
+    /// one-pause-row index, the `after` rows' index), so that an existing schema gets them.
     pub probe: Vec<String>,
-    /// The same for the three tables the scheduler needs (registry, history, control): what
-    /// [`ClusterStore::check`](lock_cluster::ClusterStore::check) reads. The
-    /// action log is not among them: only the tools that act write it, and a deployment whose
-    /// `ensure_schema()` has not created it yet keeps its registry, history and pauses.
+    /// The same for the three tables the scheduler needs (registry, history, control) and
+    /// their added columns: what [`ClusterStore::check`](lock_cluster::ClusterStore::check)
+    /// reads, so that tables from before a column fail the check with the DDL, not the first
+    /// run. The action log is not among them: only the tools that act write it, and a
+    /// deployment whose `ensure_schema()` has not created it yet keeps its registry, history
+    /// and pauses.
     pub check: Vec<String>,
     /// Pauses and pending trigger requests ([`CONTROL_COLUMNS`]); no parameters.
     pub poll: String,
@@ -169,8 +178,8 @@ pub struct OperationsSql {
     /// back, unclaimed (1 row changed when it was).
     pub unclaim: String,
     /// `1` job, `2` slot or NULL, `3` fire kind, `4` instance id, `5` fence, `6` attempt (an
-    /// integer from 1): the start row (`RETURNING id` in PostgreSQL and SQLite; MySQL reads
-    /// the insert id).
+    /// integer from 1), `7` params (`Params::encode`, NULL for none): the start row
+    /// (`RETURNING id` in PostgreSQL and SQLite; MySQL reads the insert id).
     pub run_start: String,
     /// `1` outcome, `2` error or NULL, `3` cancel requested (a boolean), `4` run id: the end
     /// of a run.
@@ -180,8 +189,18 @@ pub struct OperationsSql {
     pub pause: String,
     /// `1` job: deletes the job's pause rows.
     pub resume: String,
-    /// `1` job, `2` requested by: a trigger request (`RETURNING id` in PostgreSQL and SQLite).
+    /// `1` job, `2` requested by, `3` params (`Params::encode`, NULL for none): a trigger
+    /// request (`RETURNING id` in PostgreSQL and SQLite).
     pub request_trigger: String,
+    /// `1` child job, `2` parent (`name` or `name#shard`), `3` slot: an `after` request
+    /// (`RETURNING id` in PostgreSQL and SQLite), requested at the database's now.
+    pub request_after: String,
+    /// `1` child job, `2` slot: the parents (`requested_by`) of the child's `after` rows for
+    /// exactly that slot, oldest first; on the `(job_name, request_kind, slot_at)` index.
+    pub after_requests: String,
+    /// `1` child job, `2` through: deletes the child's `after` rows for slots up to and
+    /// including `through`.
+    pub delete_after: String,
     /// `1` request id: deletes the request if no instance claimed it yet.
     pub withdraw_trigger: String,
     /// Every control row ([`CONTROL_COLUMNS`]), oldest first; no parameters.
@@ -204,8 +223,8 @@ pub struct OperationsSql {
     pub last_successes: String,
     /// `1` before, `2` limit: deletes at most `limit` runs started before `before`.
     pub delete_runs: String,
-    /// `1` before, `2` limit: deletes at most `limit` claimed trigger requests claimed before
-    /// `before`.
+    /// `1` before, `2` limit: deletes at most `limit` rows of trigger requests claimed before
+    /// `before` and of `after` requests requested before it (one batch for both).
     pub delete_claimed: String,
     /// `1` before, `2` limit: deletes at most `limit` registry rows not refreshed since `before`.
     pub delete_stale_registry: String,

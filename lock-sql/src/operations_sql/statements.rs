@@ -1,8 +1,8 @@
 //! The statements' text for one lock table and dialect: [`OperationsSql::new`].
 
 use super::{
-    ACTION_COLUMNS, AddedColumn, CONTROL_COLUMNS, OperationsSql, OperationsTables,
-    REGISTRY_COLUMNS, RUN_COLUMNS, SqlDialect, TableName, TableNames, create,
+    ACTION_COLUMNS, AddedLater, CONTROL_COLUMNS, OperationsSql, OperationsTables, REGISTRY_COLUMNS,
+    RUN_COLUMNS, SqlDialect, TableName, TableNames, create,
 };
 use crate::{MAX_IDENTIFIER_LEN, ResolvedTable, validate_identifier};
 use lock_core::LockError;
@@ -49,38 +49,62 @@ impl OperationsSql {
         let d = dialect;
         let p = |n| d.p(n);
         let now = d.now();
-        let probe: Vec<String> = [&instances, runs, control, actions]
+        let tables: Vec<String> = [&instances, runs, control, actions]
             .iter()
             .map(|t| format!("SELECT 1 FROM {t} WHERE 1 = 0"))
             .collect();
-        let check = probe[..3].to_vec();
-        // A history table from before `attempt` and `cancel_requested`: DDL to run.
-        let mut probe = probe;
-        probe.push(format!(
-            "SELECT attempt, cancel_requested FROM {runs} WHERE 1 = 0"
-        ));
-        let added_run_columns = match d {
-            SqlDialect::Sqlite => create::RunColumn::ADDED
+        // Tables from before the history's and control table's added columns (`attempt`,
+        // `cancel_requested`, `params`; `slot_at`, `params`): DDL to run, and a check that
+        // fails with it.
+        let later = |table: create::LaterTable, name: &str| {
+            let columns: Vec<&str> = create::LaterColumn::ADDED
                 .iter()
-                .map(|&column| {
-                    let schema = lock_table
-                        .schema
-                        .as_ref()
-                        .map(|s| format!(", '{s}'"))
-                        .unwrap_or_default();
-                    AddedColumn {
-                        missing: format!(
-                            "SELECT COUNT(*) = 0 FROM pragma_table_info('{}'{schema}) WHERE name = '{}'",
-                            names.runs.bare,
-                            column.name()
-                        ),
-                        ddl: format!(
-                            "ALTER TABLE {runs} ADD COLUMN {}",
-                            create::run_column(d, column)
-                        ),
-                    }
-                })
-                .collect(),
+                .filter(|c| c.of() == table)
+                .map(|c| c.name())
+                .collect();
+            format!("SELECT {} FROM {name} WHERE 1 = 0", columns.join(", "))
+        };
+        let columns = [
+            later(create::LaterTable::Runs, runs),
+            later(create::LaterTable::Control, control),
+        ];
+        let check: Vec<String> = tables[..3].iter().chain(&columns).cloned().collect();
+        let mut probe: Vec<String> = tables.into_iter().chain(columns).collect();
+        let added_later = match d {
+            SqlDialect::Sqlite => {
+                let schema = lock_table
+                    .schema
+                    .as_ref()
+                    .map(|s| format!(", '{s}'"))
+                    .unwrap_or_default();
+                let mut added: Vec<AddedLater> = create::LaterColumn::ADDED
+                    .iter()
+                    .map(|&column| {
+                        let table = column.table(&names);
+                        AddedLater {
+                            missing: format!(
+                                "SELECT COUNT(*) = 0 FROM pragma_table_info('{}'{schema}) WHERE name = '{}'",
+                                table.bare,
+                                column.name()
+                            ),
+                            ddl: format!(
+                                "ALTER TABLE {} ADD COLUMN {}",
+                                table.quoted,
+                                column.definition(d)
+                            ),
+                        }
+                    })
+                    .collect();
+                added.push(AddedLater {
+                    missing: format!(
+                        "SELECT COUNT(*) = 0 FROM pragma_index_list('{}'{schema}) WHERE name = '{}'",
+                        names.control.bare,
+                        create::after_index_name(lock_table)
+                    ),
+                    ddl: create::after_index(d, lock_table, &names),
+                });
+                added
+            }
             _ => Vec::new(),
         };
         // PostgreSQL's `ensure_schema()` runs no DDL when the probes succeed: the indexes added
@@ -118,14 +142,16 @@ impl OperationsSql {
             _ => " RETURNING id",
         };
         let run_start = format!(
-            "INSERT INTO {runs} (job_name, slot_at, fire_kind, instance_id, fence, attempt, started_at, outcome) \
-             VALUES ({}, {}, {}, {}, {}, {}, {now}, 'running'){returning_id}",
+            "INSERT INTO {runs} (job_name, slot_at, fire_kind, instance_id, fence, attempt, params, \
+             started_at, outcome) \
+             VALUES ({}, {}, {}, {}, {}, {}, {}, {now}, 'running'){returning_id}",
             p(1),
             p(2),
             p(3),
             p(4),
             p(5),
-            p(6)
+            p(6),
+            p(7)
         );
         let run_end = format!(
             "UPDATE {runs} SET ended_at = {now}, outcome = {}, error_text = {}, cancel_requested = {} \
@@ -161,8 +187,30 @@ impl OperationsSql {
             p(1)
         );
         let request_trigger = format!(
-            "INSERT INTO {control} (job_name, request_kind, requested_at, requested_by) \
-             VALUES ({}, 'trigger', {now}, {}){returning_id}",
+            "INSERT INTO {control} (job_name, request_kind, requested_at, requested_by, params) \
+             VALUES ({}, 'trigger', {now}, {}, {}){returning_id}",
+            p(1),
+            p(2),
+            p(3)
+        );
+        // `after` rows are never claimed (`claim`, `unclaim` and `withdraw_trigger` take
+        // trigger rows only): each live instance's heartbeat brings them back until the
+        // child's lock decided the slot and `delete_after` removes them.
+        let request_after = format!(
+            "INSERT INTO {control} (job_name, request_kind, requested_at, requested_by, slot_at) \
+             VALUES ({}, 'after', {now}, {}, {}){returning_id}",
+            p(1),
+            p(2),
+            p(3)
+        );
+        let after_requests = format!(
+            "SELECT requested_by FROM {control} \
+             WHERE job_name = {} AND request_kind = 'after' AND slot_at = {} ORDER BY id",
+            p(1),
+            p(2)
+        );
+        let delete_after = format!(
+            "DELETE FROM {control} WHERE job_name = {} AND request_kind = 'after' AND slot_at <= {}",
             p(1),
             p(2)
         );
@@ -280,14 +328,16 @@ impl OperationsSql {
                 p(2)
             ),
         };
-        // Bounded batches: a housekeeping run never holds a long lock on a big table.
+        // Bounded batches: a housekeeping run never holds a long lock on a big table. Claimed
+        // trigger rows by their claim, `after` rows by their request (a child that never ran
+        // for a slot, its instances gone): one time per row, so that each parameter is used
+        // once (MySQL's `?` are positional). Pauses and unclaimed triggers read NULL and stay.
+        let expired_control = "CASE request_kind WHEN 'trigger' THEN claimed_at \
+                               WHEN 'after' THEN requested_at END";
         let (delete_runs, delete_claimed, delete_stale_registry) = match d {
             SqlDialect::MySql => (
                 format!("DELETE FROM {runs} WHERE started_at < ? ORDER BY id LIMIT ?"),
-                format!(
-                    "DELETE FROM {control} WHERE claimed_at < ? AND request_kind = 'trigger' \
-                     ORDER BY id LIMIT ?"
-                ),
+                format!("DELETE FROM {control} WHERE {expired_control} < ? ORDER BY id LIMIT ?"),
                 format!("DELETE FROM {instances} WHERE heartbeat_at < ? LIMIT ?"),
             ),
             SqlDialect::Postgres => (
@@ -297,7 +347,7 @@ impl OperationsSql {
                 ),
                 format!(
                     "DELETE FROM {control} WHERE id IN (SELECT id FROM {control} \
-                     WHERE claimed_at < $1 AND request_kind = 'trigger' ORDER BY id LIMIT $2)"
+                     WHERE {expired_control} < $1 ORDER BY id LIMIT $2)"
                 ),
                 format!(
                     "DELETE FROM {instances} WHERE (instance_id, job_name) IN \
@@ -311,7 +361,7 @@ impl OperationsSql {
                 ),
                 format!(
                     "DELETE FROM {control} WHERE id IN (SELECT id FROM {control} \
-                     WHERE claimed_at < ?1 AND request_kind = 'trigger' ORDER BY id LIMIT ?2)"
+                     WHERE {expired_control} < ?1 ORDER BY id LIMIT ?2)"
                 ),
                 format!(
                     "DELETE FROM {instances} WHERE rowid IN \
@@ -335,7 +385,7 @@ impl OperationsSql {
             ],
             create,
             create_release,
-            added_run_columns,
+            added_later,
             probe,
             check,
             poll,
@@ -346,6 +396,9 @@ impl OperationsSql {
             pause,
             resume,
             request_trigger,
+            request_after,
+            after_requests,
+            delete_after,
             withdraw_trigger,
             control: control_all,
             registry,

@@ -56,7 +56,7 @@ fn the_action_log_is_created_with_its_job_index_and_probed() {
             .to_owned()
     ));
     assert!(sql.probe.iter().any(|p| p.contains("shedlock_actions")));
-    assert_eq!(sql.check, sql.probe[..3]);
+    assert_eq!(sql.check[..3], sql.probe[..3]);
     assert!(!sql.check.iter().any(|p| p.contains("shedlock_actions")));
     let mysql = OperationsSql::new(
         SqlDialect::MySql,
@@ -137,5 +137,129 @@ fn existing_tables_get_the_last_success_and_one_pause_row_indexes() {
     assert!(
         ddl.contains("CREATE INDEX `shedlock_runs_ok` ON `shedlock_runs`"),
         "{ddl}"
+    );
+}
+
+#[test]
+fn existing_tables_get_the_after_and_params_columns_and_their_index() {
+    let table = LockTableConfig::default()
+        .with_table("ops.shedlock")
+        .resolve(IdentifierStyle::POSTGRES)
+        .unwrap();
+    let pg = OperationsSql::new(SqlDialect::Postgres, &table).unwrap();
+    for ddl in [
+        r#"ALTER TABLE "ops"."shedlock_runs" ADD COLUMN IF NOT EXISTS params TEXT NULL"#,
+        r#"ALTER TABLE "ops"."shedlock_control" ADD COLUMN IF NOT EXISTS slot_at TIMESTAMP(3) NULL"#,
+        r#"ALTER TABLE "ops"."shedlock_control" ADD COLUMN IF NOT EXISTS params TEXT NULL"#,
+        r#"CREATE INDEX IF NOT EXISTS "shedlock_control_after" ON "ops"."shedlock_control" (job_name, request_kind, slot_at)"#,
+    ] {
+        assert!(pg.create.contains(&ddl.to_owned()), "{ddl}");
+    }
+    // Probed and checked: `ensure_schema()` adds them, `check()` reports them missing.
+    let runs = r#"SELECT attempt, cancel_requested, params FROM "ops"."shedlock_runs" WHERE 1 = 0"#;
+    let control = r#"SELECT slot_at, params FROM "ops"."shedlock_control" WHERE 1 = 0"#;
+    for probe in [runs, control] {
+        assert!(pg.probe.contains(&probe.to_owned()), "{probe}");
+        assert!(pg.check.contains(&probe.to_owned()), "{probe}");
+    }
+    assert!(
+        pg.probe
+            .contains(&r#"SELECT '"ops"."shedlock_control_after"'::regclass"#.to_owned())
+    );
+
+    let mysql = OperationsSql::new(
+        SqlDialect::MySql,
+        &LockTableConfig::default()
+            .resolve(IdentifierStyle::MYSQL)
+            .unwrap(),
+    )
+    .unwrap();
+    let ddl = mysql.create.join(";\n");
+    assert!(
+        ddl.contains("ALTER TABLE `shedlock_control` ADD COLUMN params MEDIUMTEXT NULL"),
+        "{ddl}"
+    );
+    assert!(
+        ddl.contains("ALTER TABLE `shedlock_runs` ADD COLUMN params MEDIUMTEXT NULL"),
+        "{ddl}"
+    );
+    assert!(
+        ddl.contains("CREATE INDEX `shedlock_control_after` ON `shedlock_control`"),
+        "{ddl}"
+    );
+    // Housekeeping's batch takes claimed triggers and old `after` rows, one `?` each.
+    let claimed = mysql.delete_expired(Expired::ClaimedTriggers);
+    assert_eq!(claimed.matches('?').count(), 2, "{claimed}");
+    assert!(
+        claimed.contains("WHEN 'after' THEN requested_at"),
+        "{claimed}"
+    );
+
+    let sqlite = OperationsSql::new(
+        SqlDialect::Sqlite,
+        &LockTableConfig::default()
+            .resolve(IdentifierStyle::ANSI)
+            .unwrap(),
+    )
+    .unwrap();
+    // The index comes after its columns: an older table gets them first.
+    let index = sqlite
+        .added_later
+        .iter()
+        .position(|a| a.ddl.starts_with("CREATE INDEX"))
+        .unwrap();
+    let slot = sqlite
+        .added_later
+        .iter()
+        .position(|a| a.ddl.contains("slot_at"))
+        .unwrap();
+    assert!(slot < index);
+    assert!(!sqlite.create.iter().any(|c| c.contains("control_after")));
+}
+
+#[test]
+fn after_rows_are_never_claimed_nor_withdrawn() {
+    for (d, style) in [
+        (SqlDialect::Postgres, IdentifierStyle::POSTGRES),
+        (SqlDialect::MySql, IdentifierStyle::MYSQL),
+        (SqlDialect::Sqlite, IdentifierStyle::ANSI),
+    ] {
+        let sql =
+            OperationsSql::new(d, &LockTableConfig::default().resolve(style).unwrap()).unwrap();
+        for statement in [&sql.claim, &sql.unclaim, &sql.withdraw_trigger] {
+            assert!(
+                statement.contains("request_kind = 'trigger'"),
+                "{statement}"
+            );
+        }
+        assert!(
+            sql.request_after.contains("'after'"),
+            "{}",
+            sql.request_after
+        );
+        // The heartbeat's poll returns the unclaimed `after` rows with their slot.
+        assert!(sql.poll.contains("claimed_by IS NULL"), "{}", sql.poll);
+        assert!(sql.poll.contains("slot_at, params"), "{}", sql.poll);
+    }
+}
+
+#[test]
+fn stored_params_read_back_or_name_their_row() {
+    let sql = OperationsSql::new(
+        SqlDialect::Sqlite,
+        &LockTableConfig::default()
+            .resolve(IdentifierStyle::ANSI)
+            .unwrap(),
+    )
+    .unwrap();
+    let params = lock_core::Params::parse_pairs(["day=2026-12-01", "q=a&b"]).unwrap();
+    let stored = stored_params(&params);
+    assert_eq!(sql.run_params(1, stored.as_deref()).unwrap(), params);
+    assert_eq!(stored_params(&lock_core::Params::new()), None);
+    assert!(sql.run_params(1, Some("")).unwrap().is_empty());
+    let error = sql.run_params(42, Some("=x")).unwrap_err();
+    assert!(
+        error.to_string().contains("row 42 of shedlock_runs"),
+        "{error}"
     );
 }

@@ -22,8 +22,8 @@ use crate::{IdentifierStyle, ResolvedTable};
 pub struct HistoryBatchStatements {
     /// `$1` jobs (`text[]`), `$2` slots (`timestamp[]`, NULL for none), `$3` fire kinds
     /// (`text[]`), `$4` instance ids (`text[]`), `$5` fences (`int8[]`), `$6` attempts
-    /// (`int4[]`): one start row per element, inserted in array order, returning `(ord, id)`
-    /// (`ord` from 1).
+    /// (`int4[]`), `$7` params (`text[]`, NULL for none): one start row per element,
+    /// inserted in array order, returning `(ord, id)` (`ord` from 1).
     pub runs_started: String,
     /// `$1` ids (`int8[]`), `$2` outcomes (`text[]`), `$3` error texts (`text[]`, NULL for
     /// none), `$4` cancel requested (`bool[]`): the end of each run.
@@ -43,11 +43,12 @@ impl HistoryBatchStatements {
         // its job name: the scheduler never puts two rows of one job in one batch.
         let runs_started = format!(
             "WITH r AS (SELECT * FROM unnest($1::text[], $2::timestamp[], $3::text[], \
-             $4::text[], $5::int8[], $6::int4[]) WITH ORDINALITY \
-             AS r(job, slot, kind, instance, fence, attempt, ord)), \
+             $4::text[], $5::int8[], $6::int4[], $7::text[]) WITH ORDINALITY \
+             AS r(job, slot, kind, instance, fence, attempt, params, ord)), \
              ins AS (INSERT INTO {runs} (job_name, slot_at, fire_kind, instance_id, fence, \
-             attempt, started_at, outcome) \
-             SELECT job, slot, kind, instance, fence, attempt, {NOW_MS}, 'running' FROM r ORDER BY ord \
+             attempt, params, started_at, outcome) \
+             SELECT job, slot, kind, instance, fence, attempt, params, {NOW_MS}, 'running' \
+             FROM r ORDER BY ord \
              RETURNING id, job_name, fence, instance_id) \
              SELECT r.ord, ins.id FROM ins JOIN r ON ins.job_name = r.job \
              AND ins.fence = r.fence AND ins.instance_id = r.instance"
