@@ -5,8 +5,8 @@
 //!               --runs-table R --instance ID [--runs-url URL_OR_PATH] [--jobs a,b,..]
 //!               [--pulse] [--chaos-jobs] [--load-jobs N] [--shutdown-timeout-ms MS]
 //!               [--operation-timeout-ms MS] [--schema create|check]
-//!               [--max-concurrent-runs N] [--heartbeat-ms MS] [--hog]
-//!               [--die-after-parent JOB]
+//!               [--max-concurrent-runs N] [--heartbeat-ms MS] [--acquire-ahead-ms MS]
+//!               [--hog] [--die-after-parent JOB]
 //! ```
 //!
 //! Its fixed jobs are annotated functions (`#[scheduled]` + `#[scheduler_lock]`), picked by
@@ -242,6 +242,7 @@ struct Args {
     schema: SchemaAction,
     max_concurrent_runs: Option<usize>,
     heartbeat: Option<Duration>,
+    acquire_ahead: Option<Duration>,
     hog: bool,
     die_after_parent: Option<String>,
 }
@@ -250,7 +251,7 @@ const USAGE: &str = "usage: fault-service --backend postgres|mysql|sqlite|redis 
      --lock-table T --runs-table R --instance ID [--runs-url URL_OR_PATH] [--jobs a,b,..] \
      [--pulse] [--chaos-jobs] [--load-jobs N] [--shutdown-timeout-ms MS] \
      [--operation-timeout-ms MS] [--schema create|check] [--max-concurrent-runs N] \
-     [--heartbeat-ms MS] [--hog] [--die-after-parent JOB]";
+     [--heartbeat-ms MS] [--acquire-ahead-ms MS] [--hog] [--die-after-parent JOB]";
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let (mut kind, mut lock_url, mut runs_url) = (None, None, None);
@@ -260,7 +261,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut shutdown_timeout = Duration::from_secs(10);
     let mut operation_timeout = None;
     let mut schema = SchemaAction::Create;
-    let (mut max_concurrent_runs, mut heartbeat) = (None, None);
+    let (mut max_concurrent_runs, mut heartbeat, mut acquire_ahead) = (None, None, None);
     let (mut hog, mut die_after_parent) = (false, None);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -317,6 +318,13 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                         .map_err(|e| format!("--heartbeat-ms: {e}"))?,
                 ))
             }
+            "--acquire-ahead-ms" => {
+                acquire_ahead = Some(Duration::from_millis(
+                    value()?
+                        .parse()
+                        .map_err(|e| format!("--acquire-ahead-ms: {e}"))?,
+                ))
+            }
             "--hog" => hog = true,
             "--die-after-parent" => die_after_parent = Some(value()?),
             other => return Err(format!("unknown argument {other:?}")),
@@ -341,6 +349,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         schema,
         max_concurrent_runs,
         heartbeat,
+        acquire_ahead,
         hog,
         die_after_parent,
     })
@@ -632,6 +641,9 @@ async fn main() -> ExitCode {
     }
     if let Some(every) = args.heartbeat {
         builder = builder.heartbeat_interval(every);
+    }
+    if let Some(ahead) = args.acquire_ahead {
+        builder = builder.acquire_ahead(ahead);
     }
     let scheduler = match builder.start().await {
         Ok(scheduler) => scheduler,

@@ -17,17 +17,32 @@ const LONG_SLOT_EVERY_MS: i64 = 6000;
 
 // ---- Dependent jobs. ----
 
-/// Every second: `dep_child`'s parent.
-#[scheduled(cron = "* * * * * *")]
-#[scheduler_lock(name = "dep_parent", lock_at_most_for = "10s")]
+/// Every 2 s: `dep_child`'s parent.
+#[scheduled(cron = "*/2 * * * * *")]
+#[scheduler_lock(name = "dep_parent", lock_at_most_for = "3s")]
 async fn dep_parent() -> Result<(), BoxError> {
     record_fire().await
 }
 
 /// After each successful run of `dep_parent`, with its slot.
 #[scheduled(after = "dep_parent")]
-#[scheduler_lock(name = "dep_child", lock_at_most_for = "10s")]
+#[scheduler_lock(name = "dep_child", lock_at_most_for = "3s")]
 async fn dep_child() -> Result<(), BoxError> {
+    record_fire().await
+}
+
+/// Every second: `dep_fast_child`'s parent, whose next run comes before a request left by a
+/// dead instance is a heartbeat interval (1 s) old.
+#[scheduled(cron = "* * * * * *")]
+#[scheduler_lock(name = "dep_fast_parent", lock_at_most_for = "3s")]
+async fn dep_fast_parent() -> Result<(), BoxError> {
+    record_fire().await
+}
+
+/// After each successful run of `dep_fast_parent`, with its slot.
+#[scheduled(after = "dep_fast_parent")]
+#[scheduler_lock(name = "dep_fast_child", lock_at_most_for = "3s")]
+async fn dep_fast_child() -> Result<(), BoxError> {
     record_fire().await
 }
 
