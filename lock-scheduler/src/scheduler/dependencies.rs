@@ -78,6 +78,7 @@ impl JobRunner {
         let mut written = Vec::with_capacity(children.len());
         for child in children {
             if self.write_request(store, child, slot, &label).await {
+                self.config.metrics().dependent_requested();
                 written.push(child);
             }
         }
