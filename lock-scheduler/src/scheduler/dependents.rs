@@ -215,7 +215,9 @@ impl Dependents {
             tracing::info!(
                 job = &*child,
                 slot = %slot,
-                "dependent run requested {} s ago and not run: this instance fires it",
+                "dependent run requested more than {} s ago and its request still there: this \
+                 instance asks for the slot's lock (its writer died, or the run is still going: \
+                 once per slot keeps it to one run)",
                 self.hand_off.as_secs_f64()
             );
             self.fire(child, FireSlot::new(slot));
