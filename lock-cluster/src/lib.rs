@@ -387,7 +387,8 @@ pub struct RunRecord {
 pub enum Expired {
     /// History rows started before the cut-off.
     Runs,
-    /// Trigger requests claimed before the cut-off.
+    /// Trigger requests claimed before the cut-off, and [`After`](ControlKind::After) requests
+    /// written before it (their child never ran them: a parent of several whose others failed).
     ClaimedTriggers,
     /// Registry rows not refreshed since the cut-off (instances long gone, jobs removed).
     StaleRegistry,

@@ -239,6 +239,12 @@ lock_metrics! {
     /// Fires this instance left to the others because it was at a run limit
     /// (`max_concurrent_runs`, `group_limit`).
     JOB_BUSY_HANDED_ON_TOTAL = "scheduled_job_busy_handed_on_total", counter busy_handed_on => busy_handed_on;
+    /// Requests for a dependent job (`after = "this job"`) written after a successful run of
+    /// this job on this instance, one per child.
+    JOB_DEPENDENTS_REQUESTED_TOTAL = "scheduled_job_dependents_requested_total", counter dependents_requested => dependent_requested;
+    /// Times the circuit breaker (`pause_after_failures`) paused this job cluster-wide, counted
+    /// on the instance whose failure tripped it.
+    JOB_BREAKER_TRIPS_TOTAL = "scheduled_job_breaker_trips_total", counter breaker_trips => breaker_tripped;
 }
 
 // Public for the scheduler (`lock-scheduler` records the job metrics through the handles each
@@ -287,6 +293,8 @@ mod tests {
                 "scheduled_job_queued_total",
                 "scheduled_job_replaced_total",
                 "scheduled_job_busy_handed_on_total",
+                "scheduled_job_dependents_requested_total",
+                "scheduled_job_breaker_trips_total",
             ]
         );
         assert_eq!(JOB_LABEL, "scheduled_job");

@@ -24,7 +24,7 @@ use lock_cluster::{
     ActionRecord, Cluster, ClusterProvider, ClusterStore, ControlRequest, Expired, Heartbeat,
     OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
 };
-use lock_core::{AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest};
+use lock_core::{AcquireOutcome, Lease, LockError, LockProvider, LockRecord, LockRequest, Params};
 
 /// A connect, or the answer of one operation, did not come within its deadline.
 #[derive(Debug, thiserror::Error)]
@@ -285,6 +285,42 @@ impl ClusterStore for Deadline {
             .await
     }
 
+    async fn request_after(
+        &self,
+        child: &str,
+        slot: DateTime<Utc>,
+        parent: &str,
+    ) -> Result<i64, LockError> {
+        self.within(
+            "request after",
+            child,
+            self.store()?.request_after(child, slot, parent),
+        )
+        .await
+    }
+
+    async fn after_requests(
+        &self,
+        child: &str,
+        slot: DateTime<Utc>,
+    ) -> Result<Vec<String>, LockError> {
+        self.within(
+            "read after requests",
+            child,
+            self.store()?.after_requests(child, slot),
+        )
+        .await
+    }
+
+    async fn delete_after(&self, child: &str, through: DateTime<Utc>) -> Result<u64, LockError> {
+        self.within(
+            "delete after requests",
+            child,
+            self.store()?.delete_after(child, through),
+        )
+        .await
+    }
+
     async fn delete_expired(
         &self,
         what: Expired,
@@ -316,6 +352,21 @@ impl OperatorStore for Deadline {
             "trigger",
             job,
             self.store()?.request_trigger(job, requested_by),
+        )
+        .await
+    }
+
+    async fn request_trigger_with_params(
+        &self,
+        job: &str,
+        requested_by: &str,
+        params: &Params,
+    ) -> Result<i64, LockError> {
+        self.within(
+            "trigger",
+            job,
+            self.store()?
+                .request_trigger_with_params(job, requested_by, params),
         )
         .await
     }
@@ -438,6 +489,19 @@ mod tests {
         assert!(error.to_string().contains("report"), "{error}");
         // No operations tables: none through the wrapper either.
         assert!(bounded.cluster().is_none());
+    }
+
+    /// Every method of the cluster's stores reaches the provider's own: the whole contract,
+    /// through the wrapper (a method not forwarded here would answer with the trait's default,
+    /// which refuses dependent jobs and parameters).
+    #[tokio::test]
+    async fn the_bounded_provider_forwards_the_whole_cluster_contract() {
+        let bounded = Deadline::new(
+            Arc::new(lock_core::InMemoryLockProvider::new()),
+            Duration::from_secs(5),
+            "memory".to_owned(),
+        );
+        lock_cluster::testkit::operations_store(&bounded).await;
     }
 
     #[tokio::test]

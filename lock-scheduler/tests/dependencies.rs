@@ -284,6 +284,39 @@ async fn a_request_its_writer_did_not_fire_is_fired_by_another_instance() {
     assert_eq!(of(&runs.lock().unwrap(), "bill").len(), 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_left_by_a_dead_writer_runs_before_the_next_parent_runs_child() {
+    let provider = Arc::new(InMemoryLockProvider::new());
+    let runs = Runs::default();
+    let jobs = || {
+        vec![
+            job("import", every(), &runs, false),
+            job("bill", Trigger::after("import").unwrap(), &runs, false),
+        ]
+    };
+    // An earlier slot's request, as an instance that died right after writing it leaves it;
+    // no heartbeat comes within the test (a minute apart), so no hand-off fires it: the next
+    // parent run's child must run it first, or its lock would refuse the older slot forever.
+    let store = provider.cluster().unwrap();
+    let left = lock_core::FireSlot::new(Utc::now() - chrono::TimeDelta::seconds(5)).instant();
+    store.request_after("bill", left, "import").await.unwrap();
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .instance_id("b")
+        .heartbeat_interval(Duration::from_secs(60))
+        .jobs(jobs())
+        .start()
+        .await
+        .unwrap();
+    let all = until_runs(&runs, "bill", 2).await;
+    scheduler.shutdown().await.unwrap();
+    let bill = of(&all, "bill");
+    assert_eq!(bill[0].slot, Some(left), "the left request first: {all:?}");
+    let first_parent = of(&all, "import")[0].slot;
+    assert_eq!(bill[1].slot, first_parent, "then the parent's own: {all:?}");
+    assert!(store.after_requests("bill", left).await.unwrap().is_empty());
+}
+
 async fn start_error(jobs: Vec<Job>) -> String {
     match Scheduler::builder()
         .lock_provider(InMemoryLockProvider::new())

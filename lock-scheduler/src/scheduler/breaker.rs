@@ -116,7 +116,7 @@ pub(super) fn failures_in_a_row(runs: &[RunRecord]) -> u32 {
 }
 
 /// After a fire of `job` ended with `outcome` and its end row was written: counts the job's
-/// failed fires in a row and pauses it when they reach the breaker's `after`.
+/// failed fires in a row and pauses it when they reach the breaker's `after`; true when this call paused it.
 #[allow(clippy::too_many_arguments)] // one call site, `JobRunner::trip_breaker`
 pub(super) async fn after_run(
     store: &dyn Cluster,
@@ -127,9 +127,9 @@ pub(super) async fn after_run(
     outcome: &RunOutcome,
     now: DateTime<Utc>,
     timeout: Duration,
-) {
+) -> bool {
     if !is_failure(outcome) {
-        return;
+        return false;
     }
     // Enough rows for `after` fires of every attempt, and a few running ones of others.
     let limit = breaker
@@ -144,32 +144,32 @@ pub(super) async fn after_run(
                 error = &error as &dyn std::error::Error,
                 "circuit breaker: the history could not be read; the failure is counted at the next one"
             );
-            return;
+            return false;
         }
         Err(_) => {
             tracing::warn!(job, "circuit breaker: reading the history timed out");
-            return;
+            return false;
         }
     };
     let failures = failures_in_a_row(&runs);
     if failures < breaker.after {
-        return;
+        return false;
     }
     match tokio::time::timeout(timeout, store.pause(job, BREAKER_REQUESTER)).await {
         Ok(Ok(true)) => {}
         // Paused already (by another instance's breaker, or an operator).
-        Ok(Ok(false)) => return,
+        Ok(Ok(false)) => return false,
         Ok(Err(error)) => {
             tracing::warn!(
                 job,
                 error = &error as &dyn std::error::Error,
                 "circuit breaker: the pause failed; tried again at the next failure"
             );
-            return;
+            return false;
         }
         Err(_) => {
             tracing::warn!(job, "circuit breaker: the pause timed out");
-            return;
+            return false;
         }
     }
     let detail = match breaker.pause_for {
@@ -185,6 +185,7 @@ pub(super) async fn after_run(
     };
     tracing::warn!(job, failures, "{detail}");
     record(store, job, Action::Pause, detail, timeout).await;
+    true
 }
 
 /// At each heartbeat: resumes the jobs in `jobs` (name, breaker) whose breaker pause in

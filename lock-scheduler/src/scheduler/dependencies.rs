@@ -78,6 +78,7 @@ impl JobRunner {
         let mut written = Vec::with_capacity(children.len());
         for child in children {
             if self.write_request(store, child, slot, &label).await {
+                self.config.metrics().dependent_requested();
                 written.push(child);
             }
         }
@@ -195,7 +196,60 @@ impl JobRunner {
     /// the child's requests through the slot are deleted; a `queue` child refused because its
     /// previous run holds the lock asks again when that lease ends. A database that does not
     /// answer leaves the requests: the heartbeat's recovery fires the slot again.
+    ///
+    /// Slots before `slot` whose requests are all there run first, oldest first: the child's
+    /// lock refuses a slot older than one it ran, so a request a dead instance left (its
+    /// parent ran the slot before) would otherwise be lost to the next parent run's child.
     pub(super) async fn run_child(self: Arc<Self>, ops: Arc<Operations>, slot: FireSlot) {
+        let name = self.job.shared_name();
+        for earlier in self.earlier_requests(&ops, slot).await {
+            if ops.dependents.begin(&name, earlier) {
+                tracing::info!(
+                    job = self.job.name(),
+                    slot = %earlier,
+                    before = %slot,
+                    "dependent run of an earlier slot still requested: run first"
+                );
+                self.run_child_slot(&ops, earlier).await;
+                ops.dependents.finished(&name, earlier);
+            }
+        }
+        self.run_child_slot(&ops, slot).await;
+        ops.dependents.finished(&name, slot);
+    }
+
+    /// This child's slots before `slot` whose requests are all there, oldest first (one read
+    /// of the control table; none when it does not answer).
+    async fn earlier_requests(&self, ops: &Operations, slot: FireSlot) -> Vec<FireSlot> {
+        let (Some(store), Some(child)) = (
+            ops.provider().cluster(),
+            ops.dependents.child(self.job.name()),
+        ) else {
+            return Vec::new();
+        };
+        let read = store.control();
+        let Ok(Ok(control)) = tokio::time::timeout(self.executor.operation_timeout(), read).await
+        else {
+            return Vec::new();
+        };
+        let mut slots: std::collections::BTreeMap<_, Vec<&str>> = Default::default();
+        for row in &control {
+            if row.kind == lock_cluster::ControlKind::After
+                && row.job == self.job.name()
+                && let Some(at) = row.slot.filter(|at| *at < slot.instant())
+            {
+                slots.entry(at).or_default().push(row.requested_by.as_str());
+            }
+        }
+        slots
+            .into_iter()
+            .filter(|(_, present)| child.is_complete(present))
+            .map(|(at, _)| FireSlot::new(at))
+            .collect()
+    }
+
+    /// One slot of [`run_child`](Self::run_child).
+    async fn run_child_slot(&self, ops: &Operations, slot: FireSlot) {
         loop {
             if self.stop.is_cancelled() {
                 // The requests stay: another instance (or this one restarted) fires the slot.
@@ -215,12 +269,11 @@ impl JobRunner {
                     }
                 }
                 _ => {
-                    self.delete_requests(&ops, slot).await;
+                    self.delete_requests(ops, slot).await;
                     break;
                 }
             }
         }
-        ops.dependents.finished(&self.job.shared_name(), slot);
     }
 
     /// Deletes this child's requests through `slot` (a failure leaves them for the next

@@ -158,15 +158,27 @@ impl Dependents {
 
     /// Queues `child`'s fire for `slot`, unless one is running here already.
     pub(super) fn fire(&self, child: Arc<str>, slot: FireSlot) {
-        let fresh = self
-            .in_flight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert((child.clone(), slot.instant()));
-        if fresh {
+        if self.begin(&child, slot) {
             // Closed only when the scheduler stops: the fire is then another instance's.
             let _ = self.due.send(Due { child, slot });
         }
+    }
+
+    /// Notes `child`'s fire for `slot` as running here; false when it already is.
+    pub(super) fn begin(&self, child: &Arc<str>, slot: FireSlot) -> bool {
+        self.in_flight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert((child.clone(), slot.instant()))
+    }
+
+    /// The child named `name`, if it runs here.
+    pub(super) fn child(&self, name: &str) -> Option<Child> {
+        self.by_child
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(name)
+            .cloned()
     }
 
     /// `child`'s fire for `slot` has ended (or was not started).
@@ -215,7 +227,9 @@ impl Dependents {
             tracing::info!(
                 job = &*child,
                 slot = %slot,
-                "dependent run requested {} s ago and not run: this instance fires it",
+                "dependent run requested more than {} s ago and its request still there: this \
+                 instance asks for the slot's lock (its writer died, or the run is still going: \
+                 once per slot keeps it to one run)",
                 self.hand_off.as_secs_f64()
             );
             self.fire(child, FireSlot::new(slot));

@@ -506,6 +506,14 @@ impl SchedulerBuilder {
         let jobs: Vec<&Job> = prepared.iter().map(|(job, _)| job).collect();
         dependents::check(&jobs, ops.is_some())?;
         drop(jobs);
+        // Before any job loop runs: a parent's first fire already writes its children's
+        // requests.
+        let children = match &ops {
+            Some(ops) => {
+                dependents::register_all(&ops.dependents, prepared.iter().map(|(job, _)| job))
+            }
+            None => 0,
+        };
         let permits = self.limits.permits(prepared.iter().map(|(job, _)| job))?;
         breaker::require_history(
             prepared.iter().map(|(job, _)| job),
@@ -538,10 +546,6 @@ impl SchedulerBuilder {
             inner.jobs.push(entry);
         }
         if let Some(ops) = inner.ops.clone() {
-            let children = dependents::register_all(
-                &ops.dependents,
-                inner.jobs.lock().iter().map(|e| &e.runner.job),
-            );
             if children > 0
                 && let Some(due) = ops.dependents.take_receiver()
             {

@@ -486,7 +486,7 @@ impl JobRunner {
         if !breaker::is_failure(outcome) {
             return;
         }
-        breaker::after_run(
+        let tripped = breaker::after_run(
             store,
             self.job.name(),
             &self.history_name(),
@@ -497,6 +497,9 @@ impl JobRunner {
             self.executor.operation_timeout(),
         )
         .await;
+        if tripped {
+            self.config.metrics().breaker_tripped();
+        }
     }
 
     /// The runner of shard `index` of `total`: this one with the shard's lock.

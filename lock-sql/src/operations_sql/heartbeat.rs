@@ -66,8 +66,8 @@ impl OperationsSql {
     /// (`int8`), then one array element per row, the instance's own row first (`job_name`
     /// `''`): `$8` job_name (`text[]`), `$9` lock_name (`text[]`), `$10` trigger_text
     /// (`text[]`), `$11` zone_name (`text[]`), `$12` next_fire (`timestamp[]`), `$13`
-    /// following_fire (`timestamp[]`). Returns the pauses and pending trigger requests
-    /// ([`CONTROL_COLUMNS`](super::CONTROL_COLUMNS)).
+    /// following_fire (`timestamp[]`). Returns the pauses, pending trigger requests and
+    /// `after` requests ([`CONTROL_COLUMNS`](super::CONTROL_COLUMNS)).
     ///
     /// ```
     /// # use lock_sql::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};

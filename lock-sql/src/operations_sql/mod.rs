@@ -3,11 +3,12 @@
 //!
 //! The tables live next to the lock table, in its schema, and take their names from it:
 //! `shedlock_instances` (the registry: one row per instance, `job_name = ''`, and one per job
-//! it runs), `shedlock_runs` (one row per run), `shedlock_control` (pause rows and manual
-//! trigger requests) and `shedlock_actions` (the action log: who paused, resumed, triggered
-//! or unlocked what, and when). Their columns are fixed; every time is the database's clock, stored like
-//! the lock table stores its own (`TIMESTAMP(3)` UTC in PostgreSQL, `DATETIME(3)` UTC in MySQL
-//! and MariaDB, fixed-width text in SQLite).
+//! it runs), `shedlock_runs` (one row per run), `shedlock_control` (pause rows, manual
+//! trigger requests and the `after` requests of dependent jobs) and `shedlock_actions` (the
+//! action log: who paused, resumed, triggered or unlocked what, and when). Their columns are
+//! fixed; every time is the database's clock, stored like the lock table stores its own
+//! (`TIMESTAMP(3)` UTC in PostgreSQL, `DATETIME(3)` UTC in MySQL and MariaDB, fixed-width
+//! text in SQLite).
 //!
 //! Every statement's parameters are listed on its field, in order; a provider binds them with
 //! its driver's types (times as UTC `NaiveDateTime`, or SQLite's text).
@@ -45,7 +46,7 @@ pub struct OperationsTables {
     pub instances: String,
     /// The run history.
     pub runs: String,
-    /// Pauses and manual trigger requests.
+    /// Pauses, manual trigger requests and dependent jobs' `after` requests.
     pub control: String,
     /// The action log: pauses, resumes, triggers and unlocks, with who asked.
     pub actions: String,
@@ -169,7 +170,8 @@ pub struct OperationsSql {
     /// deployment whose `ensure_schema()` has not created it yet keeps its registry, history
     /// and pauses.
     pub check: Vec<String>,
-    /// Pauses and pending trigger requests ([`CONTROL_COLUMNS`]); no parameters.
+    /// Pauses, pending trigger requests and `after` requests (never claimed, so always
+    /// pending) ([`CONTROL_COLUMNS`]); no parameters.
     pub poll: String,
     /// `1` instance id, `2` request id: claims an unclaimed trigger request (1 row changed
     /// when this instance won it).
