@@ -137,7 +137,7 @@ macro_rules! lock_metrics {
         /// Every metric name above, in the order of this page.
         ///
         /// ```
-        /// assert_eq!(lock_core::metrics::ALL.len(), 19);
+        /// assert_eq!(lock_core::metrics::ALL.len(), 21);
         /// ```
         pub const ALL: &[&str] = &[$($constant),*];
 
