@@ -403,7 +403,7 @@ impl Notifier for SmtpNotifier {
                     Ok(Ok(_)) => Attempt::Done(()),
                     // A 5xx answer (a refused recipient, a refused login) or a certificate
                     // that does not verify will answer the same next time.
-                    Ok(Err(error)) if error.is_permanent() || error.is_tls() => {
+                    Ok(Err(error)) if error.is_permanent() || is_tls_failure(&error) => {
                         Attempt::Fail(failed(false, error.into()))
                     }
                     Ok(Err(error)) => Attempt::Retry {
@@ -419,6 +419,29 @@ impl Notifier for SmtpNotifier {
         })
         .await
     }
+}
+
+/// Whether the TLS handshake failed (a certificate that does not verify, no common protocol):
+/// lettre reports a rustls handshake failure as a connection error with the rustls error
+/// inside an `io::Error`, so the chain is searched for it.
+fn is_tls_failure(error: &lettre::transport::smtp::Error) -> bool {
+    if error.is_tls() {
+        return true;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(cause) = source {
+        if cause.is::<rustls::Error>() {
+            return true;
+        }
+        let wrapped = cause
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref);
+        if wrapped.is_some_and(|inner| inner.is::<rustls::Error>()) {
+            return true;
+        }
+        source = cause.source();
+    }
+    false
 }
 
 fn elapsed_error(timeout: Duration, _: tokio::time::error::Elapsed) -> crate::BoxError {

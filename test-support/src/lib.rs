@@ -11,9 +11,13 @@ pub mod private_postgres;
 pub mod process;
 #[cfg(feature = "proxy")]
 pub mod proxy;
+#[cfg(feature = "receiver")]
+pub mod receiver;
 pub mod redis_server;
 pub mod servers;
 pub mod skip;
+#[cfg(feature = "smtp-sink")]
+pub mod smtp_sink;
 pub mod stats;
 pub mod table;
 
