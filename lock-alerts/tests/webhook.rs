@@ -339,3 +339,13 @@ async fn a_refused_connection_is_retried_and_reported_without_the_url() {
     }
     assert!(!format!("{notifier:?}").contains(SECRET));
 }
+
+#[test]
+fn the_readme_example_is_what_is_sent() {
+    let readme = include_str!("../README.md");
+    let start = readme.find("```json\n").expect("the README's JSON example") + "```json\n".len();
+    let end = start + readme[start..].find("```").unwrap();
+    let documented: serde_json::Value = serde_json::from_str(&readme[start..end]).unwrap();
+    let sent = serde_json::to_value(notice().detail("last_error", "connection refused")).unwrap();
+    assert_eq!(documented, sent);
+}

@@ -113,6 +113,14 @@ pub mod dashboard {
     pub use lock_dashboard::*;
 }
 
+/// Telling a person (feature `alerts`): signed webhooks, Slack, mail over SMTP and
+/// dead-man-switch pings.
+#[cfg(feature = "alerts")]
+#[cfg_attr(docsrs, doc(cfg(feature = "alerts")))]
+pub mod alerts {
+    pub use lock_alerts::*;
+}
+
 // The workspace README and the book are compiled as doc tests of this crate, so their examples
 // are written against `scheduled_locks` alone, as a service's code is. `cfg(doctest)`: the
 // files lie outside this crate's folder, so a normal build (and `cargo package`) never reads
