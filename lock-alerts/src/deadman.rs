@@ -56,6 +56,7 @@ enum Ping {
 /// ```
 #[derive(Clone, Debug)]
 pub struct DeadManSwitch {
+    what: &'static str,
     convention: Convention,
     url: SecretUrl,
     retry: RetryPolicy,
@@ -95,8 +96,23 @@ impl DeadManSwitch {
                 .base_delay(Duration::from_millis(200))
                 .max_delay(Duration::from_secs(1))
                 .attempt_timeout(Duration::from_secs(5)),
-            client: crate::http::client()?,
+            client: crate::http::client(what, &[])?,
+            what,
         })
+    }
+
+    /// Also trusts the certificate authority in `pem` (a self-hosted Healthchecks behind a
+    /// company's own authority), besides Mozilla's roots.
+    ///
+    /// ```
+    /// let check = lock_alerts::DeadManSwitch::healthchecks("https://hc.corp/ping/abc")?
+    ///     .root_certificate_pem("not PEM");
+    /// assert!(check.is_err());
+    /// # Ok::<(), lock_alerts::ConfigError>(())
+    /// ```
+    pub fn root_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Result<Self, ConfigError> {
+        self.client = crate::http::client(self.what, &[pem.into()])?;
+        Ok(self)
     }
 
     /// Attempts and timeouts (default: 3 attempts, 200 ms then 400 ms apart, at most 1 s
@@ -149,10 +165,7 @@ impl DeadManSwitch {
 
     async fn ping(&self, ping: Ping, run_id: Option<&str>, message: &str) -> bool {
         let request = self.request(ping, run_id, message);
-        let what = match self.convention {
-            Convention::Healthchecks => "healthchecks",
-            Convention::Cronitor => "cronitor",
-        };
+        let what = self.what;
         let sent = crate::http::send(what, &self.url, &self.retry, || {
             request.try_clone().expect("a ping's body is in memory")
         })

@@ -197,3 +197,26 @@ pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     }
     text
 }
+
+/// Whether a TLS handshake failure is among `error`'s causes (a certificate that does not
+/// verify, no common protocol): it fails the same way next time, so it is not retried.
+/// reqwest and lettre both report one as a connection error with the rustls error inside an
+/// `io::Error`, so the chain is searched for it.
+pub(crate) fn caused_by_tls(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(cause) = next {
+        if cause.is::<rustls::Error>() {
+            return true;
+        }
+        // An io::Error's `source()` skips the error it wraps (it returns that error's source),
+        // so the wrapped one is visited through `get_ref`.
+        next = match cause
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+        {
+            Some(inner) => Some(inner as &(dyn std::error::Error + 'static)),
+            None => cause.source(),
+        };
+    }
+    false
+}

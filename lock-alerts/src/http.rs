@@ -8,28 +8,48 @@
 //! - Redirects are not followed: a webhook that redirects is misconfigured, and following one
 //!   would hand the signed body to wherever the redirect points. A 3xx is a failed delivery.
 //! - A 2xx is delivered; 408, 429 and 5xx and every connection error or timeout are retried
-//!   (429 and 503 after their `Retry-After`, capped); any other status is final at once.
+//!   (after a `Retry-After`, capped); any other status, and a TLS handshake failure (a
+//!   certificate that does not verify), is final at once.
 //! - The request is rebuilt for each attempt, so a signature's timestamp is the attempt's.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use reqwest::header::RETRY_AFTER;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 
 use crate::error::retryable_status;
 use crate::redact::SecretUrl;
 use crate::retry::{self, Attempt, RetryPolicy};
-use crate::{ConfigError, NotifyError};
+use crate::{BoxError, ConfigError, NotifyError};
 
 /// The `User-Agent` of every request.
 const USER_AGENT: &str = concat!("scheduled-locks-alerts/", env!("CARGO_PKG_VERSION"));
 
-/// An HTTP client as every notifier and ping uses it.
-pub(crate) fn client() -> Result<reqwest::Client, ConfigError> {
+/// An HTTP client as every notifier and ping uses it: Mozilla's roots, plus the certificates
+/// in each of `extra_roots` (PEM), for a receiver behind a company's own authority.
+pub(crate) fn client(
+    what: &'static str,
+    extra_roots: &[Vec<u8>],
+) -> Result<reqwest::Client, ConfigError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let roots = rustls::RootCertStore {
+    let mut roots = rustls::RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };
+    let invalid = |source: BoxError| ConfigError::Tls { what, source };
+    for pem in extra_roots {
+        let mut added = 0;
+        for certificate in CertificateDer::pem_slice_iter(pem) {
+            roots
+                .add(certificate.map_err(|e| invalid(e.into()))?)
+                .map_err(|e| invalid(e.into()))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(invalid("no certificate in the PEM text".into()));
+        }
+    }
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| ConfigError::HttpClient(e.into()))?
@@ -76,8 +96,9 @@ pub(crate) async fn send(
                     }
                 }
                 Err(source) => {
-                    // A request that could not even be built will not build next time either.
-                    let retryable = !source.is_builder();
+                    // A request that could not even be built will not build next time either,
+                    // and a certificate that did not verify will not verify next time.
+                    let retryable = !source.is_builder() && !crate::error::caused_by_tls(&source);
                     let error = NotifyError::Transport {
                         notifier: notifier.to_owned(),
                         target: target.redacted(),
@@ -134,6 +155,17 @@ mod tests {
 
     #[test]
     fn the_client_builds_with_its_tls_configuration() {
-        client().expect("a client with rustls, ring and webpki roots");
+        client("webhook", &[]).expect("a client with rustls, ring and webpki roots");
+        let error = client("webhook", &[b"not PEM".to_vec()]).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ConfigError::Tls {
+                    what: "webhook",
+                    ..
+                }
+            ),
+            "{error}"
+        );
     }
 }

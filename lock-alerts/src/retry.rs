@@ -18,6 +18,12 @@ use crate::NotifyError;
 /// 10 s per attempt. The delay before retry *n* (1-based) is `min(base * 2^(n-1), max)`, half
 /// of it randomised.
 ///
+/// What is retried: over HTTP, a connection error, a timeout, and the statuses 408, 429 and
+/// 5xx (after the server's `Retry-After` when it sends one, capped by
+/// [`max_delay`](Self::max_delay)); over SMTP, a connection error, a timeout and a transient
+/// (4xx) answer. What is not: any other status, a permanent (5xx) SMTP answer, a redirect, and
+/// a TLS handshake failure (a certificate that does not verify will not verify next time).
+///
 /// ```
 /// use std::time::Duration;
 /// use lock_alerts::RetryPolicy;

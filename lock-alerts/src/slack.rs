@@ -98,7 +98,7 @@ impl SlackNotifier {
             name: config.name,
             url: SecretUrl::parse_http("slack", &config.url.0)?,
             retry: config.retry,
-            client: crate::http::client()?,
+            client: crate::http::client("slack", &[])?,
         })
     }
 

@@ -421,27 +421,9 @@ impl Notifier for SmtpNotifier {
     }
 }
 
-/// Whether the TLS handshake failed (a certificate that does not verify, no common protocol):
-/// lettre reports a rustls handshake failure as a connection error with the rustls error
-/// inside an `io::Error`, so the chain is searched for it.
+/// Whether the TLS handshake failed (a certificate that does not verify, no common protocol).
 fn is_tls_failure(error: &lettre::transport::smtp::Error) -> bool {
-    if error.is_tls() {
-        return true;
-    }
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(cause) = source {
-        if cause.is::<rustls::Error>() {
-            return true;
-        }
-        let wrapped = cause
-            .downcast_ref::<std::io::Error>()
-            .and_then(std::io::Error::get_ref);
-        if wrapped.is_some_and(|inner| inner.is::<rustls::Error>()) {
-            return true;
-        }
-        source = cause.source();
-    }
-    false
+    error.is_tls() || crate::error::caused_by_tls(error)
 }
 
 fn elapsed_error(timeout: Duration, _: tokio::time::error::Elapsed) -> crate::BoxError {

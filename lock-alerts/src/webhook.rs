@@ -31,6 +31,7 @@ pub struct WebhookConfig {
     secret: Option<Secret>,
     name: String,
     retry: RetryPolicy,
+    root_certificates: Vec<Vec<u8>>,
 }
 
 impl WebhookConfig {
@@ -47,7 +48,21 @@ impl WebhookConfig {
             secret: None,
             name: "webhook".into(),
             retry: RetryPolicy::default(),
+            root_certificates: Vec::new(),
         }
+    }
+
+    /// Also trusts the certificate authority (or authorities) in `pem`, besides Mozilla's
+    /// roots: for a receiver inside a company's network. Checked by [`WebhookNotifier::new`].
+    ///
+    /// ```
+    /// use lock_alerts::{ConfigError, WebhookConfig, WebhookNotifier};
+    /// let config = WebhookConfig::new("https://alerts.corp/hook").root_certificate_pem("not PEM");
+    /// assert!(matches!(WebhookNotifier::new(config), Err(ConfigError::Tls { .. })));
+    /// ```
+    pub fn root_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.root_certificates.push(pem.into());
+        self
     }
 
     /// Signs every request with `secret` (HMAC-SHA256; see [`crate::verify_signature`]).
@@ -118,8 +133,8 @@ pub struct WebhookNotifier {
 }
 
 impl WebhookNotifier {
-    /// Checks `config` (the URL parses and is `http`/`https`, a secret is not empty) and builds
-    /// the HTTP client.
+    /// Checks `config` (the URL parses and is `http`/`https`, a secret is not empty, each added
+    /// root certificate is PEM) and builds the HTTP client.
     ///
     /// ```
     /// use lock_alerts::{ConfigError, WebhookConfig, WebhookNotifier};
@@ -142,7 +157,7 @@ impl WebhookNotifier {
             url,
             secret: config.secret,
             retry: config.retry,
-            client: crate::http::client()?,
+            client: crate::http::client("webhook", &config.root_certificates)?,
         })
     }
 }

@@ -349,3 +349,63 @@ fn the_readme_example_is_what_is_sent() {
     let sent = serde_json::to_value(notice().detail("last_error", "connection refused")).unwrap();
     assert_eq!(documented, sent);
 }
+
+/// HTTPS with the client's own TLS set-up (rustls, ring): the test authority added as a root
+/// is trusted; without it (Mozilla's roots only) the receiver's certificate is refused.
+#[tokio::test]
+async fn https_verifies_the_receiver_against_the_roots() {
+    let tls = test_support::servers::base_dir().join("tls");
+    let (certificate, key) = (tls.join("server.pem"), tls.join("server.key"));
+    if !(certificate.is_file() && key.is_file()) {
+        test_support::skip::skip_unless_ci(format!(
+            "{} missing: run scripts/test-servers",
+            certificate.display()
+        ));
+        return;
+    }
+    let receiver = Receiver::start_tls(&certificate, &key).await;
+    let url = receiver.url("/hook").replacen("http://", "https://", 1);
+    let ca = std::fs::read(test_support::servers::ca_pem_path()).unwrap();
+
+    let trusting = WebhookNotifier::new(
+        WebhookConfig::new(&url)
+            .secret(SECRET)
+            .root_certificate_pem(ca)
+            .retry(fast()),
+    )
+    .unwrap();
+    trusting.notify(&notice()).await.unwrap();
+    let requests = receiver.requests();
+    assert_eq!(requests.len(), 1);
+    let request = &requests[0];
+    verify_signature(
+        SECRET.as_bytes(),
+        request.header(TIMESTAMP_HEADER).unwrap(),
+        request.header(SIGNATURE_HEADER).unwrap(),
+        &request.body,
+        TOLERANCE,
+    )
+    .unwrap();
+
+    // Not retried: the certificate will not verify the next time either.
+    let public_roots_only = WebhookNotifier::new(WebhookConfig::new(&url).retry(fast())).unwrap();
+    let error = public_roots_only.notify(&notice()).await.unwrap_err();
+    assert!(
+        matches!(
+            error,
+            NotifyError::Transport {
+                attempts: 1,
+                retryable: false,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    let chain = test_support::skip::chain(&error);
+    assert!(chain.to_lowercase().contains("certificate"), "{chain}");
+    assert_eq!(
+        receiver.requests().len(),
+        1,
+        "nothing sent to an unverified server"
+    );
+}

@@ -1,9 +1,10 @@
 //! A local HTTP receiver on `127.0.0.1` that records every request and answers as the test
 //! scripted (feature `receiver`): for webhook, Slack and ping tests that must see what really
-//! crossed the wire.
+//! crossed the wire. Plain HTTP, or HTTPS on a certificate the test names (`start_tls`).
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -113,13 +114,67 @@ impl Receiver {
             .expect("bind a free port on 127.0.0.1");
         let address = listener.local_addr().expect("the listener's address");
         let shared = Arc::new(Shared::default());
-        let app = axum::Router::new()
-            .fallback(record)
-            .with_state(shared.clone());
+        let app = router(shared.clone());
         let server = tokio::spawn(async move {
             axum::serve(listener, app)
                 .await
                 .expect("the receiver serves");
+        });
+        Receiver {
+            address,
+            shared,
+            server,
+        }
+    }
+
+    /// Listens on a free port of `127.0.0.1` for HTTPS only, presenting the certificate chain
+    /// in `certificate_pem` with the key in `key_pem` (for example `scripts/test-servers`'
+    /// `tls/server.pem` and `tls/server.key`, made for `localhost` and `127.0.0.1`). A client
+    /// that refuses the certificate is simply disconnected, and nothing is recorded.
+    pub async fn start_tls(certificate_pem: &Path, key_pem: &Path) -> Self {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+        let chain = CertificateDer::pem_file_iter(certificate_pem)
+            .and_then(|certificates| certificates.collect::<Result<Vec<_>, _>>())
+            .unwrap_or_else(|e| panic!("read {}: {e}", certificate_pem.display()));
+        let key = PrivateKeyDer::from_pem_file(key_pem)
+            .unwrap_or_else(|e| panic!("read {}: {e}", key_pem.display()));
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("ring's protocol versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("the certificate and its key");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a free port on 127.0.0.1");
+        let address = listener.local_addr().expect("the listener's address");
+        let shared = Arc::new(Shared::default());
+        let app = router(shared.clone());
+        let server = tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    return;
+                };
+                let (acceptor, app) = (acceptor.clone(), app.clone());
+                tokio::spawn(async move {
+                    // A handshake the client broke off (it refused the certificate) is what a
+                    // wrong-root test expects: no request, nothing to record.
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(
+                            hyper_util::rt::TokioIo::new(tls),
+                            hyper_util::service::TowerToHyperService::new(app),
+                        )
+                        .await;
+                });
+            }
         });
         Receiver {
             address,
@@ -133,7 +188,7 @@ impl Receiver {
         self.address
     }
 
-    /// `http://127.0.0.1:<port><path>`.
+    /// `http://127.0.0.1:<port><path>` (for an HTTPS receiver, put `https` in its place).
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.address)
     }
@@ -153,6 +208,10 @@ impl Drop for Receiver {
     fn drop(&mut self) {
         self.server.abort();
     }
+}
+
+fn router(shared: Arc<Shared>) -> axum::Router {
+    axum::Router::new().fallback(record).with_state(shared)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
