@@ -131,17 +131,38 @@ impl DeadManSwitch {
     }
 
     /// The run started. Returns whether the ping was delivered (a failure is logged).
+    ///
+    /// ```no_run
+    /// # async fn example() -> Result<(), lock_alerts::ConfigError> {
+    /// let check = lock_alerts::DeadManSwitch::cronitor("https://cronitor.link/p/KEY/nightly")?;
+    /// if !check.start().await {
+    ///     // Already logged at WARN; the run goes on regardless.
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn start(&self) -> bool {
         self.ping(Ping::Start, None, "").await
     }
 
     /// The run succeeded. Returns whether the ping was delivered (a failure is logged).
+    ///
+    /// ```no_run
+    /// # async fn example(check: lock_alerts::DeadManSwitch) {
+    /// check.success().await;
+    /// # }
+    /// ```
     pub async fn success(&self) -> bool {
         self.ping(Ping::Success, None, "").await
     }
 
     /// The run failed with `message` (the body for Healthchecks, `message=` for Cronitor;
     /// cut to 10,000 and 2,000 bytes). Returns whether the ping was delivered.
+    ///
+    /// ```no_run
+    /// # async fn example(check: lock_alerts::DeadManSwitch) {
+    /// check.fail("export: the bucket refused the upload").await;
+    /// # }
+    /// ```
     pub async fn fail(&self, message: &str) -> bool {
         self.ping(Ping::Fail, None, message).await
     }
@@ -237,11 +258,25 @@ pub struct RunPings<'a> {
 
 impl RunPings<'_> {
     /// The run started; see [`DeadManSwitch::start`].
+    ///
+    /// ```no_run
+    /// # async fn example(check: lock_alerts::DeadManSwitch) {
+    /// let run = check.run("5d2b1c1e-8e4a-4b8a-9a57-3f2e1d0c9b8a");
+    /// run.start().await;
+    /// # }
+    /// ```
     pub async fn start(&self) -> bool {
         self.switch.ping(Ping::Start, Some(&self.run_id), "").await
     }
 
     /// The run succeeded; see [`DeadManSwitch::success`].
+    ///
+    /// ```no_run
+    /// # async fn example(check: lock_alerts::DeadManSwitch) {
+    /// let run = check.run("5d2b1c1e-8e4a-4b8a-9a57-3f2e1d0c9b8a");
+    /// run.success().await;
+    /// # }
+    /// ```
     pub async fn success(&self) -> bool {
         self.switch
             .ping(Ping::Success, Some(&self.run_id), "")
@@ -249,6 +284,13 @@ impl RunPings<'_> {
     }
 
     /// The run failed; see [`DeadManSwitch::fail`].
+    ///
+    /// ```no_run
+    /// # async fn example(check: lock_alerts::DeadManSwitch) {
+    /// let run = check.run("5d2b1c1e-8e4a-4b8a-9a57-3f2e1d0c9b8a");
+    /// run.fail("timed out").await;
+    /// # }
+    /// ```
     pub async fn fail(&self, message: &str) -> bool {
         self.switch
             .ping(Ping::Fail, Some(&self.run_id), message)

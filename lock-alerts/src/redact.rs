@@ -100,6 +100,16 @@ impl fmt::Debug for RawUrl {
     }
 }
 
+/// PEM certificates a configuration adds as roots: `Debug` says how many, not their bytes.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub(crate) struct Pems(pub(crate) Vec<Vec<u8>>);
+
+impl fmt::Debug for Pems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} PEM text(s)", self.0.len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Certificate, CertificateStore, Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
-use crate::redact::Secret;
+use crate::redact::{Pems, Secret};
 use crate::retry::{self, Attempt};
 use crate::{ConfigError, Notice, Notifier, NotifyError, RetryPolicy};
 
@@ -77,7 +77,7 @@ pub struct SmtpConfig {
     credentials: Option<(String, Secret)>,
     from: String,
     to: Vec<String>,
-    root_certificates: Vec<Vec<u8>>,
+    root_certificates: Pems,
     subject_prefix: String,
     name: String,
     retry: RetryPolicy,
@@ -99,7 +99,7 @@ impl SmtpConfig {
             credentials: None,
             from: from.into(),
             to: Vec::new(),
-            root_certificates: Vec::new(),
+            root_certificates: Pems::default(),
             subject_prefix: "[scheduled-locks]".into(),
             name: "mail".into(),
             retry: RetryPolicy::default(),
@@ -163,7 +163,7 @@ impl SmtpConfig {
     /// # let _ = config;
     /// ```
     pub fn root_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.root_certificates.push(pem.into());
+        self.root_certificates.0.push(pem.into());
         self
     }
 
@@ -285,7 +285,7 @@ impl SmtpNotifier {
             secure => {
                 let mut parameters = TlsParameters::builder(config.host.clone())
                     .certificate_store(CertificateStore::WebpkiRoots);
-                for pem in &config.root_certificates {
+                for pem in &config.root_certificates.0 {
                     parameters = parameters
                         .add_root_certificate(Certificate::from_pem(pem).map_err(tls_error)?);
                 }

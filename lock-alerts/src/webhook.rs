@@ -5,7 +5,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use reqwest::header::CONTENT_TYPE;
 
-use crate::redact::{RawUrl, Secret, SecretUrl};
+use crate::redact::{Pems, RawUrl, Secret, SecretUrl};
 use crate::signature::{SIGNATURE_HEADER, TIMESTAMP_HEADER, sign};
 use crate::{ConfigError, Notice, Notifier, NotifyError, RetryPolicy};
 
@@ -31,7 +31,7 @@ pub struct WebhookConfig {
     secret: Option<Secret>,
     name: String,
     retry: RetryPolicy,
-    root_certificates: Vec<Vec<u8>>,
+    root_certificates: Pems,
 }
 
 impl WebhookConfig {
@@ -48,7 +48,7 @@ impl WebhookConfig {
             secret: None,
             name: "webhook".into(),
             retry: RetryPolicy::default(),
-            root_certificates: Vec::new(),
+            root_certificates: Pems::default(),
         }
     }
 
@@ -61,7 +61,7 @@ impl WebhookConfig {
     /// assert!(matches!(WebhookNotifier::new(config), Err(ConfigError::Tls { .. })));
     /// ```
     pub fn root_certificate_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
-        self.root_certificates.push(pem.into());
+        self.root_certificates.0.push(pem.into());
         self
     }
 
@@ -157,7 +157,7 @@ impl WebhookNotifier {
             url,
             secret: config.secret,
             retry: config.retry,
-            client: crate::http::client("webhook", &config.root_certificates)?,
+            client: crate::http::client("webhook", &config.root_certificates.0)?,
         })
     }
 }
