@@ -282,9 +282,9 @@ async fn retry_after_is_honoured_and_capped() {
 async fn a_receiver_that_never_answers_costs_one_timeout_per_attempt() {
     let receiver = Receiver::start().await;
     receiver.script((0..2).map(|_| Reply::status(200).after(Duration::from_secs(60))));
-    let policy = fast()
-        .attempts(2)
-        .attempt_timeout(Duration::from_millis(300));
+    // 1 s: ample for a loopback request to reach the receiver on a loaded machine (it must be
+    // recorded to count), far below the 60 s the receiver waits.
+    let policy = fast().attempts(2).attempt_timeout(Duration::from_secs(1));
     let started = Instant::now();
     let error = webhook(&receiver, policy)
         .notify(&notice())
