@@ -55,7 +55,8 @@ pub(crate) fn chart(failing: &[&JobView], now: DateTime<Utc>) -> Markup {
         .unwrap_or(0)
         .max(1) as f64;
     let height = ROW * shown_jobs.len() as f64 + 4.0;
-    let plot = WIDTH - NAMES - 90.0;
+    // Room on the right for the bar's figure ("59 min 59 s").
+    let plot = WIDTH - NAMES - 70.0;
     html! {
         figure.chart.failing #chart-most-failing {
             figcaption {
@@ -67,9 +68,9 @@ pub(crate) fn chart(failing: &[&JobView], now: DateTime<Utc>) -> Markup {
                 aria-label="Failing jobs, longest without a success first" {
                 @for (i, job) in shown_jobs.iter().enumerate() {
                     @let y = 2.0 + i as f64 * ROW;
-                    @let (length, text) = match since(job) {
-                        Some(ms) => (ms as f64 / longest * plot, format!("{} without a success", span_ms(ms))),
-                        None => (plot, "never succeeded".to_owned()),
+                    @let (length, short, text) = match since(job) {
+                        Some(ms) => (ms as f64 / longest * plot, span_ms(ms), format!("{} without a success", span_ms(ms))),
+                        None => (plot, "never".to_owned(), "never succeeded".to_owned()),
                     };
                     text.name x=(at(NAMES - 4.0)) y=(at(y + ROW * 0.7)) text-anchor="end" { (truncate(&job.name)) }
                     rect class=(if job.last_success.is_none() { "bar bad never" } else { "bar bad" })
@@ -79,7 +80,7 @@ pub(crate) fn chart(failing: &[&JobView], now: DateTime<Utc>) -> Markup {
                             @if let Some(at) = job.last_success { " (last success " (shown(at)) ")" }
                         }
                     }
-                    text x=(at(NAMES + length.max(1.0) + 4.0)) y=(at(y + ROW * 0.7)) { (text) }
+                    text x=(at(NAMES + length.max(1.0) + 4.0)) y=(at(y + ROW * 0.7)) { (short) }
                 }
             }
             ol #most-failing {
@@ -87,7 +88,7 @@ pub(crate) fn chart(failing: &[&JobView], now: DateTime<Utc>) -> Markup {
                     li data-job=(job.name) {
                         (job.name) ": "
                         @match job.last_success {
-                            Some(at) => { "last success " (shown(at)) }
+                            Some(last) => { (span_ms((now - last).num_milliseconds().max(0))) " without a success (the last " (shown(last)) ")" }
                             None => { "never succeeded" }
                         }
                     }

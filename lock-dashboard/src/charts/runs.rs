@@ -157,10 +157,11 @@ fn success_rate(job: &str, runs: &[&RunView]) -> Markup {
         return empty("success-rate", "Success rate", "no run yet");
     };
     let overall = Rate::of(runs.iter().map(|run| run.outcome));
-    let (starts, width) = buckets(first.started_at, last.started_at, RATE_BUCKETS);
+    let (starts, bucket_width) = buckets(first.started_at, last.started_at, RATE_BUCKETS);
     let mut rates = vec![Rate::default(); starts.len()];
     for run in runs {
-        rates[bucket_of(run.started_at, first.started_at, width, starts.len())].add(run.outcome);
+        rates[bucket_of(run.started_at, first.started_at, bucket_width, starts.len())]
+            .add(run.outcome);
     }
     let plot = HEIGHT - TOP - BOTTOM;
     let base = HEIGHT - BOTTOM;
@@ -172,13 +173,18 @@ fn success_rate(job: &str, runs: &[&RunView]) -> Markup {
                 line x1="0" y1=(at(base)) x2=(WIDTH) y2=(at(base)) {}
                 line class="full" x1="0" y1=(at(TOP)) x2=(WIDTH) y2=(at(TOP)) {}
                 text x="2" y="10" { "100 %" }
+                // A bucket with runs is a full column: succeeded below, the rest above.
                 @for (i, (start, rate)) in starts.iter().zip(&rates).enumerate() {
                     @if let Some(pm) = rate.per_mille() {
-                        @let height = (f64::from(pm) / 1000.0 * plot).max(1.0);
-                        rect class=(if pm < 1000 { "bar rate bad" } else { "bar rate" })
-                            x=(at(i as f64 * slot + slot * 0.1)) y=(at(base - height))
-                            width=(at(slot * 0.8)) height=(at(height)) {
-                            title { (shown(*start)) " to " (shown(*start + width)) ": " (rate.text()) }
+                        @let ok = f64::from(pm) / 1000.0 * plot;
+                        @let x = at(i as f64 * slot + slot * 0.1);
+                        @let width = at(slot * 0.8);
+                        @let tip = format!("{} to {}: {}", shown(*start), shown(*start + bucket_width), rate.text());
+                        @if pm > 0 {
+                            rect class="bar rate" x=(x) y=(at(base - ok)) width=(width) height=(at(ok)) { title { (tip) } }
+                        }
+                        @if pm < 1000 {
+                            rect class="bar rate-failed bad" x=(x) y=(at(TOP)) width=(width) height=(at(plot - ok)) { title { (tip) } }
                         }
                     }
                 }
@@ -187,7 +193,7 @@ fn success_rate(job: &str, runs: &[&RunView]) -> Markup {
             }
             p.numbers {
                 "over the window: " strong.rate { (overall.text()) }
-                " · " (starts.len()) " buckets of " (span_ms(width.num_milliseconds()))
+                " · " (starts.len()) " buckets of " (span_ms(bucket_width.num_milliseconds()))
                 " (running and skipped runs left out)"
             }
         }
@@ -270,6 +276,12 @@ mod tests {
         );
         assert!(html.contains(r#"<text class="percentile p95""#), "{html}");
         assert!(html.contains("75.0 % (15 of 20)"), "{html}");
+        // A bucket with a failure: a column of succeeded below and failed above.
+        assert!(
+            html.contains(r#"<rect class="bar rate-failed bad""#),
+            "{html}"
+        );
+        assert!(html.contains(r#"<rect class="bar rate""#), "{html}");
         // One tick per run, coloured by outcome, each with its tooltip.
         assert_eq!(html.matches(r#"<rect class="mark succeeded""#).count(), 15);
         assert_eq!(html.matches(r#"<rect class="mark failed bad""#).count(), 5);
