@@ -688,6 +688,9 @@ async fn the_charts_show_outcomes_durations_success_and_lock_wait_without_consol
         &section.screenshot().await.expect("screenshot"),
     );
 
+    // Stopped, so that each job's newest run has ended: a job whose newest run is still
+    // going is not failing (the Jobs page's rule), and the four jobs fire at the same instants.
+    scheduler.shutdown().await.expect("shutdown");
     client
         .goto(&format!("{base}/?refresh=0"))
         .await
@@ -749,7 +752,6 @@ async fn the_charts_show_outcomes_durations_success_and_lock_wait_without_consol
     assert!(!seen.is_empty());
 
     client.close().await.expect("close the browser");
-    scheduler.shutdown().await.expect("shutdown");
 }
 
 async fn text_of(client: &Client, css: &str) -> String {

@@ -7,6 +7,9 @@
 //!   no query. It ranks by how long a job has been without a success, not by a count of
 //!   failures in a window: a count per job would need a new store query on every provider,
 //!   and "failing for 3 hours" is what an operator acts on first. The page says so.
+//! - **Failing** is the Jobs page's rule (`read::failing`): the newest run failed, panicked,
+//!   lost its lock or never ended. A job whose newest run is still going is not in the chart
+//!   until that run ends, since the page does not read the run before it.
 //! - At most [`SHOWN`] bars; the page says how many failing jobs there are.
 
 use chrono::{DateTime, Utc};
