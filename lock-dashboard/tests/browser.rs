@@ -570,6 +570,9 @@ fn counted(name: &str, outcome: fn(usize) -> bool) -> Job {
     )
 }
 
+/// The jobs of the charts' test.
+const JOBS: [&str; 4] = ["mixed", "never", "broke_early", "broke_late"];
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_charts_show_outcomes_durations_success_and_lock_wait_without_console_errors() {
     let Some(driver) = start_driver().await else {
@@ -688,9 +691,37 @@ async fn the_charts_show_outcomes_durations_success_and_lock_wait_without_consol
         &section.screenshot().await.expect("screenshot"),
     );
 
-    // Stopped, so that each job's newest run has ended: a job whose newest run is still
-    // going is not failing (the Jobs page's rule), and the four jobs fire at the same instants.
-    scheduler.shutdown().await.expect("shutdown");
+    // Paused, so that each job's newest run has ended with its own outcome: a job whose
+    // newest run is still going is not failing (the Jobs page's rule), and the four jobs fire
+    // at the same instants. (A shutdown would cancel the running bodies.)
+    for job in JOBS {
+        store.pause(job, "test").await.expect("pause");
+    }
+    let paused_at = store
+        .control()
+        .await
+        .expect("control")
+        .iter()
+        .map(|c| c.requested_at)
+        .max()
+        .expect("pause rows");
+    eventually(WAIT, "a heartbeat after the pauses", || async {
+        let registry = store.registry().await.ok()?;
+        registry
+            .iter()
+            .any(|row| row.job.is_none() && row.heartbeat_at > paused_at)
+            .then_some(())
+    })
+    .await;
+    // A fire already under way at the heartbeat (one slot at most) runs; none after it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    eventually(WAIT, "the newest run of each job ended", || async {
+        for job in JOBS {
+            store.history(job, 1).await.ok()?.first()?.ended_at?;
+        }
+        Some(())
+    })
+    .await;
     client
         .goto(&format!("{base}/?refresh=0"))
         .await
@@ -752,6 +783,7 @@ async fn the_charts_show_outcomes_durations_success_and_lock_wait_without_consol
     assert!(!seen.is_empty());
 
     client.close().await.expect("close the browser");
+    scheduler.shutdown().await.expect("shutdown");
 }
 
 async fn text_of(client: &Client, css: &str) -> String {
