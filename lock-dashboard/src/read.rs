@@ -138,16 +138,14 @@ pub(crate) async fn job_detail(
     let page = limit.saturating_add(1);
     let history = async {
         match before {
+            _ if window == 0 => Ok((store.history_page(name, before, page).await?, Vec::new())),
             None => store
                 .history_page(name, None, page.max(window))
                 .await
                 .map(|newest| {
-                    let runs = newest.iter().take(page as usize).cloned().collect();
+                    let runs = newest[..newest.len().min(page as usize)].to_vec();
                     (runs, newest)
                 }),
-            Some(_) if window == 0 => {
-                Ok((store.history_page(name, before, page).await?, Vec::new()))
-            }
             Some(_) => {
                 let (runs, newest) = tokio::join!(
                     store.history_page(name, before, page),
