@@ -189,7 +189,8 @@ fn save(name: &str, png: &[u8], for_readme: bool) {
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::write(&path, png).expect("save the screenshot");
     println!("screenshot: {}", path.display());
-    // `LOCK_DASHBOARD_SCREENSHOT=docs/dashboard.png` refreshes the README's picture.
+    // `LOCK_DASHBOARD_SCREENSHOT=../docs/dashboard.png` refreshes the README's picture (cargo
+    // runs the test in `lock-dashboard/`).
     if let Some(target) = std::env::var_os("LOCK_DASHBOARD_SCREENSHOT").filter(|_| for_readme) {
         std::fs::write(target, png).expect("save the README's screenshot");
     }
@@ -540,7 +541,7 @@ async fn console_errors(client: &Client) -> Vec<String> {
 }
 
 /// Saves a screenshot of the charts to `target/tmp/`, and to the directory
-/// `LOCK_DASHBOARD_SCREENSHOTS` names (`docs`: the pictures of the dashboard's README).
+/// `LOCK_DASHBOARD_SCREENSHOTS` names (`../docs`: the pictures of the dashboard's README).
 fn save_chart_screenshot(name: &str, png: &[u8]) {
     save(name, png, false);
     if let Some(dir) = std::env::var_os("LOCK_DASHBOARD_SCREENSHOTS") {
