@@ -1,8 +1,10 @@
 //! The book's PromQL (`book/metrics.md`), evaluated by a real Prometheus (Debian's `prometheus`, which
 //! `scripts/test` installs) scraping two replicas of the `metrics_prometheus` example that
 //! share one SQLite lock table, as two pods share a database: every expression of the page's
-//! `promql` block must parse, and each must give the cluster-wide answer; the page's rule
-//! file must pass `promtool check rules` and use those same expressions.
+//! `promql` block must parse, and each must give the cluster-wide answer. The rule file the
+//! book ships (`book/prometheus/scheduled-locks.rules.yml`, shown whole on the page) must pass
+//! `promtool check rules` and its unit tests (`promtool test rules`), and the same Prometheus
+//! loads it and evaluates every rule against the replicas.
 
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
@@ -35,44 +37,23 @@ fn page_expressions() -> Vec<String> {
         .collect()
 }
 
-/// The metrics page's rule file (its `yaml` block starting with `groups:`) and its `expr:` lines.
-fn page_rules() -> (String, Vec<String>) {
-    let page = include_str!("../../book/metrics.md");
-    let start = page
-        .find("```yaml\ngroups:\n")
-        .expect("book/metrics.md has a rule file")
-        + "```yaml\n".len();
-    let end = start + page[start..].find("```").expect("the block ends");
-    let rules = page[start..end].to_owned();
-    let exprs = rules
+/// The rule file the book ships (`book/prometheus/`), with its `promtool` unit tests.
+const RULES: &str = include_str!("../../book/prometheus/scheduled-locks.rules.yml");
+const RULES_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../book/prometheus");
+
+/// The alerts of [`RULES`], in order.
+fn rule_names() -> Vec<&'static str> {
+    RULES
         .lines()
-        .filter_map(|line| line.trim().strip_prefix("expr: "))
-        .map(str::to_owned)
-        .collect();
-    (rules, exprs)
+        .filter_map(|line| line.trim().strip_prefix("- alert: "))
+        .collect()
 }
 
-#[test]
-fn the_metrics_page_rule_file_is_valid_and_uses_the_tested_expressions() {
-    if !test_support::skip::command_available("promtool") {
-        return;
-    }
-    let (rules, exprs) = page_rules();
-    assert_eq!(exprs.len(), 3, "{rules}");
-    let page = include_str!("../../book/metrics.md");
-    let block = &page[page.find("```promql\n").expect("the promql block")..];
-    for expr in &exprs {
-        assert!(
-            block.lines().any(|line| line == expr),
-            "the rule's expr is not in book/metrics.md's tested promql block: {expr}"
-        );
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("rules.yml");
-    std::fs::write(&file, &rules).unwrap();
+/// Runs `promtool` with `args` in the rules' directory; its report, after asserting success.
+fn promtool(args: &[&str]) -> String {
     let output = Command::new("promtool")
-        .args(["check", "rules"])
-        .arg(&file)
+        .args(args)
+        .current_dir(RULES_DIR)
         .output()
         .expect("run promtool");
     let report = format!(
@@ -80,8 +61,52 @@ fn the_metrics_page_rule_file_is_valid_and_uses_the_tested_expressions() {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(output.status.success(), "promtool check rules:\n{report}");
-    assert!(report.contains("SUCCESS: 3 rules found"), "{report}");
+    assert!(output.status.success(), "promtool {args:?}:\n{report}");
+    report
+}
+
+#[test]
+fn the_rule_file_passes_promtool_and_its_unit_tests_and_is_the_books() {
+    // The book shows the file whole: the copy a reader takes is the tested one.
+    let page = include_str!("../../book/metrics.md");
+    let start = page
+        .find("```yaml\n# Alerts on a scheduled-locks cluster")
+        .expect("book/metrics.md shows the rule file")
+        + "```yaml\n".len();
+    let end = start + page[start..].find("```").expect("the block ends");
+    assert_eq!(
+        &page[start..end],
+        RULES,
+        "book/metrics.md's copy differs from book/prometheus/scheduled-locks.rules.yml"
+    );
+    // Every alert has a severity and a summary, and names jobs by `scheduled_job`: `job` is
+    // Prometheus' scrape job.
+    let names = rule_names();
+    assert_eq!(names.len(), 11, "{names:?}");
+    assert_eq!(RULES.matches("          severity: ").count(), names.len());
+    assert_eq!(RULES.matches("          summary: ").count(), names.len());
+    for wrong in ["$labels.job ", "(job)", "(job,", "{job=", " job="] {
+        assert!(
+            !RULES.contains(wrong),
+            "the rules use the `job` label: {wrong}"
+        );
+    }
+    if !test_support::skip::command_available("promtool") {
+        return;
+    }
+    let checked = promtool(&["check", "rules", "scheduled-locks.rules.yml"]);
+    assert!(checked.contains("SUCCESS: 11 rules found"), "{checked}");
+    let tested = promtool(&["test", "rules", "scheduled-locks.rules.test.yml"]);
+    assert!(tested.contains("SUCCESS"), "{tested}");
+    // Each alert has a case in the unit tests.
+    let tests = std::fs::read_to_string(format!("{RULES_DIR}/scheduled-locks.rules.test.yml"))
+        .expect("the unit tests");
+    for name in names {
+        assert!(
+            tests.contains(&format!("alertname: {name}\n")),
+            "no unit test of {name}"
+        );
+    }
 }
 
 /// Percent-encodes a query parameter.
@@ -190,6 +215,7 @@ fn the_metrics_page_queries_give_cluster_wide_answers_in_prometheus() {
         &config,
         format!(
             "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\n\
+             rule_files: ['{RULES_DIR}/scheduled-locks.rules.yml']\n\
              scrape_configs:\n  - job_name: billing\n    static_configs:\n      - targets: [{}]\n",
             targets.join(", ")
         ),
@@ -307,4 +333,83 @@ fn the_metrics_page_queries_give_cluster_wide_answers_in_prometheus() {
     let held = by_job(&query(prometheus_port, &expressions[5]));
     assert!(held["tick"] <= 0.1, "{held:?}");
     assert!((0.01..=0.1).contains(&held["flaky_export"]), "{held:?}");
+    // The rule file, loaded by this Prometheus and evaluated every second, as written: each
+    // rule without error, and the alerts this cluster deserves (a rule's `for:` keeps its
+    // alert pending here).
+    let rules = alert_states(prometheus_port);
+    assert_eq!(
+        rules.keys().map(String::as_str).collect::<Vec<_>>(),
+        {
+            let mut names = rule_names();
+            names.sort();
+            names
+        },
+        "{rules:#?}"
+    );
+    let expected: [(&str, &str, &[&str]); 10] = [
+        ("ScheduledJobLockErrors", "inactive", &[]),
+        // flaky_export fails every run, tick never.
+        ("ScheduledJobFailing", "firing", &["flaky_export"]),
+        ("ScheduledJobFailureRatio", "pending", &["flaky_export"]),
+        ("ScheduledJobBreakerTripped", "inactive", &[]),
+        ("ScheduledJobTimedOut", "inactive", &[]),
+        ("ScheduledJobLockLost", "inactive", &[]),
+        ("ScheduledJobFireMissed", "inactive", &[]),
+        ("ScheduledJobPaused", "inactive", &[]),
+        ("ScheduledInstanceClockOff", "inactive", &[]),
+        // No job of this name here: it never succeeded in the window.
+        ("SyncBillDidNotRun", "pending", &["sync_bill"]),
+    ];
+    for (name, state, jobs) in expected {
+        let (got, alerting) = &rules[name];
+        let jobs: Vec<String> = jobs.iter().map(|job| (*job).to_owned()).collect();
+        assert_eq!(
+            (got.as_str(), alerting),
+            (state, &jobs),
+            "{name}: {rules:#?}"
+        );
+    }
+    // Evaluated without error too (above), but its answer is the machine's: on the loaded
+    // 2-core CI machine this short window's p99 fire lag has passed half a second (see the
+    // lag query above).
+    assert!(rules.contains_key("ScheduledJobFiresLate"), "{rules:#?}");
+}
+
+/// Every alerting rule Prometheus evaluates: its state (`inactive`, `pending`, `firing`) and
+/// the `scheduled_job` (or `scheduler_instance`) of each of its alerts, sorted; panics on a
+/// rule whose evaluation failed or that was not evaluated yet.
+fn alert_states(port: u16) -> BTreeMap<String, (String, Vec<String>)> {
+    let (status, body) = get(("127.0.0.1", port), "/api/v1/rules?type=alert").expect("rules");
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    let mut states = BTreeMap::new();
+    for group in answer["data"]["groups"].as_array().expect("groups") {
+        for rule in group["rules"].as_array().expect("rules") {
+            let name = rule["name"].as_str().expect("a name").to_owned();
+            assert_eq!(rule["health"], "ok", "{name}: {rule}");
+            assert!(
+                rule["lastEvaluation"]
+                    .as_str()
+                    .is_some_and(|at| !at.starts_with("0001-")),
+                "{name} not evaluated yet: {rule}"
+            );
+            let mut alerting: Vec<String> = rule["alerts"]
+                .as_array()
+                .expect("alerts")
+                .iter()
+                .map(|alert| {
+                    let labels = &alert["labels"];
+                    labels["scheduled_job"]
+                        .as_str()
+                        .or(labels["scheduler_instance"].as_str())
+                        .unwrap_or_else(|| panic!("{name}: an alert naming nothing: {alert}"))
+                        .to_owned()
+                })
+                .collect();
+            alerting.sort();
+            let state = rule["state"].as_str().expect("a state").to_owned();
+            states.insert(name, (state, alerting));
+        }
+    }
+    states
 }

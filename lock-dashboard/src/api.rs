@@ -211,7 +211,7 @@ pub(crate) async fn runs(
 ) -> Result<Json<RunsPage>, ApiFailure> {
     check_job_name(&name)?;
     let limit = paging.limit.unwrap_or(state.page_size).clamp(1, 500);
-    let detail = read::job_detail(&state, &name, paging.before, limit).await?;
+    let detail = read::job_detail(&state, &name, paging.before, limit, 0).await?;
     Ok(Json(RunsPage {
         job: name,
         runs: detail.runs.iter().map(RunJson::from).collect(),

@@ -93,6 +93,8 @@ pub(crate) struct JobDetail {
     pub(crate) now: DateTime<Utc>,
     pub(crate) job: JobView,
     pub(crate) runs: Vec<RunView>,
+    /// The job's newest runs (the `window` asked for), newest first: what the charts draw.
+    pub(crate) recent: Vec<RunView>,
     /// The `before` of the next (older) page, when there is one.
     pub(crate) older: Option<i64>,
     pub(crate) lock: Option<LockRecord>,
@@ -119,30 +121,54 @@ pub(crate) async fn actions(
         .map_err(|e| Failure::provider(format!("cannot read the action log of job {name:?}"), e))
 }
 
-/// The job page's data: registry, control, one page of history by keyset, the lock row. Not
-/// the last runs of every job (the Jobs page's heaviest read).
+/// The job page's data: registry, control, one page of history by keyset, the newest
+/// `window` runs for the charts (0: none), the lock row. Not the last runs of every job (the Jobs
+/// page's heaviest read). The first page of runs is cut from the charts' read (one history
+/// query); an older page is a keyset read of its own next to it.
 pub(crate) async fn job_detail(
     state: &AppState,
     name: &str,
     before: Option<i64>,
     limit: u32,
+    window: u32,
 ) -> Result<JobDetail, Failure> {
     let provider = state.provider.as_ref();
     let store = store(provider)?;
     // One more run than the page shows: whether there is an older page.
-    let (now, registry, control, runs, actions) = tokio::join!(
+    let page = limit.saturating_add(1);
+    let history = async {
+        match before {
+            _ if window == 0 => Ok((store.history_page(name, before, page).await?, Vec::new())),
+            None => store
+                .history_page(name, None, page.max(window))
+                .await
+                .map(|newest| {
+                    let runs = newest[..newest.len().min(page as usize)].to_vec();
+                    (runs, newest)
+                }),
+            Some(_) => {
+                let (runs, newest) = tokio::join!(
+                    store.history_page(name, before, page),
+                    store.history(name, window)
+                );
+                Ok((runs?, newest?))
+            }
+        }
+    };
+    let (now, registry, control, history, actions) = tokio::join!(
         provider.database_time(),
         store.registry(),
         store.control(),
-        store.history_page(name, before, limit.saturating_add(1)),
+        history,
         store.actions(name, ACTIONS_SHOWN)
     );
     let actions = actions.map_err(|e| e.to_string());
     let now = now.map_err(failed("the database's clock"))?;
     let registry = registry.map_err(failed("the job registry"))?;
     let control = control.map_err(failed("the pauses"))?;
-    let mut runs =
-        runs.map_err(|e| Failure::provider(format!("cannot read the runs of job {name:?}"), e))?;
+    let (mut runs, mut recent) = history
+        .map_err(|e| Failure::provider(format!("cannot read the runs of job {name:?}"), e))?;
+    recent.truncate(window as usize);
     let older = if runs.len() > limit as usize {
         runs.truncate(limit as usize);
         runs.last().map(|run| run.id)
@@ -160,6 +186,7 @@ pub(crate) async fn job_detail(
         &state.options,
     );
     let runs = view.resolve_runs(runs);
+    let recent = view.resolve_runs(recent);
     let job = view.jobs.into_iter().find(|job| job.name == name);
     let job = match job {
         Some(job) => job,
@@ -184,6 +211,7 @@ pub(crate) async fn job_detail(
         now,
         job,
         runs,
+        recent,
         older,
         lock,
         control: mine,

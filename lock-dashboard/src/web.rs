@@ -16,6 +16,9 @@ use crate::{api, auth, failure, host, pages};
 
 const SCRIPT: &str = include_str!("../assets/dashboard.js");
 const STYLE: &str = include_str!("../assets/dashboard.css");
+/// The tab's icon: named by every page, so the browser asks for no `/favicon.ico` (a 404 in
+/// its console, and the host app's path when the dashboard is nested).
+const ICON: &str = include_str!("../assets/favicon.svg");
 
 pub(crate) fn routes(shared: Shared) -> Router {
     let state = Arc::new(shared);
@@ -54,6 +57,7 @@ pub(crate) fn routes(shared: Shared) -> Router {
         .route("/logout", post(pages::login::logout))
         .route("/assets/dashboard.js", get(script))
         .route("/assets/dashboard.css", get(style))
+        .route("/assets/favicon.svg", get(icon))
         .fallback(unknown)
         .layer(middleware::from_fn(failure::in_kind))
         .layer(middleware::from_fn_with_state(
@@ -88,6 +92,10 @@ async fn script() -> impl IntoResponse {
 
 async fn style() -> impl IntoResponse {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE)
+}
+
+async fn icon() -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "image/svg+xml")], ICON)
 }
 
 /// Nothing from elsewhere: scripts and styles are the dashboard's own files, no frame embeds

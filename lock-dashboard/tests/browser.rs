@@ -5,8 +5,9 @@
 //! page's auto-refresh shows a resume made through the JSON API. Another test loads the
 //! dashboard through a name re-pointed at it (DNS rebinding: Chromium's
 //! `--host-resolver-rules` maps `evil.example` to 127.0.0.1), which must show no data, and
-//! signs in with a viewer token, which must show no button. Screenshots go to `target/tmp/`
-//! (`CARGO_TARGET_TMPDIR`).
+//! signs in with a viewer token, which must show no button. A third runs jobs with known
+//! outcomes and checks the charts of the Job page and the Jobs page, with no console error
+//! (CSP violations included). Screenshots go to `target/tmp/` (`CARGO_TARGET_TMPDIR`).
 //!
 //! Without chromium or chromium-driver the test prints `SKIPPED` (and fails when `CI` is set:
 //! `scripts/test` installs both).
@@ -98,6 +99,11 @@ async fn browser_with(driver: &Driver, extra: &[&str]) -> Client {
         "goog:chromeOptions".to_owned(),
         serde_json::json!({ "binary": "/usr/bin/chromium", "args": args }),
     );
+    // The console (errors, CSP violations), read back by `console_errors`.
+    capabilities.insert(
+        "goog:loggingPrefs".to_owned(),
+        serde_json::json!({ "browser": "ALL" }),
+    );
     let connector = hyper_util::client::legacy::connect::HttpConnector::new();
     ClientBuilder::new(connector)
         .capabilities(capabilities)
@@ -183,7 +189,8 @@ fn save(name: &str, png: &[u8], for_readme: bool) {
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     std::fs::write(&path, png).expect("save the screenshot");
     println!("screenshot: {}", path.display());
-    // `LOCK_DASHBOARD_SCREENSHOT=docs/dashboard.png` refreshes the README's picture.
+    // `LOCK_DASHBOARD_SCREENSHOT=../docs/dashboard.png` refreshes the README's picture (cargo
+    // runs the test in `lock-dashboard/`).
     if let Some(target) = std::env::var_os("LOCK_DASHBOARD_SCREENSHOT").filter(|_| for_readme) {
         std::fs::write(target, png).expect("save the README's screenshot");
     }
@@ -491,4 +498,301 @@ async fn a_rebound_name_shows_no_data_and_a_viewer_sees_no_button() {
         .expect("links");
     assert!(unlock.is_empty(), "a viewer sees Unlock");
     client.close().await.expect("close the browser");
+}
+
+/// Chromium's console since the last read: chromedriver's log endpoint (`goog:loggingPrefs`
+/// asks for it), which WebDriver's standard lacks and fantoccini sends as a custom command.
+#[derive(Debug)]
+struct BrowserLog;
+
+impl fantoccini::wd::WebDriverCompatibleCommand for BrowserLog {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/se/log",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (axum::http::Method, Option<String>) {
+        (
+            axum::http::Method::POST,
+            Some(r#"{"type":"browser"}"#.to_owned()),
+        )
+    }
+}
+
+/// The console's errors (level SEVERE: script errors, failed loads, CSP violations) since the
+/// last read.
+async fn console_errors(client: &Client) -> Vec<String> {
+    let log = client
+        .issue_cmd(BrowserLog)
+        .await
+        .expect("the browser's log");
+    log.as_array()
+        .expect("log entries")
+        .iter()
+        .filter(|entry| entry["level"] == "SEVERE")
+        .map(|entry| entry["message"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Saves a screenshot of the charts to `target/tmp/`, and to the directory
+/// `LOCK_DASHBOARD_SCREENSHOTS` names (`../docs`: the pictures of the dashboard's README).
+fn save_chart_screenshot(name: &str, png: &[u8]) {
+    save(name, png, false);
+    if let Some(dir) = std::env::var_os("LOCK_DASHBOARD_SCREENSHOTS") {
+        std::fs::write(std::path::Path::new(&dir).join(name), png)
+            .expect("save the README's screenshot");
+    }
+}
+
+/// A job at a 250 ms rate whose body is `outcome(n)` for its `n`th run (from 0), after
+/// sleeping 15 to 60 ms by `n` (durations to spread).
+fn counted(name: &str, outcome: fn(usize) -> bool) -> Job {
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    Job::new(
+        name,
+        Trigger::fixed_rate(Duration::from_millis(250)).expect("trigger"),
+        move |_ctx: JobContext| {
+            let n = runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                tokio::time::sleep(Duration::from_millis(15 * (n as u64 % 4 + 1))).await;
+                if outcome(n) {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::other(format!("run {n} failed")))
+                }
+            }
+        },
+    )
+}
+
+/// The jobs of the charts' test.
+const JOBS: [&str; 4] = ["mixed", "never", "broke_early", "broke_late"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_charts_show_outcomes_durations_success_and_lock_wait_without_console_errors() {
+    let Some(driver) = start_driver().await else {
+        return;
+    };
+    let Some((provider, _table, _cleanup)) = provider().await else {
+        return;
+    };
+    // `mixed` fails every third run; `broke_early` succeeds twice then fails, `broke_late`
+    // eight times then fails: among the failing, `never` (no success) comes first, then
+    // `broke_early` (its last success is older), then `broke_late`.
+    let scheduler = Scheduler::builder()
+        .lock_provider(Arc::clone(&provider))
+        .instance_id("charts-a")
+        .history(Duration::from_secs(3600))
+        .jobs([
+            counted("mixed", |n| n % 3 != 2),
+            counted("never", |_| false),
+            counted("broke_early", |n| n < 2),
+            counted("broke_late", |n| n < 8),
+        ])
+        .start()
+        .await
+        .expect("scheduler");
+    let address = serve_app(Dashboard::new(Arc::clone(&provider)).router()).await;
+    let base = format!("http://{address}");
+    let store = provider.cluster().expect("operations tables");
+    eventually(WAIT, "12 runs of mixed and broke_late failing", || async {
+        let mixed = store.history("mixed", 100).await.ok()?;
+        let late = store.history("broke_late", 1).await.ok()?;
+        (mixed.iter().filter(|run| run.ended_at.is_some()).count() >= 12
+            && late.first()?.outcome == lock_cluster::RunState::Failed)
+            .then_some(())
+    })
+    .await;
+
+    let client = browser(&driver).await;
+    // Tall enough for the four charts in one screenshot.
+    client
+        .set_window_size(1400, 1100)
+        .await
+        .expect("window size");
+    client
+        .goto(&format!("{base}/jobs/mixed?refresh=0"))
+        .await
+        .expect("mixed's page");
+    for chart in [
+        "chart-timeline",
+        "chart-durations",
+        "chart-success-rate",
+        "chart-lock-wait",
+    ] {
+        let svg = client
+            .find(Locator::Css(&format!(
+                r#"figure#{chart} svg[role="img"][aria-label]"#
+            )))
+            .await
+            .unwrap_or_else(|e| panic!("the {chart} chart: {e}"));
+        let marks = svg
+            .find_all(Locator::Css("rect title"))
+            .await
+            .expect("marks");
+        assert!(!marks.is_empty(), "{chart} draws no mark with a title");
+    }
+    // Both outcomes drawn and counted; the numbers also as text.
+    client
+        .find(Locator::Css("#chart-timeline rect.mark.succeeded"))
+        .await
+        .expect("succeeded runs on the timeline");
+    client
+        .find(Locator::Css("#chart-timeline rect.mark.failed"))
+        .await
+        .expect("failed runs on the timeline");
+    let legend = text_of(&client, "#chart-timeline ul.legend").await;
+    assert!(
+        legend.contains("succeeded") && legend.contains("failed"),
+        "{legend}"
+    );
+    for chart in ["chart-durations", "chart-lock-wait"] {
+        let numbers = text_of(&client, &format!("#{chart} p.numbers")).await;
+        assert!(
+            numbers.contains("p50 ") && numbers.contains("p95 "),
+            "{chart}: {numbers}"
+        );
+        for line in ["p50", "p95"] {
+            client
+                .find(Locator::Css(&format!("#{chart} line.percentile.{line}")))
+                .await
+                .unwrap_or_else(|e| panic!("{chart}'s {line} line: {e}"));
+        }
+    }
+    // Every third run failed: the rate over the window is about two thirds, never all or none.
+    let rate = text_of(&client, "#chart-success-rate strong.rate").await;
+    let percent: f64 = rate
+        .split(' ')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("a rate: {rate}"));
+    assert!((50.0..=80.0).contains(&percent), "{rate}");
+    let window = text_of(&client, "#chart-window").await;
+    assert!(
+        window.contains("the last") && window.contains("at most 200"),
+        "{window}"
+    );
+    let errors = console_errors(&client).await;
+    assert!(
+        errors.is_empty(),
+        "console errors on the Job page: {errors:?}"
+    );
+    let section = client
+        .find(Locator::Css("section.charts-section"))
+        .await
+        .expect("the charts' section");
+    save_chart_screenshot(
+        "dashboard-job-charts.png",
+        &section.screenshot().await.expect("screenshot"),
+    );
+
+    // Paused, so that each job's newest run has ended with its own outcome: a job whose
+    // newest run is still going is not failing (the Jobs page's rule), and the four jobs fire
+    // at the same instants. (A shutdown would cancel the running bodies.)
+    for job in JOBS {
+        store.pause(job, "test").await.expect("pause");
+    }
+    let paused_at = store
+        .control()
+        .await
+        .expect("control")
+        .iter()
+        .map(|c| c.requested_at)
+        .max()
+        .expect("pause rows");
+    eventually(WAIT, "a heartbeat after the pauses", || async {
+        let registry = store.registry().await.ok()?;
+        registry
+            .iter()
+            .any(|row| row.job.is_none() && row.heartbeat_at > paused_at)
+            .then_some(())
+    })
+    .await;
+    // A fire already under way at the heartbeat (one slot at most) runs; none after it.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    eventually(WAIT, "the newest run of each job ended", || async {
+        for job in JOBS {
+            store.history(job, 1).await.ok()?.first()?.ended_at?;
+        }
+        Some(())
+    })
+    .await;
+    client
+        .goto(&format!("{base}/?refresh=0"))
+        .await
+        .expect("jobs page");
+    let listed = client
+        .find_all(Locator::Css("#most-failing li"))
+        .await
+        .expect("the most failing jobs");
+    let mut order = Vec::new();
+    for item in &listed {
+        order.push(
+            item.attr("data-job")
+                .await
+                .expect("attr")
+                .expect("data-job"),
+        );
+    }
+    assert_eq!(
+        order.get(..3),
+        Some(&["never", "broke_early", "broke_late"].map(String::from)[..]),
+        "{order:?}"
+    );
+    client
+        .find(Locator::Css(
+            r#"#chart-most-failing svg[role="img"] rect.bar.never title"#,
+        ))
+        .await
+        .expect("never's bar");
+    let errors = console_errors(&client).await;
+    assert!(
+        errors.is_empty(),
+        "console errors on the Jobs page: {errors:?}"
+    );
+    save_chart_screenshot(
+        "dashboard-jobs-failing.png",
+        &client.screenshot().await.expect("screenshot"),
+    );
+
+    // The log does see a violation of the policy: an image from elsewhere is refused.
+    client
+        .execute(
+            "const img = document.createElement('img'); \
+             img.src = 'http://198.51.100.1/pixel.png'; document.body.append(img);",
+            vec![],
+        )
+        .await
+        .expect("add an image from elsewhere");
+    let seen = eventually(WAIT, "the CSP violation in the console", || {
+        let client = client.clone();
+        async move {
+            let errors = console_errors(&client).await;
+            errors
+                .iter()
+                .any(|e| e.contains("Content Security Policy"))
+                .then_some(errors)
+        }
+    })
+    .await;
+    assert!(!seen.is_empty());
+
+    client.close().await.expect("close the browser");
+    scheduler.shutdown().await.expect("shutdown");
+}
+
+async fn text_of(client: &Client, css: &str) -> String {
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .text()
+        .await
+        .expect("its text")
 }

@@ -1,14 +1,13 @@
 //! The Job page: the job's facts, its lock row, its pause and trigger requests (with who
-//! asked), its action log (who paused, resumed, triggered or unlocked it, and when), duration
-//! and fire-lag charts, and its run history, paged by keyset.
+//! asked), its action log (who paused, resumed, triggered or unlocked it, and when), charts of
+//! its newest runs (`charts::runs`), and its run history, paged by keyset.
 
 use axum::extract::{Path, Query, State};
-use lock_cluster::RunState;
 use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::layout::{Nav, action, frame, maybe_time, outcome, time};
-use crate::charts::{self, Bar};
+use crate::charts::{self, WINDOW_RUNS};
 use crate::ctx::Ctx;
 use crate::failure::PageFailure;
 use crate::format::span_ms;
@@ -59,37 +58,8 @@ async fn show(
     paging: Paging,
 ) -> Result<Markup, PageFailure> {
     check_job_name(name)?;
-    let detail = read::job_detail(state, name, paging.before, state.page_size).await?;
+    let detail = read::job_detail(state, name, paging.before, state.page_size, WINDOW_RUNS).await?;
     let job = &detail.job;
-    // Oldest on the left, as time runs.
-    let chronological: Vec<_> = detail.runs.iter().rev().collect();
-    let bad = |state: RunState| !matches!(state, RunState::Succeeded | RunState::Running);
-    let durations: Vec<Bar> = chronological
-        .iter()
-        .map(|run| Bar {
-            value_ms: duration_ms(run),
-            bad: bad(run.outcome),
-            label: format!(
-                "run {} on {}: {} ({})",
-                run.id,
-                run.instance_id,
-                duration_ms(run).map_or("running".to_owned(), span_ms),
-                run.outcome
-            ),
-        })
-        .collect();
-    let lags: Vec<Bar> = chronological
-        .iter()
-        .map(|run| Bar {
-            value_ms: lag_ms(run),
-            bad: false,
-            label: format!(
-                "run {}: started {} after its slot",
-                run.id,
-                lag_ms(run).map_or("–".to_owned(), span_ms)
-            ),
-        })
-        .collect();
     let body = html! {
         h1 { "Job " (job.name) }
         dl.facts {
@@ -110,6 +80,7 @@ async fn show(
                 }
             }
         }
+        (charts_section(&detail))
         h2 { "Lock row" }
         @if let Some(lock) = &detail.lock {
             table #lock { thead { tr { th { "Name" } th { "Held" } th { "Locked by" } th { "Locked at" } th { "Until" } th { "Fence" } th { "Last fire" } } }
@@ -157,10 +128,6 @@ async fn show(
         @if detail.runs.is_empty() {
             p.muted { "No run in the history" @if paging.before.is_some() { " before this page" } "." }
         } @else {
-            div.charts {
-                (charts::bars("Duration", &durations))
-                (charts::bars("Fire lag (start after slot)", &lags))
-            }
             table #runs {
                 thead { tr { th { "Run" } th { "Slot" } th { "Kind" } th { "Instance" } th { "Fence" } th { "Attempt" } th { "Params" } th { "Started" } th { "Duration" } th { "Lag" } th { "Outcome" } } }
                 tbody {
@@ -206,6 +173,22 @@ async fn show(
         }
     };
     Ok(frame(ctx, &job.name, Nav::Other, Some(detail.now), body))
+}
+
+/// The charts of the job's newest runs, and the window they cover.
+fn charts_section(detail: &read::JobDetail) -> Markup {
+    html! {
+        section.charts-section {
+            h2 {
+                "Charts"
+                span.muted #chart-window {
+                    " · the last " (detail.recent.len()) " runs"
+                    @if (detail.recent.len() as u32) < WINDOW_RUNS { " (all there are; at most " (WINDOW_RUNS) ")" }
+                }
+            }
+            (charts::runs::charts(&detail.job.name, &detail.recent))
+        }
+    }
 }
 
 /// The Trigger button, with a field for the run's parameters (`key=value`, one per line; the

@@ -1,10 +1,12 @@
 //! The Jobs page: every job with its trigger, next fire, last run, the lease it holds, and
-//! whether it is paused, missed or failing (those first).
+//! whether it is paused, missed or failing (those first), and above them the most failing
+//! jobs as a chart (`charts::failing`).
 
 use axum::extract::State;
 use maud::{Markup, html};
 
 use super::layout::{Nav, action, frame, maybe_time, outcome, time};
+use crate::charts;
 use crate::ctx::Ctx;
 use crate::failure::PageFailure;
 use crate::format::span_ms;
@@ -23,6 +25,7 @@ pub(crate) async fn page(State(state): State<AppState>, ctx: Ctx) -> Result<Mark
         @if jobs.is_empty() {
             p.muted { "No job is registered: no instance with operations tables has started yet." }
         } @else {
+            (charts::failing::chart(&charts::failing::most_failing(&jobs), view.database_now))
             table #jobs {
                 thead { tr {
                     th { "Job" } th { "Trigger" } th { "Next fire" } th { "Last run" }

@@ -34,6 +34,7 @@ pub(crate) fn frame(
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · scheduled-locks" }
                 link rel="stylesheet" href=(ctx.link("/assets/dashboard.css"));
+                link rel="icon" type="image/svg+xml" href=(ctx.link("/assets/favicon.svg"));
                 script src=(ctx.link("/assets/dashboard.js")) defer {}
             }
             body data-refresh=(ctx.refresh) {
