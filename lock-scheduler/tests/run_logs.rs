@@ -273,14 +273,15 @@ async fn without_history_nothing_is_kept_and_bad_bounds_are_refused_at_start() {
         ),
         (RunLogs::default().max_bytes(10), "max_bytes 10 is outside"),
     ] {
-        let error = Scheduler::builder()
+        let started = Scheduler::builder()
             .lock_provider(InMemoryLockProvider::new())
             .run_logs(logs)
             .jobs([])
             .start()
-            .await
-            .err()
-            .expect("refused");
+            .await;
+        let Err(error) = started else {
+            panic!("{logs:?} was not refused");
+        };
         assert!(error.to_string().contains(expected), "{error}");
     }
 }

@@ -15,10 +15,10 @@
 //! ```
 
 pub use lock_core::default_instance_id;
-/// The level [`RunLogs::level`] takes (`tracing`'s).
-pub use tracing::Level;
 pub use lock_scheduler::{
     BlockingJobHandler, Distribution, ExtractError, FromJob, HOUSEKEEPING_JOB, JobHandler,
     JobOverride, JobStatus, MisfirePolicy, OVERRIDE_ENV_PREFIX, Overlap, Params, RunLogs,
     RunOutcome, StateMap, override_env_key, parse_duration, registered_jobs,
 };
+/// The level [`RunLogs::level`] takes (`tracing`'s).
+pub use tracing::Level;
