@@ -294,11 +294,6 @@ impl RunLogWriter {
         self.lines += 1;
     }
 
-    /// Whether a line would be kept now (false once a bound is reached).
-    pub fn has_room(&self) -> bool {
-        self.lines < self.max_lines && self.text.len() < self.max_bytes
-    }
-
     /// The log written so far, leaving the writer empty (its bounds kept) for the next
     /// attempt of the run; `None` when nothing was logged.
     pub fn take(&mut self) -> Option<RunLog> {
