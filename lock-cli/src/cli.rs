@@ -118,6 +118,10 @@ pub(crate) enum Command {
         /// Print a JSON array instead of a table.
         #[arg(long)]
         json: bool,
+        /// Print each run followed by its log lines (the events its body logged, as the
+        /// scheduler's `run_logs` setting kept them); in `--json`, each run's `logs`.
+        #[arg(long)]
+        logs: bool,
     },
     /// Show a job's action log, newest first: who paused, resumed, triggered it or released
     /// its lock (by `lockctl` or the dashboard), when, and the detail.
@@ -307,7 +311,7 @@ mod tests {
             Cli::try_parse_from(["lockctl", "history", "report", "--limit", "5"]).unwrap();
         assert!(matches!(
             history.command,
-            Command::History { ref name, limit: 5, json: false } if name == "report"
+            Command::History { ref name, limit: 5, json: false, logs: false } if name == "report"
         ));
         let history = Cli::try_parse_from(["lockctl", "history", "report"]).unwrap();
         assert!(matches!(

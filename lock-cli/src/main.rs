@@ -242,8 +242,18 @@ async fn execute(
             print(&operations::status(provider.as_ref(), *json, *grace).await?);
             Ok(())
         }
-        Command::History { name, limit, json } => {
-            print(&operations::history(provider.as_ref(), name, *limit, *json).await?);
+        Command::History {
+            name,
+            limit,
+            json,
+            logs,
+        } => {
+            let output = if *logs {
+                operations::history_with_logs(provider.as_ref(), name, *limit, *json).await?
+            } else {
+                operations::history(provider.as_ref(), name, *limit, *json).await?
+            };
+            print(&output);
             Ok(())
         }
         Command::Actions { name, limit, json } => {

@@ -7,6 +7,7 @@
 
 use lock_cluster::ClusterProvider;
 use lock_core::Params;
+use std::fmt::Write as _;
 use std::time::Duration;
 
 use lock_cluster::{
@@ -52,6 +53,27 @@ pub(crate) struct RunRow {
     cancel_requested: bool,
     /// A manual run's parameters (`trigger NAME --param key=value`), by key; empty otherwise.
     params: std::collections::BTreeMap<String, String>,
+    /// `history --logs` only: the run's log lines (absent from every other listing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logs: Option<RunLogRow>,
+}
+
+/// A run's log lines as printed by `history --logs --json`.
+#[derive(Debug, Default, Serialize)]
+pub(crate) struct RunLogRow {
+    /// Oldest first.
+    lines: Vec<RunLogLineRow>,
+    /// How many lines the run logged past the bound (not kept).
+    dropped: u64,
+}
+
+/// One log line: its time (UTC, milliseconds), level, target and message.
+#[derive(Debug, Serialize)]
+pub(crate) struct RunLogLineRow {
+    at: String,
+    level: String,
+    target: String,
+    message: String,
 }
 
 impl From<&RunRecord> for RunRow {
@@ -73,6 +95,7 @@ impl From<&RunRecord> for RunRow {
                 .iter()
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect(),
+            logs: None,
         }
     }
 }
@@ -292,6 +315,95 @@ pub(crate) async fn history(
         ],
         cells,
     ))
+}
+
+/// `history NAME --logs [--limit N] [--json]`: the job's newest runs first, each followed by
+/// its log lines (one read of the history, one of the lines of the runs listed).
+pub(crate) async fn history_with_logs(
+    provider: &dyn ClusterProvider,
+    name: &str,
+    limit: u32,
+    json_out: bool,
+) -> Result<String, Failure> {
+    let store = store(provider)?;
+    let runs = ClusterView::history(provider, name, limit)
+        .await
+        .map_err(|e| failed(format!("cannot read the history of job {name:?}"), e))?;
+    let logs = match (runs.last(), runs.first()) {
+        (Some(oldest), Some(newest)) => store
+            .run_logs(name, oldest.id..=newest.id)
+            .await
+            .map_err(|e| failed(format!("cannot read the log lines of job {name:?}"), e))?,
+        _ => Vec::new(),
+    };
+    let mut rows = Vec::with_capacity(runs.len());
+    for run in &runs {
+        let mut row = RunRow::from(run);
+        let log = match logs.iter().find(|(id, _)| *id == run.id) {
+            Some((_, log)) => log_row(name, run.id, log)?,
+            None => RunLogRow::default(),
+        };
+        row.logs = Some(log);
+        rows.push(row);
+    }
+    if json_out {
+        return Ok(pretty_json(&rows));
+    }
+    let mut out = String::new();
+    for row in rows {
+        let _ = writeln!(
+            out,
+            "{} {} (run of {}, attempt {}, instance {}, fence {}){}",
+            row.started_at,
+            row.outcome,
+            row.fire_kind,
+            row.attempt,
+            visible(&row.instance),
+            row.fence,
+            row.error
+                .map(|e| format!(": {}", visible(&e)))
+                .unwrap_or_default()
+        );
+        let log = row.logs.unwrap_or_default();
+        if log.lines.is_empty() && log.dropped == 0 {
+            out.push_str("    (no log lines)\n");
+        }
+        for line in &log.lines {
+            let _ = writeln!(
+                out,
+                "    {} {:<5} {}: {}",
+                line.at,
+                line.level,
+                visible(&line.target),
+                visible(&line.message)
+            );
+        }
+        if log.dropped > 0 {
+            let _ = writeln!(out, "    … {} more lines not kept", log.dropped);
+        }
+    }
+    Ok(out)
+}
+
+/// A run's stored lines as printed; a text that does not parse names the run.
+fn log_row(job: &str, id: i64, log: &lock_cluster::RunLog) -> Result<RunLogRow, Failure> {
+    let lines = log.lines().map_err(|e| {
+        Failure::runtime_message(format!(
+            "the log lines of run {id} of job {job:?} do not parse ({e})"
+        ))
+    })?;
+    Ok(RunLogRow {
+        lines: lines
+            .into_iter()
+            .map(|line| RunLogLineRow {
+                at: instant(line.at),
+                level: line.level,
+                target: line.target,
+                message: line.message,
+            })
+            .collect(),
+        dropped: log.dropped(),
+    })
 }
 
 /// A run's parameters in a table cell: `key=value` pairs, values escaped as the terminal needs.

@@ -29,6 +29,7 @@
 mod actions;
 mod memory;
 mod memory_actions;
+mod run_log;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 mod views;
@@ -41,6 +42,7 @@ use chrono::{DateTime, Utc};
 use lock_core::{FireKind, LockError, LockProvider, Params};
 
 pub use actions::{Action, ActionRecord};
+pub use run_log::{MAX_RUN_LOG_BYTES, RunLog, RunLogError, RunLogLine, RunLogWriter};
 pub use views::{
     ClusterOptions, ClusterView, DEFAULT_MISSED_GRACE, GONE_AFTER_HEARTBEATS, InstanceView,
     JobView, RunView,
@@ -223,6 +225,9 @@ pub struct RunEnd {
     /// Cancellation (shutdown, a lost lease, the run's timeout) was asked before the body
     /// ended; false unless [`with_cancel_requested`](Self::with_cancel_requested) says so.
     pub cancel_requested: bool,
+    /// The log lines the run emitted, bounded by the scheduler's capture; None when it kept
+    /// none (stored as NULL, read back by [`OperatorStore::run_logs`]).
+    pub logs: Option<RunLog>,
 }
 
 impl RunEnd {
@@ -233,7 +238,22 @@ impl RunEnd {
             outcome,
             error: error.map(str::to_owned),
             cancel_requested: false,
+            logs: None,
         }
+    }
+
+    /// The same end, with the run's log lines.
+    ///
+    /// ```
+    /// use lock_cluster::{RunEnd, RunLogWriter, RunState};
+    /// let mut lines = RunLogWriter::new(10, 1024);
+    /// lines.line(chrono::Utc::now(), "INFO", "billing", |m| m.push_str("charged"));
+    /// let end = RunEnd::new(7, RunState::Succeeded, None).with_logs(lines.finish());
+    /// assert!(end.logs.is_some());
+    /// ```
+    pub fn with_logs(mut self, logs: Option<RunLog>) -> Self {
+        self.logs = logs;
+        self
     }
 
     /// The same end, saying whether cancellation was asked before the body ended: a body
@@ -637,6 +657,17 @@ pub trait OperatorStore: Send + Sync {
             .take(limit as usize)
             .collect())
     }
+
+    /// The log lines of `job`'s runs whose ids are in `ids` (both ends included), newest
+    /// first, for the runs that kept any: what `lockctl history NAME --logs` reads for the
+    /// runs it lists (one query, on the history's `(job_name, id)` index) and the dashboard's
+    /// run page for one run (`id..=id`). A stored text that does not parse fails the read,
+    /// naming its row.
+    async fn run_logs(
+        &self,
+        job: &str,
+        ids: std::ops::RangeInclusive<i64>,
+    ) -> Result<Vec<(i64, RunLog)>, LockError>;
 
     /// The newest run of every job.
     ///

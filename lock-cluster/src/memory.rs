@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 
 use crate::{
     Cluster, ClusterProvider, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
-    InstanceInfo, JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunRecord,
-    RunStart, RunState, truncate,
+    InstanceInfo, JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunLog,
+    RunRecord, RunStart, RunState, truncate,
 };
 use lock_core::{InMemoryLockProvider, LockError, LockProvider, Params};
 
@@ -26,6 +26,9 @@ pub(crate) struct MemoryOperations {
 struct Rows {
     registry: Registry,
     runs: Vec<RunRecord>,
+    /// The runs' log lines by run id, apart from the rows as the SQL stores keep them in a
+    /// column that only `run_logs` reads.
+    run_logs: BTreeMap<i64, RunLog>,
     control: Vec<ControlRequest>,
     next_id: i64,
 }
@@ -300,7 +303,8 @@ impl ClusterStore for InMemoryLockProvider {
         let now = now(self).await;
         let ops = tables(self);
         let mut rows = ops.rows();
-        if let Some(run) = rows.runs.iter_mut().find(|r| r.id == end.id) {
+        let Rows { runs, run_logs, .. } = &mut *rows;
+        if let Some(run) = runs.iter_mut().find(|r| r.id == end.id) {
             run.ended_at = Some(now);
             run.outcome = end.outcome;
             run.error = end
@@ -308,6 +312,10 @@ impl ClusterStore for InMemoryLockProvider {
                 .as_deref()
                 .map(|e| truncate(e, MAX_ERROR_LEN).to_owned());
             run.cancel_requested = end.cancel_requested;
+            match &end.logs {
+                Some(logs) => run_logs.insert(end.id, logs.clone()),
+                None => run_logs.remove(&end.id),
+            };
         }
         Ok(())
     }
@@ -330,7 +338,16 @@ impl ClusterStore for InMemoryLockProvider {
             }
         };
         match what {
-            Expired::Runs => rows.runs.retain(|r| keep(r.started_at < before)),
+            Expired::Runs => {
+                let Rows { runs, run_logs, .. } = &mut *rows;
+                runs.retain(|r| {
+                    let kept = keep(r.started_at < before);
+                    if !kept {
+                        run_logs.remove(&r.id);
+                    }
+                    kept
+                })
+            }
             Expired::ClaimedTriggers => rows.control.retain(|c| {
                 keep(match c.kind {
                     ControlKind::Trigger => c.claimed_at.is_some_and(|at| at < before),
@@ -510,6 +527,22 @@ impl OperatorStore for InMemoryLockProvider {
             .filter(|r| r.job == job && before.is_none_or(|before| r.id < before))
             .take(limit as usize)
             .cloned()
+            .collect())
+    }
+
+    async fn run_logs(
+        &self,
+        job: &str,
+        ids: std::ops::RangeInclusive<i64>,
+    ) -> Result<Vec<(i64, RunLog)>, LockError> {
+        let ops = tables(self);
+        let rows = ops.rows();
+        Ok(rows
+            .run_logs
+            .range(ids)
+            .rev()
+            .filter(|(id, _)| rows.runs.iter().any(|r| r.id == **id && r.job == job))
+            .map(|(id, logs)| (*id, logs.clone()))
             .collect())
     }
 

@@ -184,8 +184,9 @@ impl Dashboard {
         self
     }
 
-    /// The routes: the pages (`/`, `/jobs/{name}`, `/instances`, `/locks`), the JSON endpoints
-    /// (`/api/...`) and the actions, relative to where the router is mounted.
+    /// The routes: the pages (`/`, `/jobs/{name}`, `/jobs/{name}/runs/{id}`, `/instances`,
+    /// `/locks`), the JSON endpoints (`/api/...`) and the actions, relative to where the
+    /// router is mounted.
     ///
     /// Serve it with `into_make_service_with_connect_info::<SocketAddr>()` so that login
     /// attempts are limited per client address (without it every client shares one limit).

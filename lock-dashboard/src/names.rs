@@ -38,6 +38,15 @@ pub(crate) fn job_runs_before(name: &str, before: i64) -> String {
     format!("{}{separator}before={before}", job_page(name))
 }
 
+/// Where run `id` of job `name` is shown with its log lines: `/jobs/{segment}/runs/{id}`, or
+/// `/run?name=%2E%2E&id={id}` for `.` and `..` (as [`job_page`]).
+pub(crate) fn run_page(name: &str, id: i64) -> String {
+    match dots(name) {
+        true => format!("/run?name={}&id={id}", segment(name)),
+        false => format!("/jobs/{}/runs/{id}", segment(name)),
+    }
+}
+
 /// Where a button posts `action` on job `name`: `/jobs/{segment}/{action}`, or
 /// `/job/{action}?name=%2E%2E` for `.` and `..`.
 pub(crate) fn job_action(name: &str, action: &str) -> String {
@@ -106,6 +115,8 @@ mod tests {
         assert_eq!(job_action("a", "pause"), "/jobs/a/pause");
         assert_eq!(lock_unlock("."), "/lock/unlock?name=%2E");
         assert_eq!(lock_unlock("a:b"), "/locks/a%3Ab/unlock");
+        assert_eq!(run_page("a b", 7), "/jobs/a%20b/runs/7");
+        assert_eq!(run_page("..", 7), "/run?name=%2E%2E&id=7");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use lock_cluster::{
     ActionRecord, Cluster, ClusterProvider, ClusterView, ControlKind, ControlRequest, JobView,
-    RunState, RunView,
+    RunLog, RunState, RunView,
 };
 use lock_core::LockRecord;
 
@@ -262,4 +262,60 @@ pub(crate) fn duration_ms(run: &RunView) -> Option<i64> {
 pub(crate) fn lag_ms(run: &RunView) -> Option<i64> {
     run.slot
         .map(|slot| (run.started_at - slot).num_milliseconds())
+}
+
+/// The run page's data: one run of a job and its log lines.
+pub(crate) struct RunDetail {
+    pub(crate) now: DateTime<Utc>,
+    pub(crate) run: RunView,
+    /// None: the run kept no lines (run logs off, nothing logged at the level kept, or not
+    /// ended yet: the lines are written with the end).
+    pub(crate) logs: Option<RunLog>,
+}
+
+/// Run `id` of job `name` (the keyset page of one run at `id`) and its lines, side by side;
+/// 404 when the job has no such run.
+pub(crate) async fn run_detail(
+    state: &AppState,
+    name: &str,
+    id: i64,
+) -> Result<RunDetail, Failure> {
+    let provider = state.provider.as_ref();
+    let store = store(provider)?;
+    let (now, registry, runs, logs) = tokio::join!(
+        provider.database_time(),
+        store.registry(),
+        store.history_page(name, Some(id.saturating_add(1)), 1),
+        store.run_logs(name, id..=id)
+    );
+    let now = now.map_err(failed("the database's clock"))?;
+    let registry = registry.map_err(failed("the job registry"))?;
+    let runs =
+        runs.map_err(|e| Failure::provider(format!("cannot read run {id} of job {name:?}"), e))?;
+    let logs = logs.map_err(|e| {
+        Failure::provider(
+            format!("cannot read the log lines of run {id} of job {name:?}"),
+            e,
+        )
+    })?;
+    let view = ClusterView::assemble(
+        now,
+        registry,
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        &state.options,
+    );
+    let Some(run) = view.resolve_runs(runs).into_iter().find(|run| run.id == id) else {
+        return Err(Failure::new(
+            StatusCode::NOT_FOUND,
+            format!("job {name:?} has no run {id} in the history"),
+        ));
+    };
+    Ok(RunDetail {
+        now,
+        run,
+        logs: logs.into_iter().next().map(|(_, log)| log),
+    })
 }

@@ -26,6 +26,8 @@ pub(crate) fn routes(shared: Shared) -> Router {
     let protected = Router::new()
         .route("/", get(pages::jobs::page))
         .route("/jobs/{name}", get(pages::job::page))
+        .route("/jobs/{name}/runs/{id}", get(pages::run::page))
+        .route("/run", get(pages::run::page_by_query))
         .route("/jobs/{name}/{action}", post(pages::forms::job_action))
         // `.` and `..`, which a browser removes from a path.
         .route("/job", get(pages::job::page_by_query))

@@ -796,3 +796,122 @@ async fn text_of(client: &Client, css: &str) -> String {
         .await
         .expect("its text")
 }
+
+/// A run's log lines on its page: a job logs eleven lines (one with HTML in it) under a bound
+/// of five; the Job page links the run to its page, which shows the first five lines as text
+/// (the HTML escaped, not run) and says how many were not kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_page_shows_its_log_lines_bounded_and_escaped() {
+    let Some(driver) = start_driver().await else {
+        return;
+    };
+    let Some((provider, _table, _cleanup)) = provider().await else {
+        return;
+    };
+    let ledger = Job::new(
+        "ledger",
+        Trigger::cron("0 0 3 1 1 *").expect("cron"),
+        |_ctx: JobContext| async move {
+            tracing::info!("<script>document.title='pwned'</script> & \"quoted\"");
+            tracing::debug!("a debug line, not kept");
+            for i in 1..=10 {
+                tracing::warn!(entry = i, "posted entry");
+            }
+        },
+    );
+    let scheduler = Scheduler::builder()
+        .lock_provider(Arc::clone(&provider))
+        .instance_id("instance-logs")
+        .run_logs(lock_scheduler::RunLogs::default().max_lines(5))
+        .jobs([ledger])
+        .start()
+        .await
+        .expect("scheduler");
+    scheduler.trigger("ledger").await.expect("a manual run");
+    let address = serve_app(Dashboard::new(Arc::clone(&provider)).router()).await;
+    let base = format!("http://{address}");
+    let client = browser(&driver).await;
+
+    client
+        .goto(&format!("{base}/jobs/ledger?refresh=0"))
+        .await
+        .expect("the job page");
+    client
+        .find(Locator::Css("#runs tbody tr td a"))
+        .await
+        .expect("the run's link on the job page")
+        .click()
+        .await
+        .expect("open the run's page");
+    client
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("#log"))
+        .await
+        .expect("the run page's log lines");
+    assert!(
+        client
+            .current_url()
+            .await
+            .expect("url")
+            .path()
+            .contains("/jobs/ledger/runs/"),
+        "the link leads to the run's page"
+    );
+    let rows = client
+        .find_all(Locator::Css("#log tbody tr"))
+        .await
+        .expect("the lines");
+    assert_eq!(rows.len(), 5, "max_lines(5)");
+    let first = rows[0].text().await.expect("the first line");
+    assert!(
+        first.contains("<script>document.title='pwned'</script> & \"quoted\""),
+        "shown as text: {first}"
+    );
+    assert!(first.contains("INFO"), "{first}");
+    assert!(
+        client
+            .find_all(Locator::Css("#log script"))
+            .await
+            .expect("scripts")
+            .is_empty(),
+        "the logged HTML is not markup"
+    );
+    assert_ne!(client.title().await.expect("title"), "pwned");
+    let last = rows[4].text().await.expect("the fifth line");
+    assert!(
+        last.contains("WARN") && last.contains("posted entry entry=4"),
+        "{last}"
+    );
+    let page = client.source().await.expect("source");
+    assert!(
+        !page.contains("a debug line"),
+        "DEBUG is below the level kept"
+    );
+    let cut = client
+        .find(Locator::Css("#log-cut"))
+        .await
+        .expect("the notice of lines not kept")
+        .text()
+        .await
+        .expect("notice");
+    assert!(cut.contains("6 more lines not kept"), "{cut}");
+    let facts = client
+        .find(Locator::Css("#run"))
+        .await
+        .expect("the run's facts")
+        .text()
+        .await
+        .expect("facts");
+    assert!(
+        facts.contains("succeeded") && facts.contains("instance-logs"),
+        "{facts}"
+    );
+    save(
+        "dashboard-run-logs.png",
+        &client.screenshot().await.expect("screenshot"),
+        false,
+    );
+    client.close().await.expect("close the browser");
+    scheduler.shutdown().await.expect("shutdown");
+}

@@ -690,3 +690,78 @@ async fn a_retried_fire_shows_its_attempts_in_the_json_and_the_job_page() {
     assert!(html.contains("↳ attempt 2 of "), "{html}");
     assert!(html.contains("cancel requested"), "{html}");
 }
+
+/// The Run page: a run's facts and its log lines, escaped, linked from the Job page; a run
+/// the job does not have is 404, an id that is no number 400, and a job named `..` has its
+/// runs at `/run?name=..&id=ID`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_page_shows_its_log_lines() {
+    let Some(served) = serve(lock_dashboard::router).await else {
+        return;
+    };
+    let address = served.address;
+    let store = served.provider.cluster().expect("operations tables");
+    let at = served.provider.database_time().await.expect("time");
+    let mut ids = Vec::new();
+    for job in ["billing", ".."] {
+        let id = store
+            .run_started(&lock_cluster::RunStart {
+                job: job.into(),
+                slot: None,
+                fire_kind: lock_core::FireKind::Manual,
+                instance_id: INSTANCE.into(),
+                fence: 9,
+                attempt: 1,
+                params: Default::default(),
+            })
+            .await
+            .expect("start");
+        let mut lines = lock_cluster::RunLogWriter::new(1, 65536);
+        lines.line(at, "WARN", "billing::charge", |m| {
+            m.push_str("<b>card</b> declined & retried")
+        });
+        lines.line(at, "INFO", "billing", |m| m.push_str("not kept"));
+        let end = lock_cluster::RunEnd::new(id, lock_cluster::RunState::Succeeded, None)
+            .with_logs(lines.finish());
+        store.run_ended(&end).await.expect("end");
+        ids.push(id);
+    }
+
+    let job = page(address, "/jobs/billing", &[]).await;
+    assert!(
+        job.contains(&format!(r#"href="/jobs/billing/runs/{}""#, ids[0])),
+        "the run links to its page: {job}"
+    );
+    let run = page(address, &format!("/jobs/billing/runs/{}", ids[0]), &[]).await;
+    assert!(run.contains(&format!("Run {} of", ids[0])), "{run}");
+    assert!(run.contains(r#"id="log""#), "{run}");
+    assert!(
+        run.contains("&lt;b&gt;card&lt;/b&gt; declined &amp; retried"),
+        "escaped: {run}"
+    );
+    assert!(!run.contains("<b>card"), "{run}");
+    assert!(!run.contains("not kept</td>"), "{run}");
+    assert!(run.contains("1 more lines not kept"), "{run}");
+
+    let missing = call(address, "GET", "/jobs/billing/runs/999999999", &[], "").await;
+    assert_eq!(missing.status, 404, "{}", missing.body);
+    assert!(
+        missing.body.contains("has no run 999999999"),
+        "{}",
+        missing.body
+    );
+    let wrong = call(
+        address,
+        "GET",
+        &format!("/jobs/report/runs/{}", ids[0]),
+        &[],
+        "",
+    )
+    .await;
+    assert_eq!(wrong.status, 404, "another job's run: {}", wrong.body);
+    let bad = call(address, "GET", "/jobs/billing/runs/latest", &[], "").await;
+    assert_eq!(bad.status, 400, "{}", bad.body);
+
+    let dots = page(address, &format!("/run?name=%2E%2E&id={}", ids[1]), &[]).await;
+    assert!(dots.contains("declined"), "{dots}");
+}

@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use lock_cluster::{
     Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
-    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
+    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunLog, RunRecord, RunStart,
     RunState,
 };
 use lock_core::{FireSlot, LockError, Params};
@@ -362,6 +362,7 @@ impl ClusterStore for MySqlOperations {
             Value::from(end.outcome.as_str()),
             Value::from(end.error.as_deref()),
             Value::from(end.cancel_requested),
+            Value::from(end.logs.as_ref().map(RunLog::as_stored)),
             Value::from(end.id),
         ];
         self.change("history", "", &self.sql.run_end, params)
@@ -536,6 +537,36 @@ impl OperatorStore for MySqlOperations {
             "history",
             rows.iter().map(|row| run_row(&self.sql, row)).collect(),
         )
+    }
+
+    async fn run_logs(
+        &self,
+        job: &str,
+        ids: std::ops::RangeInclusive<i64>,
+    ) -> Result<Vec<(i64, RunLog)>, LockError> {
+        let rows = self
+            .rows(
+                "history",
+                job,
+                &self.sql.run_logs,
+                vec![job.into(), (*ids.start()).into(), (*ids.end()).into()],
+            )
+            .await?;
+        let logs = rows
+            .iter()
+            .filter_map(|row| {
+                let read = || -> Result<Option<(i64, RunLog)>, String> {
+                    let id = get(row, 0)?;
+                    let log = self
+                        .sql
+                        .run_log(id, get(row, 1)?)
+                        .map_err(|e| e.to_string())?;
+                    Ok(log.map(|log| (id, log)))
+                };
+                read().transpose()
+            })
+            .collect();
+        self.decode("history", logs)
     }
 
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {

@@ -12,7 +12,7 @@ use deadpool_postgres::Pool;
 use futures_util::TryStreamExt;
 use lock_cluster::{
     ActionRecord, ClusterStore, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
-    OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart, RunState,
+    OperatorStore, RegistryRow, RunEnd, RunLog, RunRecord, RunStart, RunState,
 };
 use lock_core::{BoxError, FireSlot, LockError, Params};
 use lock_sql::operations_sql::stored_params;
@@ -434,6 +434,7 @@ impl ClusterStore for PgOperations {
                 (&outcome, Type::TEXT),
                 (&end.error, Type::TEXT),
                 (&end.cancel_requested, Type::BOOL),
+                (&end.logs.as_ref().map(RunLog::as_stored), Type::TEXT),
                 (&end.id, Type::INT8),
             ],
         )
@@ -644,6 +645,35 @@ impl OperatorStore for PgOperations {
             .await?;
         self.decode("history", || {
             rows.iter().map(|row| run_row(&self.sql, row)).collect()
+        })
+    }
+
+    async fn run_logs(
+        &self,
+        job: &str,
+        ids: std::ops::RangeInclusive<i64>,
+    ) -> Result<Vec<(i64, RunLog)>, LockError> {
+        let rows = self
+            .query(
+                "history",
+                job,
+                &self.sql.run_logs,
+                &[
+                    (&job, Type::TEXT),
+                    (ids.start(), Type::INT8),
+                    (ids.end(), Type::INT8),
+                ],
+            )
+            .await?;
+        self.decode("history", || {
+            let mut logs = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let id = row.try_get(0)?;
+                if let Some(log) = self.sql.run_log(id, row.try_get(1)?)? {
+                    logs.push((id, log));
+                }
+            }
+            Ok(logs)
         })
     }
 

@@ -64,6 +64,9 @@ pub(crate) struct OpsKeys {
     pub(crate) runs_last: String,
     /// Hash: job to the end (ms) of its latest successful run.
     pub(crate) runs_succeeded: String,
+    /// Hash: run id to the run's log lines (`RunLog::as_stored`), for the runs that kept
+    /// any; apart from `runs`, so that the history reads never decode them.
+    pub(crate) runs_logs: String,
     /// Hash: control id to the pause, trigger or after request as JSON.
     pub(crate) control: String,
     /// Sorted set: pauses, unclaimed trigger requests and after requests (what a heartbeat
@@ -98,6 +101,7 @@ impl OpsKeys {
             runs_by_job: key("runs:by_job"),
             runs_last: key("runs:last"),
             runs_succeeded: key("runs:succeeded"),
+            runs_logs: key("runs:logs"),
             control: key("control"),
             control_open: key("control:open"),
             control_paused: key("control:paused"),
@@ -110,7 +114,7 @@ impl OpsKeys {
     }
 
     /// Every key with the Redis type it must have, for `check`.
-    pub(crate) fn typed(&self) -> [(&str, &'static str); 15] {
+    pub(crate) fn typed(&self) -> [(&str, &'static str); 16] {
         [
             (&self.ids, "hash"),
             (&self.instances, "hash"),
@@ -120,6 +124,7 @@ impl OpsKeys {
             (&self.runs_by_job, "zset"),
             (&self.runs_last, "hash"),
             (&self.runs_succeeded, "hash"),
+            (&self.runs_logs, "hash"),
             (&self.control, "hash"),
             (&self.control_open, "zset"),
             (&self.control_paused, "hash"),

@@ -26,8 +26,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use lock_cluster::{
     ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo,
-    JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
-    RunState, truncate,
+    JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunLog, RunRecord,
+    RunStart, RunState, truncate,
 };
 use lock_core::{FireKind, LockError, Params};
 use redis::{Script, Value};
@@ -386,13 +386,16 @@ impl ClusterStore for RedisLockProvider {
                 "history",
                 "",
                 &self.ops_scripts.run_ended,
-                &[&k.runs, &k.runs_succeeded],
+                &[&k.runs, &k.runs_succeeded, &k.runs_logs],
                 &[
                     end.id.to_string(),
                     end.outcome.as_str().to_owned(),
                     has_error.to_owned(),
                     error.to_owned(),
                     u8::from(end.cancel_requested).to_string(),
+                    end.logs
+                        .as_ref()
+                        .map_or_else(String::new, |l| l.as_stored().to_owned()),
                 ],
             )
             .await?;
@@ -419,6 +422,7 @@ impl ClusterStore for RedisLockProvider {
                         &k.runs_by_job,
                         &k.runs_last,
                         &k.runs_succeeded,
+                        &k.runs_logs,
                     ],
                     &args,
                 )
@@ -659,6 +663,40 @@ impl OperatorStore for RedisLockProvider {
             )
             .await?;
         self.rows("history", reply, run_row)
+    }
+
+    async fn run_logs(
+        &self,
+        job: &str,
+        ids: std::ops::RangeInclusive<i64>,
+    ) -> Result<Vec<(i64, RunLog)>, LockError> {
+        let k = &self.keys.ops;
+        // Ids are positive: the range's ends as the index writes them (20 digits).
+        let (lo, hi) = ((*ids.start()).max(0), (*ids.end()).max(0));
+        let reply: Vec<(i64, String)> = self
+            .ops(
+                "history",
+                job,
+                &self.ops_scripts.read_run_logs,
+                &[&k.runs_by_job, &k.runs_logs],
+                &[job.to_owned(), lo.to_string(), hi.to_string()],
+            )
+            .await?;
+        let mut logs = Vec::with_capacity(reply.len());
+        for (id, text) in reply {
+            let log = RunLog::from_stored(text).map_err(|e| {
+                self.ops_error(
+                    "history",
+                    job,
+                    format!(
+                        "the logs of run {id} in {} do not decode ({e}): fix or delete the field",
+                        k.runs_logs
+                    ),
+                )
+            })?;
+            logs.push((id, log));
+        }
+        Ok(logs)
     }
 
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {

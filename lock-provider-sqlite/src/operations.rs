@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use lock_cluster::{
     Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
-    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
+    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunLog, RunRecord, RunStart,
     RunState,
 };
 use lock_core::{FireSlot, LockError, Params};
@@ -128,6 +128,14 @@ fn run_row(sql: &OperationsSql, row: &Row<'_>) -> rusqlite::Result<RunRecord> {
             .run_params(id, row.get::<_, Option<String>>(12)?.as_deref())
             .map_err(|e| params_failure(12, e))?,
     })
+}
+
+fn run_log_row(sql: &OperationsSql, row: &Row<'_>) -> rusqlite::Result<Option<(i64, RunLog)>> {
+    let id = row.get(0)?;
+    let log = sql
+        .run_log(id, row.get(1)?)
+        .map_err(|e| params_failure(1, e))?;
+    Ok(log.map(|log| (id, log)))
 }
 
 fn registry_row(row: &Row<'_>) -> rusqlite::Result<RegistryRow> {
@@ -427,6 +435,9 @@ impl ClusterStore for SqliteOperations {
                 .as_ref()
                 .map_or(Value::Null, |e| Value::Text(e.clone())),
             Value::Integer(i64::from(end.cancel_requested)),
+            end.logs
+                .as_ref()
+                .map_or(Value::Null, |l| Value::Text(l.as_stored().to_owned())),
             Value::Integer(end.id),
         ];
         self.change("history", &self.sql.run_end, params)
@@ -565,6 +576,22 @@ impl OperatorStore for SqliteOperations {
         ];
         self.rows_of("history", &self.sql.history_page, params, run_row)
             .await
+    }
+
+    async fn run_logs(
+        &self,
+        job: &str,
+        ids: std::ops::RangeInclusive<i64>,
+    ) -> Result<Vec<(i64, RunLog)>, LockError> {
+        let params = vec![
+            Value::Text(job.to_owned()),
+            Value::Integer(*ids.start()),
+            Value::Integer(*ids.end()),
+        ];
+        let rows = self
+            .rows_of("history", &self.sql.run_logs, params, run_log_row)
+            .await?;
+        Ok(rows.into_iter().flatten().collect())
     }
 
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {

@@ -405,6 +405,15 @@ impl OperatorStore for Deadline {
         .await
     }
 
+    async fn run_logs(
+        &self,
+        job: &str,
+        ids: std::ops::RangeInclusive<i64>,
+    ) -> Result<Vec<(i64, lock_cluster::RunLog)>, LockError> {
+        self.within("read run logs", job, self.store()?.run_logs(job, ids))
+            .await
+    }
+
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {
         self.within("read last runs", "", self.store()?.last_runs())
             .await

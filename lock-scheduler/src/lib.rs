@@ -22,7 +22,7 @@ pub use lock_trigger::{Distribution, MAX_SHARDS, MisfirePolicy, Overlap, Params}
 pub use scheduler::{
     DEFAULT_ACQUIRE_AHEAD, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SHUTDOWN_TIMEOUT,
     HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB, Job, JobOverride, JobStatus, OVERRIDE_ENV_PREFIX,
-    RunOutcome, SHARD_TAKEOVER_DELAY, Scheduler, SchedulerBuilder, Trigger, override_env_key,
-    parse_duration, registered_jobs,
+    RunLogs, RunOutcome, SHARD_TAKEOVER_DELAY, Scheduler, SchedulerBuilder, Trigger,
+    override_env_key, parse_duration, registered_jobs,
 };
 pub use shutdown::shutdown_signal;

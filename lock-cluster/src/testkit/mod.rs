@@ -15,6 +15,7 @@ mod dependents;
 mod history;
 mod operations;
 mod pauses;
+mod run_logs;
 mod triggers;
 
 pub use actions::action_log;
@@ -22,4 +23,5 @@ pub use dependents::{after_requests, trigger_params};
 pub use history::history_batches;
 pub use operations::operations_store;
 pub use pauses::concurrent_pauses;
+pub use run_logs::run_logs;
 pub use triggers::trigger_hand_back;

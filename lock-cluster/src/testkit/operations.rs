@@ -23,8 +23,9 @@ use lock_core::{FireKind, FireSlot};
 /// ([`action_log`](super::action_log)) and the hand-back of a claimed trigger request
 /// ([`trigger_hand_back`](super::trigger_hand_back)) and one pause row under concurrent
 /// pauses ([`concurrent_pauses`](super::concurrent_pauses)), the requests that run a dependent
-/// job ([`after_requests`](super::after_requests)) and a manual run's parameters
-/// ([`trigger_params`](super::trigger_params)).
+/// job ([`after_requests`](super::after_requests)), a manual run's parameters
+/// ([`trigger_params`](super::trigger_params)) and a run's log lines
+/// ([`run_logs`](super::run_logs)).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -376,4 +377,5 @@ pub async fn operations_store(provider: &dyn ClusterProvider) {
     super::concurrent_pauses(provider).await;
     super::after_requests(provider).await;
     super::trigger_params(provider).await;
+    super::run_logs(provider).await;
 }

@@ -11,7 +11,7 @@ use crate::charts::{self, WINDOW_RUNS};
 use crate::ctx::Ctx;
 use crate::failure::PageFailure;
 use crate::format::span_ms;
-use crate::names::{check_job_name, job_action, job_page, job_runs_before};
+use crate::names::{check_job_name, job_action, job_page, job_runs_before, run_page};
 use crate::read::{self, duration_ms, lag_ms};
 use crate::state::AppState;
 use crate::token::Role;
@@ -135,7 +135,7 @@ async fn show(
                         // A retry is grouped with the fire it retries: same slot and fence,
                         // the rows of one fire adjacent (one lease at a time).
                         tr data-run=(run.id) data-attempt=(run.attempt) class=[(run.attempt > 1).then_some("retry")] {
-                            td { (run.id) }
+                            td { a href=(ctx.link(&run_page(&job.name, run.id))) { (run.id) } }
                             td {
                                 @if run.attempt > 1 {
                                     span.muted { "↳ attempt " (run.attempt) " of " }

@@ -7,3 +7,4 @@ pub(crate) mod jobs;
 pub(crate) mod layout;
 pub(crate) mod locks;
 pub(crate) mod login;
+pub(crate) mod run;

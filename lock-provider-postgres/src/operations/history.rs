@@ -81,6 +81,10 @@ impl PgOperations {
         let outcomes: Vec<&str> = ends.iter().map(|e| e.outcome.as_str()).collect();
         let errors: Vec<Option<&str>> = ends.iter().map(|e| e.error.as_deref()).collect();
         let cancels: Vec<bool> = ends.iter().map(|e| e.cancel_requested).collect();
+        let logs: Vec<Option<&str>> = ends
+            .iter()
+            .map(|e| e.logs.as_ref().map(|l| l.as_stored()))
+            .collect();
         self.execute(
             "history",
             "",
@@ -90,6 +94,7 @@ impl PgOperations {
                 (&outcomes, Type::TEXT_ARRAY),
                 (&errors, Type::TEXT_ARRAY),
                 (&cancels, Type::BOOL_ARRAY),
+                (&logs, Type::TEXT_ARRAY),
             ],
         )
         .await

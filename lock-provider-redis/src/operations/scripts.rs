@@ -181,9 +181,9 @@ return tonumber(id)
 "#
 );
 
-/// End of a run. KEYS: runs, runs:succeeded. ARGV: run id, outcome, `1` with an error text
-/// in `ARGV[4]` or `0` without, `1` when cancellation was asked or `0`. 1 when the run exists
-/// (0: deleted by housekeeping meanwhile).
+/// End of a run. KEYS: runs, runs:succeeded, runs:logs. ARGV: run id, outcome, `1` with an
+/// error text in `ARGV[4]` or `0` without, `1` when cancellation was asked or `0`, the run's
+/// log lines (`""` for none). 1 when the run exists (0: deleted by housekeeping meanwhile).
 pub const RUN_ENDED: &str = ops_lua!(
     r#"
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
@@ -194,6 +194,8 @@ run.outcome = ARGV[2]
 if ARGV[3] == '1' then run.error = ARGV[4] else run.error = nil end
 run.cancel = ARGV[5]
 redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(run))
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[3], ARGV[1], ARGV[6])
+else redis.call('HDEL', KEYS[3], ARGV[1]) end
 if ARGV[2] == 'succeeded' then
   local best = tonumber(redis.call('HGET', KEYS[2], run.job))
   if not best or best < now then redis.call('HSET', KEYS[2], run.job, run.ended) end
@@ -337,6 +339,22 @@ return out
 "#
 );
 
+/// The log lines of a job's runs in an id range, newest first, for those that kept any.
+/// KEYS: runs:by_job, runs:logs. ARGV: job, lowest id, highest id. Returns `{id, text}` pairs.
+/// Nothing written.
+pub const READ_RUN_LOGS: &str = ops_lua!(
+    r#"
+local out = {}
+local lo, hi = '[' .. job_member(ARGV[1], ARGV[2]), '[' .. job_member(ARGV[1], ARGV[3])
+for _, m in ipairs(redis.call('ZREVRANGEBYLEX', KEYS[1], hi, lo)) do
+  local id = member_id(m)
+  local text = redis.call('HGET', KEYS[2], id)
+  if text then out[#out + 1] = {id, text} end
+end
+return out
+"#
+);
+
 /// The newest run of every job. KEYS: runs, runs:last. Nothing written.
 pub const READ_LAST_RUNS: &str = ops_lua!(
     r#"
@@ -351,8 +369,8 @@ return out
 );
 
 /// Housekeeping of the history. KEYS: runs, runs:started, runs:by_job, runs:last,
-/// runs:succeeded. ARGV: before (ms, exclusive), limit. Deletes at most `limit` runs started
-/// before the cut-off, oldest first, with their index entries; a job whose newest run or
+/// runs:succeeded, runs:logs. ARGV: before (ms, exclusive), limit. Deletes at most `limit`
+/// runs started before the cut-off, oldest first, with their index entries and log lines; a job whose newest run or
 /// latest success went with them gets the next one from what is left (or none). Returns how
 /// many runs were deleted.
 pub const DELETE_RUNS: &str = ops_lua!(
@@ -363,6 +381,7 @@ for _, started in ipairs(gone) do
   local id = member_id(started)
   local raw = redis.call('HGET', KEYS[1], id)
   redis.call('HDEL', KEYS[1], id)
+  redis.call('HDEL', KEYS[6], id)
   redis.call('ZREM', KEYS[2], started)
   if raw then
     local r = cjson.decode(raw)
@@ -507,6 +526,7 @@ pub(crate) struct OpsScripts {
     pub(crate) read_registry: Script,
     pub(crate) read_history: Script,
     pub(crate) read_last_runs: Script,
+    pub(crate) read_run_logs: Script,
     pub(crate) delete_runs: Script,
     pub(crate) delete_control: Script,
     pub(crate) delete_scored: Script,
@@ -516,7 +536,7 @@ pub(crate) struct OpsScripts {
 }
 
 /// Every operations script's source, in the order of [`OpsScripts`].
-pub(crate) const ALL: [&str; 22] = [
+pub(crate) const ALL: [&str; 23] = [
     HEARTBEAT,
     CLAIM_TRIGGER,
     UNCLAIM_TRIGGER,
@@ -533,6 +553,7 @@ pub(crate) const ALL: [&str; 22] = [
     READ_REGISTRY,
     READ_HISTORY,
     READ_LAST_RUNS,
+    READ_RUN_LOGS,
     DELETE_RUNS,
     DELETE_CONTROL,
     DELETE_SCORED,
@@ -560,6 +581,7 @@ impl OpsScripts {
             read_registry: Script::new(READ_REGISTRY),
             read_history: Script::new(READ_HISTORY),
             read_last_runs: Script::new(READ_LAST_RUNS),
+            read_run_logs: Script::new(READ_RUN_LOGS),
             delete_runs: Script::new(DELETE_RUNS),
             delete_control: Script::new(DELETE_CONTROL),
             delete_scored: Script::new(DELETE_SCORED),

@@ -27,7 +27,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use lock_cluster::{
     Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
-    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunRecord, RunStart,
+    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunLog, RunRecord, RunStart,
     RunState,
 };
 use lock_core::{FireKind, FireSlot, LockError, Params};
@@ -306,6 +306,17 @@ fn run_row<R: Columns>(sql: &OperationsSql, row: &R) -> Result<RunRecord, sqlx::
     })
 }
 
+fn run_log_row<R: Columns>(
+    sql: &OperationsSql,
+    row: &R,
+) -> Result<Option<(i64, RunLog)>, sqlx::Error> {
+    let id = row.int(0)?;
+    let log = sql
+        .run_log(id, row.opt_text(1)?)
+        .map_err(|e| params_error(1, e))?;
+    Ok(log.map(|log| (id, log)))
+}
+
 fn action_row<R: Columns>(row: &R) -> Result<ActionRecord, sqlx::Error> {
     Ok(ActionRecord::read(
         row.int(0)?,
@@ -436,6 +447,7 @@ impl<T: Tables> ClusterStore for SqlxOperations<T> {
             text(end.outcome.as_str()),
             Param::Text(end.error.clone()),
             Param::Bool(end.cancel_requested),
+            Param::Text(end.logs.as_ref().map(|l| l.as_stored().to_owned())),
             Param::Int(end.id),
         ];
         self.change("history", "", &self.sql.run_end, params)
@@ -574,6 +586,19 @@ impl<T: Tables> OperatorStore for SqlxOperations<T> {
             .rows("history", job, &self.sql.history_page, params)
             .await?;
         self.decode("history", &rows, |row| run_row(&self.sql, row))
+    }
+
+    async fn run_logs(
+        &self,
+        job: &str,
+        ids: std::ops::RangeInclusive<i64>,
+    ) -> Result<Vec<(i64, RunLog)>, LockError> {
+        let params = vec![text(job), Param::Int(*ids.start()), Param::Int(*ids.end())];
+        let rows = self
+            .rows("history", job, &self.sql.run_logs, params)
+            .await?;
+        let logs = self.decode("history", &rows, |row| run_log_row(&self.sql, row))?;
+        Ok(logs.into_iter().flatten().collect())
     }
 
     async fn last_runs(&self) -> Result<Vec<RunRecord>, LockError> {

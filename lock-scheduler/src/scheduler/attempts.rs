@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use futures_util::future::Either;
 use rand::Rng;
 
 use super::history::{RunEnding, RunRecorder};
@@ -134,15 +135,15 @@ impl Attempts<'_> {
             recorder.started().await;
         }
         if self.policy.is_plain() {
-            return Attempted::Returned(make().await);
+            return Attempted::Returned(self.captured(make()).await);
         }
         let Some(ctx) = JobContext::current() else {
-            return Attempted::Returned(make().await);
+            return Attempted::Returned(self.captured(make()).await);
         };
         let mut attempt = 1;
         loop {
             ctx.set_attempt(attempt);
-            let tried = self.attempt(&ctx, make()).await;
+            let tried = self.attempt(&ctx, self.captured(make())).await;
             match self.after(&ctx, attempt, tried).await {
                 Ok(done) => return done,
                 Err(pause) => {
@@ -158,6 +159,24 @@ impl Attempts<'_> {
             if let Some(recorder) = &self.recorder {
                 recorder.started().await;
             }
+        }
+    }
+
+    /// `body`, its events kept as the run's log lines when run logs are on (the body and what
+    /// it awaits; not the lines the attempts log around it). Not an `async fn`, which would
+    /// hold the body's future twice.
+    fn captured<F: Future>(&self, body: F) -> impl Future<Output = F::Output> {
+        match self.recorder.as_ref().and_then(RunRecorder::log_sink) {
+            Some(sink) => Either::Left(sink.capture(body)),
+            None => Either::Right(body),
+        }
+    }
+
+    /// [`captured`](Self::captured) for a blocking body, on its thread.
+    fn captured_blocking<R>(&self, body: impl FnOnce() -> R) -> R {
+        match self.recorder.as_ref().and_then(RunRecorder::log_sink) {
+            Some(sink) => sink.capture_blocking(body),
+            None => body(),
         }
     }
 
@@ -388,7 +407,7 @@ impl BlockingAttempts {
         }
         let ctx = match (policy.is_plain(), JobContext::current()) {
             (false, Some(ctx)) => ctx,
-            _ => return Attempted::Returned(body()),
+            _ => return Attempted::Returned(attempts.captured_blocking(body)),
         };
         let mut attempt = 1;
         loop {
@@ -397,7 +416,8 @@ impl BlockingAttempts {
             let watch = policy
                 .timeout
                 .map(|timeout| handle.spawn(watch_blocking(ctx.clone(), timeout, fired.clone())));
-            let result = std::panic::catch_unwind(AssertUnwindSafe(&mut body));
+            let result = attempts
+                .captured_blocking(|| std::panic::catch_unwind(AssertUnwindSafe(&mut body)));
             if let Some(watch) = watch {
                 watch.abort();
             }

@@ -30,6 +30,8 @@
 //!   A failure to write it is logged and never stops the body: history is for operators, the
 //!   lock is for correctness.
 
+use super::run_log_capture::RunLogCapture;
+use super::run_logs::RunLogs;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -90,6 +92,8 @@ pub(super) struct Operations {
     history_batches: Option<Arc<HistoryBatches>>,
     /// Which jobs run after which, and the child fires due (`dependents.rs`).
     pub(super) dependents: Dependents,
+    /// The capture of each run's log lines (`run_log_capture.rs`), when on and history is.
+    run_logs: Option<Arc<RunLogCapture>>,
 }
 
 impl Operations {
@@ -107,6 +111,7 @@ impl Operations {
         operation_timeout: Duration,
         batch_window: Duration,
         clock: &DatabaseClock,
+        run_logs: RunLogs,
     ) -> Result<Arc<Self>, String> {
         let Some(store) = provider.cluster() else {
             if history_asked {
@@ -166,6 +171,10 @@ impl Operations {
             }),
             members: Default::default(),
             dependents: Dependents::new(interval),
+            // Lines are kept with the history's rows: without history, nothing to keep.
+            run_logs: retention
+                .and_then(|_| RunLogCapture::new(run_logs, clock.clone()))
+                .map(Arc::new),
         }))
     }
 
@@ -186,6 +195,11 @@ impl Operations {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .contains(job)
+    }
+
+    /// The capture of runs' log lines, when runs keep them.
+    pub(super) fn run_logs(&self) -> Option<&RunLogCapture> {
+        self.run_logs.as_deref()
     }
 
     /// Whether runs are written to the history.

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 
+use super::run_log_capture::RunLogSink;
 use super::status::RunOutcome;
 use crate::history_batches::HistoryBatches;
 use lock_cluster::{Cluster, ClusterProvider, MAX_ERROR_LEN, RunEnd, RunStart, RunState, truncate};
@@ -48,6 +49,8 @@ pub(super) struct RunRecorder {
     kind: FireKind,
     /// The start row being written (its id, once written).
     start: Arc<Mutex<Option<JoinHandle<Option<i64>>>>>,
+    /// The run's log lines being captured, when run logs are on.
+    logs: Option<Arc<RunLogSink>>,
 }
 
 impl RunRecorder {
@@ -59,6 +62,7 @@ impl RunRecorder {
         batches: Option<&Arc<HistoryBatches>>,
         job: &str,
         kind: FireKind,
+        logs: Option<Arc<RunLogSink>>,
     ) -> Self {
         RunRecorder {
             provider: provider.clone(),
@@ -67,7 +71,13 @@ impl RunRecorder {
             job: job.into(),
             kind,
             start: Arc::default(),
+            logs,
         }
+    }
+
+    /// The buffer the run's log lines are captured into, when run logs are on.
+    pub(super) fn log_sink(&self) -> Option<Arc<RunLogSink>> {
+        self.logs.clone()
     }
 
     fn store(&self) -> Option<&dyn Cluster> {
@@ -141,6 +151,9 @@ impl RunRecorder {
     /// - returned `Ok(())` after the lease was lost: `lock_lost` (it ran without its lock);
     /// - otherwise `failed`, `panicked`, `timed_out` as it came.
     pub(super) async fn ended(&self, outcome: &RunOutcome, ending: RunEnding) {
+        // This attempt's lines, taken before anything else is logged: the next attempt's
+        // start with an empty buffer.
+        let logs = self.logs.as_ref().and_then(|sink| sink.take());
         let Some(start) = self.start.lock().unwrap_or_else(|p| p.into_inner()).take() else {
             return;
         };
@@ -165,7 +178,8 @@ impl RunRecorder {
             _ => return,
         };
         let end = RunEnd::new(id, state, error.map(|e| truncate(e, MAX_ERROR_LEN)))
-            .with_cancel_requested(cancel_requested);
+            .with_cancel_requested(cancel_requested)
+            .with_logs(logs);
         let write = async {
             match (&self.batches, self.store()) {
                 (Some(batches), _) => batches.ended(end, &self.job).await,

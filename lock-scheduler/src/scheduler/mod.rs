@@ -18,6 +18,8 @@ mod outage;
 mod overlap;
 mod overlap_signals;
 mod overrides;
+mod run_log_capture;
+mod run_logs;
 mod run_once;
 mod runner;
 mod shards;
@@ -37,6 +39,7 @@ pub use batching::DEFAULT_ACQUIRE_AHEAD;
 pub use cluster::{DEFAULT_HEARTBEAT_INTERVAL, HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB};
 pub use job::{Job, registered_jobs};
 pub use overrides::{JobOverride, OVERRIDE_ENV_PREFIX, override_env_key, parse_duration};
+pub use run_logs::RunLogs;
 pub use shards::SHARD_TAKEOVER_DELAY;
 pub use status::{JobStatus, RunOutcome};
 pub use trigger::Trigger;
@@ -213,6 +216,8 @@ pub struct SchedulerBuilder {
     acquire_ahead: Option<Duration>,
     /// `.max_concurrent_runs(..)` and `.group_limit(..)` (`limits.rs`).
     limits: limits::RunLimits,
+    /// `.run_logs(..)` (`run_logs.rs`).
+    run_logs: RunLogs,
 }
 
 impl Scheduler {
@@ -442,6 +447,9 @@ impl SchedulerBuilder {
                 "heartbeat_interval and history retention must be more than zero".into(),
             ));
         }
+        self.run_logs
+            .check()
+            .map_err(LockError::InvalidConfiguration)?;
         if !self.state_twice.is_empty() {
             return Err(LockError::InvalidConfiguration(format!(
                 "registered twice with .state(..): {}; register each type once (wrap values \
@@ -474,6 +482,7 @@ impl SchedulerBuilder {
             executor.operation_timeout(),
             executor.batch_window(),
             &clock,
+            self.run_logs,
         )
         .await;
         let summary = StartSummary::new(ops.as_ref(), self.no_history);

@@ -559,6 +559,7 @@ impl JobRunner {
                     ops.history_batches(),
                     &self.history_name(),
                     kind,
+                    ops.run_logs().map(|capture| capture.start_run()),
                 )
             });
         let span = tracing::info_span!(
@@ -576,7 +577,10 @@ impl JobRunner {
             status.next_fire = None;
         }
         let started = tokio::time::Instant::now();
-        let outcome = AssertUnwindSafe(self.execute(slot, kind, recorder.clone()))
+        // Boxed: the run's future (every body kind's attempts) is large, and an unoptimized
+        // build keeps several copies of it in this frame, enough to overflow a 2 MiB stack
+        // under a sharded manual run's nesting.
+        let outcome = AssertUnwindSafe(Box::pin(self.execute(slot, kind, recorder.clone())))
             .catch_unwind()
             .instrument(span.clone())
             .await;

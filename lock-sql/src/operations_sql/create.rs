@@ -74,11 +74,13 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
              error_text {terr} NULL,\n  \
              {attempt},\n  \
              {cancel_requested},\n  \
-             {params}{job_index}{started_index}\n)",
+             {params},\n  \
+             {logs}{job_index}{started_index}\n)",
             runs = t.runs.quoted,
             attempt = LaterColumn::Attempt.definition(d),
             cancel_requested = LaterColumn::CancelRequested.definition(d),
             params = LaterColumn::RunParams.definition(d),
+            logs = LaterColumn::RunLogs.definition(d),
             id = d.id_column(),
             job_index = mysql_index("runs_job", "job_name, id"),
             started_index = mysql_index("runs_started", "started_at"),
@@ -258,6 +260,8 @@ pub(super) enum LaterColumn {
     SlotAt,
     /// Control: a trigger request's parameters, NULL for none.
     ControlParams,
+    /// Runs: the run's log lines (`lock_cluster::RunLog`), NULL for none.
+    RunLogs,
 }
 
 /// Which of the tables a [`LaterColumn`] belongs to.
@@ -268,12 +272,13 @@ pub(super) enum LaterTable {
 }
 
 impl LaterColumn {
-    pub(super) const ADDED: [LaterColumn; 5] = [
+    pub(super) const ADDED: [LaterColumn; 6] = [
         LaterColumn::Attempt,
         LaterColumn::CancelRequested,
         LaterColumn::RunParams,
         LaterColumn::SlotAt,
         LaterColumn::ControlParams,
+        LaterColumn::RunLogs,
     ];
 
     pub(super) fn name(self) -> &'static str {
@@ -282,14 +287,16 @@ impl LaterColumn {
             LaterColumn::CancelRequested => "cancel_requested",
             LaterColumn::RunParams | LaterColumn::ControlParams => "params",
             LaterColumn::SlotAt => "slot_at",
+            LaterColumn::RunLogs => "logs",
         }
     }
 
     pub(super) fn of(self) -> LaterTable {
         match self {
-            LaterColumn::Attempt | LaterColumn::CancelRequested | LaterColumn::RunParams => {
-                LaterTable::Runs
-            }
+            LaterColumn::Attempt
+            | LaterColumn::CancelRequested
+            | LaterColumn::RunParams
+            | LaterColumn::RunLogs => LaterTable::Runs,
             LaterColumn::SlotAt | LaterColumn::ControlParams => LaterTable::Control,
         }
     }
@@ -304,16 +311,20 @@ impl LaterColumn {
     /// The column's definition, as `CREATE TABLE` and `ADD COLUMN` take it. A boolean is
     /// `BOOLEAN` where the dialect has one (MySQL's is `TINYINT(1)`), 0 or 1 in SQLite.
     /// Parameters are `MEDIUMTEXT` in MySQL: 32 of them, each a 64-byte key and a
-    /// 1000-byte value that percent-encoding can triple, pass `TEXT`'s 64 KB.
+    /// 1000-byte value that percent-encoding can triple, pass `TEXT`'s 64 KB; so do a run's
+    /// log lines (up to `lock_cluster::MAX_RUN_LOG_BYTES`).
     pub(super) fn definition(self, d: SqlDialect) -> String {
         let definition = match (self, d) {
             (LaterColumn::Attempt, _) => "INTEGER NOT NULL DEFAULT 1",
             (LaterColumn::CancelRequested, SqlDialect::Sqlite) => "INTEGER NOT NULL DEFAULT 0",
             (LaterColumn::CancelRequested, _) => "BOOLEAN NOT NULL DEFAULT FALSE",
-            (LaterColumn::RunParams | LaterColumn::ControlParams, SqlDialect::MySql) => {
-                "MEDIUMTEXT NULL"
+            (
+                LaterColumn::RunParams | LaterColumn::ControlParams | LaterColumn::RunLogs,
+                SqlDialect::MySql,
+            ) => "MEDIUMTEXT NULL",
+            (LaterColumn::RunParams | LaterColumn::ControlParams | LaterColumn::RunLogs, _) => {
+                "TEXT NULL"
             }
-            (LaterColumn::RunParams | LaterColumn::ControlParams, _) => "TEXT NULL",
             (LaterColumn::SlotAt, SqlDialect::Postgres) => "TIMESTAMP(3) NULL",
             (LaterColumn::SlotAt, SqlDialect::MySql) => "DATETIME(3) NULL",
             (LaterColumn::SlotAt, SqlDialect::Sqlite) => "TEXT NULL",

@@ -151,7 +151,8 @@ pub struct OperationsSql {
     /// MySQL: the statement that releases the named lock the DDL runs under (the last of
     /// [`create`](Self::create)); a provider runs it when a statement before it failed.
     pub create_release: Option<String>,
-    /// SQLite: the columns added to the history (`attempt`, `cancel_requested`, `params`) and
+    /// SQLite: the columns added to the history (`attempt`, `cancel_requested`, `params`,
+    /// `logs`) and
     /// control (`slot_at`, `params`) tables since they first shipped, then the index on the
     /// latter, each to add after [`create`](Self::create) where `missing` says so, in the same
     /// transaction. Empty in PostgreSQL and MySQL, whose `create` adds them itself
@@ -183,9 +184,13 @@ pub struct OperationsSql {
     /// integer from 1), `7` params (`Params::encode`, NULL for none): the start row
     /// (`RETURNING id` in PostgreSQL and SQLite; MySQL reads the insert id).
     pub run_start: String,
-    /// `1` outcome, `2` error or NULL, `3` cancel requested (a boolean), `4` run id: the end
-    /// of a run.
+    /// `1` outcome, `2` error or NULL, `3` cancel requested (a boolean), `4` the run's log
+    /// lines (`RunLog::as_stored`, NULL for none), `5` run id: the end of a run.
     pub run_end: String,
+    /// `1` job, `2` lowest run id, `3` highest run id: `id` and `logs` (read with
+    /// [`OperationsSql::run_log`]) of the job's runs in that range that kept lines, newest
+    /// first; on the `(job_name, id)` index.
+    pub run_logs: String,
     /// `1` job, `2` requested by: inserts a pause unless the job is paused already; of
     /// concurrent pauses of one job exactly one inserts (a unique index).
     pub pause: String,

@@ -14,11 +14,12 @@
 
 use std::fmt;
 
+use lock_cluster::RunLog;
 use lock_core::{BoxError, Params};
 
 use super::OperationsSql;
 
-/// A `params` column whose text does not decode: which table's row, and why.
+/// A `params` (or `logs`) column whose text does not decode: which table's row, and why.
 ///
 /// ```
 /// # use lock_sql::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
@@ -31,6 +32,7 @@ use super::OperationsSql;
 /// ```
 #[derive(Debug)]
 pub struct StoredParamsError {
+    column: &'static str,
     table: String,
     id: i64,
     source: BoxError,
@@ -40,8 +42,8 @@ impl fmt::Display for StoredParamsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "the params of row {} of {} do not decode ({}): fix or delete the row",
-            self.id, self.table, self.source
+            "the {} of row {} of {} do not decode ({}): fix or delete the row",
+            self.column, self.id, self.table, self.source
         )
     }
 }
@@ -58,6 +60,37 @@ impl OperationsSql {
         decode(&self.tables.runs, id, stored)
     }
 
+    /// The log lines of history row `id`, from its `logs` column (NULL or `''`: none); a
+    /// text that does not parse names the row, as parameters do.
+    ///
+    /// ```
+    /// # use lock_sql::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
+    /// let table = LockTableConfig::default().resolve(IdentifierStyle::POSTGRES)?;
+    /// let sql = OperationsSql::new(SqlDialect::Postgres, &table)?;
+    /// assert!(sql.run_log(7, None).unwrap().is_none());
+    /// let error = sql.run_log(9, Some("garbage".into())).unwrap_err();
+    /// assert!(error.to_string().starts_with("the logs of row 9 of shedlock_runs"), "{error}");
+    /// # Ok::<(), lock_core::LockError>(())
+    /// ```
+    pub fn run_log(
+        &self,
+        id: i64,
+        stored: Option<String>,
+    ) -> Result<Option<RunLog>, StoredParamsError> {
+        match stored {
+            None => Ok(None),
+            Some(text) if text.is_empty() => Ok(None),
+            Some(text) => RunLog::from_stored(text)
+                .map(Some)
+                .map_err(|source| StoredParamsError {
+                    column: "logs",
+                    table: self.tables.runs.clone(),
+                    id,
+                    source: source.into(),
+                }),
+        }
+    }
+
     /// The parameters of control row `id`, from its `params` column (NULL or `''`: none).
     pub fn control_params(
         &self,
@@ -72,6 +105,7 @@ fn decode(table: &str, id: i64, stored: Option<&str>) -> Result<Params, StoredPa
     match stored {
         None | Some("") => Ok(Params::new()),
         Some(text) => Params::decode(text).map_err(|source| StoredParamsError {
+            column: "params",
             table: table.to_owned(),
             id,
             source: source.into(),

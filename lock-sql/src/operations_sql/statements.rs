@@ -54,7 +54,7 @@ impl OperationsSql {
             .map(|t| format!("SELECT 1 FROM {t} WHERE 1 = 0"))
             .collect();
         // Tables from before the history's and control table's added columns (`attempt`,
-        // `cancel_requested`, `params`; `slot_at`, `params`): DDL to run, and a check that
+        // `cancel_requested`, `params`, `logs`; `slot_at`, `params`): DDL to run, and a check that
         // fails with it.
         let later = |table: create::LaterTable, name: &str| {
             let columns: Vec<&str> = create::LaterColumn::ADDED
@@ -154,12 +154,22 @@ impl OperationsSql {
             p(7)
         );
         let run_end = format!(
-            "UPDATE {runs} SET ended_at = {now}, outcome = {}, error_text = {}, cancel_requested = {} \
-             WHERE id = {}",
+            "UPDATE {runs} SET ended_at = {now}, outcome = {}, error_text = {}, cancel_requested = {}, \
+             logs = {} WHERE id = {}",
             p(1),
             p(2),
             p(3),
-            p(4)
+            p(4),
+            p(5)
+        );
+        // Apart from RUN_COLUMNS: the history reads (every refresh of a page) never carry the
+        // lines; this one reads them for a range of the job's ids on its `(job_name, id)` index.
+        let run_logs = format!(
+            "SELECT id, logs FROM {runs} WHERE job_name = {} AND id >= {} AND id <= {} \
+             AND logs IS NOT NULL ORDER BY id DESC",
+            p(1),
+            p(2),
+            p(3)
         );
         // A job is paused by one row, whoever asks twice: two pauses at once both see no row,
         // and the unique index on the job's pause row (see `create`) turns the second insert
@@ -393,6 +403,7 @@ impl OperationsSql {
             unclaim,
             run_start,
             run_end,
+            run_logs,
             pause,
             resume,
             request_trigger,

@@ -141,7 +141,7 @@ fn existing_tables_get_the_last_success_and_one_pause_row_indexes() {
 }
 
 #[test]
-fn existing_tables_get_the_after_and_params_columns_and_their_index() {
+fn existing_tables_get_the_after_params_and_logs_columns_and_their_index() {
     let table = LockTableConfig::default()
         .with_table("ops.shedlock")
         .resolve(IdentifierStyle::POSTGRES)
@@ -149,6 +149,7 @@ fn existing_tables_get_the_after_and_params_columns_and_their_index() {
     let pg = OperationsSql::new(SqlDialect::Postgres, &table).unwrap();
     for ddl in [
         r#"ALTER TABLE "ops"."shedlock_runs" ADD COLUMN IF NOT EXISTS params TEXT NULL"#,
+        r#"ALTER TABLE "ops"."shedlock_runs" ADD COLUMN IF NOT EXISTS logs TEXT NULL"#,
         r#"ALTER TABLE "ops"."shedlock_control" ADD COLUMN IF NOT EXISTS slot_at TIMESTAMP(3) NULL"#,
         r#"ALTER TABLE "ops"."shedlock_control" ADD COLUMN IF NOT EXISTS params TEXT NULL"#,
         r#"CREATE INDEX IF NOT EXISTS "shedlock_control_after" ON "ops"."shedlock_control" (job_name, request_kind, slot_at)"#,
@@ -156,7 +157,8 @@ fn existing_tables_get_the_after_and_params_columns_and_their_index() {
         assert!(pg.create.contains(&ddl.to_owned()), "{ddl}");
     }
     // Probed and checked: `ensure_schema()` adds them, `check()` reports them missing.
-    let runs = r#"SELECT attempt, cancel_requested, params FROM "ops"."shedlock_runs" WHERE 1 = 0"#;
+    let runs =
+        r#"SELECT attempt, cancel_requested, params, logs FROM "ops"."shedlock_runs" WHERE 1 = 0"#;
     let control = r#"SELECT slot_at, params FROM "ops"."shedlock_control" WHERE 1 = 0"#;
     for probe in [runs, control] {
         assert!(pg.probe.contains(&probe.to_owned()), "{probe}");
@@ -181,6 +183,10 @@ fn existing_tables_get_the_after_and_params_columns_and_their_index() {
     );
     assert!(
         ddl.contains("ALTER TABLE `shedlock_runs` ADD COLUMN params MEDIUMTEXT NULL"),
+        "{ddl}"
+    );
+    assert!(
+        ddl.contains("ALTER TABLE `shedlock_runs` ADD COLUMN logs MEDIUMTEXT NULL"),
         "{ddl}"
     );
     assert!(
@@ -215,6 +221,53 @@ fn existing_tables_get_the_after_and_params_columns_and_their_index() {
         .unwrap();
     assert!(slot < index);
     assert!(!sqlite.create.iter().any(|c| c.contains("control_after")));
+    assert!(sqlite.added_later.iter().any(|a| a.ddl
+        == r#"ALTER TABLE "shedlock_runs" ADD COLUMN logs TEXT NULL"#
+        && a.missing.contains("name = 'logs'")));
+}
+
+#[test]
+fn run_logs_are_written_with_the_end_and_read_apart_from_the_history() {
+    for (d, style) in [
+        (SqlDialect::Postgres, IdentifierStyle::POSTGRES),
+        (SqlDialect::MySql, IdentifierStyle::MYSQL),
+        (SqlDialect::Sqlite, IdentifierStyle::ANSI),
+    ] {
+        let sql =
+            OperationsSql::new(d, &LockTableConfig::default().resolve(style).unwrap()).unwrap();
+        assert!(sql.run_end.contains("logs = "), "{}", sql.run_end);
+        assert!(
+            !RUN_COLUMNS.contains("logs"),
+            "the history reads never carry the lines"
+        );
+        assert!(
+            sql.run_logs.starts_with("SELECT id, logs FROM"),
+            "{}",
+            sql.run_logs
+        );
+        if d == SqlDialect::MySql {
+            assert_eq!(sql.run_end.matches('?').count(), 5, "{}", sql.run_end);
+            assert_eq!(sql.run_logs.matches('?').count(), 3, "{}", sql.run_logs);
+        }
+    }
+    let sql = OperationsSql::new(
+        SqlDialect::Postgres,
+        &LockTableConfig::default()
+            .resolve(IdentifierStyle::POSTGRES)
+            .unwrap(),
+    )
+    .unwrap();
+    let stored = "2026-12-03T06:00:00.000Z\tINFO\tt\tok\nmore\t2\n";
+    let log = sql.run_log(1, Some(stored.to_owned())).unwrap().unwrap();
+    assert_eq!((log.lines().unwrap().len(), log.dropped()), (1, 2));
+    assert!(sql.run_log(1, Some(String::new())).unwrap().is_none());
+    let error = sql.run_log(42, Some("x\ty".into())).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("the logs of row 42 of shedlock_runs do not decode (line 1 "),
+        "{error}"
+    );
 }
 
 #[test]

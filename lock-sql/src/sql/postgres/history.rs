@@ -26,7 +26,8 @@ pub struct HistoryBatchStatements {
     /// inserted in array order, returning `(ord, id)` (`ord` from 1).
     pub runs_started: String,
     /// `$1` ids (`int8[]`), `$2` outcomes (`text[]`), `$3` error texts (`text[]`, NULL for
-    /// none), `$4` cancel requested (`bool[]`): the end of each run.
+    /// none), `$4` cancel requested (`bool[]`), `$5` log lines (`text[]`, NULL for none): the
+    /// end of each run.
     pub runs_ended: String,
 }
 
@@ -55,9 +56,9 @@ impl HistoryBatchStatements {
         );
         let runs_ended = format!(
             "UPDATE {runs} AS t SET ended_at = {NOW_MS}, outcome = r.outcome, error_text = r.error, \
-             cancel_requested = r.cancel_requested \
-             FROM unnest($1::int8[], $2::text[], $3::text[], $4::bool[]) \
-             AS r(id, outcome, error, cancel_requested) \
+             cancel_requested = r.cancel_requested, logs = r.logs \
+             FROM unnest($1::int8[], $2::text[], $3::text[], $4::bool[], $5::text[]) \
+             AS r(id, outcome, error, cancel_requested, logs) \
              WHERE t.id = r.id"
         );
         HistoryBatchStatements {
