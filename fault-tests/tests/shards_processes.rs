@@ -11,7 +11,7 @@
 //!   slot runs three times, ranks 0, 1, 2 of 3; one instance stops gracefully: each slot then
 //!   runs twice, ranks 0, 1 of 2.
 //!
-//! `cargo test -p fault-tests --test shards`
+//! `cargo test -p fault-tests --test shards_processes`
 
 mod common;
 

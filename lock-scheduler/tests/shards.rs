@@ -1,6 +1,6 @@
 //! Sharded and broadcast jobs against the in-memory provider (which keeps the registry): every
 //! (slot, shard) once across schedulers, the shard in the context, the start-time refusals.
-//! The multi-process scenarios on PostgreSQL and MariaDB are `fault-tests/tests/shards.rs`.
+//! The multi-process scenarios on PostgreSQL and MariaDB are `fault-tests/tests/shards_processes.rs`.
 
 use lock_cluster::ClusterProvider;
 use std::collections::{BTreeMap, BTreeSet};
