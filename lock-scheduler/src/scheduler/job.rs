@@ -51,6 +51,9 @@ pub struct Job {
     /// The concurrency group (`#[scheduled(group = "..")]`), bounded by
     /// [`SchedulerBuilder::group_limit`](crate::SchedulerBuilder::group_limit).
     group: Option<Arc<str>>,
+    /// The dead-man switch pinged at each run's start and end (`dead_man.rs`).
+    #[cfg(feature = "alerts")]
+    dead_man: Option<Arc<lock_alerts::DeadManSwitch>>,
 }
 
 /// A job's circuit breaker (`pause_after_failures`, `pause_for`).
@@ -133,6 +136,8 @@ impl Job {
             overlap: Overlap::Skip,
             breaker: None,
             group: None,
+            #[cfg(feature = "alerts")]
+            dead_man: None,
         }
     }
 
@@ -163,6 +168,8 @@ impl Job {
             overlap: Overlap::Skip,
             breaker: None,
             group: None,
+            #[cfg(feature = "alerts")]
+            dead_man: None,
         }
     }
 
@@ -308,6 +315,71 @@ impl Job {
     /// The job's concurrency group, if any.
     pub fn group(&self) -> Option<&str> {
         self.group.as_deref()
+    }
+
+    /// Pings `switch`, an outside monitor (healthchecks.io, Cronitor), at each run's start
+    /// and end (feature `alerts`), so a monitor notices when the runs stop altogether, even
+    /// with the whole cluster down:
+    ///
+    /// - only the instance that won the lock pings: a fire refused by the lock, skipped,
+    ///   paused or missed pings nothing;
+    /// - `start` when the body starts; then, when the fire ends, `success`, or `fail` with
+    ///   the error's message chain (cut to the monitor's limit). A timeout, a cancelled run
+    ///   (shutdown, lost lease) and a panic are failures;
+    /// - one start and one end per fire: with [`with_retries`](Self::with_retries) the end
+    ///   goes after the last attempt;
+    /// - both carry a run id that pairs them (Healthchecks' `rid`, Cronitor's `series`): a
+    ///   UUID derived from the lock's name, the slot and the lease's fence;
+    /// - the pings never delay the body or the lease's release: one task per fire sends them,
+    ///   in order. A monitor that does not answer is logged at WARN and retried within the
+    ///   switch's [`RetryPolicy`](lock_alerts::RetryPolicy) (by default at most about 17 s per
+    ///   ping); [`Scheduler::shutdown`](crate::Scheduler::shutdown) waits for a pending end
+    ///   ping within its timeout.
+    ///
+    /// Each shard of a sharded or broadcast job is a run of its own, with its own pair.
+    ///
+    /// ```
+    /// use lock_alerts::DeadManSwitch;
+    /// use lock_scheduler::{Job, Trigger};
+    ///
+    /// let check = DeadManSwitch::healthchecks("https://hc-ping.com/7a5f0b1e-2f3c-4b6d-9e8f-0a1b2c3d4e5f")?;
+    /// let job = Job::new("nightly_report", Trigger::cron("0 0 3 * * *")?, || async {})
+    ///     .with_dead_man_switch(check);
+    /// assert!(job.dead_man_switch().is_some());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[cfg(feature = "alerts")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "alerts")))]
+    #[must_use]
+    pub fn with_dead_man_switch(mut self, switch: lock_alerts::DeadManSwitch) -> Self {
+        self.dead_man = Some(Arc::new(switch));
+        self
+    }
+
+    /// The dead-man switch the job pings, if any ([`with_dead_man_switch`](Self::with_dead_man_switch)).
+    #[cfg(feature = "alerts")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "alerts")))]
+    pub fn dead_man_switch(&self) -> Option<&lock_alerts::DeadManSwitch> {
+        self.dead_man.as_deref()
+    }
+
+    /// A fire's pings, when the job has a switch; `tasks` runs their task.
+    pub(super) fn fire_pings(
+        &self,
+        slot: Option<lock_core::FireSlot>,
+        tasks: &tokio_util::task::TaskTracker,
+    ) -> Option<Arc<super::dead_man::FirePings>> {
+        #[cfg(feature = "alerts")]
+        {
+            self.dead_man
+                .as_ref()
+                .map(|switch| super::dead_man::FirePings::new(switch.clone(), slot, tasks.clone()))
+        }
+        #[cfg(not(feature = "alerts"))]
+        {
+            let _ = (slot, tasks);
+            None
+        }
     }
 
     /// Runs each slot as `total` shards, as `#[scheduled(shards = N)]` does: shard `i` is
@@ -470,6 +542,8 @@ impl Job {
                 pause_for: spec.pause_for,
             }),
             group: job.group.map(Arc::from),
+            #[cfg(feature = "alerts")]
+            dead_man: None,
         })
     }
 }

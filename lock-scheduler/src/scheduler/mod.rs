@@ -6,6 +6,7 @@ mod breaker;
 mod builder;
 mod busy;
 mod cluster;
+mod dead_man;
 mod dependencies;
 mod dependents;
 mod dynamic;
@@ -149,6 +150,7 @@ impl Inner {
             ops: self.ops.clone(),
             spread,
             permits,
+            tasks: self.loops.clone(),
         });
         let task = self.loops.spawn(runner.clone().run(started));
         JobEntry {

@@ -18,6 +18,7 @@ use super::Job;
 use super::attempts::{Attempted, Attempts, panic_message};
 use super::breaker;
 use super::cluster::Operations;
+use super::dead_man::FirePings;
 use super::history::{RunEnding, RunRecorder};
 use super::job::Body;
 use super::limits::JobPermits;
@@ -51,6 +52,8 @@ pub(super) struct JobRunner {
     pub(super) spread: Option<Arc<Spread>>,
     /// The run limits this job is under (`limits.rs`); None for none.
     pub(super) permits: Option<Arc<JobPermits>>,
+    /// The job loops' tracker, which shutdown waits for: the dead-man pings' tasks run on it.
+    pub(super) tasks: tokio_util::task::TaskTracker,
 }
 
 impl JobRunner {
@@ -580,10 +583,16 @@ impl JobRunner {
         // Boxed: the run's future (every body kind's attempts) is large, and an unoptimized
         // build keeps several copies of it in this frame, enough to overflow a 2 MiB stack
         // under a sharded manual run's nesting.
-        let outcome = AssertUnwindSafe(Box::pin(self.execute(slot, kind, recorder.clone())))
-            .catch_unwind()
-            .instrument(span.clone())
-            .await;
+        let pings = self.job.fire_pings(slot, &self.tasks);
+        let outcome = AssertUnwindSafe(Box::pin(self.execute(
+            slot,
+            kind,
+            recorder.clone(),
+            pings.clone(),
+        )))
+        .catch_unwind()
+        .instrument(span.clone())
+        .await;
         let elapsed = started.elapsed();
         // A timeout resolves `cancelled()` itself; a panic's context is gone with it, and the
         // scheduler's stop is what can have asked it to cancel then.
@@ -655,6 +664,9 @@ impl JobRunner {
                 RunOutcome::Panicked(message)
             }
         };
+        if let Some(pings) = &pings {
+            pings.ended(&outcome);
+        }
         // Before the end is recorded: a child's request is written with its parent's end.
         if let Some(ops) = &self.ops
             && ops.dependents.has_children(self.job.name())
@@ -685,6 +697,7 @@ impl JobRunner {
         slot: Option<FireSlot>,
         kind: FireKind,
         recorder: Option<RunRecorder>,
+        pings: Option<Arc<FirePings>>,
     ) -> Result<FireOutcome<(Attempted, bool)>, LockError> {
         let executor = &self.executor;
         // When the database reaches a scheduled fire's slot: the body starts no earlier, and
@@ -710,6 +723,7 @@ impl JobRunner {
                 let fut = noting_end(
                     state.clone(),
                     overlap::replaceable(attempts.run(|| body(values))),
+                    pings.map(|pings| (pings, self.config.name())),
                 );
                 executor
                     .execute_fire(&self.config, slot, kind, due, grace, fut)
@@ -719,6 +733,7 @@ impl JobRunner {
                 let fut = noting_end(
                     state.clone(),
                     overlap::replaceable(attempts.run(|| body(values.clone()))),
+                    pings.map(|pings| (pings, self.config.name())),
                 );
                 executor
                     .execute_fire(&self.config, slot, kind, due, grace, fut)
@@ -728,9 +743,13 @@ impl JobRunner {
                 let (body, values, ended) = (*body, values.clone(), BodyEnd(state.clone()));
                 let attempts = attempts.for_blocking();
                 let watch = overlap::blocking_watch();
+                let pings = pings.map(|pings| (pings, self.config.name().to_owned()));
                 executor
                     .execute_blocking_fire(&self.config, slot, kind, due, grace, move || {
                         let _ended = ended;
+                        if let Some((pings, lock_name)) = &pings {
+                            pings.started(lock_name);
+                        }
                         let _replaced = overlap::watch_blocking(watch);
                         (attempts.run(|| body(&values)), cancelled_now())
                     })
@@ -740,9 +759,13 @@ impl JobRunner {
                 let (body, values, ended) = (body.clone(), values.clone(), BodyEnd(state.clone()));
                 let attempts = attempts.for_blocking();
                 let watch = overlap::blocking_watch();
+                let pings = pings.map(|pings| (pings, self.config.name().to_owned()));
                 executor
                     .execute_blocking_fire(&self.config, slot, kind, due, grace, move || {
                         let _ended = ended;
+                        if let Some((pings, lock_name)) = &pings {
+                            pings.started(lock_name);
+                        }
                         let _replaced = overlap::watch_blocking(watch);
                         (attempts.run(|| body(&values)), cancelled_now())
                     })
@@ -763,8 +786,16 @@ impl Drop for BodyEnd {
 
 /// The body's output, and whether its `cancelled()` had resolved when it returned; marks the
 /// body's end before the lease is released.
-async fn noting_end<T>(state: Arc<JobState>, body: impl Future<Output = T>) -> (T, bool) {
+/// Sends the dead-man switch's start first, if any: this runs only once the lock is won.
+async fn noting_end<T>(
+    state: Arc<JobState>,
+    body: impl Future<Output = T>,
+    pings: Option<(Arc<FirePings>, &str)>,
+) -> (T, bool) {
     let _ended = BodyEnd(state);
+    if let Some((pings, lock_name)) = pings {
+        pings.started(lock_name);
+    }
     let out = body.await;
     (out, cancelled_now())
 }
