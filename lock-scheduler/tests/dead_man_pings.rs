@@ -240,3 +240,57 @@ async fn two_instances_ping_one_pair_per_slot() {
         assert_eq!(paths, &["/s/start", "/s"], "run {rid}");
     }
 }
+
+/// One start and one end per fire: a run whose first attempt fails and whose retry succeeds
+/// pings start then success, nothing for the failed attempt; a run that times out pings fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_ping_once_per_fire_and_a_timeout_is_a_failure() {
+    let receiver = Receiver::start().await;
+    let scheduler = Scheduler::builder()
+        .lock_provider(InMemoryLockProvider::new())
+        .jobs([
+            Job::new("flaky", never(), |ctx: JobContext| async move {
+                if ctx.attempt() == 1 {
+                    Err("upstream busy")
+                } else {
+                    Ok(())
+                }
+            })
+            .with_retries(1, Duration::from_millis(20))
+            .with_dead_man_switch(DeadManSwitch::healthchecks(&receiver.url("/f")).unwrap()),
+            Job::new("stuck", never(), |ctx: JobContext| async move {
+                ctx.cancelled().await;
+                std::future::pending::<()>().await;
+            })
+            .with_timeout(Duration::from_millis(100))
+            .with_dead_man_switch(DeadManSwitch::healthchecks(&receiver.url("/t")).unwrap()),
+        ])
+        .start()
+        .await
+        .unwrap();
+    assert_eq!(
+        scheduler.trigger("flaky").await.unwrap(),
+        RunOutcome::Succeeded
+    );
+    assert_eq!(
+        scheduler.trigger("stuck").await.unwrap(),
+        RunOutcome::TimedOut
+    );
+    scheduler.shutdown().await.unwrap();
+    let requests = receiver.requests();
+    let paths: Vec<String> = pings(&requests).into_iter().map(|(path, _)| path).collect();
+    let of = |prefix: &str| -> Vec<&str> {
+        paths
+            .iter()
+            .filter(|p| p.starts_with(prefix))
+            .map(String::as_str)
+            .collect()
+    };
+    assert_eq!(of("/f"), ["/f/start", "/f"]);
+    assert_eq!(of("/t"), ["/t/start", "/t/fail"]);
+    let fail = requests
+        .iter()
+        .find(|r| r.path_and_query.starts_with("/t/fail"))
+        .unwrap();
+    assert_eq!(fail.body_text(), "timed out");
+}
