@@ -114,7 +114,18 @@ pub mod dashboard {
 }
 
 /// Telling a person (feature `alerts`): signed webhooks, Slack, mail over SMTP and
-/// dead-man-switch pings.
+/// dead-man-switch pings. The feature also gives [`Job::with_dead_man_switch`], which pings a
+/// [`DeadManSwitch`](alerts::DeadManSwitch) at each run's start and end.
+///
+/// ```
+/// use scheduled_locks::alerts::DeadManSwitch;
+/// use scheduled_locks::{Job, Trigger};
+///
+/// let job = Job::new("nightly_report", Trigger::cron("0 0 3 * * *")?, || async {})
+///     .with_dead_man_switch(DeadManSwitch::cronitor("https://cronitor.link/p/KEY/nightly_report")?);
+/// # let _ = job;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[cfg(feature = "alerts")]
 #[cfg_attr(docsrs, doc(cfg(feature = "alerts")))]
 pub mod alerts {
