@@ -91,7 +91,10 @@ mod with_alerts {
                     "cancelled: the body returned after cancelled() resolved (shutdown or lost lock)"
                         .to_owned(),
                 ),
-                other => Err(format!("{other:?}")),
+                // After a start these cannot come; named, never `{:?}`, should one ever.
+                RunOutcome::LockFailed(message) => Err(format!("lock failed: {message}")),
+                RunOutcome::Skipped => Err("skipped".to_owned()),
+                RunOutcome::Paused => Err("paused".to_owned()),
             };
             // The task is gone only if the runtime is: nothing left to tell.
             let _ = tx.send(end);
