@@ -27,8 +27,10 @@
 #![warn(missing_docs, unreachable_pub)]
 
 mod actions;
+mod incidents;
 mod memory;
 mod memory_actions;
+mod memory_incidents;
 mod run_log;
 #[cfg(feature = "testkit")]
 pub mod testkit;
@@ -42,6 +44,7 @@ use chrono::{DateTime, Utc};
 use lock_core::{FireKind, LockError, LockProvider, Params};
 
 pub use actions::{Action, ActionRecord};
+pub use incidents::Incident;
 pub use run_log::{MAX_RUN_LOG_BYTES, RunLog, RunLogError, RunLogLine, RunLogWriter};
 pub use views::{
     ClusterOptions, ClusterView, DEFAULT_MISSED_GRACE, GONE_AFTER_HEARTBEATS, InstanceView,
@@ -359,6 +362,12 @@ fn unsupported(tables: &str, feature: &str, job: &str) -> LockError {
     ))
 }
 
+fn no_incidents(tables: &str) -> LockError {
+    LockError::InvalidConfiguration(format!(
+        "alert rules need a store that keeps incidents ({tables} does not)"
+    ))
+}
+
 fn unknown(what: &str, value: &str) -> LockError {
     LockError::InvalidConfiguration(format!("unknown {what} {value:?} in an operations table"))
 }
@@ -414,6 +423,8 @@ pub enum Expired {
     StaleRegistry,
     /// Action log rows written before the cut-off (kept as long as the run history).
     Actions,
+    /// Incidents of the alert rules resolved before the cut-off (open ones stay).
+    Incidents,
 }
 
 /// What the scheduler writes to the cluster's tables next to the lock table: the registry's
@@ -578,6 +589,30 @@ pub trait ClusterStore: Send + Sync {
     async fn delete_after(&self, child: &str, through: DateTime<Utc>) -> Result<u64, LockError> {
         let _ = through;
         Err(unsupported(&self.tables(), "dependent jobs", child))
+    }
+
+    /// Every open incident of the alert rules, oldest first (see [`Incident`]).
+    ///
+    /// The default refuses: a store without an incidents table cannot evaluate alert rules.
+    async fn open_incidents(&self) -> Result<Vec<Incident>, LockError> {
+        Err(no_incidents(&self.tables()))
+    }
+
+    /// Opens incident `key` with `summary` (cut to [`MAX_DETAIL_LEN`] bytes), its time the
+    /// store's now: inserts it, or reopens a resolved incident of that key. True when this
+    /// call opened it; false, writing nothing, while it is open. Of concurrent calls for one
+    /// key exactly one answers true: the one that sends the firing notice.
+    async fn open_incident(&self, key: &str, summary: &str) -> Result<bool, LockError> {
+        let _ = (key, summary);
+        Err(no_incidents(&self.tables()))
+    }
+
+    /// Resolves open incident `key` (its resolution time: the store's now). True when this
+    /// call resolved it; false, writing nothing, when it is not open. Of concurrent calls
+    /// exactly one answers true: the one that sends the resolved notice.
+    async fn resolve_incident(&self, key: &str) -> Result<bool, LockError> {
+        let _ = key;
+        Err(no_incidents(&self.tables()))
     }
 
     /// Deletes at most `limit` rows of `what` older than `before`; returns how many.

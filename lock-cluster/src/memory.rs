@@ -20,6 +20,8 @@ pub(crate) struct MemoryOperations {
     state: Mutex<Rows>,
     /// The action log, apart from the other tables.
     actions: crate::memory_actions::MemoryActionLog,
+    /// The alert rules' incidents, apart too.
+    incidents: crate::memory_incidents::MemoryIncidents,
 }
 
 #[derive(Debug, Default)]
@@ -320,6 +322,20 @@ impl ClusterStore for InMemoryLockProvider {
         Ok(())
     }
 
+    async fn open_incidents(&self) -> Result<Vec<crate::Incident>, LockError> {
+        Ok(tables(self).incidents.open())
+    }
+
+    async fn open_incident(&self, key: &str, summary: &str) -> Result<bool, LockError> {
+        let now = now(self).await;
+        Ok(tables(self).incidents.open_one(key, summary, now))
+    }
+
+    async fn resolve_incident(&self, key: &str) -> Result<bool, LockError> {
+        let now = now(self).await;
+        Ok(tables(self).incidents.resolve(key, now))
+    }
+
     async fn delete_expired(
         &self,
         what: Expired,
@@ -357,6 +373,7 @@ impl ClusterStore for InMemoryLockProvider {
             }),
             Expired::StaleRegistry => left -= rows.registry.delete_before(before, left),
             Expired::Actions => left -= tables(self).actions.delete_before(before, left),
+            Expired::Incidents => left -= ops.incidents.delete_before(before, left),
         }
         Ok((limit as usize - left) as u64)
     }

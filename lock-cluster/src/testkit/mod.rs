@@ -13,6 +13,7 @@
 mod actions;
 mod dependents;
 mod history;
+mod incidents;
 mod operations;
 mod pauses;
 mod run_logs;
@@ -21,6 +22,7 @@ mod triggers;
 pub use actions::action_log;
 pub use dependents::{after_requests, trigger_params};
 pub use history::history_batches;
+pub use incidents::incidents;
 pub use operations::operations_store;
 pub use pauses::concurrent_pauses;
 pub use run_logs::run_logs;

@@ -24,8 +24,9 @@ use lock_core::{FireKind, FireSlot};
 /// ([`trigger_hand_back`](super::trigger_hand_back)) and one pause row under concurrent
 /// pauses ([`concurrent_pauses`](super::concurrent_pauses)), the requests that run a dependent
 /// job ([`after_requests`](super::after_requests)), a manual run's parameters
-/// ([`trigger_params`](super::trigger_params)) and a run's log lines
-/// ([`run_logs`](super::run_logs)).
+/// ([`trigger_params`](super::trigger_params)), a run's log lines
+/// ([`run_logs`](super::run_logs)) and the alert rules' incidents
+/// ([`incidents`](super::incidents)).
 ///
 /// ```
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -378,4 +379,5 @@ pub async fn operations_store(provider: &dyn ClusterProvider) {
     super::after_requests(provider).await;
     super::trigger_params(provider).await;
     super::run_logs(provider).await;
+    super::incidents(provider).await;
 }

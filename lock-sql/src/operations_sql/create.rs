@@ -1,11 +1,11 @@
 //! The DDL of the operations tables: each statement a no-op when its object exists, so that
 //! `ensure_schema()` creates what an older version did not (the action log came after the
-//! other three) and leaves the rest alone.
+//! other three, the incidents after it) and leaves the rest alone.
 
 use super::{MAX_DETAIL_LEN, MAX_ERROR_LEN, MAX_TEXT_LEN, SqlDialect, TableName, TableNames};
 use crate::ResolvedTable;
 
-/// `CREATE TABLE IF NOT EXISTS` for the four tables, then their indexes (inline in MySQL,
+/// `CREATE TABLE IF NOT EXISTS` for the five tables, then their indexes (inline in MySQL,
 /// which has no `CREATE INDEX IF NOT EXISTS`).
 pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNames) -> Vec<String> {
     let style = d.style();
@@ -112,6 +112,20 @@ pub(super) fn statements(d: SqlDialect, lock_table: &ResolvedTable, t: &TableNam
             actions = t.actions.quoted,
             id = d.id_column(),
             job_index = mysql_index("actions_job", "job_name, id"),
+        ),
+        // One row per incident key. The key compares bytes in MySQL too, as names do
+        // everywhere (`missed_slot/Report` and `missed_slot/report` are two incidents).
+        format!(
+            "CREATE TABLE IF NOT EXISTS {incidents} (\n  \
+             incident_key {t255}{binary} NOT NULL PRIMARY KEY,\n  \
+             summary {tdetail} NOT NULL,\n  \
+             opened_at {ts} NOT NULL,\n  \
+             resolved_at {ts} NULL\n)",
+            incidents = t.incidents.quoted,
+            binary = match d {
+                SqlDialect::MySql => " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
+                _ => "",
+            },
         ),
     ];
     if d != SqlDialect::MySql {

@@ -4,8 +4,10 @@
 //! The tables live next to the lock table, in its schema, and take their names from it:
 //! `shedlock_instances` (the registry: one row per instance, `job_name = ''`, and one per job
 //! it runs), `shedlock_runs` (one row per run), `shedlock_control` (pause rows, manual
-//! trigger requests and the `after` requests of dependent jobs) and `shedlock_actions` (the
-//! action log: who paused, resumed, triggered or unlocked what, and when). Their columns are
+//! trigger requests and the `after` requests of dependent jobs), `shedlock_actions` (the
+//! action log: who paused, resumed, triggered or unlocked what, and when) and
+//! `shedlock_incidents` (the alert rules' incidents: one row per incident key, open or
+//! resolved). Their columns are
 //! fixed; every time is the database's clock, stored like the lock table stores its own
 //! (`TIMESTAMP(3)` UTC in PostgreSQL, `DATETIME(3)` UTC in MySQL and MariaDB, fixed-width
 //! text in SQLite).
@@ -39,7 +41,7 @@ pub use params::{StoredParamsError, stored_params};
 /// The limits of the operations tables' columns, which every store (SQL or not) keeps.
 pub use lock_cluster::{MAX_DETAIL_LEN, MAX_ERROR_LEN, MAX_TEXT_LEN};
 
-/// The four operations tables' names, for messages (`schema.table` or `table`).
+/// The operations tables' names, for messages (`schema.table` or `table`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OperationsTables {
     /// The registry: instances and the jobs they run, with heartbeats.
@@ -50,10 +52,12 @@ pub struct OperationsTables {
     pub control: String,
     /// The action log: pauses, resumes, triggers and unlocks, with who asked.
     pub actions: String,
+    /// The alert rules' incidents, one row per incident key.
+    pub incidents: String,
 }
 
 impl OperationsTables {
-    /// The four names, comma-separated.
+    /// The five names, comma-separated.
     ///
     /// ```
     /// # use lock_sql::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
@@ -61,14 +65,15 @@ impl OperationsTables {
     /// let sql = OperationsSql::new(SqlDialect::Sqlite, &table)?;
     /// assert_eq!(
     ///     sql.tables.listing(),
-    ///     "shedlock_instances, shedlock_runs, shedlock_control, shedlock_actions"
+    ///     "shedlock_instances, shedlock_runs, shedlock_control, shedlock_actions, \
+    ///      shedlock_incidents"
     /// );
     /// # Ok::<(), lock_core::LockError>(())
     /// ```
     pub fn listing(&self) -> String {
         format!(
-            "{}, {}, {}, {}",
-            self.instances, self.runs, self.control, self.actions
+            "{}, {}, {}, {}, {}",
+            self.instances, self.runs, self.control, self.actions, self.incidents
         )
     }
 }
@@ -80,12 +85,13 @@ struct TableName {
     bare: String,
 }
 
-/// The four tables' names, derived from the lock table's.
+/// The tables' names, derived from the lock table's.
 struct TableNames {
     instances: TableName,
     runs: TableName,
     control: TableName,
     actions: TableName,
+    incidents: TableName,
 }
 
 /// The columns every registry read returns, in this order: instance_id, job_name, lock_name,
@@ -135,6 +141,9 @@ pub const CONTROL_COLUMNS: &str = "id, job_name, request_kind, requested_at, req
 /// requested_by, detail.
 pub const ACTION_COLUMNS: &str = "id, acted_at, job_name, action, requested_by, detail";
 
+/// The columns every incident read returns, in this order: incident_key, summary, opened_at.
+pub const INCIDENT_COLUMNS: &str = "incident_key, summary, opened_at";
+
 /// Every statement on the operations tables, for one lock table and dialect.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -144,8 +153,8 @@ pub struct OperationsSql {
     /// The tables' names, for messages.
     pub tables: OperationsTables,
     /// The bare (unqualified, folded) table names, for catalog lookups: instances, runs,
-    /// control, actions.
-    pub bare: [String; 4],
+    /// control, actions, incidents.
+    pub bare: [String; 5],
     /// The DDL, one statement per element, each a no-op when its object exists.
     pub create: Vec<String>,
     /// MySQL: the statement that releases the named lock the DDL runs under (the last of
@@ -159,7 +168,7 @@ pub struct OperationsSql {
     /// (`ADD COLUMN IF NOT EXISTS`, a catalog check).
     pub added_later: Vec<AddedLater>,
     /// Reads nothing but fails when a table is missing: `SELECT` of no row from each of the
-    /// four tables, and of the history's and control table's added columns (what
+    /// five tables, and of the history's and control table's added columns (what
     /// `ensure_schema()` looks for before it runs any DDL); in PostgreSQL also when an index
     /// added since the tables first shipped is missing (the last-success index, the
     /// one-pause-row index, the `after` rows' index), so that an existing schema gets them.
@@ -167,9 +176,9 @@ pub struct OperationsSql {
     /// The same for the three tables the scheduler needs (registry, history, control) and
     /// their added columns: what [`ClusterStore::check`](lock_cluster::ClusterStore::check)
     /// reads, so that tables from before a column fail the check with the DDL, not the first
-    /// run. The action log is not among them: only the tools that act write it, and a
-    /// deployment whose `ensure_schema()` has not created it yet keeps its registry, history
-    /// and pauses.
+    /// run. The action log and the incidents are not among them: only the tools that act
+    /// write the former and only alert rules the latter, and a deployment whose
+    /// `ensure_schema()` has not created them yet keeps its registry, history and pauses.
     pub check: Vec<String>,
     /// Pauses, pending trigger requests and `after` requests (never claimed, so always
     /// pending) ([`CONTROL_COLUMNS`]); no parameters.
@@ -243,6 +252,20 @@ pub struct OperationsSql {
     pub actions: String,
     /// `1` before, `2` limit: deletes at most `limit` action log rows written before `before`.
     pub delete_actions: String,
+    /// Every open incident ([`INCIDENT_COLUMNS`]), oldest first; no parameters.
+    pub open_incidents: String,
+    /// `1` key, `2` summary (cut to [`MAX_DETAIL_LEN`] bytes by the caller): inserts the
+    /// incident, open since the database's now, unless a row of that key exists (1 row
+    /// changed when it was inserted). Where it exists, [`reopen_incident`](Self::reopen_incident).
+    pub open_incident: String,
+    /// `1` summary, `2` key: reopens the incident if it is resolved (1 row changed when it
+    /// was reopened: this caller opened it).
+    pub reopen_incident: String,
+    /// `1` key: resolves the incident if it is open (1 row changed when this caller resolved
+    /// it).
+    pub resolve_incident: String,
+    /// `1` before, `2` limit: deletes at most `limit` incidents resolved before `before`.
+    pub delete_incidents: String,
     /// The registry's quoted name, for the heartbeat's upsert.
     instances_qualified: String,
 }
@@ -256,6 +279,7 @@ impl OperationsSql {
             Expired::ClaimedTriggers => &self.delete_claimed,
             Expired::StaleRegistry => &self.delete_stale_registry,
             Expired::Actions => &self.delete_actions,
+            Expired::Incidents => &self.delete_incidents,
         }
     }
 

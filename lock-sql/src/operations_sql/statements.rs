@@ -1,8 +1,8 @@
 //! The statements' text for one lock table and dialect: [`OperationsSql::new`].
 
 use super::{
-    ACTION_COLUMNS, AddedLater, CONTROL_COLUMNS, OperationsSql, OperationsTables, REGISTRY_COLUMNS,
-    RUN_COLUMNS, SqlDialect, TableName, TableNames, create,
+    ACTION_COLUMNS, AddedLater, CONTROL_COLUMNS, INCIDENT_COLUMNS, OperationsSql, OperationsTables,
+    REGISTRY_COLUMNS, RUN_COLUMNS, SqlDialect, TableName, TableNames, create,
 };
 use crate::{MAX_IDENTIFIER_LEN, ResolvedTable, validate_identifier};
 use lock_core::LockError;
@@ -39,6 +39,7 @@ impl OperationsSql {
             runs: derive("runs")?,
             control: derive("control")?,
             actions: derive("actions")?,
+            incidents: derive("incidents")?,
         };
         let create = create::statements(dialect, lock_table, &names);
         let create_release = create::mysql_ddl_release(&create);
@@ -46,10 +47,11 @@ impl OperationsSql {
         let runs = &names.runs.quoted;
         let control = &names.control.quoted;
         let actions = &names.actions.quoted;
+        let incidents = &names.incidents.quoted;
         let d = dialect;
         let p = |n| d.p(n);
         let now = d.now();
-        let tables: Vec<String> = [&instances, runs, control, actions]
+        let tables: Vec<String> = [&instances, runs, control, actions, incidents]
             .iter()
             .map(|t| format!("SELECT 1 FROM {t} WHERE 1 = 0"))
             .collect();
@@ -338,6 +340,44 @@ impl OperationsSql {
                 p(2)
             ),
         };
+        let open_incidents = format!(
+            "SELECT {INCIDENT_COLUMNS} FROM {incidents} WHERE resolved_at IS NULL \
+             ORDER BY opened_at, incident_key"
+        );
+        let open_incident = format!(
+            "{insert} {incidents} (incident_key, summary, opened_at) VALUES ({}, {}, {now}){conflict}",
+            p(1),
+            p(2),
+            insert = match d {
+                SqlDialect::Postgres => "INSERT INTO",
+                SqlDialect::MySql => "INSERT IGNORE INTO",
+                SqlDialect::Sqlite => "INSERT OR IGNORE INTO",
+            },
+            conflict = match d {
+                SqlDialect::Postgres => " ON CONFLICT (incident_key) DO NOTHING",
+                _ => "",
+            },
+        );
+        let reopen_incident = format!(
+            "UPDATE {incidents} SET summary = {}, opened_at = {now}, resolved_at = NULL \
+             WHERE incident_key = {} AND resolved_at IS NOT NULL",
+            p(1),
+            p(2)
+        );
+        let resolve_incident = format!(
+            "UPDATE {incidents} SET resolved_at = {now} \
+             WHERE incident_key = {} AND resolved_at IS NULL",
+            p(1)
+        );
+        let delete_incidents = match d {
+            SqlDialect::MySql => format!("DELETE FROM {incidents} WHERE resolved_at < ? LIMIT ?"),
+            _ => format!(
+                "DELETE FROM {incidents} WHERE incident_key IN \
+                 (SELECT incident_key FROM {incidents} WHERE resolved_at < {} LIMIT {})",
+                p(1),
+                p(2)
+            ),
+        };
         // Bounded batches: a housekeeping run never holds a long lock on a big table. Claimed
         // trigger rows by their claim, `after` rows by their request (a child that never ran
         // for a slot, its instances gone): one time per row, so that each parameter is used
@@ -386,12 +426,14 @@ impl OperationsSql {
                 runs: names.runs.display.clone(),
                 control: names.control.display.clone(),
                 actions: names.actions.display.clone(),
+                incidents: names.incidents.display.clone(),
             },
             bare: [
                 names.instances.bare.clone(),
                 names.runs.bare.clone(),
                 names.control.bare.clone(),
                 names.actions.bare.clone(),
+                names.incidents.bare.clone(),
             ],
             create,
             create_release,
@@ -424,6 +466,11 @@ impl OperationsSql {
             record_action,
             actions: actions_of,
             delete_actions,
+            open_incidents,
+            open_incident,
+            reopen_incident,
+            resolve_incident,
+            delete_incidents,
             instances_qualified: instances,
         })
     }
