@@ -114,22 +114,34 @@ pub mod dashboard {
 }
 
 /// Telling a person (feature `alerts`): signed webhooks, Slack, mail over SMTP and
-/// dead-man-switch pings. The feature also gives [`Job::with_dead_man_switch`], which pings a
+/// dead-man-switch pings, and the alert rules the scheduler evaluates itself ([`AlertRules`](alerts::AlertRules)).
+///
+/// The feature also gives [`SchedulerBuilder::notifier`](crate::SchedulerBuilder::notifier)
+/// and [`alert_rules`](crate::SchedulerBuilder::alert_rules), which tell each incident once
+/// across the cluster (failed 3 times in a row, running too long, a missed slot, an instance
+/// gone, a long lock wait), and [`Job::with_dead_man_switch`], which pings a
 /// [`DeadManSwitch`](alerts::DeadManSwitch) at each run's start and end.
 ///
 /// ```
-/// use scheduled_locks::alerts::DeadManSwitch;
-/// use scheduled_locks::{Job, Trigger};
+/// use scheduled_locks::alerts::{AlertRules, DeadManSwitch, WebhookConfig, WebhookNotifier};
+/// use scheduled_locks::{Job, Scheduler, Trigger};
 ///
 /// let job = Job::new("nightly_report", Trigger::cron("0 0 3 * * *")?, || async {})
 ///     .with_dead_man_switch(DeadManSwitch::cronitor("https://cronitor.link/p/KEY/nightly_report")?);
-/// # let _ = job;
+/// let builder = Scheduler::builder()
+///     .notifier(WebhookNotifier::new(
+///         WebhookConfig::new("https://ops.example.com/hooks/scheduler").secret("whsec_1234"),
+///     )?)
+///     .alert_rules(AlertRules::default().failed_in_a_row(3))
+///     .jobs([job]);
+/// # let _ = builder;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[cfg(feature = "alerts")]
 #[cfg_attr(docsrs, doc(cfg(feature = "alerts")))]
 pub mod alerts {
     pub use lock_alerts::*;
+    pub use lock_scheduler::{ALERT_RULES_JOB, AlertRules};
 }
 
 // The workspace README and the book are compiled as doc tests of this crate, so their examples

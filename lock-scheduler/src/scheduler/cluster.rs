@@ -94,6 +94,9 @@ pub(super) struct Operations {
     pub(super) dependents: Dependents,
     /// The capture of each run's log lines (`run_log_capture.rs`), when on and history is.
     run_logs: Option<Arc<RunLogCapture>>,
+    /// Leave the registry at a graceful stop even without sharded or broadcast jobs: the
+    /// alert rules tell a stop from a crash by it.
+    leaves_on_stop: AtomicBool,
 }
 
 impl Operations {
@@ -175,6 +178,7 @@ impl Operations {
             run_logs: retention
                 .and_then(|_| RunLogCapture::new(run_logs, clock.clone()))
                 .map(Arc::new),
+            leaves_on_stop: AtomicBool::new(false),
         }))
     }
 
@@ -195,6 +199,12 @@ impl Operations {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .contains(job)
+    }
+
+    /// Makes a graceful stop leave the registry (see [`leave`](Self::leave)).
+    #[cfg_attr(not(feature = "alerts"), allow(dead_code))]
+    pub(super) fn leave_on_stop(&self) {
+        self.leaves_on_stop.store(true, Ordering::Relaxed);
     }
 
     /// The capture of runs' log lines, when runs keep them.
@@ -543,12 +553,13 @@ impl Operations {
 const HAND_BACK_ATTEMPTS: u32 = 3;
 
 impl Operations {
-    /// At a graceful stop of a scheduler with sharded or broadcast jobs: one last heartbeat
-    /// with a zero interval, which marks this instance gone at once (it counts as gone after
-    /// [`GONE_AFTER_HEARTBEATS`] intervals), so the
-    /// others re-rank at their next heartbeat instead of after five.
+    /// At a graceful stop of a scheduler with sharded or broadcast jobs, or with alert rules:
+    /// one last heartbeat with a zero interval, which marks this instance gone at once (it
+    /// counts as gone after [`GONE_AFTER_HEARTBEATS`] intervals), so the others re-rank at
+    /// their next heartbeat instead of after five, and the alert rules see that it left
+    /// rather than died.
     pub(super) async fn leave(&self) {
-        if !self.members.wanted() {
+        if !self.members.wanted() && !self.leaves_on_stop.load(Ordering::Relaxed) {
             return;
         }
         let mut instance = self.instance.clone();

@@ -1,5 +1,7 @@
 //! The scheduler: sleeps to each job's next fire on tokio timers and runs it under its lock.
 
+#[cfg(feature = "alerts")]
+mod alerting;
 mod attempts;
 mod batching;
 mod breaker;
@@ -36,6 +38,8 @@ use chrono::TimeDelta;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+#[cfg(feature = "alerts")]
+pub use alerting::{ALERT_RULES_JOB, AlertRules};
 pub use batching::DEFAULT_ACQUIRE_AHEAD;
 pub use cluster::{DEFAULT_HEARTBEAT_INTERVAL, HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB};
 pub use job::{Job, registered_jobs};
@@ -220,6 +224,9 @@ pub struct SchedulerBuilder {
     limits: limits::RunLimits,
     /// `.run_logs(..)` (`run_logs.rs`).
     run_logs: RunLogs,
+    /// `.notifier(..)` and `.alert_rules(..)` (`alerting/`).
+    #[cfg(feature = "alerts")]
+    alerting: alerting::AlertSettings,
 }
 
 impl Scheduler {
@@ -511,6 +518,26 @@ impl SchedulerBuilder {
                 &executor,
                 &self.state,
             )?);
+        }
+        #[cfg(feature = "alerts")]
+        if let Some(evaluation) = self.alerting.job(
+            &provider,
+            ops.is_some(),
+            ops.as_ref().is_some_and(|ops| ops.keeps_history()),
+        )? {
+            if prepared
+                .iter()
+                .any(|(job, _)| job.name() == alerting::ALERT_RULES_JOB)
+            {
+                return Err(LockError::InvalidConfiguration(format!(
+                    "a job is named `{}`, the name of the alert rules' evaluation job",
+                    alerting::ALERT_RULES_JOB
+                )));
+            }
+            if let Some(ops) = &ops {
+                ops.leave_on_stop();
+            }
+            prepared.extend(startup::prepare(vec![evaluation], &executor, &self.state)?);
         }
 
         shards::require_registry(prepared.iter().map(|(job, _)| job), ops.is_some())?;
