@@ -106,6 +106,60 @@ impl SmtpConfig {
         }
     }
 
+    /// Mail through the server of `url`, from `from`: `smtp://host[:port]` for STARTTLS (587
+    /// unless given), `smtps://host[:port]` for implicit TLS (465), `smtp+plain://host[:port]`
+    /// for no encryption (25), each with optional `user:password@` credentials
+    /// (percent-encoded). What configuration gives in one value (`LOCK_ALERT_SMTP_URL`).
+    ///
+    /// The URL is not repeated in an error: it may hold the password.
+    ///
+    /// ```
+    /// use lock_alerts::{SmtpConfig, SmtpSecurity};
+    ///
+    /// let config = SmtpConfig::from_url("smtps://locks%40example.com:app-pass@smtp.example.com", "locks@example.com")?
+    ///     .to("oncall@example.com");
+    /// assert!(!format!("{config:?}").contains("app-pass"));
+    /// let refused = SmtpConfig::from_url("http://user:hunter2@example.com", "locks@example.com");
+    /// assert!(!refused.unwrap_err().to_string().contains("hunter2"));
+    /// # Ok::<(), lock_alerts::ConfigError>(())
+    /// ```
+    pub fn from_url(url: &str, from: impl Into<String>) -> Result<Self, ConfigError> {
+        let invalid = |why: &str| ConfigError::InvalidUrl {
+            what: "smtp",
+            source: why.to_owned().into(),
+        };
+        let parsed = url::Url::parse(url).map_err(|e| invalid(&e.to_string()))?;
+        let security = match parsed.scheme() {
+            "smtp" => SmtpSecurity::StartTls,
+            "smtps" => SmtpSecurity::Tls,
+            "smtp+plain" => SmtpSecurity::Plain,
+            _ => return Err(invalid("the scheme is not smtp, smtps or smtp+plain")),
+        };
+        let host = parsed
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| invalid("no host"))?;
+        if parsed.path() != "" && parsed.path() != "/" || parsed.query().is_some() {
+            return Err(invalid("a path or query, which an SMTP URL does not have"));
+        }
+        let mut config = SmtpConfig::new(host, from).security(security);
+        if let Some(port) = parsed.port() {
+            config = config.port(port);
+        }
+        if !parsed.username().is_empty() {
+            let decode = |text: &str| {
+                percent_encoding::percent_decode_str(text)
+                    .decode_utf8()
+                    .map(|t| t.into_owned())
+                    .map_err(|_| invalid("credentials that are not UTF-8 once decoded"))
+            };
+            let user = decode(parsed.username())?;
+            let password = decode(parsed.password().unwrap_or_default())?;
+            config = config.credentials(user, password);
+        }
+        Ok(config)
+    }
+
     /// Adds a recipient (`addr@host` or `Name <addr@host>`).
     ///
     /// ```

@@ -20,7 +20,7 @@ pub use extract::{BlockingJobHandler, ExtractError, FromJob, JobHandler, State, 
 pub use lock_macros::{scheduled, scheduler_lock};
 pub use lock_trigger::{Distribution, MAX_SHARDS, MisfirePolicy, Overlap, Params};
 #[cfg(feature = "alerts")]
-pub use scheduler::{ALERT_RULES_JOB, AlertRules};
+pub use scheduler::{ALERT_ENV_PREFIX, ALERT_RULES_JOB, AlertRules};
 pub use scheduler::{
     DEFAULT_ACQUIRE_AHEAD, DEFAULT_HEARTBEAT_INTERVAL, DEFAULT_SHUTDOWN_TIMEOUT,
     HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB, Job, JobOverride, JobStatus, OVERRIDE_ENV_PREFIX,

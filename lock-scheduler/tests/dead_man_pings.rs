@@ -294,3 +294,46 @@ async fn retries_ping_once_per_fire_and_a_timeout_is_a_failure() {
         .unwrap();
     assert_eq!(fail.body_text(), "timed out");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ping_url_from_configuration_replaces_the_switch_in_code() {
+    let receiver = Receiver::start().await;
+    let scheduler = Scheduler::builder()
+        .lock_provider(InMemoryLockProvider::new())
+        .jobs([Job::new("sync-bill", never(), || async {})
+            .with_dead_man_switch(DeadManSwitch::healthchecks(&receiver.url("/code")).unwrap())])
+        .overrides_from_vars([("LOCK_JOB_SYNC_BILL_PING_URL", receiver.url("/configured"))])
+        .start()
+        .await
+        .unwrap();
+    assert_eq!(
+        scheduler.trigger("sync-bill").await.unwrap(),
+        RunOutcome::Succeeded
+    );
+    scheduler.shutdown().await.unwrap();
+    let paths: Vec<String> = pings(&receiver.requests())
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect();
+    assert_eq!(
+        paths,
+        ["/configured/start", "/configured"],
+        "healthchecks' convention"
+    );
+
+    let refused = Scheduler::builder()
+        .lock_provider(InMemoryLockProvider::new())
+        .jobs([Job::new("sync-bill", never(), || async {})])
+        .overrides_from_vars([(
+            "LOCK_JOB_SYNC_BILL_PING_URL",
+            "ftp://secret-token@example.com",
+        )])
+        .start()
+        .await;
+    let message = refused.err().expect("an ftp URL is refused").to_string();
+    assert!(
+        message.contains("job `sync-bill`: ping_url: invalid healthchecks URL"),
+        "{message}"
+    );
+    assert!(!message.contains("secret-token"), "{message}");
+}

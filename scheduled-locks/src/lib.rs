@@ -141,7 +141,7 @@ pub mod dashboard {
 #[cfg_attr(docsrs, doc(cfg(feature = "alerts")))]
 pub mod alerts {
     pub use lock_alerts::*;
-    pub use lock_scheduler::{ALERT_RULES_JOB, AlertRules};
+    pub use lock_scheduler::{ALERT_ENV_PREFIX, ALERT_RULES_JOB, AlertRules};
 }
 
 // The workspace README and the book are compiled as doc tests of this crate, so their examples

@@ -39,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 #[cfg(feature = "alerts")]
-pub use alerting::{ALERT_RULES_JOB, AlertRules};
+pub use alerting::{ALERT_ENV_PREFIX, ALERT_RULES_JOB, AlertRules};
 pub use batching::DEFAULT_ACQUIRE_AHEAD;
 pub use cluster::{DEFAULT_HEARTBEAT_INTERVAL, HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB};
 pub use job::{Job, registered_jobs};
@@ -471,9 +471,11 @@ impl SchedulerBuilder {
             Some(jobs) => jobs,
             None => registered_jobs()?,
         };
-        let prepared = self
-            .overrides
-            .apply(startup::prepare(jobs, &executor, &self.state)?)?;
+        let mut overrides = self.overrides;
+        // Without the feature: refused when any is set, else nothing to hand on.
+        #[cfg_attr(not(feature = "alerts"), allow(unused_variables))]
+        let alert_vars = overrides.take_alert_vars()?;
+        let prepared = overrides.apply(startup::prepare(jobs, &executor, &self.state)?)?;
         if prepared.is_empty() {
             startup::warn_no_jobs(from_registry);
         }
@@ -521,6 +523,7 @@ impl SchedulerBuilder {
         }
         #[cfg(feature = "alerts")]
         if let Some(evaluation) = self.alerting.job(
+            alert_vars,
             &provider,
             ops.is_some(),
             ops.as_ref().is_some_and(|ops| ops.keeps_history()),

@@ -5,7 +5,8 @@
 //! wins over the environment): calls on the builder, and variables named
 //! `LOCK_JOB_<JOB>_<SETTING>`, where `<JOB>` is the job's name in upper case with every
 //! character other than `A-Z` and `0-9` replaced by `_`, and `<SETTING>` one of `CRON`, `ZONE`,
-//! `LOCK_AT_MOST_FOR`, `LOCK_AT_LEAST_FOR`.
+//! `LOCK_AT_MOST_FOR`, `LOCK_AT_LEAST_FOR`, `PING_URL` (feature `alerts`). The alert settings'
+//! `LOCK_ALERT_..` variables are read with them and handed to `alerting/from_env.rs`.
 
 use std::time::Duration;
 
@@ -18,12 +19,16 @@ use lock_core::{LockConfiguration, LockError};
 /// [`SchedulerBuilder::overrides_from_env`](crate::SchedulerBuilder::overrides_from_env).
 pub const OVERRIDE_ENV_PREFIX: &str = "LOCK_JOB_";
 
+/// The prefix of the alert settings' variables, read by the same calls (feature `alerts`).
+const ALERT_PREFIX: &str = "LOCK_ALERT_";
+
 /// The settings, as `(suffix of the variable, key as the macros spell it)`.
-const SETTINGS: [(&str, &str); 4] = [
+const SETTINGS: [(&str, &str); 5] = [
     ("_CRON", "cron"),
     ("_ZONE", "zone"),
     ("_LOCK_AT_MOST_FOR", "lock_at_most_for"),
     ("_LOCK_AT_LEAST_FOR", "lock_at_least_for"),
+    ("_PING_URL", "ping_url"),
 ];
 
 /// Values from configuration that replace a job's own at start: its cron expression, its
@@ -47,12 +52,27 @@ const SETTINGS: [(&str, &str); 4] = [
 /// scheduler.shutdown().await?;
 /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// `Debug` shows a ping URL as `<redacted>`: the URL is the check's secret.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct JobOverride {
     cron: Option<String>,
     zone: Option<String>,
     lock_at_most_for: Option<String>,
     lock_at_least_for: Option<String>,
+    ping_url: Option<String>,
+}
+
+impl std::fmt::Debug for JobOverride {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobOverride")
+            .field("cron", &self.cron)
+            .field("zone", &self.zone)
+            .field("lock_at_most_for", &self.lock_at_most_for)
+            .field("lock_at_least_for", &self.lock_at_least_for)
+            .field("ping_url", &self.ping_url.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
 }
 
 impl JobOverride {
@@ -90,6 +110,21 @@ impl JobOverride {
         self
     }
 
+    /// Pings this dead-man-switch URL at each run's start and end (feature `alerts`; see
+    /// [`Job::with_dead_man_switch`](crate::Job::with_dead_man_switch)): a Cronitor telemetry
+    /// URL (`https://cronitor.link/..`) with Cronitor's conventions, any other with
+    /// healthchecks.io's. It replaces a switch the job was given in code.
+    ///
+    /// ```
+    /// let settings = lock_scheduler::JobOverride::new().ping_url("https://hc-ping.com/0f1e2d3c");
+    /// assert!(!format!("{settings:?}").contains("0f1e2d3c"));
+    /// ```
+    #[must_use]
+    pub fn ping_url(mut self, url: impl Into<String>) -> Self {
+        self.ping_url = Some(url.into());
+        self
+    }
+
     /// Fills the settings `self` leaves unset from `other`.
     fn or(self, other: &JobOverride) -> JobOverride {
         JobOverride {
@@ -101,6 +136,7 @@ impl JobOverride {
             lock_at_least_for: self
                 .lock_at_least_for
                 .or_else(|| other.lock_at_least_for.clone()),
+            ping_url: self.ping_url.or_else(|| other.ping_url.clone()),
         }
     }
 
@@ -109,6 +145,7 @@ impl JobOverride {
             "cron" => self.cron = Some(value),
             "zone" => self.zone = Some(value),
             "lock_at_most_for" => self.lock_at_most_for = Some(value),
+            "ping_url" => self.ping_url = Some(value),
             _ => self.lock_at_least_for = Some(value),
         }
     }
@@ -169,12 +206,35 @@ impl SchedulerBuilder {
     /// Reads overrides from the process environment, now: every variable named
     /// `LOCK_JOB_<JOB>_<SETTING>`, where `<JOB>` is the job's name in upper case with each
     /// character other than `A-Z` and `0-9` replaced by `_` ([`override_env_key`]), and
-    /// `<SETTING>` is `CRON`, `ZONE`, `LOCK_AT_MOST_FOR` or `LOCK_AT_LEAST_FOR`:
+    /// `<SETTING>` is `CRON`, `ZONE`, `LOCK_AT_MOST_FOR`, `LOCK_AT_LEAST_FOR` or `PING_URL`
+    /// (feature `alerts`, see [`JobOverride::ping_url`]):
     ///
     /// ```text
     /// LOCK_JOB_SYNC_BILL_CRON="0 30 1 * * *"
     /// LOCK_JOB_SYNC_BILL_LOCK_AT_MOST_FOR=45m
     /// ```
+    ///
+    /// With the `alerts` feature it also reads the alert settings, `LOCK_ALERT_<SETTING>`:
+    /// notifiers added to those of [`notifier`](Self::notifier), rule values replacing those
+    /// of [`alert_rules`](Self::alert_rules) (durations as in the attributes):
+    ///
+    /// ```text
+    /// LOCK_ALERT_WEBHOOK_URL=https://ops.example.com/hooks/scheduler
+    /// LOCK_ALERT_WEBHOOK_SECRET=whsec_1234
+    /// LOCK_ALERT_SLACK_URL=https://hooks.slack.com/services/T000/B000/XXXX
+    /// LOCK_ALERT_SMTP_URL=smtp://user:app-password@smtp.example.com:587   # smtps://, smtp+plain://
+    /// LOCK_ALERT_MAIL_FROM=locks@example.com
+    /// LOCK_ALERT_MAIL_TO=oncall@example.com,ops@example.com
+    /// LOCK_ALERT_FAILED_IN_A_ROW=3          # 0 turns the rule off
+    /// LOCK_ALERT_RUNNING_LONGER_THAN=30m
+    /// LOCK_ALERT_LOCK_WAIT_ABOVE=10s
+    /// LOCK_ALERT_MISSED_SLOTS=true
+    /// LOCK_ALERT_INSTANCES_GONE=true
+    /// LOCK_ALERT_EVERY=10s
+    /// LOCK_ALERT_CLUSTER=billing-prod
+    /// ```
+    ///
+    /// A refused value is named by its variable, never repeated (it may be a secret).
     ///
     /// A variable with the prefix that names no job or setting fails `start()`, listing the
     /// jobs: a typo does not leave a job on its old schedule unnoticed.
@@ -184,7 +244,7 @@ impl SchedulerBuilder {
 
     /// As [`overrides_from_env`](Self::overrides_from_env), from `vars` instead of the
     /// process environment (a configuration file flattened to the same names, or a test).
-    /// Pairs whose name does not start with `LOCK_JOB_` are ignored.
+    /// Pairs whose name starts with neither `LOCK_JOB_` nor `LOCK_ALERT_` are ignored.
     ///
     /// ```
     /// use lock_core::InMemoryLockProvider;
@@ -224,6 +284,8 @@ pub(super) struct Overrides {
     explicit: Vec<(String, JobOverride)>,
     /// From the environment: `(variable, value)`, every one starting with the prefix.
     vars: Vec<(String, String)>,
+    /// From the environment: the alert settings, `LOCK_ALERT_..` (`alerting/from_env.rs`).
+    alert_vars: Vec<(String, String)>,
 }
 
 impl Overrides {
@@ -235,10 +297,27 @@ impl Overrides {
     }
 
     pub(super) fn add_vars(&mut self, vars: impl IntoIterator<Item = (String, String)>) {
-        self.vars.extend(
-            vars.into_iter()
-                .filter(|(name, _)| name.starts_with(OVERRIDE_ENV_PREFIX)),
-        );
+        for (name, value) in vars {
+            if name.starts_with(OVERRIDE_ENV_PREFIX) {
+                self.vars.push((name, value));
+            } else if name.starts_with(ALERT_PREFIX) {
+                self.alert_vars.push((name, value));
+            }
+        }
+    }
+
+    /// The `LOCK_ALERT_..` variables, for the alert settings; without the `alerts` feature,
+    /// an error naming them (they would be ignored otherwise).
+    pub(super) fn take_alert_vars(&mut self) -> Result<Vec<(String, String)>, LockError> {
+        let vars = std::mem::take(&mut self.alert_vars);
+        if cfg!(feature = "alerts") || vars.is_empty() {
+            return Ok(vars);
+        }
+        let names: Vec<&str> = vars.iter().map(|(name, _)| name.as_str()).collect();
+        Err(LockError::InvalidConfiguration(format!(
+            "{} set, but this build has no alerts: enable the `alerts` feature",
+            names.join(", ")
+        )))
     }
 
     /// Applies every override to its job, or fails naming every problem found: an unknown
@@ -301,7 +380,7 @@ impl Overrides {
                     .collect();
                 problems.push(format!(
                     "the variable {var} names no job and setting: it is \
-                     {OVERRIDE_ENV_PREFIX}<JOB>_<CRON|ZONE|LOCK_AT_MOST_FOR|LOCK_AT_LEAST_FOR>, \
+                     {OVERRIDE_ENV_PREFIX}<JOB>_<CRON|ZONE|LOCK_AT_MOST_FOR|LOCK_AT_LEAST_FOR|PING_URL>, \
                      with <JOB> one of {}; the jobs are {}",
                     names.join(", "),
                     known()
@@ -402,10 +481,16 @@ fn apply_one(
             &written(&settings.lock_at_most_for, most),
         )));
     }
+    let mut job = job;
+    if let Some(url) = &settings.ping_url {
+        match ping_switch(url) {
+            Ok(switch) => job = switch(job),
+            Err(message) => problems.push(context(message)),
+        }
+    }
     if !problems.is_empty() {
         return Err(problems.join("; "));
     }
-    let mut job = job;
     if settings.cron.is_some() || settings.zone.is_some() {
         let (Some(cron), Some(zone)) = (cron, zone) else {
             return Err(context("a cron override needs an expression".into()));
@@ -425,4 +510,27 @@ fn apply_one(
     // A shorter lease may no longer hold the job's retry plan.
     job.run_policy().check(&config).map_err(context)?;
     Ok((job, config))
+}
+
+/// What a `ping_url` override does to its job: gives it the dead-man switch of `url`.
+#[cfg(feature = "alerts")]
+fn ping_switch(url: &str) -> Result<impl FnOnce(Job) -> Job, String> {
+    use lock_alerts::DeadManSwitch;
+    // By the host, not by a substring of the URL: a healthchecks slug may say "cronitor".
+    let cronitor = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split(['/', '?', '#']).next())
+        .is_some_and(|host| host == "cronitor.link" || host.ends_with(".cronitor.link"));
+    let switch = match cronitor {
+        true => DeadManSwitch::cronitor(url),
+        false => DeadManSwitch::healthchecks(url),
+    }
+    .map_err(|e| format!("ping_url: {e}"))?;
+    Ok(move |job: Job| job.with_dead_man_switch(switch))
+}
+
+/// Without the `alerts` feature a ping URL has nothing to ping with.
+#[cfg(not(feature = "alerts"))]
+fn ping_switch(_url: &str) -> Result<fn(Job) -> Job, String> {
+    Err("ping_url needs the `alerts` feature".into())
 }

@@ -20,6 +20,7 @@
 //!   rolling deploy is not an `instance_gone`; a crash, a kill or a lost database is.
 
 mod evaluate;
+mod from_env;
 mod incidents;
 mod rules;
 
@@ -31,6 +32,7 @@ use lock_cluster::ClusterProvider;
 use lock_core::{LockConfiguration, LockError};
 
 use super::{Job, SchedulerBuilder, Trigger};
+pub use from_env::ALERT_ENV_PREFIX;
 use incidents::Evaluator;
 pub use rules::AlertRules;
 
@@ -106,20 +108,25 @@ impl AlertSettings {
     /// The evaluation job, when there is a notifier; the settings' mistakes as errors.
     pub(super) fn job(
         self,
+        vars: Vec<(String, String)>,
         provider: &Arc<dyn ClusterProvider>,
         has_cluster: bool,
         keeps_history: bool,
     ) -> Result<Option<Job>, LockError> {
         let invalid = |why: String| Err(LockError::InvalidConfiguration(why));
-        if self.notifiers.is_empty() {
-            return match self.rules {
+        let from_env =
+            from_env::read(&vars, self.rules).map_err(LockError::InvalidConfiguration)?;
+        let mut notifiers = self.notifiers;
+        notifiers.extend(from_env.notifiers);
+        if notifiers.is_empty() {
+            return match from_env.rules {
                 Some(_) => invalid(
                     "alert_rules(..) with no notifier would tell nobody: add .notifier(..)".into(),
                 ),
                 None => Ok(None),
             };
         }
-        let rules = self.rules.unwrap_or_default();
+        let rules = from_env.rules.unwrap_or_default();
         rules.check().map_err(LockError::InvalidConfiguration)?;
         if !has_cluster {
             return invalid(format!(
@@ -137,7 +144,7 @@ impl AlertSettings {
         let evaluator = Arc::new(Evaluator {
             provider: provider.clone(),
             cluster: rules.cluster.clone().unwrap_or_else(|| provider.describe()),
-            notifiers: self.notifiers,
+            notifiers,
             rules,
         });
         let every = evaluator.rules.every;
