@@ -76,7 +76,7 @@ pub struct Notice {
     /// receiver can pair them (and drop a duplicate sent by a retry).
     pub incident_key: String,
     /// The rule that fired (`failed_in_a_row`, `running_too_long`, `missed_slot`,
-    /// `instance_gone`, `lock_contention`, ...).
+    /// `instance_gone`, `lock_wait`, ...).
     pub rule: String,
     /// The job concerned, if the rule is about one.
     pub job: Option<String>,
@@ -90,7 +90,8 @@ pub struct Notice {
     pub details: BTreeMap<String, String>,
     /// When the rule's condition was seen to begin or end, in the database's time.
     pub at: DateTime<Utc>,
-    /// Which cluster: the lock table's name (several clusters may share one receiver).
+    /// Which cluster (several may share one receiver): the scheduler's `AlertRules::cluster`,
+    /// by default its lock provider's description.
     pub cluster: String,
 }
 

@@ -6,7 +6,7 @@
 //!               [--pulse] [--chaos-jobs] [--load-jobs N] [--shutdown-timeout-ms MS]
 //!               [--operation-timeout-ms MS] [--schema create|check]
 //!               [--max-concurrent-runs N] [--heartbeat-ms MS] [--acquire-ahead-ms MS]
-//!               [--hog] [--die-after-parent JOB]
+//!               [--hog] [--die-after-parent JOB] [--fail-while PATH]
 //! ```
 //!
 //! Its fixed jobs are annotated functions (`#[scheduled]` + `#[scheduler_lock]`), picked by
@@ -29,6 +29,10 @@
 //! `--die-after-parent JOB` the service kills itself with `SIGKILL` the first time the
 //! scheduler logs that it wrote the requests of `JOB`'s children (before `JOB`'s end is
 //! recorded), after printing `DYING job=<JOB> slot=<the event's slot>` on stdout.
+//!
+//! The alert settings come from the environment (`LOCK_ALERT_..`, read by
+//! `overrides_from_env`, as a deployed service would take them). `--fail-while PATH` makes
+//! the job `alert_flaky` fail while that file exists.
 
 #![forbid(unsafe_code)]
 
@@ -60,6 +64,8 @@ static ERRORS: AtomicU64 = AtomicU64::new(0);
 static WARNINGS: AtomicU64 = AtomicU64::new(0);
 /// `--die-after-parent`: the parent whose requests written end this process, once.
 static DIE_AFTER_PARENT: OnceLock<String> = OnceLock::new();
+/// `--fail-while`: `alert_flaky` fails while this file exists.
+static FAIL_WHILE: OnceLock<std::path::PathBuf> = OnceLock::new();
 
 // ---- The annotated jobs: fixed configuration, chosen with --jobs. ----
 
@@ -120,6 +126,26 @@ async fn exclusive() -> Result<(), BoxError> {
 #[scheduler_lock(name = "partitioned", lock_at_most_for = "3s", keep_alive = true)]
 async fn partitioned() -> Result<(), BoxError> {
     run_body(Duration::from_secs(6), OnCancel::Ignore, false).await
+}
+
+/// Every second, a short run that fails while `--fail-while`'s file exists: the alert rules'
+/// `failed_in_a_row` and its resolution.
+#[scheduled(cron = "* * * * * *")]
+#[scheduler_lock(name = "alert_flaky", lock_at_most_for = "10s")]
+async fn alert_flaky() -> Result<(), BoxError> {
+    record_once().await?;
+    match FAIL_WHILE.get().is_some_and(|path| path.exists()) {
+        true => Err("the flag file says fail".into()),
+        false => Ok(()),
+    }
+}
+
+/// Never by its cron during a test (03:00 on 1 January): run by a trigger request, 6 s long,
+/// for `running_too_long`.
+#[scheduled(cron = "0 0 3 1 1 *")]
+#[scheduler_lock(name = "alert_slow", lock_at_most_for = "30s")]
+async fn alert_slow() -> Result<(), BoxError> {
+    run_body(Duration::from_secs(6), OnCancel::Stop, false).await
 }
 
 // ---- Job bodies. ----
@@ -245,13 +271,15 @@ struct Args {
     acquire_ahead: Option<Duration>,
     hog: bool,
     die_after_parent: Option<String>,
+    fail_while: Option<std::path::PathBuf>,
 }
 
 const USAGE: &str = "usage: fault-service --backend postgres|mysql|sqlite|redis --lock-url URL_OR_PATH \
      --lock-table T --runs-table R --instance ID [--runs-url URL_OR_PATH] [--jobs a,b,..] \
      [--pulse] [--chaos-jobs] [--load-jobs N] [--shutdown-timeout-ms MS] \
      [--operation-timeout-ms MS] [--schema create|check] [--max-concurrent-runs N] \
-     [--heartbeat-ms MS] [--acquire-ahead-ms MS] [--hog] [--die-after-parent JOB]";
+     [--heartbeat-ms MS] [--acquire-ahead-ms MS] [--hog] [--die-after-parent JOB] \
+     [--fail-while PATH]";
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let (mut kind, mut lock_url, mut runs_url) = (None, None, None);
@@ -262,7 +290,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut operation_timeout = None;
     let mut schema = SchemaAction::Create;
     let (mut max_concurrent_runs, mut heartbeat, mut acquire_ahead) = (None, None, None);
-    let (mut hog, mut die_after_parent) = (false, None);
+    let (mut hog, mut die_after_parent, mut fail_while) = (false, None, None);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
@@ -327,6 +355,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--hog" => hog = true,
             "--die-after-parent" => die_after_parent = Some(value()?),
+            "--fail-while" => fail_while = Some(value()?.into()),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -352,6 +381,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         acquire_ahead,
         hog,
         die_after_parent,
+        fail_while,
     })
 }
 
@@ -603,6 +633,9 @@ async fn main() -> ExitCode {
     if let Some(parent) = &args.die_after_parent {
         let _ = DIE_AFTER_PARENT.set(parent.clone());
     }
+    if let Some(path) = &args.fail_while {
+        let _ = FAIL_WHILE.set(path.clone());
+    }
     let provider = match args
         .backend
         .lock_provider(&args.lock_table, args.schema)
@@ -632,7 +665,8 @@ async fn main() -> ExitCode {
         .lock_provider(provider)
         .instance_id(args.instance.as_str())
         .shutdown_timeout(args.shutdown_timeout)
-        .jobs(jobs);
+        .jobs(jobs)
+        .overrides_from_env();
     if let Some(timeout) = args.operation_timeout {
         builder = builder.operation_timeout(timeout);
     }

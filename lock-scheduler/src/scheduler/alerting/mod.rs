@@ -40,9 +40,11 @@ pub use rules::AlertRules;
 /// scheduler has a notifier.
 pub const ALERT_RULES_JOB: &str = "lock_core_alert_rules";
 
-/// The least lease of the evaluation: a dead evaluator's slot passes to another instance
-/// after it (or after three evaluation intervals, if longer).
-const LEAST_EVALUATION_LEASE: Duration = Duration::from_secs(60);
+/// The least lease of the evaluation: an evaluator killed mid-evaluation holds the rules up
+/// for at most this (or three evaluation intervals, if longer). Short, because an evaluation
+/// that outlives it (a notifier retrying a receiver that is down) overlapping the next one
+/// is harmless: the store's open and resolve decide who sends each notice.
+const LEAST_EVALUATION_LEASE: Duration = Duration::from_secs(15);
 
 /// What `.notifier(..)` and `.alert_rules(..)` set.
 #[derive(Default)]
