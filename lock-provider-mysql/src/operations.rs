@@ -10,9 +10,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use lock_cluster::{
-    Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
-    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunLog, RunRecord, RunStart,
-    RunState,
+    Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat, Incident,
+    InstanceInfo, JobRegistration, MAX_DETAIL_LEN, OperatorStore, RegistryRow, RunEnd, RunLog,
+    RunRecord, RunStart, RunState,
 };
 use lock_core::{FireSlot, LockError, Params};
 use lock_sql::operations_sql::stored_params;
@@ -121,6 +121,14 @@ fn action_row(row: &Row) -> Result<ActionRecord, String> {
         get(row, 4)?,
         get(row, 5)?,
     ))
+}
+
+fn incident_row(row: &Row) -> Result<Incident, String> {
+    Ok(Incident {
+        key: get(row, 0)?,
+        summary: get(row, 1)?,
+        opened_at: utc(get(row, 2)?),
+    })
 }
 
 fn registry_row(row: &Row) -> Result<RegistryRow, String> {
@@ -416,6 +424,50 @@ impl ClusterStore for MySqlOperations {
             )
             .await?;
         Ok(n)
+    }
+
+    async fn open_incidents(&self) -> Result<Vec<Incident>, LockError> {
+        let rows = self
+            .rows("incidents", "", &self.sql.open_incidents, vec![])
+            .await?;
+        self.decode("incidents", rows.iter().map(incident_row).collect())
+    }
+
+    async fn open_incident(&self, key: &str, summary: &str) -> Result<bool, LockError> {
+        let summary = lock_cluster::truncate(summary, MAX_DETAIL_LEN);
+        let (inserted, _) = self
+            .change(
+                "incidents",
+                key,
+                &self.sql.open_incident,
+                vec![key.into(), summary.into()],
+            )
+            .await?;
+        if inserted == 1 {
+            return Ok(true);
+        }
+        // The row exists: open (nothing changes) or resolved (this call reopens it).
+        let (n, _) = self
+            .change(
+                "incidents",
+                key,
+                &self.sql.reopen_incident,
+                vec![summary.into(), key.into()],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn resolve_incident(&self, key: &str) -> Result<bool, LockError> {
+        let (n, _) = self
+            .change(
+                "incidents",
+                key,
+                &self.sql.resolve_incident,
+                vec![key.into()],
+            )
+            .await?;
+        Ok(n == 1)
     }
 
     async fn delete_expired(

@@ -112,6 +112,58 @@ async fn ensure_schema_adds_the_attempt_columns_to_an_existing_history_table() {
     let _ = provider.pool().clone().disconnect().await;
 }
 
+/// A deployment whose operations tables predate the incidents: the scheduler's check still
+/// passes, reading the incidents reports the missing table with its DDL, and `ensure_schema`
+/// creates it beside the others, its key compared byte for byte.
+#[tokio::test]
+async fn ensure_schema_adds_the_incidents_to_older_operations_tables() {
+    use lock_cluster::ClusterProvider;
+    use lock_core::LockError;
+    use lock_provider_mysql::mysql_async::prelude::Queryable;
+    let table = common::unique_table("lockmy_incidents");
+    let _drop = common::drop_table(&table);
+    let provider = match MySqlLockProvider::connect(&common::url()).await {
+        Ok(provider) => provider.with_table(&table).expect("table name"),
+        Err(e) => return common::unreachable(&e).unwrap_or(()),
+    };
+    provider.ensure_schema().await.expect("ensure_schema");
+    let mut admin = common::admin().await.expect("admin connection");
+    admin
+        .query_drop(format!("DROP TABLE {table}_incidents"))
+        .await
+        .expect("drop the incidents");
+    let store = provider.cluster().expect("mysql keeps them");
+    store
+        .check()
+        .await
+        .expect("the scheduler's tables are all there");
+    match store.open_incidents().await {
+        Err(LockError::TableMissing { ddl, .. }) => assert!(
+            ddl.contains(&format!("CREATE TABLE IF NOT EXISTS `{table}_incidents`")),
+            "{ddl}"
+        ),
+        other => panic!("expected TableMissing, got {other:?}"),
+    }
+    provider.ensure_schema().await.expect("ensure_schema again");
+    let collation: Vec<String> = admin
+        .query(format!(
+            "SELECT collation_name FROM information_schema.columns WHERE table_schema = \
+             DATABASE() AND table_name = '{table}_incidents' AND column_name = 'incident_key'"
+        ))
+        .await
+        .expect("the key's collation");
+    assert_eq!(collation, ["utf8mb4_bin"]);
+    assert!(
+        store
+            .open_incident("failed_in_a_row/report", "report failed 3 times")
+            .await
+            .expect("open")
+    );
+    assert_eq!(store.open_incidents().await.expect("read").len(), 1);
+    drop(admin);
+    let _ = provider.pool().clone().disconnect().await;
+}
+
 /// Instances starting at once each run `ensure_schema()` on fresh tables: every one succeeds
 /// (the added columns' catalog checks race no `ALTER`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

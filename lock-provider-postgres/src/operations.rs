@@ -11,8 +11,9 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 use deadpool_postgres::Pool;
 use futures_util::TryStreamExt;
 use lock_cluster::{
-    ActionRecord, ClusterStore, ControlRequest, Expired, Heartbeat, InstanceInfo, JobRegistration,
-    OperatorStore, RegistryRow, RunEnd, RunLog, RunRecord, RunStart, RunState,
+    ActionRecord, ClusterStore, ControlRequest, Expired, Heartbeat, Incident, InstanceInfo,
+    JobRegistration, MAX_DETAIL_LEN, OperatorStore, RegistryRow, RunEnd, RunLog, RunRecord,
+    RunStart, RunState,
 };
 use lock_core::{BoxError, FireSlot, LockError, Params};
 use lock_sql::operations_sql::stored_params;
@@ -73,7 +74,7 @@ impl PgOperations {
     pub(crate) async fn ensure(&self) -> Result<(), LockError> {
         // Present already (the usual start-up): no DDL at all, so no lock is taken on the
         // history table (`CREATE INDEX IF NOT EXISTS` locks its table before looking). All
-        // four tables: a deployment from before the action log gets it here.
+        // five tables: a deployment from before the action log or the incidents gets them here.
         let mut present = true;
         for probe in &self.sql.probe {
             if self.query("schema", "", probe, &[]).await.is_err() {
@@ -232,6 +233,14 @@ fn action_row(row: &Row) -> Result<ActionRecord, BoxError> {
         row.try_get(4)?,
         row.try_get(5)?,
     ))
+}
+
+fn incident_row(row: &Row) -> Result<Incident, BoxError> {
+    Ok(Incident {
+        key: row.try_get(0)?,
+        summary: row.try_get(1)?,
+        opened_at: utc(row.try_get(2)?),
+    })
 }
 
 fn registry_row(row: &Row) -> Result<RegistryRow, BoxError> {
@@ -511,6 +520,50 @@ impl ClusterStore for PgOperations {
             &[(&child, Type::TEXT), (&through, Type::TIMESTAMP)],
         )
         .await
+    }
+
+    async fn open_incidents(&self) -> Result<Vec<Incident>, LockError> {
+        let rows = self
+            .query("incidents", "", &self.sql.open_incidents, &[])
+            .await?;
+        self.decode("incidents", || rows.iter().map(incident_row).collect())
+    }
+
+    async fn open_incident(&self, key: &str, summary: &str) -> Result<bool, LockError> {
+        let summary = lock_cluster::truncate(summary, MAX_DETAIL_LEN);
+        let inserted = self
+            .execute(
+                "incidents",
+                key,
+                &self.sql.open_incident,
+                &[(&key, Type::TEXT), (&summary, Type::TEXT)],
+            )
+            .await?;
+        if inserted == 1 {
+            return Ok(true);
+        }
+        // The row exists: open (nothing changes) or resolved (this call reopens it).
+        let n = self
+            .execute(
+                "incidents",
+                key,
+                &self.sql.reopen_incident,
+                &[(&summary, Type::TEXT), (&key, Type::TEXT)],
+            )
+            .await?;
+        Ok(n == 1)
+    }
+
+    async fn resolve_incident(&self, key: &str) -> Result<bool, LockError> {
+        let n = self
+            .execute(
+                "incidents",
+                key,
+                &self.sql.resolve_incident,
+                &[(&key, Type::TEXT)],
+            )
+            .await?;
+        Ok(n == 1)
     }
 
     async fn delete_expired(

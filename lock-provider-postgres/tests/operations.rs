@@ -46,7 +46,10 @@ async fn a_shedlock_table_alone_reports_the_missing_operations_tables() {
         }) => {
             assert_eq!(
                 missing,
-                format!("{table}_instances, {table}_runs, {table}_control, {table}_actions")
+                format!(
+                    "{table}_instances, {table}_runs, {table}_control, {table}_actions, \
+                     {table}_incidents"
+                )
             );
             assert!(ddl.contains(&format!("CREATE TABLE IF NOT EXISTS \"{table}_runs\"")));
         }
@@ -83,7 +86,7 @@ async fn ensure_schema_adds_the_action_log_to_older_operations_tables() {
             ddl,
             ..
         }) => {
-            assert!(missing.ends_with(&format!("{table}_actions")), "{missing}");
+            assert!(missing.contains(&format!("{table}_actions")), "{missing}");
             assert!(ddl.contains(&format!("CREATE TABLE IF NOT EXISTS \"{table}_actions\"")));
         }
         other => panic!("expected TableMissing, got {other:?}"),
@@ -91,6 +94,44 @@ async fn ensure_schema_adds_the_action_log_to_older_operations_tables() {
     provider.ensure_schema().await.expect("ensure_schema again");
     store.record_action(&record).await.expect("record");
     assert_eq!(store.actions("report", 5).await.expect("read").len(), 1);
+}
+
+/// A deployment whose operations tables predate the incidents: the scheduler's check still
+/// passes, reading the incidents reports the missing table with its DDL, and `ensure_schema`
+/// (its probe sees the table missing) creates it beside the others.
+#[tokio::test]
+async fn ensure_schema_adds_the_incidents_to_older_operations_tables() {
+    let table = common::unique_table("ops_incidents");
+    let _drop = common::drop_table(&table);
+    let Some(provider) = common::provider(&table).await else {
+        return;
+    };
+    let pool = common::pool().await.expect("pool");
+    let client = pool.get().await.expect("connection");
+    client
+        .batch_execute(&format!("DROP TABLE {table}_incidents"))
+        .await
+        .expect("drop the incidents");
+    let store = lock_cluster::ClusterProvider::cluster(&provider).expect("postgres keeps them");
+    store
+        .check()
+        .await
+        .expect("the scheduler's tables are all there");
+    match store.open_incidents().await {
+        Err(LockError::TableMissing { ddl, .. }) => assert!(
+            ddl.contains(&format!("CREATE TABLE IF NOT EXISTS \"{table}_incidents\"")),
+            "{ddl}"
+        ),
+        other => panic!("expected TableMissing, got {other:?}"),
+    }
+    provider.ensure_schema().await.expect("ensure_schema again");
+    assert!(
+        store
+            .open_incident("failed_in_a_row/report", "report failed 3 times")
+            .await
+            .expect("open")
+    );
+    assert_eq!(store.open_incidents().await.expect("read").len(), 1);
 }
 
 /// A history table from before `attempt`, `cancel_requested` and `params`, a control table

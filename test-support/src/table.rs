@@ -125,7 +125,7 @@ pub fn postgres_cleanup(statement: impl Into<String>) -> Cleanup {
 
 /// Drops `table` (`DROP TABLE IF EXISTS`, the name as written: it may carry a schema) and the
 /// operations tables `ensure_schema()` creates next to it (`<table>_instances`, `_runs`,
-/// `_control`, `_actions`) on the PostgreSQL test database when dropped.
+/// `_control`, `_actions`, `_incidents`) on the PostgreSQL test database when dropped.
 ///
 /// ```no_run
 /// let table = test_support::table::unique_table("lockpg_test");
@@ -135,13 +135,13 @@ pub fn postgres_cleanup(statement: impl Into<String>) -> Cleanup {
 pub fn drop_postgres_table(table: &str) -> Cleanup {
     postgres_cleanup(format!(
         "DROP TABLE IF EXISTS {table}, {table}_instances, {table}_runs, {table}_control, \
-         {table}_actions"
+         {table}_actions, {table}_incidents"
     ))
 }
 
 /// Drops `table` (quoted with backticks) and the operations tables `ensure_schema()` creates
-/// next to it (`<table>_instances`, `_runs`, `_control`, `_actions`) on the MySQL/MariaDB test database
-/// ([`crate::db::mysql_url`]) when dropped.
+/// next to it (`<table>_instances`, `_runs`, `_control`, `_actions`, `_incidents`) on the
+/// MySQL/MariaDB test database ([`crate::db::mysql_url`]) when dropped.
 ///
 /// ```no_run
 /// let table = test_support::table::unique_table("custom");
@@ -152,7 +152,7 @@ pub fn drop_mysql_table(table: &str) -> Cleanup {
     use mysql_async::prelude::Queryable;
     let statement = format!(
         "DROP TABLE IF EXISTS `{table}`, `{table}_instances`, `{table}_runs`, `{table}_control`, \
-         `{table}_actions`"
+         `{table}_actions`, `{table}_incidents`"
     );
     Cleanup::new(move || async move {
         if let Ok(opts) = mysql_async::Opts::from_url(&crate::db::mysql_url())

@@ -81,6 +81,107 @@ fn the_action_log_is_created_with_its_job_index_and_probed() {
 }
 
 #[test]
+fn the_incidents_are_created_probed_and_changed_by_one_caller() {
+    let table = LockTableConfig::default()
+        .with_table("ops.shedlock")
+        .resolve(IdentifierStyle::POSTGRES)
+        .unwrap();
+    let sql = OperationsSql::new(SqlDialect::Postgres, &table).unwrap();
+    assert_eq!(sql.tables.incidents, "ops.shedlock_incidents");
+    assert_eq!(sql.bare[4], "shedlock_incidents");
+    assert!(
+        sql.create.contains(
+            &r#"CREATE TABLE IF NOT EXISTS "ops"."shedlock_incidents" (
+  incident_key VARCHAR(255) NOT NULL PRIMARY KEY,
+  summary VARCHAR(1000) NOT NULL,
+  opened_at TIMESTAMP(3) NOT NULL,
+  resolved_at TIMESTAMP(3) NULL
+)"#
+            .to_owned()
+        )
+    );
+    assert!(sql.probe.iter().any(|p| p.contains("shedlock_incidents")));
+    // Alert rules alone need it: the scheduler's check passes on tables from before it.
+    assert!(!sql.check.iter().any(|p| p.contains("shedlock_incidents")));
+    assert_eq!(
+        sql.open_incidents,
+        format!(
+            r#"SELECT {INCIDENT_COLUMNS} FROM "ops"."shedlock_incidents" WHERE resolved_at IS NULL ORDER BY opened_at, incident_key"#
+        )
+    );
+    assert!(
+        sql.open_incident.starts_with(
+            r#"INSERT INTO "ops"."shedlock_incidents" (incident_key, summary, opened_at) VALUES ($1, $2, "#
+        ) && sql
+            .open_incident
+            .ends_with(") ON CONFLICT (incident_key) DO NOTHING"),
+        "{}",
+        sql.open_incident
+    );
+    // Only a resolved row reopens and only an open one resolves: of racing callers one
+    // changes the row.
+    assert!(
+        sql.reopen_incident
+            .ends_with("WHERE incident_key = $2 AND resolved_at IS NOT NULL"),
+        "{}",
+        sql.reopen_incident
+    );
+    assert!(
+        sql.resolve_incident
+            .ends_with("WHERE incident_key = $1 AND resolved_at IS NULL"),
+        "{}",
+        sql.resolve_incident
+    );
+    assert!(
+        sql.delete_expired(Expired::Incidents)
+            .contains("WHERE resolved_at < $1 LIMIT $2"),
+        "{}",
+        sql.delete_expired(Expired::Incidents)
+    );
+
+    let mysql = OperationsSql::new(
+        SqlDialect::MySql,
+        &LockTableConfig::default()
+            .resolve(IdentifierStyle::MYSQL)
+            .unwrap(),
+    )
+    .unwrap();
+    let ddl = mysql
+        .create
+        .iter()
+        .find(|s| s.starts_with("CREATE TABLE IF NOT EXISTS `shedlock_incidents`"))
+        .unwrap();
+    // Keys compare byte for byte, whatever the table's default collation.
+    assert!(
+        ddl.contains(
+            "incident_key VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL PRIMARY KEY"
+        ),
+        "{ddl}"
+    );
+    // Within the DDL's named lock, as the other tables.
+    let at = mysql.create.iter().position(|s| s == ddl).unwrap();
+    assert!(mysql.create[0].starts_with("DO GET_LOCK("));
+    assert!(at > 0 && at < mysql.create.len() - 1);
+    assert!(
+        mysql
+            .open_incident
+            .starts_with("INSERT IGNORE INTO `shedlock_incidents`"),
+        "{}",
+        mysql.open_incident
+    );
+    assert_eq!(mysql.open_incident.matches('?').count(), 2);
+    assert_eq!(
+        mysql.reopen_incident,
+        "UPDATE `shedlock_incidents` SET summary = ?, opened_at = UTC_TIMESTAMP(3), \
+         resolved_at = NULL WHERE incident_key = ? AND resolved_at IS NOT NULL"
+    );
+    assert_eq!(
+        mysql.delete_expired(Expired::Incidents),
+        "DELETE FROM `shedlock_incidents` WHERE resolved_at < ? LIMIT ?"
+    );
+}
+
+#[test]
 fn existing_tables_get_the_last_success_and_one_pause_row_indexes() {
     let table = LockTableConfig::default()
         .with_table("ops.shedlock")
