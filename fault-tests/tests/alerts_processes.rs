@@ -47,8 +47,9 @@ fn webhook_notices(requests: &[Recorded]) -> Vec<Notice> {
     requests
         .iter()
         .map(|r| {
-            serde_json::from_slice(&r.body)
-                .unwrap_or_else(|e| panic!("a webhook body that is no notice ({e}): {}", r.body_text()))
+            serde_json::from_slice(&r.body).unwrap_or_else(|e| {
+                panic!("a webhook body that is no notice ({e}): {}", r.body_text())
+            })
         })
         .collect()
 }
@@ -169,14 +170,20 @@ async fn each_incident_told_once(provider: Provider) {
         (gone.as_str(), vec![Firing]),
         (slow.as_str(), vec![Firing, Resolved]),
     ]);
-    assert_eq!(by_key, expected, "each incident told once on the webhook: {notices:#?}");
+    assert_eq!(
+        by_key, expected,
+        "each incident told once on the webhook: {notices:#?}"
+    );
     let firing = notices
         .iter()
         .find(|n| n.incident_key == failing && n.state == Firing)
         .expect("the firing notice");
     assert_eq!(firing.job.as_deref(), Some("alert_flaky"));
     assert_eq!(firing.details["last_error"], "the flag file says fail");
-    let gone_notice = notices.iter().find(|n| n.incident_key == gone).expect("gone");
+    let gone_notice = notices
+        .iter()
+        .find(|n| n.incident_key == gone)
+        .expect("gone");
     assert_eq!(gone_notice.instance.as_deref(), Some(killed.as_str()));
 
     // The same incidents by mail, one mail per notice.
@@ -190,15 +197,28 @@ async fn each_incident_told_once(provider: Provider) {
         format!("[scheduled-locks] FIRING instance_gone: {killed}"),
     ];
     expected_subjects.sort();
-    assert_eq!(subjects, expected_subjects, "each incident told once by mail");
+    assert_eq!(
+        subjects, expected_subjects,
+        "each incident told once by mail"
+    );
 
     // The receiver can tell a signed body from a changed one.
     let tolerance = Duration::from_secs(300);
     for request in receiver.requests() {
-        let timestamp = request.header(TIMESTAMP_HEADER).expect("a timestamp header");
-        let signature = request.header(SIGNATURE_HEADER).expect("a signature header");
+        let timestamp = request
+            .header(TIMESTAMP_HEADER)
+            .expect("a timestamp header");
+        let signature = request
+            .header(SIGNATURE_HEADER)
+            .expect("a signature header");
         assert_eq!(
-            verify_signature(SECRET.as_bytes(), timestamp, signature, &request.body, tolerance),
+            verify_signature(
+                SECRET.as_bytes(),
+                timestamp,
+                signature,
+                &request.body,
+                tolerance
+            ),
             Ok(()),
             "{}",
             request.body_text()
@@ -210,8 +230,14 @@ async fn each_incident_told_once(provider: Provider) {
             "a changed body must not verify"
         );
         assert!(
-            verify_signature(b"another secret", timestamp, signature, &request.body, tolerance)
-                .is_err()
+            verify_signature(
+                b"another secret",
+                timestamp,
+                signature,
+                &request.body,
+                tolerance
+            )
+            .is_err()
         );
     }
     drop(instances);

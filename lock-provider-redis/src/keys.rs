@@ -86,6 +86,12 @@ pub(crate) struct OpsKeys {
     /// Sorted set: each job with an action log, scored by the time (ms) of its oldest row,
     /// for housekeeping.
     pub(crate) actions_jobs: String,
+    /// Hash: incident key to the incident as JSON (summary, opened, resolved), open or
+    /// resolved (the alert rules').
+    pub(crate) incidents: String,
+    /// Sorted set: the resolved incidents' keys scored by their resolution (ms), for
+    /// housekeeping.
+    pub(crate) incidents_resolved: String,
 }
 
 impl OpsKeys {
@@ -109,12 +115,14 @@ impl OpsKeys {
             control_after: key("control:after"),
             control_after_requested: key("control:after:requested"),
             actions_jobs: key("actions:jobs"),
+            incidents: key("incidents"),
+            incidents_resolved: key("incidents:resolved"),
             base,
         }
     }
 
     /// Every key with the Redis type it must have, for `check`.
-    pub(crate) fn typed(&self) -> [(&str, &'static str); 16] {
+    pub(crate) fn typed(&self) -> [(&str, &'static str); 18] {
         [
             (&self.ids, "hash"),
             (&self.instances, "hash"),
@@ -132,6 +140,8 @@ impl OpsKeys {
             (&self.control_after, "zset"),
             (&self.control_after_requested, "zset"),
             (&self.actions_jobs, "zset"),
+            (&self.incidents, "hash"),
+            (&self.incidents_resolved, "zset"),
         ]
     }
 

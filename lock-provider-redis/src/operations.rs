@@ -36,6 +36,7 @@ use crate::RedisLockProvider;
 use crate::scripts::{ReplyError, int, opt_time, text, time};
 
 mod actions;
+mod incidents;
 pub(crate) mod scripts;
 
 pub use actions::ACTIONS_PER_JOB;
@@ -402,6 +403,18 @@ impl ClusterStore for RedisLockProvider {
         Ok(())
     }
 
+    async fn open_incidents(&self) -> Result<Vec<lock_cluster::Incident>, LockError> {
+        self.read_incidents().await
+    }
+
+    async fn open_incident(&self, key: &str, summary: &str) -> Result<bool, LockError> {
+        self.open_one_incident(key, summary).await
+    }
+
+    async fn resolve_incident(&self, key: &str) -> Result<bool, LockError> {
+        self.resolve_one_incident(key).await
+    }
+
     async fn delete_expired(
         &self,
         what: Expired,
@@ -455,6 +468,7 @@ impl ClusterStore for RedisLockProvider {
                 .await?
             }
             Expired::Actions => self.delete_actions(args[0].clone(), limit).await?,
+            Expired::Incidents => self.delete_incidents(args[0].clone(), limit).await?,
         };
         Ok(u64::try_from(deleted).unwrap_or(0))
     }

@@ -103,6 +103,16 @@ async fn the_operations_keys_share_one_hash_tag_outside_the_lock_listing() {
     ops.request_after("report", FireSlot::new(now).instant(), "import")
         .await
         .expect("after request");
+    assert!(
+        ops.open_incident("missed_slot/report", "late")
+            .await
+            .expect("open")
+    );
+    assert!(
+        ops.resolve_incident("missed_slot/report")
+            .await
+            .expect("resolve")
+    );
     let name = testkit::unique_name("layout");
     let request = testkit::request(&name, "test:1:a", std::time::Duration::from_secs(30), None);
     match provider.acquire(&request).await.expect("acquire") {
@@ -112,9 +122,9 @@ async fn the_operations_keys_share_one_hash_tag_outside_the_lock_listing() {
 
     let mut conn = own_connection(&common::url()).await;
     let ops_keys = common::scan(&mut conn, &format!("{{{prefix}:ops}}:*")).await;
-    // Every kind of row was written, so every key of the layout exists: the fifteen fixed
-    // ones and the job's action list.
-    assert_eq!(ops_keys.len(), 16, "{ops_keys:?}");
+    // Every kind of row was written, so every key of the layout exists: the seventeen fixed
+    // ones (all but `runs:logs`, no run kept lines) and the job's action list.
+    assert_eq!(ops_keys.len(), 18, "{ops_keys:?}");
     assert!(
         ops_keys.contains(&format!("{{{prefix}:ops}}:actions:job:6:report")),
         "{ops_keys:?}"

@@ -282,10 +282,17 @@ impl Drop for Fixture {
 /// The lock table and the operations tables its `ensure_schema()` creates next to it
 /// (registry, history, control, action log), which the schedulers write.
 fn with_operations_tables(lock_table: &str) -> Vec<String> {
-    ["", "_instances", "_runs", "_control", "_actions", "_incidents"]
-        .iter()
-        .map(|suffix| format!("{lock_table}{suffix}"))
-        .collect()
+    [
+        "",
+        "_instances",
+        "_runs",
+        "_control",
+        "_actions",
+        "_incidents",
+    ]
+    .iter()
+    .map(|suffix| format!("{lock_table}{suffix}"))
+    .collect()
 }
 
 /// Deletes the lock keys under `prefix` (a Redis fixture's "lock table") and the operations

@@ -15,7 +15,8 @@
 //! - a registry row: `{instance_id, job, lock_name, trigger, zone, next_fire,
 //!   following_fire, host, pid, version, started_at, clock_offset_ms, heartbeat_ms,
 //!   heartbeat_at}` (job `""` for the instance's own row);
-//! - an action: `{id, at, job, action, requested_by, detail}`.
+//! - an action: `{id, at, job, action, requested_by, detail}`;
+//! - an incident: `{key, summary, opened_at}` (open ones only).
 //!
 //! Parameters are stored as [`Params::encode`](lock_core::Params::encode)'s text, in field
 //! `params`, only when there are some.
@@ -507,6 +508,64 @@ return gone
 "#
 );
 
+/// Opens an incident. KEYS: incidents, incidents:resolved. ARGV: key, summary. Writes the
+/// incident, open since now, unless it is open already; returns 1 when it did, else 0 (and
+/// writes nothing).
+pub(crate) const OPEN_INCIDENT: &str = lua!(
+    r#"
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if raw and not cjson.decode(raw).resolved then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode({summary = ARGV[2], opened = ms(now)}))
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1
+"#
+);
+
+/// Resolves an open incident. KEYS: incidents, incidents:resolved. ARGV: key. Returns 1
+/// when it did, else 0 (and writes nothing).
+pub(crate) const RESOLVE_INCIDENT: &str = lua!(
+    r#"
+local raw = redis.call('HGET', KEYS[1], ARGV[1])
+if not raw then return 0 end
+local row = cjson.decode(raw)
+if row.resolved then return 0 end
+row.resolved = ms(now)
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(row))
+redis.call('ZADD', KEYS[2], now, ARGV[1])
+return 1
+"#
+);
+
+/// The open incidents, in no order. KEYS: incidents. Nothing written. The alert rules' keys
+/// are few (one per failing job or gone instance), so one `HGETALL` reads them.
+pub(crate) const READ_INCIDENTS: &str = lua!(
+    r#"
+local out = {}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local row = cjson.decode(all[i + 1])
+  if not row.resolved then out[#out + 1] = {all[i], row.summary, row.opened} end
+end
+return out
+"#
+);
+
+/// Housekeeping of the incidents. KEYS: incidents, incidents:resolved. ARGV: before (ms,
+/// exclusive), limit. Deletes at most `limit` incidents resolved before the cut-off, oldest
+/// first; returns how many.
+pub(crate) const DELETE_INCIDENTS: &str = lua!(
+    r#"
+local limit = tonumber(ARGV[2])
+if limit < 1 then return 0 end
+local keys = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1], 'LIMIT', 0, limit)
+for _, key in ipairs(keys) do
+  redis.call('HDEL', KEYS[1], key)
+  redis.call('ZREM', KEYS[2], key)
+end
+return #keys
+"#
+);
+
 /// Every operations script, built once per provider (each keeps its SHA1).
 #[derive(Clone, Debug)]
 pub(crate) struct OpsScripts {
@@ -533,10 +592,14 @@ pub(crate) struct OpsScripts {
     pub(crate) record_action: Script,
     pub(crate) read_actions: Script,
     pub(crate) delete_actions: Script,
+    pub(crate) open_incident: Script,
+    pub(crate) resolve_incident: Script,
+    pub(crate) read_incidents: Script,
+    pub(crate) delete_incidents: Script,
 }
 
 /// Every operations script's source, in the order of [`OpsScripts`].
-pub(crate) const ALL: [&str; 23] = [
+pub(crate) const ALL: [&str; 27] = [
     HEARTBEAT,
     CLAIM_TRIGGER,
     UNCLAIM_TRIGGER,
@@ -560,6 +623,10 @@ pub(crate) const ALL: [&str; 23] = [
     RECORD_ACTION,
     READ_ACTIONS,
     DELETE_ACTIONS,
+    OPEN_INCIDENT,
+    RESOLVE_INCIDENT,
+    READ_INCIDENTS,
+    DELETE_INCIDENTS,
 ];
 
 impl OpsScripts {
@@ -588,6 +655,10 @@ impl OpsScripts {
             record_action: Script::new(RECORD_ACTION),
             read_actions: Script::new(READ_ACTIONS),
             delete_actions: Script::new(DELETE_ACTIONS),
+            open_incident: Script::new(OPEN_INCIDENT),
+            resolve_incident: Script::new(RESOLVE_INCIDENT),
+            read_incidents: Script::new(READ_INCIDENTS),
+            delete_incidents: Script::new(DELETE_INCIDENTS),
         }
     }
 }
