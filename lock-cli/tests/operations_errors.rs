@@ -34,7 +34,7 @@ fn missing_operations_tables_are_named_with_their_ddl() {
         assert!(
             err.contains(
                 "the operations tables shedlock_instances, shedlock_runs, shedlock_control, \
-                 shedlock_actions do not exist"
+                 shedlock_actions, shedlock_incidents do not exist"
             ),
             "{err}"
         );

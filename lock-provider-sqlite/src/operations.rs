@@ -1,5 +1,6 @@
-//! The operations tables (job registry, run history, control) in the SQLite file: the kit's
-//! statements ([`lock_sql::operations_sql`]) on the provider's one connection.
+//! The operations tables (job registry, run history, control, action log, incidents) in the
+//! SQLite file: the kit's statements ([`lock_sql::operations_sql`]) on the provider's one
+//! connection.
 //!
 //! Times are SQLite's own clock as the lock table stores them (`YYYY-MM-DD HH:MM:SS.SSS`,
 //! UTC). The heartbeat's upsert and its read of the control table run in one immediate
@@ -10,9 +11,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
 use lock_cluster::{
-    Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
-    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunLog, RunRecord, RunStart,
-    RunState,
+    Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat, Incident,
+    InstanceInfo, JobRegistration, MAX_DETAIL_LEN, OperatorStore, RegistryRow, RunEnd, RunLog,
+    RunRecord, RunStart, RunState, truncate,
 };
 use lock_core::{FireSlot, LockError, Params};
 use lock_sql::operations_sql::stored_params;
@@ -86,6 +87,14 @@ fn action_row(row: &Row<'_>) -> rusqlite::Result<ActionRecord> {
         row.get(4)?,
         row.get(5)?,
     ))
+}
+
+fn incident_row(row: &Row<'_>) -> rusqlite::Result<Incident> {
+    Ok(Incident {
+        key: row.get(0)?,
+        summary: row.get(1)?,
+        opened_at: time(row, 2)?,
+    })
 }
 
 fn control_row(sql: &OperationsSql, row: &Row<'_>) -> rusqlite::Result<ControlRequest> {
@@ -480,6 +489,37 @@ impl ClusterStore for SqliteOperations {
     async fn delete_after(&self, child: &str, through: DateTime<Utc>) -> Result<u64, LockError> {
         let params = vec![Value::Text(child.to_owned()), slot(through)];
         self.change("after", &self.sql.delete_after, params).await
+    }
+
+    async fn open_incidents(&self) -> Result<Vec<Incident>, LockError> {
+        self.rows("incidents", &self.sql.open_incidents, vec![], incident_row)
+            .await
+    }
+
+    async fn open_incident(&self, key: &str, summary: &str) -> Result<bool, LockError> {
+        let summary = truncate(summary, MAX_DETAIL_LEN);
+        let params = vec![Value::Text(key.to_owned()), Value::Text(summary.to_owned())];
+        if self
+            .change("incidents", &self.sql.open_incident, params)
+            .await?
+            == 1
+        {
+            return Ok(true);
+        }
+        // A row of that key exists: reopened if it is resolved, left alone while it is open.
+        let params = vec![Value::Text(summary.to_owned()), Value::Text(key.to_owned())];
+        Ok(self
+            .change("incidents", &self.sql.reopen_incident, params)
+            .await?
+            == 1)
+    }
+
+    async fn resolve_incident(&self, key: &str) -> Result<bool, LockError> {
+        let params = vec![Value::Text(key.to_owned())];
+        Ok(self
+            .change("incidents", &self.sql.resolve_incident, params)
+            .await?
+            == 1)
     }
 
     async fn delete_expired(

@@ -1,5 +1,6 @@
-//! The operations tables (registry, history, control) in a SQLite file: the store's contract
-//! (`lock_cluster::testkit::operations_store`), and a ShedLock table alone, without them.
+//! The operations tables (registry, history, control, action log, incidents) in a SQLite file:
+//! the store's contract (`lock_cluster::testkit::operations_store`), a ShedLock table alone,
+//! without them, and tables from before the incidents.
 
 mod common;
 
@@ -32,10 +33,44 @@ async fn a_shedlock_table_alone_reports_the_missing_operations_tables() {
         Err(LockError::TableMissing { table, ddl, .. }) => {
             assert_eq!(
                 table,
-                "shedlock_instances, shedlock_runs, shedlock_control, shedlock_actions"
+                "shedlock_instances, shedlock_runs, shedlock_control, shedlock_actions, \
+                 shedlock_incidents"
             );
             assert!(ddl.contains("CREATE TABLE IF NOT EXISTS \"shedlock_runs\""));
         }
         other => panic!("expected TableMissing, got {other:?}"),
     }
+}
+
+/// A file whose operations tables predate the incidents: the scheduler's check still passes,
+/// reading the incidents reports the missing table with its DDL, and `ensure_schema` creates
+/// it beside the others.
+#[tokio::test]
+async fn ensure_schema_adds_the_incidents_to_older_operations_tables() {
+    let (dir, provider) = common::fresh_provider().await;
+    let connection = rusqlite::Connection::open(dir.path().join("locks.db")).expect("open");
+    connection
+        .execute_batch("DROP TABLE shedlock_incidents")
+        .expect("drop the incidents");
+    drop(connection);
+    let store = provider.cluster().expect("sqlite keeps them");
+    store
+        .check()
+        .await
+        .expect("the scheduler's tables are all there");
+    match store.open_incidents().await {
+        Err(LockError::TableMissing { ddl, .. }) => assert!(
+            ddl.contains("CREATE TABLE IF NOT EXISTS \"shedlock_incidents\""),
+            "{ddl}"
+        ),
+        other => panic!("expected TableMissing, got {other:?}"),
+    }
+    provider.ensure_schema().await.expect("ensure_schema again");
+    assert!(
+        store
+            .open_incident("failed_in_a_row/report", "report failed 3 times")
+            .await
+            .expect("open")
+    );
+    assert_eq!(store.open_incidents().await.expect("read").len(), 1);
 }

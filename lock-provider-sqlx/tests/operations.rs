@@ -1,8 +1,10 @@
-//! The operations tables (registry, history, control) through sqlx on the real servers and a
-//! SQLite file: the store's contract (`lock_cluster::testkit::operations_store`) on tables of the
-//! test's own, created by `ensure_schema` next to the lock table; a sqlx provider and the
-//! driver-specific provider reading and writing ONE set of operations tables; and a ShedLock
-//! table alone, without them, where the scheduler runs the jobs and warns once.
+//! The operations tables (registry, history, control, action log, incidents) through sqlx on
+//! the real servers and a SQLite file: the store's contract
+//! (`lock_cluster::testkit::operations_store`) on tables of the test's own, created by
+//! `ensure_schema` next to the lock table; a sqlx provider and the driver-specific provider
+//! reading and writing ONE set of operations tables; a ShedLock table alone, without them,
+//! where the scheduler runs the jobs and warns once; and tables from before later columns and
+//! the incidents, which `ensure_schema` completes.
 
 mod common;
 
@@ -204,6 +206,23 @@ async fn share_operations(sqlx: &dyn ClusterProvider, driver: &dyn ClusterProvid
     let history = b.history("report", 1).await.expect("history");
     assert_eq!((history[0].id, &history[0].params), (manual, &params));
     assert_eq!(b.delete_after("child", slot).await.expect("delete"), 1);
+
+    // An incident opened by one is open for the other, read the same (its time too), and
+    // resolved by exactly one of them.
+    let key = "failed_in_a_row/report";
+    assert!(
+        a.open_incident(key, "report failed 3 times")
+            .await
+            .expect("open")
+    );
+    assert!(!b.open_incident(key, "again").await.expect("open"));
+    let open = b.open_incidents().await.expect("incidents");
+    assert_eq!(open, a.open_incidents().await.expect("incidents"));
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0].summary, "report failed 3 times");
+    assert!(b.resolve_incident(key).await.expect("resolve"));
+    assert!(!a.resolve_incident(key).await.expect("resolve"));
+    assert!(a.open_incident(key, "reopened").await.expect("reopen"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -262,7 +281,10 @@ async fn missing(provider: &SqlxLockProvider, table: &str, quoted_runs: &str) {
         }) => {
             assert_eq!(
                 missing,
-                format!("{table}_instances, {table}_runs, {table}_control, {table}_actions")
+                format!(
+                    "{table}_instances, {table}_runs, {table}_control, {table}_actions, \
+                     {table}_incidents"
+                )
             );
             assert!(
                 ddl.contains(&format!("CREATE TABLE IF NOT EXISTS {quoted_runs}")),
@@ -365,6 +387,87 @@ async fn sqlite_a_shedlock_table_alone_reports_the_missing_operations_tables() {
     .expect("ShedLock's DDL");
     let provider = SqlxLockProvider::sqlite(pool);
     missing(&provider, "shedlock", "\"shedlock_runs\"").await;
+}
+
+/// What the store of a provider whose operations tables predate the incidents (its
+/// `quoted_incidents` dropped) says: the scheduler's check still passes, reading the incidents
+/// reports the missing table with its DDL, and `ensure_schema` (its probe sees the table
+/// missing) creates it beside the others.
+async fn incidents_added(provider: &SqlxLockProvider, quoted_incidents: &str) {
+    let store = provider.cluster().expect("sqlx keeps them");
+    store
+        .check()
+        .await
+        .expect("the scheduler's tables are all there");
+    match store.open_incidents().await {
+        Err(LockError::TableMissing { ddl, .. }) => assert!(
+            ddl.contains(&format!("CREATE TABLE IF NOT EXISTS {quoted_incidents}")),
+            "{ddl}"
+        ),
+        other => panic!("expected TableMissing, got {other:?}"),
+    }
+    provider.ensure_schema().await.expect("ensure_schema again");
+    assert!(
+        store
+            .open_incident("failed_in_a_row/report", "report failed 3 times")
+            .await
+            .expect("open")
+    );
+    assert_eq!(store.open_incidents().await.expect("read").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_ensure_schema_adds_the_incidents_to_older_operations_tables() {
+    let table = common::unique_table("locksqlx_ops_pg_incidents");
+    let _drop = common::drop_postgres_table(&table);
+    let Some(provider) = common::pg_provider(&table).await else {
+        return;
+    };
+    let pool = common::pg_pool().await.expect("pool");
+    sqlx::raw_sql(AssertSqlSafe(format!("DROP TABLE {table}_incidents")))
+        .execute(&pool)
+        .await
+        .expect("drop the incidents");
+    incidents_added(&provider, &format!("\"{table}_incidents\"")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_ensure_schema_adds_the_incidents_to_older_operations_tables() {
+    let table = common::unique_table("locksqlx_ops_my_incidents");
+    let _drop = common::drop_mysql_table(&table);
+    let Some(provider) = common::mysql_provider(&table).await else {
+        return;
+    };
+    let pool = common::mysql_pool().await.expect("pool");
+    sqlx::raw_sql(AssertSqlSafe(format!("DROP TABLE `{table}_incidents`")))
+        .execute(&pool)
+        .await
+        .expect("drop the incidents");
+    incidents_added(&provider, &format!("`{table}_incidents`")).await;
+    // Created by this `ensure_schema`, the key compares bytes (`testkit::incidents` tells two
+    // keys apart by case on the tables a first `ensure_schema` created).
+    let collation: String = sqlx::query_scalar(AssertSqlSafe(format!(
+        "SELECT collation_name FROM information_schema.columns WHERE table_schema = \
+         DATABASE() AND table_name = '{table}_incidents' AND column_name = 'incident_key'"
+    )))
+    .fetch_one(&pool)
+    .await
+    .expect("the key's collation");
+    assert_eq!(collation, "utf8mb4_bin");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_ensure_schema_adds_the_incidents_to_older_operations_tables() {
+    let Some((dir, provider)) = common::sqlite_provider().await else {
+        return;
+    };
+    let pool = common::sqlite_pool(&dir.path().join("locks.db")).await;
+    sqlx::raw_sql("DROP TABLE shedlock_incidents")
+        .execute(&pool)
+        .await
+        .expect("drop the incidents");
+    pool.close().await;
+    incidents_added(&provider, "\"shedlock_incidents\"").await;
 }
 
 /// SQLite tables from before the history's `attempt`, `cancel_requested` and `params` and the

@@ -1,6 +1,7 @@
-//! The operations tables (job registry, run history, control) on the sqlx pool: the kit's
-//! statements ([`lock_sql::operations_sql`], the very text `lock-provider-postgres`,
-//! `-mysql` and `-sqlite` run) with the same parameters and the same reading of the rows.
+//! The operations tables (job registry, run history, control, action log, incidents) on the
+//! sqlx pool: the kit's statements ([`lock_sql::operations_sql`], the very text
+//! `lock-provider-postgres`, `-mysql` and `-sqlite` run) with the same parameters and the same
+//! reading of the rows.
 //!
 //! [`SqlxOperations`] is the store, written once; a backend ([`Tables`]) only says how to run
 //! a statement on its pool, how to bind a value and read a column, and how its heartbeat and
@@ -26,9 +27,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use lock_cluster::{
-    Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat,
-    InstanceInfo, JobRegistration, OperatorStore, RegistryRow, RunEnd, RunLog, RunRecord, RunStart,
-    RunState,
+    Action, ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat, Incident,
+    InstanceInfo, JobRegistration, MAX_DETAIL_LEN, OperatorStore, RegistryRow, RunEnd, RunLog,
+    RunRecord, RunStart, RunState, truncate,
 };
 use lock_core::{FireKind, FireSlot, LockError, Params};
 use lock_sql::operations_sql::stored_params;
@@ -329,6 +330,14 @@ fn action_row<R: Columns>(row: &R) -> Result<ActionRecord, sqlx::Error> {
     ))
 }
 
+fn incident_row<R: Columns>(row: &R) -> Result<Incident, sqlx::Error> {
+    Ok(Incident {
+        key: row.text(0)?,
+        summary: row.text(1)?,
+        opened_at: row.time(2)?,
+    })
+}
+
 fn registry_row<R: Columns>(row: &R) -> Result<RegistryRow, sqlx::Error> {
     let job = row.text(1)?;
     Ok(RegistryRow {
@@ -491,6 +500,42 @@ impl<T: Tables> ClusterStore for SqlxOperations<T> {
             .change("after", child, &self.sql.delete_after, params)
             .await?;
         Ok(changed.rows)
+    }
+
+    async fn open_incidents(&self) -> Result<Vec<Incident>, LockError> {
+        let rows = self
+            .rows("incidents", "", &self.sql.open_incidents, vec![])
+            .await?;
+        self.decode("incidents", &rows, incident_row)
+    }
+
+    async fn open_incident(&self, key: &str, summary: &str) -> Result<bool, LockError> {
+        let summary = truncate(summary, MAX_DETAIL_LEN);
+        let params = vec![text(key), text(summary)];
+        let inserted = self
+            .change("incidents", key, &self.sql.open_incident, params)
+            .await?;
+        if inserted.rows == 1 {
+            return Ok(true);
+        }
+        // A row of that key exists: reopened if it is resolved, left alone while it is open.
+        let params = vec![text(summary), text(key)];
+        let reopened = self
+            .change("incidents", key, &self.sql.reopen_incident, params)
+            .await?;
+        Ok(reopened.rows == 1)
+    }
+
+    async fn resolve_incident(&self, key: &str) -> Result<bool, LockError> {
+        let changed = self
+            .change(
+                "incidents",
+                key,
+                &self.sql.resolve_incident,
+                vec![text(key)],
+            )
+            .await?;
+        Ok(changed.rows == 1)
     }
 
     async fn delete_expired(
