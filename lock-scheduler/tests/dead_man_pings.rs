@@ -330,7 +330,10 @@ async fn a_ping_url_from_configuration_replaces_the_switch_in_code() {
         )])
         .start()
         .await;
-    let message = refused.err().expect("an ftp URL is refused").to_string();
+    let message = match refused {
+        Ok(_) => panic!("an ftp URL is refused"),
+        Err(error) => error.to_string(),
+    };
     assert!(
         message.contains("job `sync-bill`: ping_url: invalid healthchecks URL"),
         "{message}"

@@ -252,6 +252,20 @@ async fn housekeeping_deletes_history_older_than_the_retention() {
         .await
         .unwrap();
     let store = provider.cluster().unwrap();
+    // An incident of the alert rules resolved now ages out with the runs; an open one stays.
+    assert!(
+        store
+            .open_incident("missed_slot/tick", "late")
+            .await
+            .unwrap()
+    );
+    assert!(store.resolve_incident("missed_slot/tick").await.unwrap());
+    assert!(
+        store
+            .open_incident("instance_gone/a", "gone")
+            .await
+            .unwrap()
+    );
     // Runs for 3 s (30 rows written) while housekeeping (every second) keeps about the last
     // second's: the oldest row left is at most the retention plus one housekeeping period
     // (and a run's time) old.
@@ -267,6 +281,17 @@ async fn housekeeping_deletes_history_older_than_the_retention() {
     })
     .await;
     assert!(oldest < runs.load(Ordering::SeqCst), "rows were deleted");
+    let far = provider.database_time().await.unwrap() + chrono::TimeDelta::hours(1);
+    assert_eq!(
+        store
+            .delete_expired(lock_cluster::Expired::Incidents, far, 10)
+            .await
+            .unwrap(),
+        0,
+        "housekeeping deleted the resolved incident already"
+    );
+    let open = store.open_incidents().await.unwrap();
+    assert_eq!(open.len(), 1, "{open:?}");
     let housekeeping = store
         .history(lock_scheduler::HOUSEKEEPING_JOB, 10)
         .await

@@ -272,25 +272,29 @@ impl Operations {
                 }
             }
         }
-        // The action log ages with the history. A deployment whose tables predate it has
-        // none until its next `ensure_schema`: that is no reason to fail the housekeeping.
-        for _ in 0..HOUSEKEEPING_MAX_BATCHES {
-            match store
-                .delete_expired(Expired::Actions, cut(retention), HOUSEKEEPING_BATCH)
-                .await
-            {
-                Ok(n) => {
-                    deleted += n;
-                    if n < u64::from(HOUSEKEEPING_BATCH) {
+        // The action log and the alert rules' resolved incidents age with the history. A
+        // deployment whose tables predate them has none until its next `ensure_schema`: that
+        // is no reason to fail the housekeeping.
+        for what in [Expired::Actions, Expired::Incidents] {
+            for _ in 0..HOUSEKEEPING_MAX_BATCHES {
+                match store
+                    .delete_expired(what, cut(retention), HOUSEKEEPING_BATCH)
+                    .await
+                {
+                    Ok(n) => {
+                        deleted += n;
+                        if n < u64::from(HOUSEKEEPING_BATCH) {
+                            break;
+                        }
+                    }
+                    Err(error) => {
+                        tracing::debug!(
+                            ?what,
+                            error = &error as &dyn std::error::Error,
+                            "old rows were not deleted"
+                        );
                         break;
                     }
-                }
-                Err(error) => {
-                    tracing::debug!(
-                        error = &error as &dyn std::error::Error,
-                        "the action log's old rows were not deleted"
-                    );
-                    break;
                 }
             }
         }
