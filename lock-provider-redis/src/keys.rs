@@ -1,6 +1,6 @@
 //! The key layout: one hash per lock, `<prefix>:<name>`, the prefix's lock index
-//! `<prefix>\0locks`, and the operations keys (registry, run history, control) under
-//! `{<prefix>:ops}:`.
+//! `<prefix>\0locks`, and the operations keys (registry, run history, control, action log,
+//! incidents) under `{<prefix>:ops}:`.
 //!
 //! The lock index is the set of this prefix's lock names, added to by every grant (in the
 //! acquire script), so that `list_locks` reads it instead of a `SCAN` of the keyspace, and
@@ -86,11 +86,11 @@ pub(crate) struct OpsKeys {
     /// Sorted set: each job with an action log, scored by the time (ms) of its oldest row,
     /// for housekeeping.
     pub(crate) actions_jobs: String,
-    /// Hash: incident key to the incident as JSON (summary, opened, resolved), open or
-    /// resolved (the alert rules').
+    /// Hash: incident key to the incident as JSON (summary, opened, resolved when it is),
+    /// open or resolved: one field per key, as the SQL stores keep one row.
     pub(crate) incidents: String,
-    /// Sorted set: the resolved incidents' keys scored by their resolution (ms), for
-    /// housekeeping.
+    /// Sorted set: the resolved incidents' keys scored by resolution (ms), for housekeeping
+    /// (an open incident is never in it, so never deleted).
     pub(crate) incidents_resolved: String,
 }
 

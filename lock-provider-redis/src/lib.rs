@@ -32,7 +32,7 @@ pub mod lua {
         RESET_SLOT,
     };
 
-    /// The scripts of the operations keys (registry, history, control, action log), each declaring every
+    /// The scripts of the operations keys (registry, history, control, action log, incidents), each declaring every
     /// key it touches, all under the hash tag `{<prefix>:ops}`; the keys, arguments and
     /// replies are described on each.
     ///
@@ -43,9 +43,10 @@ pub mod lua {
     pub mod operations {
         pub use crate::operations::scripts::{
             AFTER_REQUESTS, CLAIM_TRIGGER, DELETE_ACTIONS, DELETE_AFTER, DELETE_CONTROL,
-            DELETE_RUNS, DELETE_SCORED, HEARTBEAT, PAUSE, READ_ACTIONS, READ_CONTROL, READ_HISTORY,
-            READ_LAST_RUNS, READ_REGISTRY, READ_RUN_LOGS, RECORD_ACTION, REQUEST_AFTER,
-            REQUEST_TRIGGER, RESUME, RUN_ENDED, RUN_STARTED, UNCLAIM_TRIGGER, WITHDRAW_TRIGGER,
+            DELETE_RUNS, DELETE_SCORED, HEARTBEAT, OPEN_INCIDENT, PAUSE, READ_ACTIONS,
+            READ_CONTROL, READ_HISTORY, READ_INCIDENTS, READ_LAST_RUNS, READ_REGISTRY,
+            READ_RUN_LOGS, RECORD_ACTION, REQUEST_AFTER, REQUEST_TRIGGER, RESOLVE_INCIDENT, RESUME,
+            RUN_ENDED, RUN_STARTED, UNCLAIM_TRIGGER, WITHDRAW_TRIGGER,
         };
     }
 }

@@ -1,5 +1,6 @@
-//! The operations keys (job registry, run history, pauses and trigger requests) of a
-//! [`RedisLockProvider`]: the [`Cluster`](lock_cluster::Cluster) on Redis, one Lua script per operation
+//! The operations keys (job registry, run history, pauses and trigger requests, the action
+//! log and the alert rules' incidents) of a [`RedisLockProvider`]: the
+//! [`Cluster`](lock_cluster::Cluster) on Redis, one Lua script per operation
 //! (`operations/scripts.rs`), every time from the server's `TIME`.
 //!
 //! The keys are all under `{<prefix>:ops}:` (see `keys.rs` and the crate's README, "The
@@ -25,9 +26,9 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use lock_cluster::{
-    ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat, InstanceInfo,
-    JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunLog, RunRecord,
-    RunStart, RunState, truncate,
+    ActionRecord, ClusterStore, ControlKind, ControlRequest, Expired, Heartbeat, Incident,
+    InstanceInfo, JobRegistration, MAX_ERROR_LEN, OperatorStore, RegistryRow, RunEnd, RunLog,
+    RunRecord, RunStart, RunState, truncate,
 };
 use lock_core::{FireKind, LockError, Params};
 use redis::{Script, Value};
@@ -403,18 +404,6 @@ impl ClusterStore for RedisLockProvider {
         Ok(())
     }
 
-    async fn open_incidents(&self) -> Result<Vec<lock_cluster::Incident>, LockError> {
-        self.read_incidents().await
-    }
-
-    async fn open_incident(&self, key: &str, summary: &str) -> Result<bool, LockError> {
-        self.open_one_incident(key, summary).await
-    }
-
-    async fn resolve_incident(&self, key: &str) -> Result<bool, LockError> {
-        self.resolve_one_incident(key).await
-    }
-
     async fn delete_expired(
         &self,
         what: Expired,
@@ -468,7 +457,16 @@ impl ClusterStore for RedisLockProvider {
                 .await?
             }
             Expired::Actions => self.delete_actions(args[0].clone(), limit).await?,
-            Expired::Incidents => self.delete_incidents(args[0].clone(), limit).await?,
+            Expired::Incidents => {
+                self.ops(
+                    "housekeeping",
+                    "",
+                    &self.ops_scripts.delete_scored,
+                    &[&k.incidents, &k.incidents_resolved],
+                    &args,
+                )
+                .await?
+            }
         };
         Ok(u64::try_from(deleted).unwrap_or(0))
     }
@@ -556,6 +554,18 @@ impl ClusterStore for RedisLockProvider {
                 return Ok(deleted);
             }
         }
+    }
+
+    async fn open_incidents(&self) -> Result<Vec<Incident>, LockError> {
+        self.read_incidents().await
+    }
+
+    async fn open_incident(&self, key: &str, summary: &str) -> Result<bool, LockError> {
+        self.open_one_incident(key, summary).await
+    }
+
+    async fn resolve_incident(&self, key: &str) -> Result<bool, LockError> {
+        self.resolve_one_incident(key).await
     }
 
     async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {

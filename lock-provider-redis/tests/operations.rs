@@ -92,9 +92,12 @@ async fn the_operations_keys_share_one_hash_tag_outside_the_lock_listing() {
         .await
         .expect("heartbeat");
     let run = ops.run_started(&start("report", 1)).await.expect("start");
-    ops.run_ended(&RunEnd::new(run, RunState::Succeeded, None))
-        .await
-        .expect("end");
+    // With log lines, so that runs:logs exists too.
+    let mut logs = lock_cluster::RunLogWriter::new(10, 4096);
+    logs.line(now, "INFO", "report", |m| m.push_str("done"));
+    let mut end = RunEnd::new(run, RunState::Succeeded, None);
+    end.logs = logs.finish();
+    ops.run_ended(&end).await.expect("end");
     ops.pause("report", "op").await.expect("pause");
     let request = ops.request_trigger("report", "op").await.expect("trigger");
     assert!(ops.claim_trigger(request, "test:1:a").await.expect("claim"));
@@ -103,13 +106,12 @@ async fn the_operations_keys_share_one_hash_tag_outside_the_lock_listing() {
     ops.request_after("report", FireSlot::new(now).instant(), "import")
         .await
         .expect("after request");
+    // An incident resolved (so in incidents:resolved too) and one open.
+    for key in ["failed_in_a_row/report", "instance_gone/web-2"] {
+        assert!(ops.open_incident(key, "firing").await.expect("open"));
+    }
     assert!(
-        ops.open_incident("missed_slot/report", "late")
-            .await
-            .expect("open")
-    );
-    assert!(
-        ops.resolve_incident("missed_slot/report")
+        ops.resolve_incident("failed_in_a_row/report")
             .await
             .expect("resolve")
     );
@@ -122,9 +124,15 @@ async fn the_operations_keys_share_one_hash_tag_outside_the_lock_listing() {
 
     let mut conn = own_connection(&common::url()).await;
     let ops_keys = common::scan(&mut conn, &format!("{{{prefix}:ops}}:*")).await;
-    // Every kind of row was written, so every key of the layout exists: the seventeen fixed
-    // ones (all but `runs:logs`, no run kept lines) and the job's action list.
-    assert_eq!(ops_keys.len(), 18, "{ops_keys:?}");
+    // Every kind of row was written, so every key of the layout exists: the eighteen fixed
+    // ones and the job's action list.
+    assert_eq!(ops_keys.len(), 19, "{ops_keys:?}");
+    for key in ["incidents", "incidents:resolved"] {
+        assert!(
+            ops_keys.contains(&format!("{{{prefix}:ops}}:{key}")),
+            "{ops_keys:?}"
+        );
+    }
     assert!(
         ops_keys.contains(&format!("{{{prefix}:ops}}:actions:job:6:report")),
         "{ops_keys:?}"

@@ -1,7 +1,9 @@
 //! The alert rules' incidents on Redis: one hash of every incident by key
-//! (`{<prefix>:ops}:incidents`, open or resolved, as JSON) and a sorted set of the resolved
-//! ones scored by their resolution, for housekeeping. Each operation is one script, so of
-//! concurrent openers (or resolvers) of one key exactly one changes it.
+//! (`{<prefix>:ops}:incidents`, open or resolved, as the SQL stores keep one row per key) and
+//! a sorted set of the resolved ones by resolution time (`incidents:resolved`), so that
+//! housekeeping deletes the oldest `limit` of them without reading the hash and never sees an
+//! open one. Each operation is one script with the server's `TIME`, as every operations
+//! script: of concurrent openers (or resolvers) of one key exactly one is told it won.
 
 use lock_cluster::{Incident, MAX_DETAIL_LEN, truncate};
 use lock_core::LockError;
@@ -12,11 +14,11 @@ use crate::RedisLockProvider;
 use crate::scripts::ReplyError;
 
 /// An open incident: `{key, summary, opened_at}`.
-fn incident_row(row: &[Value]) -> Result<Incident, ReplyError> {
+pub(super) fn incident_row(row: &[Value]) -> Result<Incident, ReplyError> {
     Ok(Incident {
         key: required_text(row, 0, "key")?,
         summary: required_text(row, 1, "summary")?,
-        opened_at: required_time(row, 2, "opening")?,
+        opened_at: required_time(row, 2, "opening time")?,
     })
 }
 
@@ -33,6 +35,7 @@ impl RedisLockProvider {
             )
             .await?;
         let mut open = self.rows("incidents", reply, incident_row)?;
+        // The SQL providers' order: oldest first, then by key.
         open.sort_by(|a, b| (a.opened_at, &a.key).cmp(&(b.opened_at, &b.key)));
         Ok(open)
     }
@@ -47,7 +50,7 @@ impl RedisLockProvider {
         let opened: i64 = self
             .ops(
                 "incidents",
-                key,
+                "",
                 &self.ops_scripts.open_incident,
                 &[&k.incidents, &k.incidents_resolved],
                 &[key.to_owned(), truncate(summary, MAX_DETAIL_LEN).to_owned()],
@@ -62,25 +65,12 @@ impl RedisLockProvider {
         let resolved: i64 = self
             .ops(
                 "incidents",
-                key,
+                "",
                 &self.ops_scripts.resolve_incident,
                 &[&k.incidents, &k.incidents_resolved],
                 &[key.to_owned()],
             )
             .await?;
         Ok(resolved == 1)
-    }
-
-    /// Housekeeping of the incidents resolved before `cut` (ms, exclusive), at most `limit`.
-    pub(super) async fn delete_incidents(&self, cut: String, limit: u32) -> Result<i64, LockError> {
-        let k = &self.keys.ops;
-        self.ops(
-            "housekeeping",
-            "",
-            &self.ops_scripts.delete_incidents,
-            &[&k.incidents, &k.incidents_resolved],
-            &[cut, limit.to_string()],
-        )
-        .await
     }
 }

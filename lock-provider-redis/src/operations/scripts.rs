@@ -16,7 +16,7 @@
 //!   following_fire, host, pid, version, started_at, clock_offset_ms, heartbeat_ms,
 //!   heartbeat_at}` (job `""` for the instance's own row);
 //! - an action: `{id, at, job, action, requested_by, detail}`;
-//! - an incident: `{key, summary, opened_at}` (open ones only).
+//! - an open incident: `{key, summary, opened_at}`.
 //!
 //! Parameters are stored as [`Params::encode`](lock_core::Params::encode)'s text, in field
 //! `params`, only when there are some.
@@ -438,7 +438,7 @@ return #claimed + #after
 );
 
 /// Housekeeping of a hash whose fields a sorted set scores by time (stale registry rows:
-/// instances and heartbeats). KEYS: the
+/// instances and heartbeats; resolved incidents: incidents and incidents:resolved). KEYS: the
 /// hash, the sorted set. ARGV: before (ms, exclusive), limit. Deletes at most `limit` fields
 /// scored before the cut-off, oldest first; returns how many.
 pub const DELETE_SCORED: &str = ops_lua!(
@@ -508,10 +508,12 @@ return gone
 "#
 );
 
-/// Opens an incident. KEYS: incidents, incidents:resolved. ARGV: key, summary. Writes the
-/// incident, open since now, unless it is open already; returns 1 when it did, else 0 (and
-/// writes nothing).
-pub(crate) const OPEN_INCIDENT: &str = lua!(
+/// Open an incident. KEYS: incidents, incidents:resolved. ARGV: key, summary (cut by the
+/// caller). Writes the incident, open since now, unless it is open (a resolved one is
+/// reopened: its summary and time replaced, out of incidents:resolved). 1 when this call
+/// opened it, else 0 and nothing written: one script, so exactly one of concurrent openers
+/// wins.
+pub const OPEN_INCIDENT: &str = lua!(
     r#"
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if raw and not cjson.decode(raw).resolved then return 0 end
@@ -521,48 +523,34 @@ return 1
 "#
 );
 
-/// Resolves an open incident. KEYS: incidents, incidents:resolved. ARGV: key. Returns 1
-/// when it did, else 0 (and writes nothing).
-pub(crate) const RESOLVE_INCIDENT: &str = lua!(
+/// Resolve an incident. KEYS: incidents, incidents:resolved. ARGV: key. Marks the open
+/// incident resolved now and scores it in incidents:resolved (for housekeeping). 1 when this
+/// call resolved it, else 0 (not open, or unknown) and nothing written.
+pub const RESOLVE_INCIDENT: &str = lua!(
     r#"
 local raw = redis.call('HGET', KEYS[1], ARGV[1])
 if not raw then return 0 end
-local row = cjson.decode(raw)
-if row.resolved then return 0 end
-row.resolved = ms(now)
-redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(row))
-redis.call('ZADD', KEYS[2], now, ARGV[1])
+local i = cjson.decode(raw)
+if i.resolved then return 0 end
+i.resolved = ms(now)
+redis.call('HSET', KEYS[1], ARGV[1], cjson.encode(i))
+redis.call('ZADD', KEYS[2], i.resolved, ARGV[1])
 return 1
 "#
 );
 
-/// The open incidents, in no order. KEYS: incidents. Nothing written. The alert rules' keys
-/// are few (one per failing job or gone instance), so one `HGETALL` reads them.
-pub(crate) const READ_INCIDENTS: &str = lua!(
+/// Every open incident, in no order (the caller sorts). KEYS: incidents. The whole hash:
+/// incidents are few (one per alerting key, the resolved ones aged out by housekeeping).
+/// Nothing written.
+pub const READ_INCIDENTS: &str = lua!(
     r#"
-local out = {}
 local all = redis.call('HGETALL', KEYS[1])
-for i = 1, #all, 2 do
-  local row = cjson.decode(all[i + 1])
-  if not row.resolved then out[#out + 1] = {all[i], row.summary, row.opened} end
+local out = {}
+for n = 1, #all, 2 do
+  local i = cjson.decode(all[n + 1])
+  if not i.resolved then out[#out + 1] = {all[n], i.summary, i.opened} end
 end
 return out
-"#
-);
-
-/// Housekeeping of the incidents. KEYS: incidents, incidents:resolved. ARGV: before (ms,
-/// exclusive), limit. Deletes at most `limit` incidents resolved before the cut-off, oldest
-/// first; returns how many.
-pub(crate) const DELETE_INCIDENTS: &str = lua!(
-    r#"
-local limit = tonumber(ARGV[2])
-if limit < 1 then return 0 end
-local keys = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1], 'LIMIT', 0, limit)
-for _, key in ipairs(keys) do
-  redis.call('HDEL', KEYS[1], key)
-  redis.call('ZREM', KEYS[2], key)
-end
-return #keys
 "#
 );
 
@@ -595,11 +583,10 @@ pub(crate) struct OpsScripts {
     pub(crate) open_incident: Script,
     pub(crate) resolve_incident: Script,
     pub(crate) read_incidents: Script,
-    pub(crate) delete_incidents: Script,
 }
 
 /// Every operations script's source, in the order of [`OpsScripts`].
-pub(crate) const ALL: [&str; 27] = [
+pub(crate) const ALL: [&str; 26] = [
     HEARTBEAT,
     CLAIM_TRIGGER,
     UNCLAIM_TRIGGER,
@@ -626,7 +613,6 @@ pub(crate) const ALL: [&str; 27] = [
     OPEN_INCIDENT,
     RESOLVE_INCIDENT,
     READ_INCIDENTS,
-    DELETE_INCIDENTS,
 ];
 
 impl OpsScripts {
@@ -658,7 +644,6 @@ impl OpsScripts {
             open_incident: Script::new(OPEN_INCIDENT),
             resolve_incident: Script::new(RESOLVE_INCIDENT),
             read_incidents: Script::new(READ_INCIDENTS),
-            delete_incidents: Script::new(DELETE_INCIDENTS),
         }
     }
 }

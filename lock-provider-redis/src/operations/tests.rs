@@ -126,3 +126,15 @@ fn control_and_run_rows_read_their_slot_and_parameters() {
     let error = run(s("=x")).unwrap_err();
     assert!(error.contains("run 7 of job `report`"), "{error}");
 }
+
+#[test]
+fn an_incident_row_reads_back_and_needs_its_opening_time() {
+    let s = |x: &str| Value::BulkString(x.as_bytes().to_vec());
+    let open =
+        incidents::incident_row(&[s("instance_gone/web-2"), s(""), s("1700000000123")]).unwrap();
+    assert_eq!(open.key, "instance_gone/web-2");
+    assert_eq!(open.summary, "", "an empty summary is a summary");
+    assert_eq!(open.opened_at.timestamp_millis(), 1_700_000_000_123);
+    let error = incidents::incident_row(&[s("k"), s("x")]).unwrap_err();
+    assert!(error.contains("opening time"), "{error}");
+}
