@@ -14,6 +14,7 @@
 //!
 //! `cargo test -p fault-tests --test alerts_processes`
 
+#[macro_use]
 mod common;
 
 use std::collections::BTreeMap;
@@ -26,19 +27,6 @@ use test_support::smtp_sink::{SinkTls, SmtpSink};
 
 const SECOND: Duration = Duration::from_secs(1);
 const SECRET: &str = "whsec_fault_tests";
-
-macro_rules! scenario {
-    ($scenario:ident: $($test:ident => $provider:ident),+ $(,)?) => {
-        mod $scenario {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() {
-                    super::$scenario(super::Provider::$provider).await;
-                }
-            )+
-        }
-    };
-}
 
 scenario!(each_incident_told_once: postgres => Postgres, mariadb => MySql);
 

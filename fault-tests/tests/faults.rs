@@ -5,6 +5,7 @@
 //! Tests are named `<scenario>::<provider>`; `cargo test -p fault-tests --test faults
 //! holder_killed` runs one scenario for every provider. See RELIABILITY.md.
 
+#[macro_use]
 mod common;
 
 use std::time::{Duration, Instant};
@@ -14,20 +15,6 @@ use common::{Fixture, Instance, Provider, duplicate_slots, eventually, seconds_b
 use fault_tests::Run;
 
 const SECOND: Duration = Duration::from_secs(1);
-
-/// One `#[tokio::test]` per provider for each scenario function.
-macro_rules! scenario {
-    ($scenario:ident: $($test:ident => $provider:ident),+ $(,)?) => {
-        mod $scenario {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() {
-                    super::$scenario(super::Provider::$provider).await;
-                }
-            )+
-        }
-    };
-}
 
 scenario!(holder_killed: postgres => Postgres, mysql => MySql, sqlite => Sqlite, redis => Redis,
     sqlx_postgres => SqlxPostgres, sqlx_mysql => SqlxMySql, sqlx_sqlite => SqlxSqlite);

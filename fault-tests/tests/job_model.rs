@@ -33,6 +33,7 @@
 //!
 //! `cargo test -p fault-tests --test job_model`
 
+#[macro_use]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -49,20 +50,6 @@ use lock_core::FireKind;
 const SECOND: Duration = Duration::from_secs(1);
 /// The circuit breaker's requester, in its pause rows and actions.
 const BREAKER: &str = "scheduler:circuit-breaker";
-
-/// One `#[tokio::test]` per provider for each scenario function.
-macro_rules! scenario {
-    ($scenario:ident: $($test:ident => $provider:ident),+ $(,)?) => {
-        mod $scenario {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() {
-                    super::$scenario(super::Provider::$provider).await;
-                }
-            )+
-        }
-    };
-}
 
 scenario!(child_after_parent_killed: postgres => Postgres, mysql => MySql);
 // Found by this file (the next parent run's child deleted the dead writer's request before

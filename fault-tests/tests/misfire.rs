@@ -5,6 +5,7 @@
 //! Tests are named `<scenario>::<provider>`; `cargo test -p fault-tests --test misfire
 //! catch_up` runs one scenario for every provider.
 
+#[macro_use]
 mod common;
 
 use std::time::Duration;
@@ -16,19 +17,6 @@ use fault_tests::Run;
 const SECOND: Duration = Duration::from_secs(1);
 /// The period of the misfire jobs (`fixed_rate = "2s"`).
 const PERIOD_MS: i64 = 2_000;
-
-macro_rules! scenario {
-    ($scenario:ident: $($test:ident => $provider:ident),+ $(,)?) => {
-        mod $scenario {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() {
-                    super::$scenario(super::Provider::$provider).await;
-                }
-            )+
-        }
-    };
-}
 
 scenario!(fire_once: postgres => Postgres, sqlite => Sqlite);
 scenario!(catch_up: postgres => Postgres, sqlite => Sqlite);

@@ -13,6 +13,7 @@
 //!
 //! `cargo test -p fault-tests --test shards_processes`
 
+#[macro_use]
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -22,20 +23,6 @@ use common::{Fixture, Instance, Provider, duplicate_slots, seconds_between, slee
 use fault_tests::Run;
 
 const SECOND: Duration = Duration::from_secs(1);
-
-/// One `#[tokio::test]` per provider for each scenario function.
-macro_rules! scenario {
-    ($scenario:ident: $($test:ident => $provider:ident),+ $(,)?) => {
-        mod $scenario {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $test() {
-                    super::$scenario(super::Provider::$provider).await;
-                }
-            )+
-        }
-    };
-}
 
 scenario!(sharded_instance_killed: postgres => Postgres, mysql => MySql);
 scenario!(broadcast_instance_stopped: postgres => Postgres, mysql => MySql);

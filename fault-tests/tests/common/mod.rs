@@ -3,6 +3,24 @@
 
 #![allow(dead_code, unused_imports, unreachable_pub)] // each test binary uses a different part
 
+/// One `#[tokio::test]` per provider for a scenario function:
+/// `scenario!(holder_killed: postgres => Postgres, mysql => MySql);` makes
+/// `holder_killed::postgres` and `holder_killed::mysql`, each calling
+/// `holder_killed(Provider::..)` of the file (`#[macro_use] mod common;`).
+#[allow(unused_macros)] // the files without providers to repeat do not use it
+macro_rules! scenario {
+    ($scenario:ident: $($test:ident => $provider:ident),+ $(,)?) => {
+        mod $scenario {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $test() {
+                    super::$scenario(super::Provider::$provider).await;
+                }
+            )+
+        }
+    };
+}
+
 pub mod instance;
 pub mod proxy;
 
