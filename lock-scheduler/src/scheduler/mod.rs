@@ -537,6 +537,7 @@ impl SchedulerBuilder {
                     alerting::ALERT_RULES_JOB
                 )));
             }
+            alerting::check_store(&*provider).await?;
             if let Some(ops) = &ops {
                 ops.leave_on_stop();
             }

@@ -106,6 +106,16 @@ impl SchedulerBuilder {
     }
 }
 
+/// Reads the open incidents once, at start: a store whose incidents table is missing (tables
+/// from before it, `ensure_schema()` not run since) fails `start()` with the table's DDL,
+/// rather than every evaluation after it.
+pub(super) async fn check_store(provider: &dyn ClusterProvider) -> Result<(), LockError> {
+    match provider.cluster() {
+        Some(store) => store.open_incidents().await.map(drop),
+        None => Ok(()),
+    }
+}
+
 impl AlertSettings {
     /// The evaluation job, when there is a notifier; the settings' mistakes as errors.
     pub(super) fn job(
