@@ -321,6 +321,21 @@ impl ClusterStore for Deadline {
         .await
     }
 
+    async fn open_incidents(&self) -> Result<Vec<lock_cluster::Incident>, LockError> {
+        self.within("incidents", "", self.store()?.open_incidents())
+            .await
+    }
+
+    async fn open_incident(&self, key: &str, summary: &str) -> Result<bool, LockError> {
+        self.within("incidents", key, self.store()?.open_incident(key, summary))
+            .await
+    }
+
+    async fn resolve_incident(&self, key: &str) -> Result<bool, LockError> {
+        self.within("incidents", key, self.store()?.resolve_incident(key))
+            .await
+    }
+
     async fn delete_expired(
         &self,
         what: Expired,
