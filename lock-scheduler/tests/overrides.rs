@@ -195,7 +195,7 @@ async fn an_override_for_an_unknown_job_names_the_known_ones() {
         "invalid configuration: configuration overrides refused: \
          an override for the unknown job `sync_bill`; the jobs are `sync-bill`, `report`; \
          the variable LOCK_JOB_SYNC_BIL_CRON names no job and setting: it is \
-         LOCK_JOB_<JOB>_<CRON|ZONE|LOCK_AT_MOST_FOR|LOCK_AT_LEAST_FOR>, with <JOB> one of \
+         LOCK_JOB_<JOB>_<CRON|ZONE|LOCK_AT_MOST_FOR|LOCK_AT_LEAST_FOR|PING_URL>, with <JOB> one of \
          SYNC_BILL, REPORT; the jobs are `sync-bill`, `report`"
     );
 }
