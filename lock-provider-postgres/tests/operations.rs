@@ -112,26 +112,12 @@ async fn ensure_schema_adds_the_incidents_to_older_operations_tables() {
         .batch_execute(&format!("DROP TABLE {table}_incidents"))
         .await
         .expect("drop the incidents");
-    let store = lock_cluster::ClusterProvider::cluster(&provider).expect("postgres keeps them");
-    store
-        .check()
-        .await
-        .expect("the scheduler's tables are all there");
-    match store.open_incidents().await {
-        Err(LockError::TableMissing { ddl, .. }) => assert!(
-            ddl.contains(&format!("CREATE TABLE IF NOT EXISTS \"{table}_incidents\"")),
-            "{ddl}"
-        ),
-        other => panic!("expected TableMissing, got {other:?}"),
-    }
-    provider.ensure_schema().await.expect("ensure_schema again");
-    assert!(
-        store
-            .open_incident("failed_in_a_row/report", "report failed 3 times")
-            .await
-            .expect("open")
-    );
-    assert_eq!(store.open_incidents().await.expect("read").len(), 1);
+    lock_cluster::testkit::incidents_added_later(
+        &provider,
+        &format!("\"{table}_incidents\""),
+        || provider.ensure_schema(),
+    )
+    .await;
 }
 
 /// A history table from before `attempt`, `cancel_requested` and `params`, a control table

@@ -53,24 +53,8 @@ async fn ensure_schema_adds_the_incidents_to_older_operations_tables() {
         .execute_batch("DROP TABLE shedlock_incidents")
         .expect("drop the incidents");
     drop(connection);
-    let store = provider.cluster().expect("sqlite keeps them");
-    store
-        .check()
-        .await
-        .expect("the scheduler's tables are all there");
-    match store.open_incidents().await {
-        Err(LockError::TableMissing { ddl, .. }) => assert!(
-            ddl.contains("CREATE TABLE IF NOT EXISTS \"shedlock_incidents\""),
-            "{ddl}"
-        ),
-        other => panic!("expected TableMissing, got {other:?}"),
-    }
-    provider.ensure_schema().await.expect("ensure_schema again");
-    assert!(
-        store
-            .open_incident("failed_in_a_row/report", "report failed 3 times")
-            .await
-            .expect("open")
-    );
-    assert_eq!(store.open_incidents().await.expect("read").len(), 1);
+    lock_cluster::testkit::incidents_added_later(&provider, "\"shedlock_incidents\"", || {
+        provider.ensure_schema()
+    })
+    .await;
 }

@@ -389,33 +389,6 @@ async fn sqlite_a_shedlock_table_alone_reports_the_missing_operations_tables() {
     missing(&provider, "shedlock", "\"shedlock_runs\"").await;
 }
 
-/// What the store of a provider whose operations tables predate the incidents (its
-/// `quoted_incidents` dropped) says: the scheduler's check still passes, reading the incidents
-/// reports the missing table with its DDL, and `ensure_schema` (its probe sees the table
-/// missing) creates it beside the others.
-async fn incidents_added(provider: &SqlxLockProvider, quoted_incidents: &str) {
-    let store = provider.cluster().expect("sqlx keeps them");
-    store
-        .check()
-        .await
-        .expect("the scheduler's tables are all there");
-    match store.open_incidents().await {
-        Err(LockError::TableMissing { ddl, .. }) => assert!(
-            ddl.contains(&format!("CREATE TABLE IF NOT EXISTS {quoted_incidents}")),
-            "{ddl}"
-        ),
-        other => panic!("expected TableMissing, got {other:?}"),
-    }
-    provider.ensure_schema().await.expect("ensure_schema again");
-    assert!(
-        store
-            .open_incident("failed_in_a_row/report", "report failed 3 times")
-            .await
-            .expect("open")
-    );
-    assert_eq!(store.open_incidents().await.expect("read").len(), 1);
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_ensure_schema_adds_the_incidents_to_older_operations_tables() {
     let table = common::unique_table("locksqlx_ops_pg_incidents");
@@ -428,7 +401,12 @@ async fn postgres_ensure_schema_adds_the_incidents_to_older_operations_tables() 
         .execute(&pool)
         .await
         .expect("drop the incidents");
-    incidents_added(&provider, &format!("\"{table}_incidents\"")).await;
+    lock_cluster::testkit::incidents_added_later(
+        &provider,
+        &format!("\"{table}_incidents\""),
+        || provider.ensure_schema(),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -443,7 +421,12 @@ async fn mysql_ensure_schema_adds_the_incidents_to_older_operations_tables() {
         .execute(&pool)
         .await
         .expect("drop the incidents");
-    incidents_added(&provider, &format!("`{table}_incidents`")).await;
+    lock_cluster::testkit::incidents_added_later(
+        &provider,
+        &format!("`{table}_incidents`"),
+        || provider.ensure_schema(),
+    )
+    .await;
     // Created by this `ensure_schema`, the key compares bytes (`testkit::incidents` tells two
     // keys apart by case on the tables a first `ensure_schema` created).
     let collation: String = sqlx::query_scalar(AssertSqlSafe(format!(
@@ -467,7 +450,10 @@ async fn sqlite_ensure_schema_adds_the_incidents_to_older_operations_tables() {
         .await
         .expect("drop the incidents");
     pool.close().await;
-    incidents_added(&provider, "\"shedlock_incidents\"").await;
+    lock_cluster::testkit::incidents_added_later(&provider, "\"shedlock_incidents\"", || {
+        provider.ensure_schema()
+    })
+    .await;
 }
 
 /// SQLite tables from before the history's `attempt`, `cancel_requested` and `params` and the

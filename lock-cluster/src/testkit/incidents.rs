@@ -181,3 +181,39 @@ pub async fn incidents(provider: &dyn ClusterProvider) {
             .expect("open after delete")
     );
 }
+
+/// A provider whose operations tables predate the incidents (the test dropped the table
+/// `quoted_incidents`, as its DDL quotes it): the scheduler's `check` still passes, reading
+/// the incidents reports the missing table with its DDL, and `ensure_schema` (the provider's,
+/// run by `ensure_schema` here) creates it so that incidents open again.
+pub async fn incidents_added_later<F, Fut>(
+    provider: &dyn ClusterProvider,
+    quoted_incidents: &str,
+    ensure_schema: F,
+) where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = Result<(), lock_core::LockError>>,
+{
+    let store = provider
+        .cluster()
+        .expect("the provider keeps operations tables");
+    store
+        .check()
+        .await
+        .expect("the scheduler's tables are all there");
+    match store.open_incidents().await {
+        Err(lock_core::LockError::TableMissing { ddl, .. }) => assert!(
+            ddl.contains(&format!("CREATE TABLE IF NOT EXISTS {quoted_incidents}")),
+            "{ddl}"
+        ),
+        other => panic!("expected TableMissing, got {other:?}"),
+    }
+    ensure_schema().await.expect("ensure_schema again");
+    assert!(
+        store
+            .open_incident("failed_in_a_row/report", "report failed 3 times")
+            .await
+            .expect("open")
+    );
+    assert_eq!(store.open_incidents().await.expect("read").len(), 1);
+}

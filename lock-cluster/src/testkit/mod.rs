@@ -22,7 +22,7 @@ mod triggers;
 pub use actions::action_log;
 pub use dependents::{after_requests, trigger_params};
 pub use history::history_batches;
-pub use incidents::incidents;
+pub use incidents::{incidents, incidents_added_later};
 pub use operations::operations_store;
 pub use pauses::concurrent_pauses;
 pub use run_logs::run_logs;
