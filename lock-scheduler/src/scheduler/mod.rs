@@ -39,11 +39,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 #[cfg(feature = "alerts")]
-pub use alerting::{ALERT_ENV_PREFIX, ALERT_RULES_JOB, AlertRules};
+pub use alerting::{ALERT_RULES_JOB, AlertRules};
 pub use batching::DEFAULT_ACQUIRE_AHEAD;
 pub use cluster::{DEFAULT_HEARTBEAT_INTERVAL, HOUSEKEEPING_BATCH, HOUSEKEEPING_JOB};
 pub use job::{Job, registered_jobs};
-pub use overrides::{JobOverride, OVERRIDE_ENV_PREFIX, override_env_key, parse_duration};
+pub use overrides::{
+    ALERT_ENV_PREFIX, JobOverride, OVERRIDE_ENV_PREFIX, override_env_key, parse_duration,
+};
 pub use run_logs::RunLogs;
 pub use shards::SHARD_TAKEOVER_DELAY;
 pub use status::{JobStatus, RunOutcome};

@@ -19,8 +19,9 @@ use lock_core::{LockConfiguration, LockError};
 /// [`SchedulerBuilder::overrides_from_env`](crate::SchedulerBuilder::overrides_from_env).
 pub const OVERRIDE_ENV_PREFIX: &str = "LOCK_JOB_";
 
-/// The prefix of the alert settings' variables, read by the same calls (feature `alerts`).
-const ALERT_PREFIX: &str = "LOCK_ALERT_";
+/// The prefix of the alert settings' variables (feature `alerts`), read by the same calls as
+/// the jobs' overrides; refused at start in a build without the feature.
+pub const ALERT_ENV_PREFIX: &str = "LOCK_ALERT_";
 
 /// The settings, as `(suffix of the variable, key as the macros spell it)`.
 const SETTINGS: [(&str, &str); 5] = [
@@ -300,7 +301,7 @@ impl Overrides {
         for (name, value) in vars {
             if name.starts_with(OVERRIDE_ENV_PREFIX) {
                 self.vars.push((name, value));
-            } else if name.starts_with(ALERT_PREFIX) {
+            } else if name.starts_with(ALERT_ENV_PREFIX) {
                 self.alert_vars.push((name, value));
             }
         }

@@ -94,8 +94,9 @@ pub(super) fn streak_window(rules: &AlertRules) -> u32 {
 
 /// Every incident firing at `now`.
 ///
-/// `last_runs` is each job's newest run (shards apart), `histories` the newest runs of the
-/// [`streak_candidates`], newest first.
+/// `last_runs` is each job's newest run (shards apart) as the `view` shows it (a running row
+/// of a gone instance unfinished), `histories` the newest runs of the [`streak_candidates`],
+/// newest first.
 pub(super) fn firing(
     rules: &AlertRules,
     now: DateTime<Utc>,
@@ -132,9 +133,7 @@ pub(super) fn firing(
             }
         }
     }
-    // A running row of an instance that is gone shows as unfinished: it is the instance's
-    // incident, not the job's.
-    let newest = view.resolve_runs(last_runs.to_vec());
+    let newest = last_runs;
     if let Some(limit) = rules.running_longer_than {
         let limit = TimeDelta::from_std(limit).unwrap_or(TimeDelta::MAX);
         for run in newest.iter().filter(|r| r.outcome == RunState::Running) {
@@ -162,7 +161,7 @@ pub(super) fn firing(
     }
     if let Some(limit) = rules.lock_wait_above {
         let limit = TimeDelta::from_std(limit).unwrap_or(TimeDelta::MAX);
-        for run in &newest {
+        for run in newest {
             let Some(slot) = run.slot.filter(|_| run.fire_kind == FireKind::Scheduled) else {
                 continue;
             };

@@ -16,19 +16,21 @@ use lock_alerts::{
 };
 
 use super::AlertRules;
-use crate::parse_duration;
+use crate::{ALERT_ENV_PREFIX, parse_duration};
 
-/// The prefix of the alert settings' variables.
-pub const ALERT_ENV_PREFIX: &str = "LOCK_ALERT_";
-
-/// Every setting, after the prefix.
-const SETTINGS: [&str; 13] = [
+/// The notifiers' settings, after the prefix.
+const NOTIFIER_SETTINGS: [&str; 6] = [
     "WEBHOOK_URL",
     "WEBHOOK_SECRET",
     "SLACK_URL",
     "SMTP_URL",
     "MAIL_FROM",
     "MAIL_TO",
+];
+
+/// The rules' settings, after the prefix: any of them gives rules even without
+/// `.alert_rules(..)` (the defaults, with these values).
+const RULE_SETTINGS: [&str; 7] = [
     "FAILED_IN_A_ROW",
     "RUNNING_LONGER_THAN",
     "LOCK_WAIT_ABOVE",
@@ -59,10 +61,11 @@ pub(super) fn read(
     let mut problems = Vec::new();
     for (name, _) in vars {
         let setting = &name[ALERT_ENV_PREFIX.len()..];
-        if !SETTINGS.contains(&setting) {
+        if !NOTIFIER_SETTINGS.contains(&setting) && !RULE_SETTINGS.contains(&setting) {
             problems.push(format!(
-                "the variable {name} is no alert setting: they are {ALERT_ENV_PREFIX}<{}>",
-                SETTINGS.join("|")
+                "the variable {name} is no alert setting: they are {ALERT_ENV_PREFIX}<{}|{}>",
+                NOTIFIER_SETTINGS.join("|"),
+                RULE_SETTINGS.join("|")
             ));
         }
     }
@@ -110,7 +113,7 @@ pub(super) fn read(
         ),
     }
 
-    let touches_rules = SETTINGS[6..].iter().any(|s| get(s).is_some());
+    let touches_rules = RULE_SETTINGS.iter().any(|s| get(s).is_some());
     let mut rules = rules.or_else(|| touches_rules.then(AlertRules::default));
     if let Some(rules) = &mut rules {
         if let Some(n) = get("FAILED_IN_A_ROW") {

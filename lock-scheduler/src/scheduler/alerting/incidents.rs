@@ -52,9 +52,12 @@ impl Evaluator {
                 missed_grace: self.rules.missed_grace,
             },
         );
+        // A running row of an instance that is gone shows as unfinished: it is the instance's
+        // incident, not the job's.
+        let newest = view.resolve_runs(last_runs);
         let open_keys: HashSet<&str> = open.iter().map(|i| i.key.as_str()).collect();
         let candidates =
-            evaluate::streak_candidates(&self.rules, &last_runs, &|key| open_keys.contains(key));
+            evaluate::streak_candidates(&self.rules, &newest, &|key| open_keys.contains(key));
         let window = evaluate::streak_window(&self.rules);
         let reads = candidates
             .into_iter()
@@ -69,7 +72,7 @@ impl Evaluator {
             .await
             .into_iter()
             .collect::<Result<_, _>>()?;
-        let firing = evaluate::firing(&self.rules, now, &view, &last_runs, &histories);
+        let firing = evaluate::firing(&self.rules, now, &view, &newest, &histories);
 
         let firing_keys: HashSet<&str> = firing.iter().map(|f| f.key.as_str()).collect();
         for incident in firing

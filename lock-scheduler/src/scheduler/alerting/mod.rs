@@ -32,7 +32,6 @@ use lock_cluster::ClusterProvider;
 use lock_core::{LockConfiguration, LockError};
 
 use super::{Job, SchedulerBuilder, Trigger};
-pub use from_env::ALERT_ENV_PREFIX;
 use incidents::Evaluator;
 pub use rules::AlertRules;
 
