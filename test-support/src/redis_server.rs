@@ -39,8 +39,11 @@ pub struct PrivateRedis {
     port: u16,
     dir: PathBuf,
     durability: Durability,
-    /// Started with `cluster-enabled yes` (see [`start_cluster_of_one`](Self::start_cluster_of_one)).
-    cluster: bool,
+    /// Started with `cluster-enabled yes` (see [`start_cluster_of_one`](Self::start_cluster_of_one)),
+    /// its cluster bus on this port. Chosen free like `port`: by default Redis puts the bus at
+    /// `port + 10000`, which can land in the kernel's ephemeral range and be taken by any
+    /// outgoing connection ("exited at its start").
+    cluster: Option<u16>,
     child: Option<Child>,
 }
 
@@ -99,7 +102,7 @@ impl PrivateRedis {
             port,
             dir,
             durability,
-            cluster,
+            cluster: cluster.then(crate::process::free_port),
             child: None,
         };
         redis.spawn();
@@ -193,13 +196,15 @@ impl PrivateRedis {
             }
             Durability::Nothing => command.args(["--appendonly", "no"]),
         };
-        if self.cluster {
-            command.args([
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                "nodes.conf",
-            ]);
+        if let Some(bus) = self.cluster {
+            command
+                .args([
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-port",
+                    &bus.to_string(),
+                ])
+                .args(["--cluster-config-file", "nodes.conf"]);
         }
         let child = command
             .spawn()
