@@ -161,6 +161,32 @@ async fn pause_refuses_fires_from_the_next_heartbeat_until_resumed() {
     scheduler.shutdown().await.unwrap();
 }
 
+/// A job paused cluster-wide before an instance starts does not fire once at its start: the
+/// pauses are read before the job loops begin, not left to the first heartbeat (whose answer
+/// can come after the first fire of a short period).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_paused_before_start_never_fires() {
+    let provider = Arc::new(InMemoryLockProvider::new());
+    let store = provider.cluster().unwrap();
+    assert!(store.pause("tick", "test").await.unwrap());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .heartbeat_interval(Duration::from_secs(60))
+        .jobs([counting("tick", Duration::from_millis(50), &runs)])
+        .start()
+        .await
+        .unwrap();
+    eventually(WAIT, "a fire refused as paused", || async {
+        (scheduler.jobs()[0].last_outcome == Some(RunOutcome::Paused)).then_some(())
+    })
+    .await;
+    // Several more slots pass, the first fire at the start among them: none runs.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "a job paused before start ran");
+    scheduler.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_trigger_request_runs_once_on_one_instance_as_a_manual_fire() {
     let provider = Arc::new(InMemoryLockProvider::new());

@@ -201,6 +201,32 @@ impl Operations {
             .contains(job)
     }
 
+    /// Reads the cluster's pauses once, before the job loops start: a job paused cluster-wide
+    /// must not fire once at start because the first heartbeat had not answered yet (on a
+    /// loaded host the first fire of a short period can come first). A read that fails or
+    /// does not answer within the operation timeout leaves the pauses to the first heartbeat,
+    /// as a failing heartbeat does later (the jobs run; the warning comes from the beat).
+    pub(super) async fn read_pauses(&self) {
+        let read = tokio::time::timeout(self.operation_timeout, self.store().control()).await;
+        match read {
+            Ok(Ok(control)) => {
+                let paused: HashSet<String> = control
+                    .into_iter()
+                    .filter(|c| c.kind == ControlKind::Pause)
+                    .map(|c| c.job)
+                    .collect();
+                *self.paused.write().unwrap_or_else(|p| p.into_inner()) = paused;
+            }
+            Ok(Err(error)) => tracing::debug!(
+                error = &error as &dyn std::error::Error,
+                "reading the pauses at start failed; the first heartbeat takes them in"
+            ),
+            Err(_) => tracing::debug!(
+                "reading the pauses at start timed out; the first heartbeat takes them in"
+            ),
+        }
+    }
+
     /// Makes a graceful stop leave the registry (see [`leave`](Self::leave)).
     #[cfg_attr(not(feature = "alerts"), allow(dead_code))]
     pub(super) fn leave_on_stop(&self) {

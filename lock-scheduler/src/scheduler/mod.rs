@@ -583,6 +583,9 @@ impl SchedulerBuilder {
                 .clone()
                 .refresh_until(clock_refresh, inner.stop.clone()),
         );
+        if let Some(ops) = &inner.ops {
+            ops.read_pauses().await;
+        }
         let started = tokio::time::Instant::now();
         inner.jobs.lock().reserve_exact(prepared.len());
         for (job, config) in prepared {
