@@ -31,6 +31,10 @@ use crate::sqlite::SqliteBackend;
 /// - **One round trip** per acquire, release and extend (sqlx keeps each statement prepared
 ///   on its connection; see [`with_statement_cache`](Self::with_statement_cache) for
 ///   PgBouncer). A losing acquire writes nothing.
+/// - **Batches**: [`acquire_many`](LockProvider::acquire_many) and
+///   [`release_many`](LockProvider::release_many) run the driver-specific providers' batch
+///   statements (up to 1,000 requests in a few statements, not one each), each request
+///   decided as its own acquire would be.
 /// - **Fencing and once-per-slot** through the `fence` and `last_fire` columns, which
 ///   [`ensure_schema`](Self::ensure_schema) adds to a ShedLock table.
 /// - **Operations tables** (job registry, run history, pause, trigger requests) next to the
