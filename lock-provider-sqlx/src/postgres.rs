@@ -320,8 +320,9 @@ impl PgBackend {
                     sqlx::query(AssertSqlSafe(pick(&statements).clone())).persistent(persistent),
                 );
                 if self.persistent {
-                    // One pooled connection for the whole query: an unnamed statement's two
-                    // exchanges (below) reach the same server connection.
+                    // sqlx holds one pooled connection for the whole query, so an unnamed
+                    // statement's two exchanges reach one server connection (PgBouncer may
+                    // split them: below).
                     return Ok::<_, Failure>(if execute {
                         Reply::Changed(query.execute(&self.pool).await?.rows_affected())
                     } else {

@@ -498,10 +498,10 @@ impl LockProvider for SqlxLockProvider {
         on_backend!(self, b => b.acquire(request).await)
     }
 
-    /// One round trip for the batch where the driver-specific provider has one: PostgreSQL's
-    /// statements over arrays (a second for the rows another transaction held, a third for
-    /// missing rows), MySQL's acquire statements in one text query and one transaction,
-    /// SQLite's in one write transaction.
+    /// Decided by the driver-specific provider's batch statements: PostgreSQL's over arrays
+    /// (a second for the rows another transaction held, a third for missing rows), MySQL's
+    /// acquire statements in one text query and one transaction, SQLite's in one write
+    /// transaction.
     async fn acquire_many(
         &self,
         requests: &[LockRequest],
