@@ -20,6 +20,8 @@ use sqlx::{AssertSqlSafe, MySql, Row};
 
 use crate::operations::{self, MySqlTables, SqlxOperations};
 
+mod batch;
+
 /// How many times an operation is tried again on a fresh connection after its connection
 /// turned out dead; safe for every statement (see `lock-provider-mysql`'s session module).
 const RETRIES: usize = 2;

@@ -12,10 +12,12 @@ use lock_core::{
 use lock_sql::sql::SqlValue;
 use lock_sql::sql::postgres::{self as sql, LockStatements, TableShape};
 use lock_sql::{ResolvedTable, at_least_millis, fence_from_sql, fence_to_sql, lease_millis};
-use sqlx::postgres::{PgPool, PgRow};
+use sqlx::postgres::{PgArguments, PgPool, PgRow};
 use sqlx::{AssertSqlSafe, Postgres as Pg, Row};
 
 use crate::operations::{self, PgTables, SqlxOperations};
+
+mod batch;
 
 /// How many times an operation is tried again after its connection turned out dead, its
 /// prepared statement stale, or the table's columns changed. Safe for every statement, as in
@@ -58,6 +60,23 @@ impl ShapeCache {
             .unwrap_or_else(PoisonError::into_inner) = statements;
     }
 }
+
+/// How the server plans a statement.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Plan {
+    /// Prepared once per connection and kept (sqlx's statement cache), unless the cache is off.
+    Cached,
+    /// Sent unnamed (`persistent(false)`), so the server plans each execution for the
+    /// parameters it is given: the batch statements over arrays. A prepared statement switches
+    /// to a generic plan after five executions, and the generic plan of these statements
+    /// guesses a few array elements (`lock-provider-postgres` measured 300 ms of the server's
+    /// CPU per batch of a thousand names on it); parsing and planning costs about a
+    /// millisecond per batch.
+    EachExecution,
+}
+
+/// A statement with the parameters still to bind.
+type PgQuery = sqlx::query::Query<'static, Pg, PgArguments>;
 
 /// What a statement answered.
 enum Reply {
@@ -267,21 +286,43 @@ impl PgBackend {
         params: &[SqlValue],
         execute: bool,
     ) -> Result<Reply, LockError> {
+        let bind = |mut query: PgQuery| {
+            for value in params {
+                query = match value {
+                    SqlValue::Text(text) => query.bind(text.clone()),
+                    SqlValue::Int(int) => query.bind(*int),
+                    SqlValue::Timestamp(at) => query.bind(*at),
+                };
+            }
+            query
+        };
+        self.run_planned(operation, lock, pick, &bind, execute, Plan::Cached)
+            .await
+    }
+
+    /// [`run`](Self::run) with the parameters `bind` adds (again at each attempt), planned as
+    /// `plan` says.
+    async fn run_planned(
+        &self,
+        operation: &'static str,
+        lock: &str,
+        pick: fn(&LockStatements) -> &String,
+        bind: &(dyn Fn(PgQuery) -> PgQuery + Send + Sync),
+        execute: bool,
+        plan: Plan,
+    ) -> Result<Reply, LockError> {
         let mut retries = 0;
-        let mut persistent = self.persistent;
+        let mut persistent = self.persistent && plan == Plan::Cached;
         loop {
             let attempt = async {
                 let statements = self.statements().await.map_err(Failure::Lock)?;
-                let mut query =
-                    sqlx::query(AssertSqlSafe(pick(&statements).clone())).persistent(persistent);
-                for value in params {
-                    query = match value {
-                        SqlValue::Text(text) => query.bind(text.clone()),
-                        SqlValue::Int(int) => query.bind(*int),
-                        SqlValue::Timestamp(at) => query.bind(*at),
-                    };
-                }
-                if persistent {
+                let query = bind(
+                    sqlx::query(AssertSqlSafe(pick(&statements).clone())).persistent(persistent),
+                );
+                if self.persistent {
+                    // sqlx holds one pooled connection for the whole query, so an unnamed
+                    // statement's two exchanges reach one server connection (PgBouncer may
+                    // split them: below).
                     return Ok::<_, Failure>(if execute {
                         Reply::Changed(query.execute(&self.pool).await?.rows_affected())
                     } else {

@@ -23,6 +23,8 @@ use sqlx::{AssertSqlSafe, Row, SqliteConnection};
 
 use crate::operations::{self, SqliteTables, SqlxOperations};
 
+mod batch;
+
 /// A SQLite table on a sqlx pool.
 #[derive(Clone)]
 pub(crate) struct SqliteBackend {
@@ -199,36 +201,48 @@ impl SqliteBackend {
                 return Ok(AcquireOutcome::Refused(refusal));
             }
             let mut tx = sqlx::Connection::begin_with(&mut *conn, "BEGIN IMMEDIATE").await?;
-            let granted = self
-                .query(&self.statements.acquire)
-                .bind(name.to_owned())
-                .bind(request.locked_by.to_string())
-                .bind(lease_millis(request.lock_at_most_for))
-                .bind(slot.clone())
-                .bind(lease_millis(request.max_slot_lead))
-                .bind(request.give_up_at.map(instant_text))
-                .fetch_optional(&mut *tx)
-                .await?;
-            let now = Utc::now();
-            let outcome = match granted {
-                Some(row) => AcquireOutcome::Acquired(Lease::granted(
-                    request,
-                    fence_from_sql(row.try_get_unchecked(0)?),
-                )),
-                // The statement ran past the sender's deadline (SQLite's clock is this host's).
-                None if request.too_late(now) => AcquireOutcome::Refused(Refusal::too_late(now)),
-                // Another process took it between the read and the write lock: read the
-                // winner in this transaction, so the reason is exact.
-                None => AcquireOutcome::Refused(
-                    self.refusal(&mut tx, name, slot.as_deref())
-                        .await?
-                        .unwrap_or_else(|| Refusal::new(RefusalReason::Unknown)),
-                ),
-            };
+            let outcome = self.decide(&mut tx, request, slot.as_deref()).await?;
             tx.commit().await?;
             Ok::<_, sqlx::Error>(outcome)
         };
         run.await.map_err(|e| self.error("acquire", name, e))
+    }
+
+    /// Decides `request` (whose slot, as text, is `slot`) by the acquire statement, in a write
+    /// transaction (`BEGIN IMMEDIATE`) the caller commits.
+    async fn decide(
+        &self,
+        tx: &mut SqliteConnection,
+        request: &LockRequest,
+        slot: Option<&str>,
+    ) -> Result<AcquireOutcome, sqlx::Error> {
+        let name: &str = &request.name;
+        let granted = self
+            .query(&self.statements.acquire)
+            .bind(name.to_owned())
+            .bind(request.locked_by.to_string())
+            .bind(lease_millis(request.lock_at_most_for))
+            .bind(slot.map(str::to_owned))
+            .bind(lease_millis(request.max_slot_lead))
+            .bind(request.give_up_at.map(instant_text))
+            .fetch_optional(&mut *tx)
+            .await?;
+        let now = Utc::now();
+        Ok(match granted {
+            Some(row) => AcquireOutcome::Acquired(Lease::granted(
+                request,
+                fence_from_sql(row.try_get_unchecked(0)?),
+            )),
+            // The statement ran past the sender's deadline (SQLite's clock is this host's).
+            None if request.too_late(now) => AcquireOutcome::Refused(Refusal::too_late(now)),
+            // Another process took it between the read and the write lock: read the winner in
+            // this transaction, so the reason is exact.
+            None => AcquireOutcome::Refused(
+                self.refusal(tx, name, slot)
+                    .await?
+                    .unwrap_or_else(|| Refusal::new(RefusalReason::Unknown)),
+            ),
+        })
     }
 
     /// Release or extend: `?1` name, `?2` locked_by, `?3` fence, `?4` the duration (ms).
