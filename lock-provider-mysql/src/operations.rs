@@ -2,8 +2,9 @@
 //! statements ([`lock_sql::operations_sql`]) bound and read with mysql_async.
 //!
 //! Times are `DATETIME(3)` holding UTC (`UTC_TIMESTAMP(3)`), so the session time zone plays no
-//! part. The heartbeat is the registry upsert (one statement) followed by a read of the
-//! control table on the same connection: MySQL has no `RETURNING` that could carry both.
+//! part. The heartbeat is the registry upsert (one statement, or several in one transaction
+//! for a beat of a thousand jobs or more) followed by a read of the control table on the same
+//! connection: MySQL has no `RETURNING` that could carry both.
 
 use std::time::Duration;
 
@@ -15,10 +16,10 @@ use lock_cluster::{
     RunRecord, RunStart, RunState,
 };
 use lock_core::{FireSlot, LockError, Params};
-use lock_sql::operations_sql::stored_params;
+use lock_sql::operations_sql::{HEARTBEAT_PARAMS, HeartbeatUpsert, stored_params};
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 use mysql_async::prelude::{FromValue, Queryable};
-use mysql_async::{Conn, Pool, Row, Value};
+use mysql_async::{Conn, Pool, Row, TxOpts, Value};
 
 /// ER_NO_SUCH_TABLE.
 const NO_SUCH_TABLE: u16 = 1146;
@@ -160,48 +161,69 @@ fn registry_row(row: &Row) -> Result<RegistryRow, String> {
     })
 }
 
+/// The parameters of one heartbeat statement: 13 per registry row it writes, in the order
+/// of [`OperationsSql::heartbeat`].
+fn upsert_params(upsert: &HeartbeatUpsert, beat: &Heartbeat) -> Vec<Value> {
+    let i = &beat.instance;
+    let mut params = Vec::with_capacity(upsert.rows.len() * HEARTBEAT_PARAMS);
+    for job in upsert.registrations(beat) {
+        params.extend([
+            Value::from(&i.instance_id),
+            Value::from(job.map_or("", |j| j.name.as_str())),
+            Value::from(job.map_or("", |j| j.lock_name.as_str())),
+            Value::from(job.map_or("", |j| j.trigger.as_str())),
+            Value::from(job.and_then(|j| j.zone.clone())),
+            job.and_then(|j| j.next_fire).map_or(Value::NULL, at),
+            Value::from(&i.host),
+            Value::from(i.pid),
+            Value::from(&i.version),
+            at(i.started_at),
+            Value::from(i.clock_offset_ms),
+            Value::from(i.heartbeat_ms),
+            job.and_then(|j| j.following_fire).map_or(Value::NULL, at),
+        ]);
+    }
+    params
+}
+
 impl MySqlOperations {
     /// The upsert of `beat`, then, when `complete`, the deletion of the instance's other job
-    /// rows, then the poll of the control table, on one connection.
+    /// rows, then the poll of the control table, on one connection. A beat of more jobs than
+    /// one statement takes is cut ([`OperationsSql::heartbeat_upserts`]) and its statements
+    /// run in one transaction, so that it is written whole or not at all, as one statement is.
     async fn beat(
         &self,
         beat: &Heartbeat,
         complete: bool,
     ) -> Result<Vec<ControlRequest>, LockError> {
-        let i = &beat.instance;
-        let mut params = Vec::with_capacity((beat.jobs.len() + 1) * 13);
-        let rows = std::iter::once(None).chain(beat.jobs.iter().map(Some));
-        for job in rows {
-            let job: Option<&JobRegistration> = job;
-            params.extend([
-                Value::from(&i.instance_id),
-                Value::from(job.map_or("", |j| j.name.as_str())),
-                Value::from(job.map_or("", |j| j.lock_name.as_str())),
-                Value::from(job.map_or("", |j| j.trigger.as_str())),
-                Value::from(job.and_then(|j| j.zone.clone())),
-                job.and_then(|j| j.next_fire).map_or(Value::NULL, at),
-                Value::from(&i.host),
-                Value::from(i.pid),
-                Value::from(&i.version),
-                at(i.started_at),
-                Value::from(i.clock_offset_ms),
-                Value::from(i.heartbeat_ms),
-                job.and_then(|j| j.following_fire).map_or(Value::NULL, at),
-            ]);
-        }
+        let failed = |e| self.error("heartbeat", "", e);
+        let upserts = self.sql.heartbeat_upserts(beat.jobs.len() + 1);
         let mut conn = self.conn("heartbeat").await?;
-        conn.exec_drop(self.sql.heartbeat(beat.jobs.len() + 1), params)
-            .await
-            .map_err(|e| self.error("heartbeat", "", e))?;
-        if complete {
-            conn.exec_drop(self.sql.prune_jobs(), (i.instance_id.as_str(),))
+        if let [upsert] = upserts.as_slice() {
+            conn.exec_drop(&upsert.sql, upsert_params(upsert, beat))
                 .await
-                .map_err(|e| self.error("heartbeat", "", e))?;
+                .map_err(failed)?;
+        } else {
+            let mut tx = conn
+                .start_transaction(TxOpts::default())
+                .await
+                .map_err(failed)?;
+            for upsert in &upserts {
+                tx.exec_drop(&upsert.sql, upsert_params(upsert, beat))
+                    .await
+                    .map_err(failed)?;
+            }
+            tx.commit().await.map_err(failed)?;
+        }
+        if complete {
+            conn.exec_drop(self.sql.prune_jobs(), (beat.instance.instance_id.as_str(),))
+                .await
+                .map_err(failed)?;
         }
         let rows: Vec<Row> = conn
             .exec(self.sql.poll.as_str(), ())
             .await
-            .map_err(|e| self.error("heartbeat", "", e))?;
+            .map_err(failed)?;
         self.decode(
             "heartbeat",
             rows.iter().map(|row| control_row(&self.sql, row)).collect(),

@@ -1,6 +1,6 @@
 //! The operations tables (registry, history, control) on the real MySQL/MariaDB: the store's
-//! contract (`lock_cluster::testkit::operations_store`) on tables of the test's own, created by
-//! `ensure_schema` next to the lock table.
+//! contract (`lock_cluster::testkit::operations_store`, `heartbeat_of_many_jobs`) on tables of
+//! the test's own, created by `ensure_schema` next to the lock table.
 
 mod common;
 
@@ -19,6 +19,21 @@ async fn operations_tables_keep_the_store_contract() {
     lock_cluster::testkit::operations_store(&provider).await;
     // ensure_schema again: the tables exist, nothing fails.
     provider.ensure_schema().await.expect("ensure_schema twice");
+    let _ = provider.pool().clone().disconnect().await;
+}
+
+/// A beat of 6,000 jobs: more than MySQL's 65,535 parameters allow in one statement of 13 per
+/// row, so the upsert is cut into several.
+#[tokio::test]
+async fn a_heartbeat_of_more_jobs_than_one_statement_takes() {
+    let table = common::unique_table("lockmy_beat");
+    let _drop = common::drop_table(&table);
+    let provider = match MySqlLockProvider::connect(&common::url()).await {
+        Ok(provider) => provider.with_table(&table).expect("table name"),
+        Err(e) => return common::unreachable(&e).unwrap_or(()),
+    };
+    provider.ensure_schema().await.expect("ensure_schema");
+    lock_cluster::testkit::heartbeat_of_many_jobs(&provider).await;
     let _ = provider.pool().clone().disconnect().await;
 }
 

@@ -1,6 +1,6 @@
 //! The operations tables (registry, history, control) on the real PostgreSQL: the store's
-//! contract (`lock_cluster::testkit::operations_store`) on tables of the test's own, created by
-//! `ensure_schema` next to the lock table.
+//! contract (`lock_cluster::testkit::operations_store`, `heartbeat_of_many_jobs`) on tables of
+//! the test's own, created by `ensure_schema` next to the lock table.
 
 mod common;
 
@@ -16,6 +16,18 @@ async fn operations_tables_keep_the_store_contract() {
         return;
     };
     lock_cluster::testkit::operations_store(&provider).await;
+}
+
+/// A beat of 6,000 jobs: more than one statement of 13 parameters per row could carry
+/// (65,535); PostgreSQL's is one statement over arrays.
+#[tokio::test]
+async fn a_heartbeat_of_more_jobs_than_one_statement_takes() {
+    let table = common::unique_table("ops_beat");
+    let _drop = common::drop_table(&table);
+    let Some(provider) = common::provider(&table).await else {
+        return;
+    };
+    lock_cluster::testkit::heartbeat_of_many_jobs(&provider).await;
 }
 
 #[tokio::test]

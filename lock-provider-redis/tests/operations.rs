@@ -1,10 +1,10 @@
 //! The operations keys (registry, history, control) on the real Redis: the store's contract
-//! (`lock_cluster::testkit::operations_store`) under a prefix of the test's own, and what is
-//! particular to Redis: the key layout (one hash tag, outside the lock listing), a heartbeat
-//! that is one script call, exactly one winner among concurrent claims, housekeeping that
-//! keeps each job's last run and last success right, a key of another type refused, a
-//! dependent job's after requests indexed per child and slot and deleted with their index
-//! entries, and stored parameters that do not decode refused naming the row.
+//! (`lock_cluster::testkit::operations_store`, `heartbeat_of_many_jobs`) under a prefix of the
+//! test's own, and what is particular to Redis: the key layout (one hash tag, outside the lock
+//! listing), a heartbeat that is one script call, exactly one winner among concurrent claims,
+//! housekeeping that keeps each job's last run and last success right, a key of another type
+//! refused, a dependent job's after requests indexed per child and slot and deleted with their
+//! index entries, and stored parameters that do not decode refused naming the row.
 
 mod common;
 
@@ -77,6 +77,17 @@ async fn operations_keys_keep_the_store_contract() {
         return;
     };
     lock_cluster::testkit::operations_store(&provider).await;
+}
+
+/// A beat of 6,000 jobs: one script call, as every beat.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_of_many_jobs() {
+    let prefix = common::unique_prefix("ops-beat");
+    let _cleanup = common::delete_keys(&prefix);
+    let Some(provider) = common::provider_with_prefix(&prefix).await else {
+        return;
+    };
+    lock_cluster::testkit::heartbeat_of_many_jobs(&provider).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,7 +16,7 @@ use lock_cluster::{
     RunRecord, RunStart, RunState, truncate,
 };
 use lock_core::{FireSlot, LockError, Params};
-use lock_sql::operations_sql::stored_params;
+use lock_sql::operations_sql::{HEARTBEAT_PARAMS, HeartbeatUpsert, stored_params};
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 use rusqlite::types::Value;
 use rusqlite::{Connection, Row, params_from_iter};
@@ -202,43 +202,59 @@ pub(crate) async fn ensure(
     }
 }
 
+/// The parameters of one heartbeat statement: 13 per registry row it writes, in the order
+/// of [`OperationsSql::heartbeat`].
+fn upsert_params(upsert: &HeartbeatUpsert, beat: &Heartbeat) -> Vec<Value> {
+    let i = &beat.instance;
+    let mut params = Vec::with_capacity(upsert.rows.len() * HEARTBEAT_PARAMS);
+    for job in upsert.registrations(beat) {
+        params.extend([
+            Value::Text(i.instance_id.clone()),
+            Value::Text(job.map_or("", |j| j.name.as_str()).to_owned()),
+            Value::Text(job.map_or("", |j| j.lock_name.as_str()).to_owned()),
+            Value::Text(job.map_or("", |j| j.trigger.as_str()).to_owned()),
+            job.and_then(|j| j.zone.clone())
+                .map_or(Value::Null, Value::Text),
+            opt_text(job.and_then(|j| j.next_fire)),
+            Value::Text(i.host.clone()),
+            Value::Integer(i64::from(i.pid)),
+            Value::Text(i.version.clone()),
+            text(i.started_at),
+            Value::Integer(i.clock_offset_ms),
+            Value::Integer(i.heartbeat_ms),
+            opt_text(job.and_then(|j| j.following_fire)),
+        ]);
+    }
+    params
+}
+
 impl SqliteOperations {
-    /// The upsert of `beat`, then, when `complete`, the deletion of the instance's other job
-    /// rows, then the poll of the control table, in one transaction.
+    /// The upsert of `beat` (one statement per thousand rows: SQLite's parameter limit), then,
+    /// when `complete`, the deletion of the instance's other job rows, then the poll of the
+    /// control table, in one transaction.
     async fn beat(
         &self,
         beat: &Heartbeat,
         complete: bool,
     ) -> Result<Vec<ControlRequest>, LockError> {
-        let i = &beat.instance;
-        let mut params = Vec::with_capacity((beat.jobs.len() + 1) * 13);
-        for job in std::iter::once(None).chain(beat.jobs.iter().map(Some)) {
-            let job: Option<&JobRegistration> = job;
-            params.extend([
-                Value::Text(i.instance_id.clone()),
-                Value::Text(job.map_or("", |j| j.name.as_str()).to_owned()),
-                Value::Text(job.map_or("", |j| j.lock_name.as_str()).to_owned()),
-                Value::Text(job.map_or("", |j| j.trigger.as_str()).to_owned()),
-                job.and_then(|j| j.zone.clone())
-                    .map_or(Value::Null, Value::Text),
-                opt_text(job.and_then(|j| j.next_fire)),
-                Value::Text(i.host.clone()),
-                Value::Integer(i64::from(i.pid)),
-                Value::Text(i.version.clone()),
-                text(i.started_at),
-                Value::Integer(i.clock_offset_ms),
-                Value::Integer(i.heartbeat_ms),
-                opt_text(job.and_then(|j| j.following_fire)),
-            ]);
-        }
-        let upsert = self.sql.heartbeat(beat.jobs.len() + 1);
+        let upserts: Vec<(String, Vec<Value>)> = self
+            .sql
+            .heartbeat_upserts(beat.jobs.len() + 1)
+            .into_iter()
+            .map(|upsert| {
+                let params = upsert_params(&upsert, beat);
+                (upsert.sql, params)
+            })
+            .collect();
         let poll = self.sql.poll.clone();
         let sql = self.sql.clone();
-        let prune = complete.then(|| (self.sql.prune_jobs(), i.instance_id.clone()));
+        let prune = complete.then(|| (self.sql.prune_jobs(), beat.instance.instance_id.clone()));
         self.run("heartbeat", move |conn| {
             in_immediate_transaction(conn, |conn| {
-                conn.prepare_cached(&upsert)?
-                    .execute(params_from_iter(params))?;
+                for (upsert, params) in upserts {
+                    conn.prepare_cached(&upsert)?
+                        .execute(params_from_iter(params))?;
+                }
                 if let Some((prune, id)) = &prune {
                     conn.prepare_cached(prune)?.execute([id])?;
                 }

@@ -1,6 +1,6 @@
 //! The operations tables (registry, history, control, action log, incidents) in a SQLite file:
-//! the store's contract (`lock_cluster::testkit::operations_store`), a ShedLock table alone,
-//! without them, and tables from before the incidents.
+//! the store's contract (`lock_cluster::testkit::operations_store`, `heartbeat_of_many_jobs`),
+//! a ShedLock table alone, without them, and tables from before the incidents.
 
 mod common;
 
@@ -13,6 +13,14 @@ async fn operations_tables_keep_the_store_contract() {
     let (_dir, provider) = common::fresh_provider().await;
     lock_cluster::testkit::operations_store(&provider).await;
     provider.ensure_schema().await.expect("ensure_schema twice");
+}
+
+/// A beat of 6,000 jobs: more than SQLite's 32,766 parameters allow in one statement of 13 per
+/// row, so the upsert is cut into several, in the beat's one transaction.
+#[tokio::test]
+async fn a_heartbeat_of_more_jobs_than_one_statement_takes() {
+    let (_dir, provider) = common::fresh_provider().await;
+    lock_cluster::testkit::heartbeat_of_many_jobs(&provider).await;
 }
 
 #[tokio::test]

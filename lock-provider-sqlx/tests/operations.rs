@@ -1,7 +1,7 @@
 //! The operations tables (registry, history, control, action log, incidents) through sqlx on
 //! the real servers and a SQLite file: the store's contract
-//! (`lock_cluster::testkit::operations_store`) on tables of the test's own, created by
-//! `ensure_schema` next to the lock table; a sqlx provider and the driver-specific provider
+//! (`lock_cluster::testkit::operations_store`, `heartbeat_of_many_jobs`) on tables of the
+//! test's own, created by `ensure_schema` next to the lock table; a sqlx provider and the driver-specific provider
 //! reading and writing ONE set of operations tables; a ShedLock table alone, without them,
 //! where the scheduler runs the jobs and warns once; and tables from before later columns and
 //! the incidents, which `ensure_schema` completes.
@@ -55,6 +55,37 @@ async fn sqlite_operations_tables_keep_the_store_contract() {
     };
     lock_cluster::testkit::operations_store(&provider).await;
     provider.ensure_schema().await.expect("ensure_schema twice");
+}
+
+/// A beat of 6,000 jobs: more than one statement of 13 parameters per row can carry in
+/// PostgreSQL's protocol and MySQL (65,535) or SQLite (32,766). PostgreSQL's beat is one
+/// statement over arrays; MySQL's and SQLite's are cut into several.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_heartbeat_of_more_jobs_than_one_statement_takes() {
+    let table = common::unique_table("locksqlx_beat_pg");
+    let _drop = common::drop_postgres_table(&table);
+    let Some(provider) = common::pg_provider(&table).await else {
+        return;
+    };
+    lock_cluster::testkit::heartbeat_of_many_jobs(&provider).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_heartbeat_of_more_jobs_than_one_statement_takes() {
+    let table = common::unique_table("locksqlx_beat_my");
+    let _drop = common::drop_mysql_table(&table);
+    let Some(provider) = common::mysql_provider(&table).await else {
+        return;
+    };
+    lock_cluster::testkit::heartbeat_of_many_jobs(&provider).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_a_heartbeat_of_more_jobs_than_one_statement_takes() {
+    let Some((_dir, provider)) = common::sqlite_provider().await else {
+        return;
+    };
+    lock_cluster::testkit::heartbeat_of_many_jobs(&provider).await;
 }
 
 /// `instance`'s heartbeat with one job, `report`.

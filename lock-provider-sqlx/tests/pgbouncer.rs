@@ -70,5 +70,7 @@ async fn the_operations_tables_through_pgbouncer() {
         return;
     };
     lock_cluster::testkit::operations_store(&provider).await;
+    // The heartbeat over arrays, unprepared, in a transaction of its own.
+    lock_cluster::testkit::heartbeat_of_many_jobs(&provider).await;
     provider.ensure_schema().await.expect("ensure_schema twice");
 }

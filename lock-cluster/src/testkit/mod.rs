@@ -12,6 +12,7 @@
 
 mod actions;
 mod dependents;
+mod heartbeats;
 mod history;
 mod incidents;
 mod operations;
@@ -21,6 +22,7 @@ mod triggers;
 
 pub use actions::action_log;
 pub use dependents::{after_requests, trigger_params};
+pub use heartbeats::heartbeat_of_many_jobs;
 pub use history::history_batches;
 pub use incidents::{incidents, incidents_added_later};
 pub use operations::operations_store;

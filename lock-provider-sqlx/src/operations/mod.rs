@@ -5,8 +5,9 @@
 //!
 //! [`SqlxOperations`] is the store, written once; a backend ([`Tables`]) only says how to run
 //! a statement on its pool, how to bind a value and read a column, and how its heartbeat and
-//! DDL run: PostgreSQL's heartbeat is one statement, MySQL's the upsert and a read on one
-//! connection, SQLite's one `BEGIN IMMEDIATE` transaction, as in the driver-specific providers.
+//! DDL run: PostgreSQL's heartbeat is one statement over arrays, MySQL's the upsert (several
+//! statements in one transaction for a thousand jobs or more) and a read on one connection,
+//! SQLite's one `BEGIN IMMEDIATE` transaction, as in the driver-specific providers.
 
 #[cfg(feature = "mysql")]
 mod mysql;
@@ -32,7 +33,7 @@ use lock_cluster::{
     RunRecord, RunStart, RunState, truncate,
 };
 use lock_core::{FireKind, FireSlot, LockError, Params};
-use lock_sql::operations_sql::stored_params;
+use lock_sql::operations_sql::{HEARTBEAT_PARAMS, HeartbeatUpsert, stored_params};
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 
 /// One value bound to a statement; each backend binds it with its own types (times as UTC
@@ -122,13 +123,13 @@ pub(crate) trait Tables: Clone + Send + Sync + 'static {
     /// Runs a statement that changes rows.
     async fn change(&self, sql: &str, params: Vec<Param>) -> Result<Changed, sqlx::Error>;
 
-    /// The heartbeat: the registry upsert `upsert` with `params`, then the pauses and pending
-    /// trigger requests (`poll`, unless `upsert` brings them back itself).
+    /// The heartbeat: the registry upsert of `beat`'s rows (whatever their number: cut by
+    /// [`OperationsSql::heartbeat_upserts`], or over arrays), then the pauses and pending
+    /// trigger requests ([`OperationsSql::poll`]).
     async fn heartbeat(
         &self,
-        upsert: &str,
-        params: Vec<Param>,
-        poll: &str,
+        sql: &OperationsSql,
+        beat: &Heartbeat,
     ) -> Result<Vec<Self::Row>, sqlx::Error>;
 
     /// Creates the tables and indexes (each statement a no-op when its object exists).
@@ -366,13 +367,12 @@ fn registry_row<R: Columns>(row: &R) -> Result<RegistryRow, sqlx::Error> {
     })
 }
 
-/// The heartbeat's parameters: 13 per registry row, the instance's own row (`job_name` '')
-/// first, in the order of [`OperationsSql::heartbeat`].
-fn beat_params(beat: &Heartbeat) -> Vec<Param> {
+/// The parameters of one heartbeat statement (MySQL, SQLite): 13 per registry row it writes,
+/// in the order of [`OperationsSql::heartbeat`].
+fn upsert_params(upsert: &HeartbeatUpsert, beat: &Heartbeat) -> Vec<Param> {
     let i = &beat.instance;
-    let mut params = Vec::with_capacity((beat.jobs.len() + 1) * 13);
-    for job in std::iter::once(None).chain(beat.jobs.iter().map(Some)) {
-        let job: Option<&JobRegistration> = job;
+    let mut params = Vec::with_capacity(upsert.rows.len() * HEARTBEAT_PARAMS);
+    for job in upsert.registrations(beat) {
         params.extend([
             text(&i.instance_id),
             text(job.map_or("", |j| j.name.as_str())),
@@ -414,10 +414,9 @@ impl<T: Tables> ClusterStore for SqlxOperations<T> {
     }
 
     async fn heartbeat_changes(&self, beat: &Heartbeat) -> Result<Vec<ControlRequest>, LockError> {
-        let upsert = self.sql.heartbeat(beat.jobs.len() + 1);
         let rows = self
             .tables
-            .heartbeat(&upsert, beat_params(beat), &self.sql.poll)
+            .heartbeat(&self.sql, beat)
             .await
             .map_err(|e| self.error("heartbeat", "", e))?;
         self.decode("heartbeat", &rows, |row| control_row(&self.sql, row))

@@ -1,16 +1,18 @@
 //! The operations tables on MySQL and MariaDB through sqlx. Times are `DATETIME(3)` holding
 //! UTC (`UTC_TIMESTAMP(3)`), so the session time zone plays no part. The heartbeat is the
-//! registry upsert followed by a read of the control table on the same connection: MySQL has
-//! no `RETURNING` that could carry both.
+//! registry upsert (cut into statements under MySQL's parameter limit for a beat of a thousand
+//! jobs or more) followed by a read of the control table on the same connection: MySQL has no
+//! `RETURNING` that could carry both.
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
+use lock_cluster::Heartbeat;
 use lock_sql::{OperationsSql, SqlDialect};
 use sqlx::mysql::{MySqlArguments, MySqlPool, MySqlRow};
 use sqlx::query::Query;
-use sqlx::{AssertSqlSafe, MySql, Row};
+use sqlx::{AssertSqlSafe, Connection, MySql, Row};
 
-use super::{Changed, Columns, Param, Tables};
+use super::{Changed, Columns, Param, Tables, upsert_params};
 
 /// `ER_NO_SUCH_TABLE`.
 const NO_SUCH_TABLE: u16 = 1146;
@@ -99,15 +101,27 @@ impl Tables for MySqlTables {
         })
     }
 
+    /// A beat cut into several statements runs them in one transaction, so that it is
+    /// written whole or not at all, as one statement is.
     async fn heartbeat(
         &self,
-        upsert: &str,
-        params: Vec<Param>,
-        poll: &str,
+        sql: &OperationsSql,
+        beat: &Heartbeat,
     ) -> Result<Vec<MySqlRow>, sqlx::Error> {
+        let upserts = sql.heartbeat_upserts(beat.jobs.len() + 1);
         let mut conn = self.pool.acquire().await?;
-        self.query(upsert, params).execute(&mut *conn).await?;
-        self.query(poll, vec![]).fetch_all(&mut *conn).await
+        if let [upsert] = upserts.as_slice() {
+            let params = upsert_params(upsert, beat);
+            self.query(&upsert.sql, params).execute(&mut *conn).await?;
+        } else {
+            let mut tx = conn.begin().await?;
+            for upsert in &upserts {
+                let params = upsert_params(upsert, beat);
+                self.query(&upsert.sql, params).execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+        }
+        self.query(&sql.poll, vec![]).fetch_all(&mut *conn).await
     }
 
     /// `CREATE TABLE IF NOT EXISTS`, indexes inline (MySQL 8 has no `CREATE INDEX IF NOT

@@ -1,10 +1,12 @@
 //! The operations tables on PostgreSQL through sqlx. The heartbeat is one statement (the
-//! registry upsert as a data-modifying CTE whose query reads the pauses and pending trigger
-//! requests). Without the statement cache (PgBouncer in transaction mode) each statement runs
-//! in a transaction of its own, as the lock statements do (`crate::postgres`).
+//! registry upsert over arrays as a data-modifying CTE whose query reads the pauses and
+//! pending trigger requests), whatever the number of jobs. Without the statement cache
+//! (PgBouncer in transaction mode) each statement runs in a transaction of its own, as the
+//! lock statements do (`crate::postgres`).
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
+use lock_cluster::{Heartbeat, JobRegistration};
 use lock_sql::sql::postgres::ENSURE_SCHEMA_LOCK;
 use lock_sql::{OperationsSql, SqlDialect};
 use sqlx::postgres::{PgArguments, PgPool, PgRow};
@@ -44,6 +46,23 @@ impl PgTables {
             };
         }
         query
+    }
+
+    /// Runs `query` and reads its rows: without the statement cache in a transaction of its
+    /// own.
+    async fn fetch(
+        &self,
+        query: Query<'static, Postgres, PgArguments>,
+    ) -> Result<Vec<PgRow>, sqlx::Error> {
+        if self.persistent {
+            return query.fetch_all(&self.pool).await;
+        }
+        // sqlx sends an unprepared statement in two exchanges, which PgBouncer may route to
+        // two server connections outside a transaction.
+        let mut tx = self.pool.begin().await?;
+        let rows = query.fetch_all(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(rows)
     }
 }
 
@@ -90,16 +109,7 @@ impl Tables for PgTables {
     }
 
     async fn rows(&self, sql: &str, params: Vec<Param>) -> Result<Vec<PgRow>, sqlx::Error> {
-        let query = self.query(sql, params);
-        if self.persistent {
-            return query.fetch_all(&self.pool).await;
-        }
-        // sqlx sends an unprepared statement in two exchanges, which PgBouncer may route to
-        // two server connections outside a transaction.
-        let mut tx = self.pool.begin().await?;
-        let rows = query.fetch_all(&mut *tx).await?;
-        tx.commit().await?;
-        Ok(rows)
+        self.fetch(self.query(sql, params)).await
     }
 
     async fn change(&self, sql: &str, params: Vec<Param>) -> Result<Changed, sqlx::Error> {
@@ -118,14 +128,45 @@ impl Tables for PgTables {
         })
     }
 
+    /// [`OperationsSql::heartbeat_arrays`], as `lock-provider-postgres` sends it: one
+    /// statement and one text whatever the number of jobs (no 65,535-parameter limit, one
+    /// plan), which reads the control table too.
     async fn heartbeat(
         &self,
-        upsert: &str,
-        params: Vec<Param>,
-        _poll: &str,
+        sql: &OperationsSql,
+        beat: &Heartbeat,
     ) -> Result<Vec<PgRow>, sqlx::Error> {
-        // The kit's PostgreSQL heartbeat reads the control table in the same statement.
-        self.rows(upsert, params).await
+        let i = &beat.instance;
+        // The instance's own row first (`job_name` ''), then one element per job.
+        let rows = || std::iter::once(None).chain(beat.jobs.iter().map(Some));
+        let column = |field: fn(&JobRegistration) -> &str| -> Vec<String> {
+            rows().map(|j| j.map_or("", field).to_owned()).collect()
+        };
+        let time = |field: fn(&JobRegistration) -> Option<DateTime<Utc>>| {
+            rows()
+                .map(|j| j.and_then(field).map(|at| at.naive_utc()))
+                .collect::<Vec<Option<NaiveDateTime>>>()
+        };
+        let query = sqlx::query(AssertSqlSafe(sql.heartbeat_arrays()))
+            .persistent(self.persistent)
+            .bind(i.instance_id.clone())
+            .bind(i.host.clone())
+            .bind(i64::from(i.pid))
+            .bind(i.version.clone())
+            .bind(i.started_at.naive_utc())
+            .bind(i.clock_offset_ms)
+            .bind(i.heartbeat_ms)
+            .bind(column(|j| &j.name))
+            .bind(column(|j| &j.lock_name))
+            .bind(column(|j| &j.trigger))
+            .bind(
+                rows()
+                    .map(|j| j.and_then(|j| j.zone.clone()))
+                    .collect::<Vec<Option<String>>>(),
+            )
+            .bind(time(|j| j.next_fire))
+            .bind(time(|j| j.following_fire));
+        self.fetch(query).await
     }
 
     /// As `lock-provider-postgres`: nothing when the tables are there (the usual start-up:

@@ -1,17 +1,19 @@
 //! The operations tables in the SQLite file through sqlx. Times are SQLite's own clock as
 //! the lock table stores them (`YYYY-MM-DD HH:MM:SS.SSS`, UTC): bound and read as that text,
 //! as `lock-provider-sqlite` does (sqlx's own `DateTime` encoding is RFC 3339, which would not
-//! compare with the database's). The heartbeat's upsert and its read of the control table run
-//! in one `BEGIN IMMEDIATE` transaction.
+//! compare with the database's). The heartbeat's upsert (cut into statements under SQLite's
+//! parameter limit for a beat of a thousand jobs or more) and its read of the control table
+//! run in one `BEGIN IMMEDIATE` transaction.
 
 use async_trait::async_trait;
 use chrono::{DateTime, NaiveDateTime, Utc};
+use lock_cluster::Heartbeat;
 use lock_sql::{OperationsSql, SqlDialect};
 use sqlx::query::Query;
 use sqlx::sqlite::{SqliteArguments, SqlitePool, SqliteRow};
 use sqlx::{AssertSqlSafe, Row, Sqlite};
 
-use super::{Changed, Columns, Param, Tables};
+use super::{Changed, Columns, Param, Tables, upsert_params};
 
 /// The operations statements on a SQLite pool.
 #[derive(Clone)]
@@ -113,13 +115,15 @@ impl Tables for SqliteTables {
 
     async fn heartbeat(
         &self,
-        upsert: &str,
-        params: Vec<Param>,
-        poll: &str,
+        sql: &OperationsSql,
+        beat: &Heartbeat,
     ) -> Result<Vec<SqliteRow>, sqlx::Error> {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        self.query(upsert, params).execute(&mut *tx).await?;
-        let rows = self.query(poll, vec![]).fetch_all(&mut *tx).await?;
+        for upsert in sql.heartbeat_upserts(beat.jobs.len() + 1) {
+            let params = upsert_params(&upsert, beat);
+            self.query(&upsert.sql, params).execute(&mut *tx).await?;
+        }
+        let rows = self.query(&sql.poll, vec![]).fetch_all(&mut *tx).await?;
         tx.commit().await?;
         Ok(rows)
     }

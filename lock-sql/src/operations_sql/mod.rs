@@ -35,7 +35,7 @@ mod statements;
 use lock_cluster::Expired;
 
 pub use dialect::SqlDialect;
-pub use heartbeat::HEARTBEAT_PARAMS;
+pub use heartbeat::{HEARTBEAT_PARAMS, HEARTBEAT_ROWS_PER_STATEMENT, HeartbeatUpsert};
 pub use params::{StoredParamsError, stored_params};
 
 /// The limits of the operations tables' columns, which every store (SQL or not) keeps.

@@ -417,3 +417,67 @@ fn stored_params_read_back_or_name_their_row() {
         "{error}"
     );
 }
+
+#[test]
+fn a_heartbeat_of_many_rows_is_cut_under_each_parameter_limit_with_one_time() {
+    use super::{HEARTBEAT_PARAMS, HEARTBEAT_ROWS_PER_STATEMENT};
+    let rows = 6_001;
+    for (dialect, style) in [
+        (SqlDialect::MySql, IdentifierStyle::MYSQL),
+        (SqlDialect::Sqlite, IdentifierStyle::ANSI),
+        (SqlDialect::Postgres, IdentifierStyle::POSTGRES),
+    ] {
+        let table = LockTableConfig::default().resolve(style).unwrap();
+        let sql = OperationsSql::new(dialect, &table).unwrap();
+        let upserts = sql.heartbeat_upserts(rows);
+        // MySQL: the statement that takes the beat's time first, without rows.
+        let with_rows = match dialect {
+            SqlDialect::MySql => {
+                assert_eq!(upserts[0].rows, 0..0);
+                assert_eq!(upserts[0].sql, "SET @lock_heartbeat_at = UTC_TIMESTAMP(3)");
+                &upserts[1..]
+            }
+            _ => &upserts[..],
+        };
+        assert_eq!(with_rows.len(), 7, "{dialect:?}");
+        let mut next = 0;
+        for (i, upsert) in with_rows.iter().enumerate() {
+            assert_eq!(upsert.rows.start, next, "{dialect:?}: contiguous rows");
+            next = upsert.rows.end;
+            let params = upsert.rows.len() * HEARTBEAT_PARAMS;
+            assert!(upsert.rows.len() <= HEARTBEAT_ROWS_PER_STATEMENT);
+            assert!(
+                upsert.sql.len() < 300_000,
+                "{dialect:?}: {}",
+                upsert.sql.len()
+            );
+            match dialect {
+                SqlDialect::MySql => {
+                    assert_eq!(upsert.sql.matches('?').count(), params);
+                    assert!(!upsert.sql.contains("UTC_TIMESTAMP"));
+                    assert!(upsert.sql.contains("@lock_heartbeat_at, "));
+                }
+                SqlDialect::Sqlite => {
+                    assert!(upsert.sql.contains(&format!("?{params})")));
+                    assert!(!upsert.sql.contains(&format!("?{}", params + 1)));
+                    // The first writes the instance's row at the database's now, the others
+                    // copy its time.
+                    assert_eq!(upsert.sql.contains("strftime"), i == 0, "{i}");
+                    assert_eq!(
+                        upsert.sql.contains(
+                            r#"(SELECT heartbeat_at FROM "shedlock_instances" WHERE instance_id = ?1 AND job_name = '')"#
+                        ),
+                        i > 0,
+                        "{i}"
+                    );
+                }
+                _ => {
+                    assert!(upsert.sql.contains(&format!("${params})")));
+                    assert!(!upsert.sql.contains(&format!("${}", params + 1)));
+                    assert!(!upsert.sql.starts_with("WITH"), "no poll: run after");
+                }
+            }
+        }
+        assert_eq!(next, rows, "{dialect:?}: every row");
+    }
+}
