@@ -11,6 +11,7 @@
 //! ```
 
 mod actions;
+mod counting;
 mod dependents;
 mod history;
 mod incidents;
@@ -20,6 +21,7 @@ mod run_logs;
 mod triggers;
 
 pub use actions::action_log;
+pub use counting::CountingProvider;
 pub use dependents::{after_requests, trigger_params};
 pub use history::history_batches;
 pub use incidents::{incidents, incidents_added_later};
