@@ -1,6 +1,8 @@
 //! Bursts: N instances (OS processes) x J jobs all due every second, with acquires and releases
-//! batched and, in the same run, sent one by one (`batch_window(Duration::ZERO)`), and batched
-//! but asked at the slot instead of ahead of it (`acquire_ahead(Duration::ZERO)`).
+//! batched and, in the same run, sent one by one (`batch_window(Duration::ZERO)`), batched
+//! but asked at the slot instead of ahead of it (`acquire_ahead(Duration::ZERO)`), and batched
+//! with the jobs shared out between the instances (`share_jobs(true)`: each slot asked for by
+//! its owner alone).
 //!
 //! `cargo bench -p benchmarks --bench burst` runs, on PostgreSQL and on MariaDB, 4 instances x
 //! 1,000 jobs and 8 instances x 100 jobs (the contention bench's largest row), each per job,
@@ -10,7 +12,7 @@
 //! `LOCK_TEST_MYSQL_URL`; an unreachable server fails the bench when `CI` is set and is skipped
 //! (`SKIPPED`) otherwise. `BURST_SHAPES=4x1000` (any `NxJ`, comma-separated),
 //! `BURST_DATABASES=postgres` (or `mariadb`) and `BURST_MODES=batched` (or `per-job`,
-//! `at-slot`) narrow a run to those configurations.
+//! `at-slot`, `shared`) narrow a run to those configurations.
 //!
 //! Each instance is this binary re-executed (`--burst-child ...`) running a `Scheduler` on the
 //! provider `lock_providers` opens for the URL, with the same job names and `cron = "* * * *
@@ -25,7 +27,9 @@
 //!
 //! Per configuration it prints fires per second, duplicates (a (job, slot) run by more than
 //! one instance), missed (a (job, slot) of the window that nobody ran), the fire lag's p50,
-//! p99 and maximum, commits per second and the CPU of one instance; then the targets: p99 lag
+//! p99 and maximum, commits per second, the lock rows the database was asked to decide per
+//! execution (every instance's acquire requests in the window, counted by
+//! `lock_cluster::testkit::CountingProvider`, over the fires) and the CPU of one instance; then the targets: p99 lag
 //! under 50 ms and fewer than 50 commits per second for 4 x 1,000 on PostgreSQL, batched (the
 //! defaults).
 
@@ -38,6 +42,7 @@ use benchmarks::process::{sleep_until_wall, thread_cpu_between};
 use benchmarks::stats::verdict;
 use benchmarks::{Mode, Samples, Unit};
 use chrono::{DateTime, TimeDelta, Utc};
+use lock_cluster::testkit::CountingProvider;
 use lock_core::{JobContext, LockProvider};
 use lock_provider_mysql::mysql_async::{self, prelude::Queryable};
 use lock_provider_postgres::tokio_postgres::{self, NoTls};
@@ -50,6 +55,8 @@ const CHILD_FLAG: &str = "--burst-child";
 const LAG_TARGET_MS: f64 = 50.0;
 /// Commits per second for 4 x 1,000 on PostgreSQL, batched.
 const COMMITS_TARGET: f64 = 50.0;
+/// Lock rows the database decides per execution, shared (4 x 10,000 and 8 x 1,250).
+const ASKS_TARGET: f64 = 1.5;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -98,21 +105,24 @@ struct Config {
     /// Fires ask for their locks ahead of the slot (the default
     /// [`lock_scheduler::DEFAULT_ACQUIRE_AHEAD`]), or at it.
     ahead: bool,
+    /// The jobs are shared out (`share_jobs(true)`).
+    shared: bool,
 }
 
 impl Config {
     /// How the instances send their acquires and releases, as the output names it.
     fn mode(&self) -> &'static str {
-        match (self.batched, self.ahead) {
-            (false, _) => "per job",
-            (true, false) => "at slot",
-            (true, true) => "batched",
+        match (self.batched, self.ahead, self.shared) {
+            (_, _, true) => "shared",
+            (false, _, _) => "per job",
+            (true, false, _) => "at slot",
+            (true, true, _) => "batched",
         }
     }
 
     /// The configuration the targets are judged on: the defaults.
     fn is_default(&self) -> bool {
-        self.batched && self.ahead
+        self.batched && self.ahead && !self.shared
     }
 }
 
@@ -250,10 +260,11 @@ async fn parent(mode: Mode) {
         for &(instances, jobs) in &shapes {
             // Per job first, then batched asking at the slot, then the defaults (batched,
             // asking ahead): the same load, one after the other.
-            for (batched, ahead, name) in [
-                (false, true, "per-job"),
-                (true, false, "at-slot"),
-                (true, true, "batched"),
+            for (batched, ahead, shared, name) in [
+                (false, true, false, "per-job"),
+                (true, false, false, "at-slot"),
+                (true, true, false, "batched"),
+                (true, true, true, "shared"),
             ] {
                 if !wanted("BURST_MODES", name) {
                     continue;
@@ -265,6 +276,7 @@ async fn parent(mode: Mode) {
                     secs,
                     batched,
                     ahead,
+                    shared,
                 };
                 results.push(run_config(&table, config, &mut counter, clock.as_ref()).await);
             }
@@ -281,7 +293,7 @@ async fn parent(mode: Mode) {
         mode.name()
     );
     println!(
-        "  {:<10} {:>4} {:>5} {:>8} {:>3}  {:>8} {:>5} {:>6}  {:>8} {:>8} {:>8}  {:>10} {:>11}  {:>8}",
+        "  {:<10} {:>4} {:>5} {:>8} {:>3}  {:>8} {:>5} {:>6}  {:>8} {:>8} {:>8}  {:>10} {:>11}  {:>8}  {:>8}",
         "database",
         "inst",
         "jobs",
@@ -295,11 +307,12 @@ async fn parent(mode: Mode) {
         "lag max",
         "commits/s",
         "handler/s",
+        "asks/run",
         "CPU/inst"
     );
     for r in &results {
         println!(
-            "  {:<10} {:>4} {:>5} {:>8} {:>3}  {:>8.1} {:>5} {:>6}  {:>8.2} {:>8.2} {:>8.2}  {:>10.1} {:>11}  {:>7.2}%",
+            "  {:<10} {:>4} {:>5} {:>8} {:>3}  {:>8.1} {:>5} {:>6}  {:>8.2} {:>8.2} {:>8.2}  {:>10.1} {:>11}  {:>8.2}  {:>7.2}%",
             r.config.backend.name(),
             r.config.instances,
             r.config.jobs,
@@ -314,12 +327,13 @@ async fn parent(mode: Mode) {
             r.commits_per_sec,
             r.handler_per_sec
                 .map_or_else(|| "-".to_owned(), |h| format!("{h:.1}")),
+            r.asks_per_fire(),
             r.cpu_percent_per_instance,
         );
     }
     println!(
         "  (times in ms; commits/s: PostgreSQL pg_stat_database.xact_commit, MariaDB Com_commit; \
-         handler/s: MariaDB Handler_commit; CPU/inst: one instance's on-CPU time over the window, \
+         handler/s: MariaDB Handler_commit; asks/run: lock rows asked for per execution; CPU/inst: one instance's on-CPU time over the window, \
          % of one core)"
     );
     for r in &results {
@@ -385,6 +399,30 @@ async fn parent(mode: Mode) {
     } else {
         println!("target: PostgreSQL 4 x 1,000 batched (smoke run: not judged)");
     }
+    // Issue 37's targets, for the shapes `BURST_SHAPES=4x10000,8x1250 BURST_MODES=shared` runs.
+    for r in results.iter().filter(|r| {
+        r.config.shared
+            && r.config.backend == Backend::Postgres
+            && matches!((r.config.instances, r.config.jobs), (4, 10_000) | (8, 1250))
+    }) {
+        let shape = format!("{} x {}", r.config.instances, r.config.jobs);
+        let p99 = r.lag.percentile_in(0.99, Unit::Millis);
+        println!(
+            "target: PostgreSQL {shape} shared, fire lag p99 < {LAG_TARGET_MS} ms: {p99:.2} ms, {}",
+            verdict(p99 < LAG_TARGET_MS, mode.judged())
+        );
+        println!(
+            "target: PostgreSQL {shape} shared, commits/s < {COMMITS_TARGET}: {:.1}, {}",
+            r.commits_per_sec,
+            verdict(r.commits_per_sec < COMMITS_TARGET, mode.judged())
+        );
+        println!(
+            "target: PostgreSQL {shape} shared, lock rows asked per execution < {ASKS_TARGET}: \
+             {:.2}, {}",
+            r.asks_per_fire(),
+            verdict(r.asks_per_fire() < ASKS_TARGET, mode.judged())
+        );
+    }
     assert_eq!(duplicates, 0, "a slot ran on more than one instance");
 }
 
@@ -401,6 +439,15 @@ struct Outcome {
     commits_per_sec: f64,
     handler_per_sec: Option<f64>,
     cpu_percent_per_instance: f64,
+    /// Every instance's acquire requests over the window: one lock row decided each.
+    asked: usize,
+}
+
+impl Outcome {
+    /// Lock rows the database was asked to decide per execution.
+    fn asks_per_fire(&self) -> f64 {
+        self.asked as f64 / self.fires.max(1) as f64
+    }
 }
 
 async fn run_config(
@@ -417,10 +464,11 @@ async fn run_config(
         },
         config.instances,
         config.jobs,
-        match (config.batched, config.ahead) {
-            (false, _) => "s",
-            (true, false) => "a",
-            (true, true) => "b",
+        match (config.batched, config.ahead, config.shared) {
+            (_, _, true) => "h",
+            (false, _, _) => "s",
+            (true, false, _) => "a",
+            (true, true, _) => "b",
         }
     );
     // Whole seconds of the database's clock, far enough ahead for every child to start.
@@ -443,6 +491,7 @@ async fn run_config(
                     &index.to_string(),
                     if config.batched { "1" } else { "0" },
                     if config.ahead { "1" } else { "0" },
+                    if config.shared { "1" } else { "0" },
                 ])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -469,6 +518,7 @@ async fn run_config(
     let mut worst_per_second = vec![0.0_f64; config.secs as usize];
     let mut runs = HashMap::<(usize, i64), usize>::new();
     let mut cpu_ms = 0.0;
+    let mut asked = 0;
     for out in &children {
         let stdout = expect_success(out, "an instance");
         for line in stdout.lines() {
@@ -485,6 +535,7 @@ async fn run_config(
                     }
                 }
                 ["U", ms] => cpu_ms += ms.parse::<f64>().expect("cpu ms"),
+                ["A", n] => asked += n.parse::<usize>().expect("asked"),
                 _ => {}
             }
         }
@@ -510,6 +561,7 @@ async fn run_config(
             .zip(before.handler)
             .map(|(a, b)| (a - b) / secs),
         cpu_percent_per_instance: cpu_ms / config.instances as f64 / (secs * 1e3) * 100.0,
+        asked,
     }
 }
 
@@ -524,6 +576,7 @@ struct ChildArgs {
     index: usize,
     batched: bool,
     ahead: bool,
+    shared: bool,
 }
 
 impl ChildArgs {
@@ -538,6 +591,7 @@ impl ChildArgs {
             index: args[6].parse().expect("index"),
             batched: args[7] == "1",
             ahead: args[8] == "1",
+            shared: args[9] == "1",
         }
     }
 
@@ -574,8 +628,10 @@ impl ChildArgs {
         } else {
             Duration::ZERO
         };
+        let provider = Arc::new(CountingProvider::new(opened.provider().clone()));
         let scheduler = Scheduler::builder()
-            .lock_provider(opened.provider().clone())
+            .lock_provider(provider.clone())
+            .share_jobs(self.shared)
             .instance_id(format!(
                 "{}-i{}-{}",
                 self.label,
@@ -597,7 +653,18 @@ impl ChildArgs {
         let from = wall(self.from_ms) + offset;
         let until = wall(self.until_ms) + offset;
         let half = TimeDelta::milliseconds(500);
+        // The acquires sent for the window's slots: those asked from half a second before it.
+        let asked = tokio::spawn({
+            let provider = provider.clone();
+            async move {
+                sleep_until_wall(from - half).await;
+                let before = provider.asked();
+                sleep_until_wall(until - half).await;
+                provider.asked() - before
+            }
+        });
         let cpu = thread_cpu_between(from - half, until - half).await;
+        let asked = asked.await.expect("the count of acquires");
         sleep_until_wall(until + TimeDelta::milliseconds(1500)).await;
         scheduler.shutdown().await.expect("shutdown");
         // The body's start on the database's clock: this host's, less how far it is ahead.
@@ -611,6 +678,7 @@ impl ChildArgs {
             ));
         }
         out.push_str(&format!("U {:.3}\n", cpu.as_secs_f64() * 1e3));
+        out.push_str(&format!("A {asked}\n"));
         print!("{out}");
         opened.close().await;
     }

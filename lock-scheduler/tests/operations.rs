@@ -183,7 +183,11 @@ async fn a_job_paused_before_start_never_fires() {
     .await;
     // Several more slots pass, the first fire at the start among them: none runs.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(runs.load(Ordering::SeqCst), 0, "a job paused before start ran");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        0,
+        "a job paused before start ran"
+    );
     scheduler.shutdown().await.unwrap();
 }
 

@@ -6,7 +6,7 @@
 //!               [--pulse] [--chaos-jobs] [--load-jobs N] [--shutdown-timeout-ms MS]
 //!               [--operation-timeout-ms MS] [--schema create|check]
 //!               [--max-concurrent-runs N] [--heartbeat-ms MS] [--acquire-ahead-ms MS]
-//!               [--hog] [--die-after-parent JOB] [--fail-while PATH]
+//!               [--hog] [--die-after-parent JOB] [--fail-while PATH] [--share-jobs]
 //! ```
 //!
 //! Its fixed jobs are annotated functions (`#[scheduled]` + `#[scheduler_lock]`), picked by
@@ -18,7 +18,8 @@
 //! Protocol with the test: `READY <instance> <own clock, Unix ms>` on stdout once the
 //! scheduler runs, then `CLOCK <instance> offset_ms=<Scheduler::clock_offset> gauge_ms=<the
 //! scheduled_clock_offset_seconds gauge as recorded>`; SIGTERM or SIGINT shuts it down gracefully, then `EXIT errors=<n>
-//! warnings=<n>` (events logged at those levels) on stdout and exit code 0. Every WARN event
+//! warnings=<n> attempts=<n>` (events logged at those levels, and the lock acquires this
+//! instance asked for, from `scheduled_lock_attempts_total`) on stdout and exit code 0. Every WARN event
 //! that names a job (its `job` or `lock` field, or the `fire` span it is logged in) is also
 //! printed on stdout as it happens, `WARN job=<name> at=<own clock, Unix ms> <message>`, so a
 //! test can tell which jobs were warned about, and when. A bad argument or
@@ -32,7 +33,8 @@
 //!
 //! The alert settings come from the environment (`LOCK_ALERT_..`, read by
 //! `overrides_from_env`, as a deployed service would take them). `--fail-while PATH` makes
-//! the job `alert_flaky` fail while that file exists.
+//! the job `alert_flaky` fail while that file exists. `--share-jobs` turns on
+//! `SchedulerBuilder::share_jobs`.
 
 #![forbid(unsafe_code)]
 
@@ -270,6 +272,7 @@ struct Args {
     heartbeat: Option<Duration>,
     acquire_ahead: Option<Duration>,
     hog: bool,
+    share_jobs: bool,
     die_after_parent: Option<String>,
     fail_while: Option<std::path::PathBuf>,
 }
@@ -278,7 +281,7 @@ const USAGE: &str = "usage: fault-service --backend postgres|mysql|sqlite|redis 
      --lock-table T --runs-table R --instance ID [--runs-url URL_OR_PATH] [--jobs a,b,..] \
      [--pulse] [--chaos-jobs] [--load-jobs N] [--shutdown-timeout-ms MS] \
      [--operation-timeout-ms MS] [--schema create|check] [--max-concurrent-runs N] \
-     [--heartbeat-ms MS] [--acquire-ahead-ms MS] [--hog] [--die-after-parent JOB] \
+     [--heartbeat-ms MS] [--acquire-ahead-ms MS] [--hog] [--share-jobs] [--die-after-parent JOB] \
      [--fail-while PATH]";
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -291,6 +294,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut schema = SchemaAction::Create;
     let (mut max_concurrent_runs, mut heartbeat, mut acquire_ahead) = (None, None, None);
     let (mut hog, mut die_after_parent, mut fail_while) = (false, None, None);
+    let mut share_jobs = false;
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
@@ -354,6 +358,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 ))
             }
             "--hog" => hog = true,
+            "--share-jobs" => share_jobs = true,
             "--die-after-parent" => die_after_parent = Some(value()?),
             "--fail-while" => fail_while = Some(value()?.into()),
             other => return Err(format!("unknown argument {other:?}")),
@@ -380,6 +385,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
         heartbeat,
         acquire_ahead,
         hog,
+        share_jobs,
         die_after_parent,
         fail_while,
     })
@@ -610,6 +616,17 @@ fn offset_gauge_ms(
         .map(|seconds| seconds * 1e3)
 }
 
+/// The lock acquires this instance asked for, every job's `scheduled_lock_attempts_total`.
+fn lock_attempts(handle: &metrics_exporter_prometheus::PrometheusHandle) -> u64 {
+    let series = format!("{}{{", lock_core::metrics::LOCK_ATTEMPTS_TOTAL);
+    handle
+        .render()
+        .lines()
+        .filter(|line| line.starts_with(&series))
+        .filter_map(|line| line.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> ExitCode {
     init_logging();
@@ -673,6 +690,9 @@ async fn main() -> ExitCode {
     if let Some(n) = args.max_concurrent_runs {
         builder = builder.max_concurrent_runs(n);
     }
+    if args.share_jobs {
+        builder = builder.share_jobs(true);
+    }
     if let Some(every) = args.heartbeat {
         builder = builder.heartbeat_interval(every);
     }
@@ -701,9 +721,10 @@ async fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     println!(
-        "EXIT errors={} warnings={}",
+        "EXIT errors={} warnings={} attempts={}",
         ERRORS.load(Ordering::Relaxed),
-        WARNINGS.load(Ordering::Relaxed)
+        WARNINGS.load(Ordering::Relaxed),
+        lock_attempts(&metrics)
     );
     ExitCode::SUCCESS
 }

@@ -11,6 +11,7 @@
 //! ```
 
 mod actions;
+mod counting;
 mod dependents;
 mod heartbeats;
 mod history;
@@ -21,6 +22,7 @@ mod run_logs;
 mod triggers;
 
 pub use actions::action_log;
+pub use counting::CountingProvider;
 pub use dependents::{after_requests, trigger_params};
 pub use heartbeats::heartbeat_of_many_jobs;
 pub use history::history_batches;

@@ -143,6 +143,40 @@ impl SchedulerBuilder {
         self
     }
 
+    /// Shares the jobs out between the instances (default off): each slot of a job is asked
+    /// for by one instance, its owner among the live instances that run the same jobs, not by
+    /// every instance. The database then decides one lock row per execution however many
+    /// instances run, instead of one per instance; the lock row still decides each slot, so
+    /// once per slot, fencing and the misfire policies hold as without it.
+    ///
+    /// Needs the cluster registry (the provider's operations tables; `start()` fails without
+    /// them). Shared: cron and fixed-rate jobs with one run per slot, `overlap = "skip"` and no
+    /// run limit; the others are asked for by every instance as before. When an instance
+    /// stops gracefully, its jobs move to the others at their next heartbeat (the slot due
+    /// meanwhile is caught up); when it crashes, once it counts as gone:
+    /// [`GONE_AFTER_HEARTBEATS`](lock_cluster::GONE_AFTER_HEARTBEATS) + 1 heartbeat intervals
+    /// (6 s at the default 1 s), its latest missed slot then caught up and older ones left to
+    /// the job's misfire policy. Without sharing, another instance runs such a slot at once.
+    ///
+    /// ```
+    /// use lock_core::InMemoryLockProvider;
+    /// use lock_scheduler::Scheduler;
+    ///
+    /// # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+    /// let scheduler = Scheduler::builder()
+    ///     .lock_provider(InMemoryLockProvider::new())
+    ///     .share_jobs(true)
+    ///     .jobs([])
+    ///     .start()
+    ///     .await?;
+    /// scheduler.shutdown().await?;
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    pub fn share_jobs(mut self, share: bool) -> Self {
+        self.share_jobs = share;
+        self
+    }
+
     /// How long [`Scheduler::shutdown`](crate::Scheduler::shutdown) waits for running bodies (default
     /// [`DEFAULT_SHUTDOWN_TIMEOUT`](crate::DEFAULT_SHUTDOWN_TIMEOUT), 15 s). Keep it below the platform's grace period less the
     /// release time (see [`DEFAULT_SHUTDOWN_TIMEOUT`](crate::DEFAULT_SHUTDOWN_TIMEOUT)).

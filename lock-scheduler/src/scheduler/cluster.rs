@@ -41,6 +41,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use lock_trigger::TriggerKind;
 
 use super::dependents::Dependents;
+use super::sharing::Sharing;
 use super::status::{JobState, UNREGISTERED};
 use super::{Inner, Job, Trigger};
 use crate::clock::DatabaseClock;
@@ -88,6 +89,8 @@ pub(super) struct Operations {
     beats: Mutex<Beats>,
     /// The live instances, for sharded and broadcast jobs (`shards.rs`).
     pub(super) members: Members,
+    /// Shared-out jobs (`sharing.rs`), when `share_jobs` is on.
+    pub(super) sharing: Option<Sharing>,
     /// The run history's coalesced writes, when the store batches them and batching is on.
     history_batches: Option<Arc<HistoryBatches>>,
     /// Which jobs run after which, and the child fires due (`dependents.rs`).
@@ -115,6 +118,7 @@ impl Operations {
         batch_window: Duration,
         clock: &DatabaseClock,
         run_logs: RunLogs,
+        share_jobs: bool,
     ) -> Result<Arc<Self>, String> {
         let Some(store) = provider.cluster() else {
             if history_asked {
@@ -173,6 +177,7 @@ impl Operations {
                 known: 0,
             }),
             members: Default::default(),
+            sharing: share_jobs.then(|| Sharing::new(instance_id)),
             dependents: Dependents::new(interval),
             // Lines are kept with the history's rows: without history, nothing to keep.
             run_logs: retention
@@ -431,6 +436,10 @@ impl Operations {
         };
         let mut instance = self.instance.clone();
         instance.clock_offset_ms = inner.clock.host_offset().num_milliseconds();
+        if let Some(sharing) = &self.sharing {
+            instance.version = sharing.version(&instance.version);
+        }
+        let registered = instance.version.clone();
         let Registrations { jobs, sent, known } = registrations;
         let beat = Heartbeat { instance, jobs };
         let store = self.store();
@@ -487,11 +496,12 @@ impl Operations {
                 return;
             }
         };
-        if self.members.wanted() {
+        if self.members.wanted() || self.sharing.is_some() {
             let now = inner.clock.now();
             let store = self.store();
+            let sharing = self.sharing.as_ref().map(|s| (s, registered.as_str()));
             self.members
-                .refresh(store, now, self.operation_timeout)
+                .refresh(store, now, self.operation_timeout, sharing)
                 .await;
         }
         // The circuit breaker's pauses that lasted their pause_for end here (`breaker.rs`).
@@ -672,8 +682,15 @@ impl Members {
     }
 
     /// Reads the registry (right after this instance's heartbeat) and keeps the instances
-    /// alive at `now` (database time). A failed read keeps the previous view.
-    pub(super) async fn refresh(&self, store: &dyn Cluster, now: DateTime<Utc>, timeout: Duration) {
+    /// alive at `now` (database time), and gives them to `sharing` with the version this
+    /// instance's beat registered. A failed read keeps the previous view.
+    pub(super) async fn refresh(
+        &self,
+        store: &dyn Cluster,
+        now: DateTime<Utc>,
+        timeout: Duration,
+        sharing: Option<(&Sharing, &str)>,
+    ) {
         let rows = match tokio::time::timeout(timeout, store.instances()).await {
             Ok(Ok(rows)) => rows,
             Ok(Err(error)) => {
@@ -690,7 +707,7 @@ impl Members {
                 return;
             }
         };
-        let mut live: Vec<String> = rows
+        let live_rows: Vec<InstanceInfo> = rows
             .into_iter()
             .filter(|row| row.job.is_none())
             .filter(|row| {
@@ -699,8 +716,17 @@ impl Members {
                 );
                 now - row.heartbeat_at <= window
             })
-            .map(|row| row.instance.instance_id)
+            .map(|row| row.instance)
             .collect();
+        if let Some((sharing, registered)) = sharing {
+            sharing.see(
+                registered,
+                live_rows
+                    .iter()
+                    .map(|i| (i.instance_id.as_str(), i.version.as_str())),
+            );
+        }
+        let mut live: Vec<String> = live_rows.into_iter().map(|i| i.instance_id).collect();
         live.sort();
         live.dedup();
         *self.live.write().unwrap_or_else(|p| p.into_inner()) = live.into();
@@ -726,6 +752,9 @@ pub(super) async fn heartbeat_loop(inner: Arc<Inner>, ops: Arc<Operations>) {
         inner.loops.wait().await;
     };
     let mut drained = std::pin::pin!(drained);
+    // Shared-out jobs: at the stop, one beat at once without the fingerprint, so the others
+    // take this instance's jobs at their next beat, not after the drain (`sharing.rs`).
+    let mut told_leaving = ops.sharing.is_none();
     loop {
         tokio::select! {
             biased;
@@ -733,6 +762,12 @@ pub(super) async fn heartbeat_loop(inner: Arc<Inner>, ops: Arc<Operations>) {
                 // After the last beat, never racing one.
                 ops.leave().await;
                 return;
+            }
+            _ = inner.stop.cancelled(), if !told_leaving => {
+                told_leaving = true;
+                if let Some(sharing) = &ops.sharing {
+                    sharing.leave();
+                }
             }
             _ = ticker.tick() => {}
         }

@@ -162,6 +162,14 @@ impl Scheduler {
             LockError::InvalidConfiguration(format!("Scheduler::remove_job: no job named `{name}`"))
         })?;
         entry.stop.cancel();
+        // Out of the shared jobs' fingerprint: the next beat says this instance no longer
+        // runs it (`sharing.rs`).
+        if let (Some(share), Some(sharing)) = (
+            entry.runner.share,
+            self.inner.ops.as_ref().and_then(|ops| ops.sharing.as_ref()),
+        ) {
+            sharing.toggle(share.entry);
+        }
         // The loop checks `stop` only while it sleeps, so a running fire completes first. The
         // loop catches the body's panics: a join error means it was aborted, which ends it too.
         let _ = entry.task.await;

@@ -72,12 +72,26 @@ pub(super) fn missed_slots(
     after: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Missed {
+    missed_slots_keeping(trigger, policy_keeps(trigger), after, now)
+}
+
+/// How many of the latest missed slots `trigger`'s misfire policy runs.
+fn policy_keeps(trigger: &Trigger) -> usize {
     let spec = trigger.spec();
-    let keep = match spec.misfire {
+    match spec.misfire {
         MisfirePolicy::Skip => 0,
         MisfirePolicy::FireOnce => 1,
         MisfirePolicy::CatchUp => spec.misfire_max as usize,
-    };
+    }
+}
+
+/// [`missed_slots`], keeping the latest `keep` of them.
+fn missed_slots_keeping(
+    trigger: &Trigger,
+    keep: usize,
+    after: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Missed {
     let none = Missed {
         slots: Vec::new(),
         dropped: 0,
@@ -136,6 +150,25 @@ impl JobRunner {
         }
         let last_fire = self.last_fire_for_misfires().await?;
         let missed = missed_slots(self.job.trigger(), Some(last_fire), self.clock.now());
+        self.run_missed(missed).await.1
+    }
+
+    /// A shared-out job whose loop just became its owner (`sharing.rs`): runs the slots missed
+    /// since the lock's `last_fire`, as at start, but at least the latest one (`skip` counts
+    /// as `fire_once`): the previous owner left them, not an outage of the cluster. One read
+    /// of the lock row per job handed on.
+    pub(super) async fn catch_up_handed_on(&self) -> Option<FireSlot> {
+        let last_fire = self.last_fire_for_misfires().await?;
+        let keep = policy_keeps(self.job.trigger()).max(1);
+        let missed =
+            missed_slots_keeping(self.job.trigger(), keep, Some(last_fire), self.clock.now());
+        if !missed.slots.is_empty() {
+            tracing::debug!(
+                job = self.job.name(),
+                slots = missed.slots.len(),
+                "job handed on to this instance: catching up the slots its previous owner left"
+            );
+        }
         self.run_missed(missed).await.1
     }
 

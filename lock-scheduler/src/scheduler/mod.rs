@@ -26,6 +26,7 @@ mod run_logs;
 mod run_once;
 mod runner;
 mod shards;
+mod sharing;
 mod startup;
 mod status;
 mod table;
@@ -145,6 +146,16 @@ impl Inner {
         // A job of its own so that `remove_job` can stop this loop alone.
         let stop = self.stop.child_token();
         let permits = self.permits.as_ref().and_then(|p| p.for_job(&job));
+        let share = self
+            .ops
+            .as_ref()
+            .and_then(|ops| ops.sharing.as_ref())
+            .filter(|_| sharing::shareable(&job, spread.is_none(), permits.is_none()))
+            .map(|sharing| {
+                let share = sharing::Shared::of(config.name(), &state.trigger);
+                sharing.toggle(share.entry);
+                share
+            });
         let runner = Arc::new(JobRunner {
             job,
             config,
@@ -156,6 +167,7 @@ impl Inner {
             ops: self.ops.clone(),
             spread,
             permits,
+            share,
             tasks: self.loops.clone(),
         });
         let task = self.loops.spawn(runner.clone().run(started));
@@ -226,6 +238,8 @@ pub struct SchedulerBuilder {
     limits: limits::RunLimits,
     /// `.run_logs(..)` (`run_logs.rs`).
     run_logs: RunLogs,
+    /// `.share_jobs(..)` (`sharing.rs`).
+    share_jobs: bool,
     /// `.notifier(..)` and `.alert_rules(..)` (`alerting/`).
     #[cfg(feature = "alerts")]
     alerting: alerting::AlertSettings,
@@ -496,10 +510,19 @@ impl SchedulerBuilder {
             executor.batch_window(),
             &clock,
             self.run_logs,
+            self.share_jobs,
         )
         .await;
         let summary = StartSummary::new(ops.as_ref(), self.no_history);
         let ops = ops.ok();
+        if self.share_jobs && ops.is_none() {
+            return Err(LockError::InvalidConfiguration(format!(
+                "share_jobs(true) needs the cluster registry (the provider's operations tables) \
+                 to know which instances share the jobs, and this scheduler has none ({}): use \
+                 a provider that keeps them and call its ensure_schema(), or leave share_jobs off",
+                summary.registry
+            )));
+        }
         // Before any job loop exists: a job that needs the task's work never fires first.
         run_once::run_all(&executor, self.run_once).await?;
         let mut prepared = prepared;

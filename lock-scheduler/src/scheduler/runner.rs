@@ -52,6 +52,8 @@ pub(super) struct JobRunner {
     pub(super) spread: Option<Arc<Spread>>,
     /// The run limits this job is under (`limits.rs`); None for none.
     pub(super) permits: Option<Arc<JobPermits>>,
+    /// A shared-out job's keys (`sharing.rs`); None when every instance asks for it.
+    pub(super) share: Option<super::sharing::Shared>,
     /// The job loops' tracker, which shutdown waits for: the dead-man pings' tasks run on it.
     pub(super) tasks: tokio_util::task::TaskTracker,
 }
@@ -157,6 +159,8 @@ impl JobRunner {
         // three, and none between its wake-up and its acquire (a thousand jobs due at one
         // instant wake one after another).
         let mut following: Option<FireSlot> = None;
+        // A shared-out job (`sharing.rs`): whether this instance asked for the previous slot.
+        let mut owned = true;
         loop {
             let now = self.clock.now();
             let slot = match following.filter(|next| next.instant() > now) {
@@ -204,6 +208,18 @@ impl JobRunner {
             // a refresh finds that the database's clock moved.
             if !self.clock.sleep_until(wake, &self.stop).await {
                 return;
+            }
+            // A shared-out job is asked for by its owner alone; a loop that becomes the owner
+            // first catches up what the previous owner left.
+            if let Some(owns) = self.owns() {
+                if !owns {
+                    owned = false;
+                    last = Some(slot);
+                    continue;
+                }
+                if !std::mem::replace(&mut owned, true) {
+                    Box::pin(self.catch_up_handed_on()).await;
+                }
             }
             // While this fire runs, the gauge already shows the one after it: a long run is
             // not a passed next fire to the missed-run alert.
@@ -299,6 +315,14 @@ impl JobRunner {
                 return;
             }
         }
+    }
+
+    /// For a shared-out job, whether this instance is its owner now; None when every
+    /// instance asks for it.
+    fn owns(&self) -> Option<bool> {
+        let share = self.share?;
+        let sharing = self.ops.as_ref()?.sharing.as_ref()?;
+        Some(sharing.owns(share.key))
     }
 
     /// Records the next fire (database time) in the status and its gauge.
