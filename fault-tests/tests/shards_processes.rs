@@ -112,22 +112,10 @@ async fn sharded_instance_killed(provider: Provider) {
     sleep_until_db(&fx, from + 6000).await;
 
     let mut victim = instances.remove(1);
-    victim.signal("KILL");
-    victim
-        .wait_exit(5 * SECOND)
-        .await
-        .expect("the killed instance is gone");
-    let killed_at = fx.now().await;
     // A shard it was running keeps its lease until lock_at_most_for: its leases end at the
     // latest of those (or at the kill, if it held none).
-    let mut leases_end = killed_at;
-    for index in 0..4 {
-        if let Some(row) = fx.lock_row(&format!("sharded#{index}")).await
-            && row.locked_by == victim.name
-        {
-            leases_end = leases_end.max(row.lock_until.timestamp_millis());
-        }
-    }
+    let shards = (0..4).map(|index| format!("sharded#{index}"));
+    let (killed_at, leases_end) = fx.kill(&mut victim, shards).await;
     // The slot after its leases end; then 8 s: the registry counts it gone after 5 s, so the
     // survivors run its shards first by takeover, then by their new ranks.
     let after = leases_end.div_euclid(1000) * 1000 + 1000;

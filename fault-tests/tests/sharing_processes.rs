@@ -88,22 +88,9 @@ async fn owner_killed(provider: Provider) {
     sleep_until_db(&fx, from + 6000).await;
 
     let mut victim = instances.remove(1);
-    victim.signal("KILL");
-    victim
-        .wait_exit(5 * SECOND)
-        .await
-        .expect("the killed instance is gone");
-    let killed_at = fx.now().await;
     // A body it was running at the kill keeps its lease (10 s): that job waits for it, with or
     // without sharing. The hand-over is measured from the later of the two.
-    let mut leases_end = killed_at;
-    for n in 0..JOBS {
-        if let Some(row) = fx.lock_row(&job(n)).await
-            && row.locked_by == victim.name
-        {
-            leases_end = leases_end.max(row.lock_until.timestamp_millis());
-        }
-    }
+    let (killed_at, leases_end) = fx.kill(&mut victim, (0..JOBS).map(job)).await;
     let after = (killed_at + HAND_ON_MS).max(leases_end);
     sleep_until_db(&fx, after + 6000).await;
     // The last slot counted is 1.5 s old: its runs are in.

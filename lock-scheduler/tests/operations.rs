@@ -404,6 +404,23 @@ async fn a_provider_without_operations_runs_the_jobs_and_warns_once() {
     );
 }
 
+#[tokio::test]
+async fn sharing_the_jobs_out_needs_the_registry() {
+    let error = Scheduler::builder()
+        .lock_provider(LocksOnly(InMemoryLockProvider::new()))
+        .share_jobs(true)
+        .jobs([])
+        .start()
+        .await
+        .unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("share_jobs(true) needs the cluster registry"),
+        "{error}"
+    );
+}
+
 /// The registry row of job `name` in `rows`, and the instance's own row's heartbeat.
 fn job_row_at(rows: &[RegistryRow], name: &str) -> Option<DateTime<Utc>> {
     rows.iter()

@@ -1,20 +1,16 @@
 //! Shared-out jobs (`SchedulerBuilder::share_jobs`) on three schedulers of one process sharing
 //! an in-memory provider: each slot asked for by about one instance instead of three, no slot
 //! run twice, and no slot lost when an instance stops gracefully and its jobs move. The
-//! multi-process test with a killed instance is `fault-tests/tests/sharing_processes.rs`.
+//! multi-process test with a killed instance is `fault-tests/tests/sharing_processes.rs`; that
+//! sharing needs the registry, `operations.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
-use lock_cluster::ClusterProvider;
 use lock_cluster::testkit::CountingProvider;
-use lock_core::{
-    AcquireOutcome, InMemoryLockProvider, JobContext, Lease, LockError, LockProvider, LockRecord,
-    LockRequest,
-};
+use lock_core::{InMemoryLockProvider, JobContext};
 use lock_scheduler::{Job, MisfirePolicy, Scheduler, Trigger};
 
 const JOBS: usize = 24;
@@ -182,44 +178,4 @@ async fn without_sharing_every_instance_asks_for_every_slot() {
         "{asked} acquires for {ran} runs: {per_run:.2}"
     );
     assert_eq!(duplicates(&runs), [], "slots run twice");
-}
-
-#[tokio::test]
-async fn sharing_needs_the_registry() {
-    struct LocksOnly(InMemoryLockProvider);
-    impl ClusterProvider for LocksOnly {}
-    #[async_trait]
-    impl LockProvider for LocksOnly {
-        async fn acquire(&self, request: &LockRequest) -> Result<AcquireOutcome, LockError> {
-            self.0.acquire(request).await
-        }
-        async fn extend(&self, lease: &Lease, at_most: Duration) -> Result<bool, LockError> {
-            self.0.extend(lease, at_most).await
-        }
-        async fn release(&self, lease: &Lease, at_least: Duration) -> Result<bool, LockError> {
-            self.0.release(lease, at_least).await
-        }
-        async fn list_locks(&self) -> Result<Vec<LockRecord>, LockError> {
-            self.0.list_locks().await
-        }
-        async fn force_unlock(&self, name: &str) -> Result<Option<LockRecord>, LockError> {
-            self.0.force_unlock(name).await
-        }
-        fn describe(&self) -> String {
-            "locks-only table".into()
-        }
-    }
-    let error = Scheduler::builder()
-        .lock_provider(LocksOnly(InMemoryLockProvider::new()))
-        .share_jobs(true)
-        .jobs([])
-        .start()
-        .await
-        .unwrap_err();
-    assert!(
-        error
-            .to_string()
-            .contains("share_jobs(true) needs the cluster registry"),
-        "{error}"
-    );
 }

@@ -209,6 +209,30 @@ impl Fixture {
             .find(|r| r.name == name)
     }
 
+    /// Kills `victim` with `SIGKILL` and waits for its exit; returns the database's time then
+    /// and when the last of its leases among `locks` ends (that time, if it held none): a body
+    /// it was running keeps its lease until `lock_at_most_for`.
+    pub async fn kill(
+        &self,
+        victim: &mut Instance,
+        locks: impl IntoIterator<Item = String>,
+    ) -> (i64, i64) {
+        victim.signal("KILL");
+        victim
+            .wait_exit(Duration::from_secs(5))
+            .await
+            .expect("the killed instance is gone");
+        let killed_at = self.now().await;
+        let rows = self.locks.list_locks().await.expect("list the lock rows");
+        let locks: Vec<String> = locks.into_iter().collect();
+        let leases_end = rows
+            .iter()
+            .filter(|row| locks.contains(&row.name) && row.locked_by == victim.name)
+            .map(|row| row.lock_until.timestamp_millis())
+            .fold(killed_at, i64::max);
+        (killed_at, leases_end)
+    }
+
     /// The cluster's tables next to the lock table: history, control rows, action log.
     pub fn cluster(&self) -> &dyn Cluster {
         self.locks
