@@ -358,6 +358,22 @@ impl PostgresLockProvider {
         };
         parse().map_err(|e| self.session.row_error(operation, &name, e))
     }
+
+    /// The refusal of an acquire that lost a race, the row read again to tell who won
+    /// (`lock_sql::sql::postgres::refusal_as_committed`: one primary-key read, only for such a
+    /// loser; the batch's waiting statement reads the winner's row in the same statement). A
+    /// read that fails keeps the refusal it was.
+    async fn refusal_as_committed(
+        &self,
+        request: &LockRequest,
+        refusal: Refusal,
+        db_now: DateTime<Utc>,
+    ) -> Refusal {
+        match self.read_lock(&request.name).await {
+            Ok(Some(row)) => lock_sql::sql::postgres::refusal_as_committed(request, row, db_now),
+            _ => refusal,
+        }
+    }
 }
 
 impl fmt::Debug for PostgresLockProvider {
@@ -412,24 +428,30 @@ impl LockProvider for PostgresLockProvider {
                 None => AcquireOutcome::Refused(Refusal::new(RefusalReason::Held)),
             });
         };
-        let parse = || -> Result<AcquireOutcome, tokio_postgres::Error> {
+        let parse = || -> Result<(AcquireOutcome, DateTime<Utc>), tokio_postgres::Error> {
+            let db_now = utc(row.try_get::<_, NaiveDateTime>(5)?);
             if let Some(new_fence) = row.try_get::<_, Option<i64>>(0)? {
-                return Ok(AcquireOutcome::Acquired(Lease::granted(
-                    request,
-                    fence_from_sql(new_fence),
-                )));
+                let lease = Lease::granted(request, fence_from_sql(new_fence));
+                return Ok((AcquireOutcome::Acquired(lease), db_now));
             }
             let locked_by: Option<String> = row.try_get(1)?;
             let lock_until: Option<NaiveDateTime> = row.try_get(2)?;
             let last_fire: Option<NaiveDateTime> = row.try_get(3)?;
             let held: bool = row.try_get(4)?;
-            let db_now = utc(row.try_get::<_, NaiveDateTime>(5)?);
             let too_late: bool = row.try_get(6)?;
-            Ok(AcquireOutcome::Refused(lock_sql::sql::postgres::refusal(
+            let refusal = lock_sql::sql::postgres::refusal(
                 request, locked_by, lock_until, last_fire, held, db_now, too_late,
-            )))
+            );
+            Ok((AcquireOutcome::Refused(refusal), db_now))
         };
-        parse().map_err(|e| self.session.row_error("acquire", name, e))
+        let (outcome, db_now) = parse().map_err(|e| self.session.row_error("acquire", name, e))?;
+        match outcome {
+            // Refused, yet the row the statement read was free with its slot not run.
+            AcquireOutcome::Refused(refusal) if refusal.database_now.is_none() => Ok(
+                AcquireOutcome::Refused(self.refusal_as_committed(request, refusal, db_now).await),
+            ),
+            outcome => Ok(outcome),
+        }
     }
 
     /// One statement over arrays for the whole batch (plus one creating the rows that were

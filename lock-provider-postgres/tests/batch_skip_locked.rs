@@ -65,7 +65,7 @@ async fn a_locked_row_is_waited_for_after_the_free_rows_are_committed() {
     // The batch's second statement waits for the blocker's lock.
     let observer = common::raw_client().await;
     assert!(
-        waits_for(&observer, blocker_pid).await,
+        common::waits_for(&observer, blocker_pid).await,
         "the batch never waited for the locked row"
     );
     assert!(
@@ -169,7 +169,7 @@ async fn a_row_taken_during_the_wait_is_refused_with_its_new_holder_and_slot() {
     // The batch's second statement waits for the rival's row lock.
     let observer = common::raw_client().await;
     assert!(
-        waits_for(&observer, rival_pid).await,
+        common::waits_for(&observer, rival_pid).await,
         "the batch never waited for the rival's row"
     );
     tx.commit().await.unwrap();
@@ -195,24 +195,4 @@ async fn a_row_taken_during_the_wait_is_refused_with_its_new_holder_and_slot() {
     if let AcquireOutcome::Acquired(lease) = &outcomes[1] {
         assert!(provider.release(lease, Duration::ZERO).await.unwrap());
     }
-}
-
-/// Waits (bounded, 10 s) until a backend waits for a lock `pid` holds: the batch's second
-/// statement. Not a retry of an assertion: the condition is the batch reaching its wait.
-async fn waits_for(observer: &lock_provider_postgres::tokio_postgres::Client, pid: i32) -> bool {
-    for _ in 0..200 {
-        let n: i64 = observer
-            .query_one(
-                "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
-                &[&pid],
-            )
-            .await
-            .unwrap()
-            .get(0);
-        if n > 0 {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    false
 }

@@ -419,24 +419,37 @@ impl PgBackend {
                 None => AcquireOutcome::Refused(Refusal::new(RefusalReason::Held)),
             });
         };
-        let parse = || -> Result<AcquireOutcome, sqlx::Error> {
+        let parse = || -> Result<(AcquireOutcome, DateTime<Utc>), sqlx::Error> {
+            let db_now = utc(row.try_get::<NaiveDateTime, _>(5)?);
             if let Some(fence) = row.try_get::<Option<i64>, _>(0)? {
-                return Ok(AcquireOutcome::Acquired(Lease::granted(
-                    request,
-                    fence_from_sql(fence),
-                )));
+                let lease = Lease::granted(request, fence_from_sql(fence));
+                return Ok((AcquireOutcome::Acquired(lease), db_now));
             }
             let locked_by: Option<String> = row.try_get(1)?;
             let lock_until: Option<NaiveDateTime> = row.try_get(2)?;
             let last_fire: Option<NaiveDateTime> = row.try_get(3)?;
             let held: bool = row.try_get(4)?;
-            let db_now = utc(row.try_get::<NaiveDateTime, _>(5)?);
             let too_late: bool = row.try_get(6)?;
-            Ok(AcquireOutcome::Refused(lock_sql::sql::postgres::refusal(
+            let refusal = lock_sql::sql::postgres::refusal(
                 request, locked_by, lock_until, last_fire, held, db_now, too_late,
-            )))
+            );
+            Ok((AcquireOutcome::Refused(refusal), db_now))
         };
-        parse().map_err(|e| self.error("acquire", name, e))
+        let (outcome, db_now) = parse().map_err(|e| self.error("acquire", name, e))?;
+        // Refused, yet the row the statement read was free with its slot not run: it lost a
+        // race, and the row read again tells who won (`refusal_as_committed`). A read that
+        // fails keeps the refusal it was.
+        Ok(match outcome {
+            AcquireOutcome::Refused(refusal) if refusal.database_now.is_none() => {
+                AcquireOutcome::Refused(match self.read_lock(name).await {
+                    Ok(Some(row)) => {
+                        lock_sql::sql::postgres::refusal_as_committed(request, row, db_now)
+                    }
+                    _ => refusal,
+                })
+            }
+            outcome => outcome,
+        })
     }
 
     /// Release or extend of an owned lease: true when the row was the lease's.

@@ -4,7 +4,8 @@
 //! suite's batch functions with a sqlx and a driver-specific provider taking turns on one
 //! table (their batches exclude each other and never deadlock), and on PostgreSQL the two
 //! statements of a batch: the first skips a row another transaction holds and commits (and
-//! tells) the others, the second waits for that row and decides it as the transaction left it.
+//! tells) the others, the second waits for that row and decides it as the transaction left it;
+//! and a single acquire that waited for such a row likewise told who won it.
 
 mod common;
 
@@ -256,6 +257,20 @@ async fn postgres_a_locked_row_is_waited_for_after_the_free_rows_are_told() {
 /// slot reads from this that the slot was taken and does not ask again at the slot).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_row_taken_during_the_wait_is_refused_with_its_new_holder_and_slot() {
+    row_taken_during_the_wait(true).await;
+}
+
+/// The same race with a single acquire: its statement reads the row from a snapshot taken
+/// before the rival committed, so the provider reads the row again to tell who won
+/// (`lock_sql::sql::postgres::refusal_as_committed`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_single_acquire_that_lost_a_race_is_told_the_winners_slot() {
+    row_taken_during_the_wait(false).await;
+}
+
+/// A rival takes a row in a transaction still open when the acquire (a batch, or one) comes;
+/// the acquire waits for it and is refused with the rival's name and slot.
+async fn row_taken_during_the_wait(batched: bool) {
     let Some((provider, pool)) = pg_provider_and_pool().await else {
         return;
     };
@@ -296,12 +311,18 @@ async fn postgres_a_row_taken_during_the_wait_is_refused_with_its_new_holder_and
     ];
     let batch = {
         let provider = provider.clone();
-        tokio::spawn(async move { provider.acquire_many(&requests).await })
+        tokio::spawn(async move {
+            if batched {
+                provider.acquire_many(&requests).await
+            } else {
+                Ok(vec![provider.acquire(&requests[0]).await?])
+            }
+        })
     };
-    // The batch's second statement waits for the rival's row lock.
+    // The batch's second statement (or the single acquire) waits for the rival's row lock.
     assert!(
         waits_for(&pool, rival_pid).await,
-        "the batch never waited for the rival's row"
+        "the acquire never waited for the rival's row"
     );
     tx.commit().await.unwrap();
     let outcomes = batch.await.unwrap().unwrap();
@@ -319,10 +340,12 @@ async fn postgres_a_row_taken_during_the_wait_is_refused_with_its_new_holder_and
         refusal.lock_until.is_some_and(|until| until > Utc::now()),
         "{refusal:?}"
     );
-    let AcquireOutcome::Acquired(lease) = &outcomes[1] else {
-        panic!("{other}: a missing row must be created and granted: {outcomes:?}");
-    };
-    assert!(provider.release(lease, Duration::ZERO).await.unwrap());
+    if batched {
+        let AcquireOutcome::Acquired(lease) = &outcomes[1] else {
+            panic!("{other}: a missing row must be created and granted: {outcomes:?}");
+        };
+        assert!(provider.release(lease, Duration::ZERO).await.unwrap());
+    }
 }
 
 /// Waits (bounded, 10 s) until a backend waits for a lock `pid` holds: the batch's second

@@ -50,3 +50,23 @@ pub async fn raw_client() -> tokio_postgres::Client {
     tokio::spawn(connection);
     client
 }
+
+/// Waits (bounded, 10 s) until a backend waits for a lock `pid` holds: a statement under test
+/// reaching its wait. Not a retry of an assertion: the condition is the wait.
+pub async fn waits_for(observer: &tokio_postgres::Client, pid: i32) -> bool {
+    for _ in 0..200 {
+        let n: i64 = observer
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))",
+                &[&pid],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        if n > 0 {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    false
+}

@@ -555,6 +555,30 @@ pub fn refusal(
     }
 }
 
+/// The refusal of an acquire that lost a race, from the lock row read again after it.
+///
+/// The acquire's UPDATE waited for a concurrent winner's row lock and then saw the winner's row
+/// (so it refused), but its SELECT read the statement's snapshot, taken before the winner
+/// committed: a free row whose slot had not run, which [`refusal`] can only call held, with no
+/// details. The row read again says who won and which slot it ran, so a fire that asked ahead of
+/// its slot learns that the slot was taken instead of asking once more at the slot. Whether a
+/// refusal is such a one: its `database_now` is `None` (every other refusal has it).
+pub fn refusal_as_committed(
+    request: &lock_core::LockRequest,
+    row: lock_core::LockRecord,
+    database_now: chrono::DateTime<chrono::Utc>,
+) -> lock_core::Refusal {
+    refusal(
+        request,
+        Some(row.locked_by),
+        Some(row.lock_until.naive_utc()),
+        row.last_fire.map(|at| at.naive_utc()),
+        row.held,
+        database_now,
+        false,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::timestamp_precision;
