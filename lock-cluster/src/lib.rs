@@ -71,7 +71,9 @@ pub struct InstanceInfo {
     pub host: String,
     /// The process id.
     pub pid: u32,
-    /// The version of `lock-core` the instance runs.
+    /// The version of `lock-core` the instance runs; with `+share.<fingerprint>` after it
+    /// while the instance shares its jobs out (`SchedulerBuilder::share_jobs`): the instances
+    /// with the same one run the same shared jobs and share them.
     pub version: String,
     /// When its scheduler started (database time).
     pub started_at: DateTime<Utc>,
