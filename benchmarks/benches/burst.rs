@@ -4,15 +4,16 @@
 //! with the jobs shared out between the instances (`share_jobs(true)`: each slot asked for by
 //! its owner alone).
 //!
-//! `cargo bench -p benchmarks --bench burst` runs, on PostgreSQL and on MariaDB, 4 instances x
-//! 1,000 jobs and 8 instances x 100 jobs (the contention bench's largest row), each per job,
-//! batched asking at the slot and batched asking ahead (the defaults), 20 s per configuration;
-//! without `--bench` (as under `cargo test`) a smoke pass of 2 instances x 20 jobs, 2 s, on
-//! each database and in the three modes. Reads `LOCK_TEST_POSTGRES_URL` and
-//! `LOCK_TEST_MYSQL_URL`; an unreachable server fails the bench when `CI` is set and is skipped
-//! (`SKIPPED`) otherwise. `BURST_SHAPES=4x1000` (any `NxJ`, comma-separated),
-//! `BURST_DATABASES=postgres` (or `mariadb`) and `BURST_MODES=batched` (or `per-job`,
-//! `at-slot`, `shared`) narrow a run to those configurations.
+//! `cargo bench -p benchmarks --bench burst` runs, on PostgreSQL, MariaDB and Redis, 4
+//! instances x 1,000 jobs and 8 instances x 100 jobs (the contention bench's largest row), each
+//! per job, batched asking at the slot, batched asking ahead (the defaults) and shared, 20 s per
+//! configuration; without `--bench` (as under `cargo test`) a smoke pass of 2 instances x 20
+//! jobs, 2 s, on each database and in the four modes. Reads `LOCK_TEST_POSTGRES_URL`,
+//! `LOCK_TEST_MYSQL_URL` and `LOCK_TEST_REDIS_URL`; an unreachable server fails the bench when
+//! `CI` is set and is skipped (`SKIPPED`) otherwise. `BURST_SHAPES=4x1000` (any `NxJ`,
+//! comma-separated), `BURST_DATABASES=postgres` (or `mariadb`, `redis`) and
+//! `BURST_MODES=batched` (or `per-job`, `at-slot`, `shared`) narrow a run to those
+//! configurations.
 //!
 //! Each instance is this binary re-executed (`--burst-child ...`) running a `Scheduler` on the
 //! provider `lock_providers` opens for the URL, with the same job names and `cron = "* * * *
@@ -23,7 +24,8 @@
 //! of the window, on the database's clock too: PostgreSQL `pg_stat_database.xact_commit` (every
 //! committed transaction of the database, read-only ones included; a backend reports its
 //! counts when it goes idle, at most once a second, so the counters lag by up to a second at
-//! each end of a 20 s window), MariaDB `Com_commit` and `Handler_commit` (server-wide).
+//! each end of a 20 s window), MariaDB `Com_commit` and `Handler_commit` (server-wide); for Redis, which commits nothing, the
+//! commands it processed (`INFO stats` `total_commands_processed`, server-wide).
 //!
 //! Per configuration it prints fires per second, duplicates (a (job, slot) run by more than
 //! one instance), missed (a (job, slot) of the window that nobody ran), the fire lag's p50,
@@ -46,6 +48,7 @@ use lock_cluster::testkit::CountingProvider;
 use lock_core::{JobContext, LockProvider};
 use lock_provider_mysql::mysql_async::{self, prelude::Queryable};
 use lock_provider_postgres::tokio_postgres::{self, NoTls};
+use lock_provider_redis::redis;
 use lock_providers::{OpenOptions, SchemaAction};
 use lock_scheduler::{Job, Scheduler, Trigger};
 use test_support::process::expect_success;
@@ -76,6 +79,7 @@ fn main() {
 enum Backend {
     Postgres,
     MariaDb,
+    Redis,
 }
 
 impl Backend {
@@ -83,6 +87,7 @@ impl Backend {
         match self {
             Backend::Postgres => "PostgreSQL",
             Backend::MariaDb => "MariaDB",
+            Backend::Redis => "Redis",
         }
     }
 
@@ -90,6 +95,7 @@ impl Backend {
         match self {
             Backend::Postgres => test_support::db::postgres_url(),
             Backend::MariaDb => test_support::db::mysql_url(),
+            Backend::Redis => test_support::db::redis_url(),
         }
     }
 }
@@ -130,6 +136,8 @@ impl Config {
 enum Counter {
     Postgres(tokio_postgres::Client),
     MariaDb(mysql_async::Conn),
+    /// Redis commits nothing; its counter is the commands it processed (`INFO stats`).
+    Redis(redis::aio::MultiplexedConnection),
 }
 
 /// What the counters said at one instant: commits (PostgreSQL `xact_commit`; MariaDB
@@ -154,6 +162,19 @@ impl Counter {
                     None
                 }
             },
+            Backend::Redis => {
+                let connected = match redis::Client::open(url.as_str()) {
+                    Ok(client) => client.get_multiplexed_async_connection().await,
+                    Err(e) => Err(e),
+                };
+                match connected {
+                    Ok(conn) => Some(Counter::Redis(conn)),
+                    Err(e) => {
+                        test_support::skip::unreachable("redis", &url, &e);
+                        None
+                    }
+                }
+            }
             Backend::MariaDb => {
                 let opts = mysql_async::Opts::from_url(&url).expect("LOCK_TEST_MYSQL_URL");
                 match mysql_async::Conn::new(opts).await {
@@ -180,6 +201,22 @@ impl Counter {
                     .expect("pg_stat_database");
                 Commits {
                     commits: row.get(0),
+                    handler: None,
+                }
+            }
+            Counter::Redis(conn) => {
+                let info: String = redis::cmd("INFO")
+                    .arg("stats")
+                    .query_async(conn)
+                    .await
+                    .expect("INFO stats");
+                let commands = info
+                    .lines()
+                    .find_map(|line| line.strip_prefix("total_commands_processed:"))
+                    .and_then(|n| n.trim().parse::<f64>().ok())
+                    .expect("total_commands_processed in INFO stats");
+                Commits {
+                    commits: commands,
                     handler: None,
                 }
             }
@@ -234,10 +271,11 @@ async fn parent(mode: Mode) {
         Err(_) => shapes.to_vec(),
     };
     let mut results = Vec::new();
-    for backend in [Backend::Postgres, Backend::MariaDb] {
+    for backend in [Backend::Postgres, Backend::MariaDb, Backend::Redis] {
         let key = match backend {
             Backend::Postgres => "postgres",
             Backend::MariaDb => "mariadb",
+            Backend::Redis => "redis",
         };
         if !wanted("BURST_DATABASES", key) {
             continue;
@@ -247,8 +285,10 @@ async fn parent(mode: Mode) {
         };
         let table = format!("bench_burst_{}", std::process::id());
         let _cleanup = match backend {
-            Backend::Postgres => test_support::table::drop_postgres_table(&table),
-            Backend::MariaDb => test_support::table::drop_mysql_table(&table),
+            Backend::Postgres => Some(test_support::table::drop_postgres_table(&table)),
+            Backend::MariaDb => Some(test_support::table::drop_mysql_table(&table)),
+            // Its keys are deleted below, once the configurations have run.
+            Backend::Redis => None,
         };
         let opened = OpenOptions::new()
             .table(&table)
@@ -280,6 +320,9 @@ async fn parent(mode: Mode) {
                 };
                 results.push(run_config(&table, config, &mut counter, clock.as_ref()).await);
             }
+        }
+        if backend == Backend::Redis {
+            remove_redis_keys(&backend.url(), &table).await;
         }
         opened.close().await;
     }
@@ -332,7 +375,8 @@ async fn parent(mode: Mode) {
         );
     }
     println!(
-        "  (times in ms; commits/s: PostgreSQL pg_stat_database.xact_commit, MariaDB Com_commit; \
+        "  (times in ms; commits/s: PostgreSQL pg_stat_database.xact_commit, MariaDB Com_commit, \
+         Redis commands processed; \
          handler/s: MariaDB Handler_commit; asks/run: lock rows asked for per execution; CPU/inst: one instance's on-CPU time over the window, \
          % of one core)"
     );
@@ -461,6 +505,7 @@ async fn run_config(
         match config.backend {
             Backend::Postgres => "pg",
             Backend::MariaDb => "my",
+            Backend::Redis => "rd",
         },
         config.instances,
         config.jobs,
@@ -681,6 +726,27 @@ impl ChildArgs {
         out.push_str(&format!("A {asked}\n"));
         print!("{out}");
         opened.close().await;
+    }
+}
+
+/// Deletes the bench's Redis keys: its locks under `prefix` and the schedulers' operations keys
+/// under `{prefix:ops}`. `KEYS` is fine for a bench's run on a test server.
+async fn remove_redis_keys(url: &str, prefix: &str) {
+    let Ok(client) = redis::Client::open(url) else {
+        return;
+    };
+    let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
+        return;
+    };
+    for pattern in [format!("{prefix}:*"), format!("{{{prefix}:ops}}:*")] {
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(pattern)
+            .query_async(&mut conn)
+            .await
+            .unwrap_or_default();
+        for chunk in keys.chunks(1000) {
+            let _: Result<i64, _> = redis::cmd("DEL").arg(chunk).query_async(&mut conn).await;
+        }
     }
 }
 

@@ -569,8 +569,17 @@ impl ClusterStore for RedisLockProvider {
     }
 
     async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {
-        let mut rows = OperatorStore::registry(self).await?;
-        rows.retain(|row| row.job.is_none());
+        let reply: Vec<Vec<Value>> = self
+            .ops(
+                "instances",
+                "",
+                &self.ops_scripts.read_instances,
+                &[&self.keys.ops.instances],
+                &[],
+            )
+            .await?;
+        let mut rows = self.rows("instances", reply, registry_row)?;
+        rows.sort_by(|a, b| a.instance.instance_id.cmp(&b.instance.instance_id));
         Ok(rows)
     }
 }

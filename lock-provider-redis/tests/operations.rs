@@ -90,6 +90,36 @@ async fn a_heartbeat_of_many_jobs() {
     lock_cluster::testkit::heartbeat_of_many_jobs(&provider).await;
 }
 
+/// `instances()` picks the instances' own rows out on the server (`READ_INSTANCES`): no job
+/// row, whatever quotes and commas its name has, and every instance's row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn instances_are_the_instances_own_rows_whatever_the_job_names() {
+    let prefix = common::unique_prefix("ops-inst");
+    let _cleanup = common::delete_keys(&prefix);
+    let Some(provider) = common::provider_with_prefix(&prefix).await else {
+        return;
+    };
+    let now = provider.database_time().await.expect("TIME");
+    let ops = store(&provider);
+    let tricky = ["report", "a,\"\"]", "\"\"", ",\"\"]", "\\"];
+    for instance in ["test:1:a", "test:1:b"] {
+        ops.heartbeat(&beat(instance, &tricky, now))
+            .await
+            .expect("heartbeat");
+    }
+    let rows = ops.instances().await.expect("instances");
+    let ids: Vec<&str> = rows
+        .iter()
+        .map(|r| r.instance.instance_id.as_str())
+        .collect();
+    assert_eq!(ids, ["test:1:a", "test:1:b"], "{rows:?}");
+    assert!(rows.iter().all(|r| r.job.is_none()), "{rows:?}");
+    let registry = lock_cluster::OperatorStore::registry(&provider)
+        .await
+        .expect("registry");
+    assert_eq!(registry.len(), 2 * (1 + tricky.len()), "{registry:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operations_keys_share_one_hash_tag_outside_the_lock_listing() {
     let prefix = common::unique_prefix("ops_layout");
