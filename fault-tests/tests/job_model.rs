@@ -364,16 +364,21 @@ async fn overlap_queue_and_replace(provider: Provider) {
         replaced_end - s1
     );
     // s1 runs once the replaced body has returned and released the lock, on whichever
-    // instance asks first (book/overlap-and-limits.md): the replaced run's own instance, as
-    // its replacing fire, or another instance, whose fire of s1 was refused ahead of the slot
-    // (held) and asks once more at it, as its regular fire.
+    // instance gets the lock (book/overlap-and-limits.md). The replaced run's own instance
+    // fires it as its replacing fire. Another instance's fire of s1 was refused while the
+    // replaced run held the lock: it won either when it asked once more at the slot (its
+    // regular fire) or when it asked again after the holder's lease (a fire that waited for
+    // the previous run, so replacing it too).
     let replacing = the_run(&runs, "replace_long", s1);
-    let expected = if replacing.instance == replaced.instance {
-        "Replacing"
+    let expected: &[&str] = if replacing.instance == replaced.instance {
+        &["Replacing"]
     } else {
-        "Scheduled"
+        &["Replacing", "Scheduled"]
     };
-    assert_eq!(kind(replacing), expected, "{replacing:?}");
+    assert!(
+        expected.contains(&kind(replacing)),
+        "expected one of {expected:?}: {replacing:?}"
+    );
     assert!(!replacing.cancelled, "{replacing:?}");
     assert!(
         replacing.started >= replaced_end,
