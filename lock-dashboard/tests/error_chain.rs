@@ -92,7 +92,12 @@ async fn a_failed_run_shows_its_message_chain_without_a_backtrace(logs: Captured
 
     let address = common::serve_app(lock_dashboard::router(provider)).await;
     let runs = common::json(address, &format!("/api/jobs/{JOB}/runs")).await;
-    let shown = &runs["runs"][0];
+    // The run read above, by its id: the job fires every 200 ms, so a newer run (cancelled by
+    // the shutdown) can be the newest one listed.
+    let shown = runs["runs"]
+        .as_array()
+        .and_then(|all| all.iter().find(|shown| shown["id"] == run.id))
+        .unwrap_or_else(|| panic!("run {} is not listed: {runs}", run.id));
     assert_eq!(shown["outcome"], "failed", "{runs}");
     assert_eq!(shown["error"], CHAIN, "{runs}");
 
