@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use lock_core::{AcquireOutcome, LockProvider, testkit};
@@ -16,6 +16,9 @@ use lock_core::{AcquireOutcome, LockProvider, testkit};
 const CHILD_ROLE: &str = "LOCKPG_CLOCK_CHILD";
 const TEST_NAME: &str = "database_clock_decides_expiry";
 const CHILD_LEASE: Duration = Duration::from_secs(2);
+/// How long after `lock_until` (by the database's clock) the parent tries again: one round
+/// trip from reading the clock to the acquire, with room for a stalled test thread.
+const MARGIN: chrono::Duration = chrono::Duration::milliseconds(300);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn database_clock_decides_expiry() {
@@ -32,7 +35,6 @@ async fn database_clock_decides_expiry() {
     for offset in ["+10m", "-10m"] {
         // The child takes a short lease with its skewed clock, and exits without releasing.
         let name = testkit::unique_name("dbclock");
-        let started = Instant::now();
         let out = run_child(offset, &format!("take:{name}"));
         assert_eq!(
             out.result, "ACQUIRED",
@@ -76,13 +78,22 @@ async fn database_clock_decides_expiry() {
             out.db_now
         );
 
-        // 2 s of database time after the child's acquire the lease is over, even though for
-        // a clock 10 minutes behind it would still run for 10 minutes, and for one 10
-        // minutes ahead it was over before it began.
-        let wait = (CHILD_LEASE + Duration::from_millis(300)).saturating_sub(started.elapsed());
+        // The lease's length of database time after the child's acquire it is over, even
+        // though for a clock 10 minutes behind it would still run for 10 minutes, and for one
+        // 10 minutes ahead it was over before it began. The wait is measured on the
+        // database's clock from the row's own `lock_until`: the child's start-up under
+        // faketime takes a varying part of a second on a loaded machine, so a wait counted
+        // from before the child started could end before the lease did.
+        let wait = (record.lock_until - provider.database_time().await.unwrap() + MARGIN)
+            .to_std()
+            .unwrap_or_default();
         tokio::time::sleep(wait).await;
         let AcquireOutcome::Acquired(lease) = provider.acquire(&other).await.unwrap() else {
-            panic!("{offset}: the child's 2 s lease still held after 2.3 s of database time");
+            panic!(
+                "{offset}: the child's lease, until {}, still held {} ms after it by the database's clock",
+                record.lock_until,
+                MARGIN.num_milliseconds()
+            );
         };
         provider.release(&lease, Duration::ZERO).await.unwrap();
     }
