@@ -166,9 +166,10 @@ impl ClusterView {
     ) -> Self {
         let instances = instances(&registry, now);
         let grace = TimeDelta::from_std(options.missed_grace).unwrap_or(TimeDelta::MAX);
-        // Every job row is current: a heartbeat rewrites a job row only when its registration
-        // changed, and a complete one deletes the rows of jobs the instance no longer runs. A
-        // job row is live when its instance's own row is.
+        // Every job row is current: a heartbeat rewrites a job row when its registration
+        // changed (a next fire that the job reached and moved on from within the last 10 s
+        // is not a change), and a complete one deletes the rows of jobs the instance no
+        // longer runs. A job row is live when its instance's own row is.
         let alive_by_id: HashMap<&str, bool> = instances
             .iter()
             .map(|i| (i.info.instance_id.as_str(), i.alive))
@@ -227,13 +228,17 @@ impl ClusterView {
                     .filter(|(_, live)| *live)
                     .map(|(row, _)| *row)
                     .collect();
-                let next_fire = if live.is_empty() {
-                    latest.and_then(|job| job.next_fire)
+                // The next fire and the one after it, of the row that fires first.
+                let fires = if live.is_empty() {
+                    latest.map(|job| (job.next_fire, job.following_fire))
                 } else {
                     live.iter()
-                        .filter_map(|row| row.job.as_ref().and_then(|j| j.next_fire))
-                        .min()
+                        .filter_map(|row| row.job.as_ref())
+                        .filter(|job| job.next_fire.is_some())
+                        .min_by_key(|job| job.next_fire)
+                        .map(|job| (job.next_fire, job.following_fire))
                 };
+                let (next_fire, following_fire) = fires.unwrap_or((None, None));
                 let paused = control
                     .iter()
                     .any(|c| c.job == name && c.kind == ControlKind::Pause);
@@ -266,12 +271,27 @@ impl ClusterView {
                     });
                     by_lock || by_history
                 };
-                // With no instance alive, the last registered next fire may have run just
-                // before they all stopped: then the one after it is what should have run.
-                let next_fire = match (next_fire, live.is_empty()) {
-                    (Some(at), true) if ran_since(at) => {
-                        latest.and_then(|job| job.following_fire).or(Some(at))
+                // A registered next fire that already ran is followed by the one after it:
+                // with no instance alive, it may have run just before they all stopped, and
+                // then the one after it is what should have run; with instances alive, the
+                // row was not rewritten when the job fired and moved on (a heartbeat rewrites
+                // such a row only once its next fire is 10 s old, `REWRITE_PASSED_AFTER` in
+                // the scheduler). When that one ran too (a job due every few seconds whose
+                // row is that old), the next is estimated as one such interval after the
+                // last fire that ran: such schedules are regular.
+                let next_fire = match (next_fire, following_fire) {
+                    (Some(at), Some(following)) if ran_since(at) && ran_since(following) => {
+                        let last = [
+                            lock.map(|l| l.last_fire.unwrap_or(l.locked_at)),
+                            last_run.as_ref().map(|r| r.slot.unwrap_or(r.started_at)),
+                        ]
+                        .into_iter()
+                        .flatten()
+                        .max()
+                        .unwrap_or(following);
+                        last.checked_add_signed(following - at)
                     }
+                    (Some(at), following) if ran_since(at) => following.or(Some(at)),
                     (next, _) => next,
                 };
                 let missed = !paused
@@ -600,5 +620,67 @@ mod tests {
             &options,
         );
         assert!(view.jobs[0].missed);
+    }
+
+    #[test]
+    fn a_live_jobs_next_fire_that_ran_shows_the_following_one() {
+        // The row still says 20 (a heartbeat does not rewrite a row whose next fire the job
+        // reached and moved on from); the lock says the fire at 20 ran.
+        let [mut own, job] = rows("a", 10, 20);
+        own.heartbeat_at = at(33);
+        let options = ClusterOptions {
+            missed_grace: Duration::from_secs(3),
+        };
+        let lock = LockRecord {
+            name: "daily".into(),
+            lock_until: at(21),
+            locked_at: at(20),
+            locked_by: "a".into(),
+            fence: 3,
+            last_fire: Some(at(20)),
+            held: false,
+        };
+        let assemble = |now| {
+            ClusterView::assemble(
+                at(now),
+                vec![own.clone(), job.clone()],
+                vec![],
+                vec![],
+                vec![],
+                vec![lock.clone()],
+                &options,
+            )
+        };
+        let view = assemble(22);
+        assert_eq!(view.jobs[0].live_instances, ["a"]);
+        assert_eq!(view.jobs[0].next_fire, Some(at(30)));
+        assert!(!view.jobs[0].missed);
+        // The instance is alive but the fire at 30 did not run: missed once past the grace.
+        let view = assemble(34);
+        assert_eq!(view.jobs[0].live_instances, ["a"]);
+        assert!(view.jobs[0].missed);
+        // The fires at 30 and 40 ran too (the row is older than its job's next two fires):
+        // the next is one interval after the last that ran, and missed once past its grace.
+        let ran = LockRecord {
+            last_fire: Some(at(40)),
+            locked_at: at(40),
+            lock_until: at(41),
+            ..lock.clone()
+        };
+        let assemble = |now| {
+            ClusterView::assemble(
+                at(now),
+                vec![own.clone(), job.clone()],
+                vec![],
+                vec![],
+                vec![],
+                vec![ran.clone()],
+                &options,
+            )
+        };
+        let view = assemble(42);
+        assert_eq!(view.jobs[0].next_fire, Some(at(50)));
+        assert!(!view.jobs[0].missed);
+        assert!(assemble(54).jobs[0].missed);
     }
 }

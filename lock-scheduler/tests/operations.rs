@@ -489,6 +489,80 @@ async fn a_heartbeat_writes_a_job_row_only_when_it_changed_and_drops_removed_job
     scheduler.shutdown().await.unwrap();
 }
 
+/// A job due every second moves its next fire at every fire; its row is not rewritten for
+/// that until the registered fire is 10 s old (4 instances x 10,000 such jobs rewrote 40,000
+/// rows a second), and the view shows the fire after a registered one that ran.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_whose_next_fire_ran_is_rewritten_only_once_it_is_ten_seconds_old() {
+    let provider = Arc::new(InMemoryLockProvider::new());
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let scheduler = Scheduler::builder()
+        .lock_provider(provider.clone())
+        .instance_id("moving")
+        .heartbeat_interval(Duration::from_millis(500)) // a complete beat every 30 s
+        .no_history()
+        .jobs([Job::new(
+            "every-second",
+            Trigger::cron("* * * * * *").unwrap(),
+            move || {
+                let runs = counted.clone();
+                async move {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                }
+            },
+        )])
+        .start()
+        .await
+        .unwrap();
+    let store = provider.cluster().unwrap();
+    let registered = |rows: &[RegistryRow]| {
+        rows.iter()
+            .find_map(|r| r.job.as_ref().and_then(|j| j.next_fire))
+            .expect("the job's row")
+    };
+    let first = eventually(WAIT, "the job registered", || async {
+        let rows = store.registry().await.unwrap();
+        rows.iter().any(|r| r.job.is_some()).then_some(rows)
+    })
+    .await;
+    let first_fire = registered(&first);
+    // Three fires later (six beats) the row still holds the first next fire ...
+    let before = runs.load(Ordering::SeqCst);
+    eventually(WAIT, "three more fires", || async {
+        (runs.load(Ordering::SeqCst) >= before + 3).then_some(())
+    })
+    .await;
+    let rows = store.registry().await.unwrap();
+    assert_eq!(registered(&rows), first_fire);
+    assert_eq!(
+        job_row_at(&rows, "every-second"),
+        job_row_at(&first, "every-second")
+    );
+    // ... which the view does not show: it ran, and the fire after it is what comes.
+    let view = ClusterView::read(&*provider, &ClusterOptions::default())
+        .await
+        .unwrap();
+    assert!(view.jobs[0].next_fire > Some(first_fire));
+    assert!(!view.jobs[0].missed);
+    // Once the registered fire is 10 s old, a beat rewrites the row with the current one.
+    let rewritten = eventually(Duration::from_secs(15), "the row rewritten", || async {
+        let rows = store.registry().await.unwrap();
+        (registered(&rows) != first_fire).then_some(rows)
+    })
+    .await;
+    let now = provider.database_time().await.unwrap();
+    let moved = registered(&rewritten) - first_fire;
+    assert!(
+        moved >= chrono::TimeDelta::seconds(10)
+            && moved < chrono::TimeDelta::seconds(20)
+            && registered(&rewritten) <= now + chrono::TimeDelta::seconds(1),
+        "rewritten after {moved} to {}, the database's clock at {now}",
+        registered(&rewritten)
+    );
+    scheduler.shutdown().await.unwrap();
+}
+
 /// With an interval of whole seconds, every beat after the first goes at half past a second
 /// of the database's clock: cron slots are whole seconds, and a beat there would meet the
 /// burst of their acquires at the database.
