@@ -116,6 +116,30 @@ async fn each_slot_is_asked_for_by_one_instance_and_none_is_lost_when_one_stops(
         3,
         "every instance owns some jobs: {by_instance:?}"
     );
+    // A job's loop plans its next fire on its owner alone: on the others it waits for the
+    // view to change, with no next fire (and no timer).
+    let planned: Vec<BTreeSet<String>> = [&a, &b, &c]
+        .iter()
+        .map(|scheduler| {
+            scheduler
+                .jobs()
+                .into_iter()
+                // (A running fire has no next fire either.)
+                .filter(|job| {
+                    job.name.starts_with("job-") && (job.next_fire.is_some() || job.running)
+                })
+                .map(|job| job.name)
+                .collect()
+        })
+        .collect();
+    for n in 0..JOBS {
+        let job = format!("job-{n}");
+        let planners = planned.iter().filter(|jobs| jobs.contains(&job)).count();
+        assert_eq!(
+            planners, 1,
+            "{job} planned on {planners} instances: {planned:?}"
+        );
+    }
 
     // c stops gracefully: its jobs move to a and b, and no slot is lost meanwhile.
     let stopped_at = Utc::now();

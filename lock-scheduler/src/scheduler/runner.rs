@@ -213,8 +213,14 @@ impl JobRunner {
             // first catches up what the previous owner left.
             if let Some(owns) = self.owns() {
                 if !owns {
+                    // Another instance owns the job: the loop waits, without a timer, until
+                    // its view of the group makes it the owner, then plans from the clock.
                     owned = false;
-                    last = Some(slot);
+                    if !Box::pin(self.wait_until_owner()).await {
+                        return;
+                    }
+                    last = None;
+                    following = None;
                     continue;
                 }
                 if !std::mem::replace(&mut owned, true) {
@@ -323,6 +329,32 @@ impl JobRunner {
         let share = self.share?;
         let sharing = self.ops.as_ref()?.sharing.as_ref()?;
         Some(sharing.owns(share.key))
+    }
+
+    /// Waits until this instance owns its shared-out job (a heartbeat's view of the registry
+    /// changed so); false if the scheduler stopped first. While it waits the job's status has
+    /// no next fire, and the registry gets the trigger's next slot at each beat.
+    async fn wait_until_owner(&self) -> bool {
+        let (Some(share), Some(sharing)) = (
+            self.share,
+            self.ops.as_ref().and_then(|ops| ops.sharing.as_ref()),
+        ) else {
+            return true;
+        };
+        self.state.lock().next_fire = None;
+        loop {
+            let mut changes = sharing.changes();
+            if sharing.owns(share.key) {
+                return true;
+            }
+            tokio::select! {
+                biased;
+                _ = self.stop.cancelled() => return false,
+                changed = changes.changed() => if changed.is_err() {
+                    return true;
+                },
+            }
+        }
     }
 
     /// Records the next fire (database time) in the status and its gauge.

@@ -25,6 +25,11 @@
 //!   instances (its set changed since its last beat, or its beats fail) asks for every job.
 //!   A newcomer takes its jobs at its first view, while the previous owners ask until their
 //!   next one: both ask for a second at most.
+//! - **A job another instance owns costs nothing per slot.** Its loop waits for a change of
+//!   the view (a `watch` told by [`Sharing::see`] only when the group changed), not for the
+//!   next slot: 4 instances x 10,000 jobs due every second otherwise woke 30,000 loops a
+//!   second for nothing, all at the whole second where the owners' fires start. Its status
+//!   has no next fire meanwhile; its registry row gets the trigger's next slot.
 //! - **A job handed on catches up what its previous owner left.** When a loop becomes its
 //!   job's owner it first reads the lock row and runs the slots missed since its `last_fire`
 //!   per the job's misfire policy, `skip` counting as `fire_once` (the latest missed slot, at
@@ -39,6 +44,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use lock_trigger::{Firing, Overlap};
+use tokio::sync::watch;
 
 use super::Job;
 
@@ -114,6 +120,9 @@ pub(super) struct Sharing {
     /// The seeds of the group's live instances, as of the last view of the registry; None
     /// until the first, or while this instance is not among them (it then asks for every job).
     group: RwLock<Option<Arc<[u64]>>>,
+    /// Told when `group` changes: the loops of jobs another instance owns wait for it instead
+    /// of waking at every slot (7,500 of 10,000 loops on each of 4 instances).
+    changed: watch::Sender<()>,
 }
 
 impl Sharing {
@@ -123,7 +132,14 @@ impl Sharing {
             set: AtomicU64::new(0),
             leaving: AtomicBool::new(false),
             group: RwLock::new(None),
+            changed: watch::Sender::new(()),
         }
+    }
+
+    /// A receiver told of the next change of the view; subscribe, then read
+    /// [`owns`](Self::owns), then wait: a change in between is not lost.
+    pub(super) fn changes(&self) -> watch::Receiver<()> {
+        self.changed.subscribe()
     }
 
     /// A shareable job joins (or, with the same entry, leaves) the fingerprint.
@@ -159,7 +175,12 @@ impl Sharing {
             .binary_search(&self.seed)
             .is_ok()
             .then(|| seeds.into());
-        *self.group.write().unwrap_or_else(|p| p.into_inner()) = view;
+        let mut group = self.group.write().unwrap_or_else(|p| p.into_inner());
+        if *group != view {
+            *group = view;
+            drop(group);
+            self.changed.send_replace(());
+        }
     }
 
     /// Whether this instance asks for the slots of the job with key `job`: it owns it in its

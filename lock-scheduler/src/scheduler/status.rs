@@ -45,7 +45,9 @@ pub struct JobStatus {
     pub name: String,
     /// The trigger, as text (e.g. ``cron `0 5 1 * * *` in Asia/Shanghai``).
     pub trigger: String,
-    /// The next scheduled fire (None while running a fixed-delay job, or after the last fire).
+    /// The next scheduled fire (None while running a fixed-delay job, after the last fire,
+    /// or while another instance owns the job under
+    /// [`share_jobs`](crate::SchedulerBuilder::share_jobs)).
     pub next_fire: Option<DateTime<Utc>>,
     /// Whether a fire of the job is running now.
     pub running: bool,
