@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 
 use crate::sql::SqlValue;
+use crate::sql::mysql::decision::Operands;
 use crate::{
     ColumnNames, IdentifierStyle, LockTableConfig, MAX_INSTANCE_ID_LEN, ResolvedTable,
     at_least_millis, fence_to_sql, lease_millis,
@@ -141,41 +142,29 @@ impl Statements {
         let fence = table.col(Column::Fence);
         let last_fire = table.col(Column::LastFire);
         let granted = format!("LAST_INSERT_ID() < {REFUSED}");
-        // Params: locked_by.
-        let held_by_requester = format!("IF({locked_by} = ?, {HELD_BY_REQUESTER}, 0)");
-        let held_until = format!(
-            "{REFUSED} + {held_by_requester} + {}",
-            to_seconds(&lock_until)
-        );
-
-        // Params: name. Decided before anything else: a row found under the table's collation
-        // that is not this name byte for byte is another lock's.
-        let other_name = format!("CAST({name} AS BINARY) <> CAST(? AS BINARY)");
-        let other_name_code = format!("{REFUSED} + {OTHER_NAME}");
-        // Params: give_up_at (x2). Decided first, so nothing past it is written.
-        let late = format!("(? IS NOT NULL AND {DECIDED_AT} > ?)");
-        let too_late = format!("{REFUSED} + {TOO_LATE} + {}", to_seconds(NOW));
+        // The request's values are parameters, the clock is the statement's.
+        let decision = Operands {
+            name: &name,
+            lock_until: &lock_until,
+            locked_by: &locked_by,
+            fence: &fence,
+            last_fire: &last_fire,
+            requested_name: "?",
+            requester: "?",
+            slot: "?",
+            lead: "?",
+            give_up_at: "?",
+            now: NOW,
+            decided_at: DECIDED_AT,
+        };
+        let late = decision.late();
+        let too_late = decision.too_late();
         let acquire = if shape.extended {
             // Params: name, give_up_at (x2), slot, lead, at_most, locked_by, slot (the inserted
             // row); then name, give_up_at (x2), slot (x3), lead, slot, lead, slot (x2), locked_by
             // (x2), slot, at_most (the update clause).
-            let ahead = format!("? > {NOW} + INTERVAL ? MICROSECOND");
-            let in_future = format!("{REFUSED} + {SLOT_IN_FUTURE} + {}", to_seconds(NOW));
-            let free = format!(
-                "{lock_until} <= {NOW} AND (? IS NULL OR (({last_fire} IS NULL OR {last_fire} < ?) \
-                 AND ? <= {NOW} + INTERVAL ? MICROSECOND))"
-            );
-            // Held: whether this slot ran too, so that a fire that asked ahead of its slot does
-            // not ask again at the slot for a slot another instance already took.
-            let held_until = format!(
-                "{REFUSED} + IF(? IS NOT NULL AND {last_fire} >= ?, {HELD_SLOT_RAN}, 0) + \
-                 {held_by_requester} + {}",
-                to_seconds(&lock_until)
-            );
-            let refusal = format!(
-                "IF({ahead}, {in_future}, IF({lock_until} > {NOW}, {held_until}, {REFUSED} + {SLOT_ALREADY_RUN} + {}))",
-                to_seconds(&format!("COALESCE({last_fire}, {lock_until})"))
-            );
+            let ahead = decision.ahead();
+            let in_future = decision.in_future();
             // A missing row is inserted free, with no last_fire, when the slot is too far
             // ahead: the decision is recorded with LAST_INSERT_ID (0 for a grant) by the first
             // value and read back by the later ones. On the update path the update clause's
@@ -186,11 +175,12 @@ impl Statements {
                  VALUES (?, IF(LAST_INSERT_ID(IF({late}, {too_late}, IF({ahead}, {in_future}, 0))) = 0, {NOW} + INTERVAL ? MICROSECOND, {NOW}), \
                  {NOW}, ?, IF({inserted}, 1, 0), IF({inserted}, ?, NULL)) \
                  ON DUPLICATE KEY UPDATE \
-                 {locked_by} = IF(LAST_INSERT_ID(IF({other_name}, {other_name_code}, IF({late}, {too_late}, IF({free}, GREATEST({fence}, 0) + 1, {refusal})))) < {REFUSED}, ?, {locked_by}), \
+                 {locked_by} = IF(LAST_INSERT_ID({}) < {REFUSED}, ?, {locked_by}), \
                  {locked_at} = IF({granted}, {NOW}, {locked_at}), \
                  {fence} = IF({granted}, LAST_INSERT_ID(), {fence}), \
                  {last_fire} = IF({granted}, COALESCE(?, {last_fire}), {last_fire}), \
-                 {lock_until} = IF({granted}, {NOW} + INTERVAL ? MICROSECOND, {lock_until})"
+                 {lock_until} = IF({granted}, {NOW} + INTERVAL ? MICROSECOND, {lock_until})",
+                decision.code_extended()
             )
         } else {
             // ShedLock's own four columns. Params: name, give_up_at (x2), at_most, locked_by,
@@ -200,9 +190,10 @@ impl Statements {
                 "INSERT INTO {t} ({name}, {lock_until}, {locked_at}, {locked_by}) \
                  VALUES (?, IF(LAST_INSERT_ID(IF({late}, {too_late}, 0)) = 0, {NOW} + INTERVAL ? MICROSECOND, {NOW}), {NOW}, ?) \
                  ON DUPLICATE KEY UPDATE \
-                 {locked_by} = IF(LAST_INSERT_ID(IF({other_name}, {other_name_code}, IF({late}, {too_late}, IF({lock_until} <= {NOW}, 1, {held_until})))) < {REFUSED}, ?, {locked_by}), \
+                 {locked_by} = IF(LAST_INSERT_ID({}) < {REFUSED}, ?, {locked_by}), \
                  {locked_at} = IF({granted}, {NOW}, {locked_at}), \
-                 {lock_until} = IF({granted}, {NOW} + INTERVAL ? MICROSECOND, {lock_until})"
+                 {lock_until} = IF({granted}, {NOW} + INTERVAL ? MICROSECOND, {lock_until})",
+                decision.code_shedlock()
             )
         };
 
@@ -395,15 +386,17 @@ impl Statements {
             return (affected_rows == 1)
                 .then(|| AcquireOutcome::Acquired(Lease::granted(request, fence)));
         }
-        if last_insert_id < REFUSED {
-            let fence = if self.shape.extended {
-                last_insert_id
-            } else {
-                0
-            };
+        self.outcome_of_code(request, last_insert_id)
+    }
+
+    /// The outcome a decision code (not 0: the insert path's) stands for: below [`REFUSED`]
+    /// the new fence, at or above it a refusal.
+    fn outcome_of_code(&self, request: &LockRequest, code: u64) -> Option<AcquireOutcome> {
+        if code < REFUSED {
+            let fence = if self.shape.extended { code } else { 0 };
             return Some(AcquireOutcome::Acquired(Lease::granted(request, fence)));
         }
-        let code = last_insert_id - REFUSED;
+        let code = code - REFUSED;
         let at = from_to_seconds(code & SECONDS_MASK);
         Some(AcquireOutcome::Refused(if code & OTHER_NAME != 0 {
             tracing::warn!(
@@ -460,6 +453,7 @@ fn micros(millis: i64) -> SqlValue {
 }
 
 mod batch;
+mod decision;
 mod table;
 pub use batch::BATCH_EXTRA_PACKETS;
 pub use table::{
