@@ -1,31 +1,32 @@
-//! Batches: many acquires (or releases) in one text query and one transaction; the text is the
-//! provider kit's ([`lock_sql::sql::mysql`], `Statements::acquire_batch`).
+//! Batches: many acquires (or releases) in one text query and one transaction, decided by a
+//! few set-based statements; the text and the reading of its rows are the provider kit's
+//! ([`lock_sql::sql::mysql`], `Statements::acquire_batch`).
 
 use std::time::Duration;
 
 use lock_core::{AcquireOutcome, Lease, LockError, LockRequest, validate_lock_name};
-use lock_sql::sql::mysql::BATCH_EXTRA_PACKETS;
+use lock_sql::sql::mysql::UnexpectedBatchAnswer;
+use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
-use mysql_async::{Conn, Row};
 
 use crate::MySqlLockProvider;
 
-/// The most requests one batch carries: a thousand statements of under a kilobyte each, well
+/// The most requests one batch carries: its text stays within a few hundred kilobytes, well
 /// within the default `max_allowed_packet` (16 MB on MariaDB, 64 MB on MySQL).
 pub(crate) const MAX_BATCH: usize = 1000;
 
-/// Sends `text` and returns `(last_insert_id, affected_rows)` of each statement's OK packet.
-/// After an error the transaction is rolled back, so that no row lock outlives the call on a
-/// pooled connection.
-async fn ok_packets(conn: &mut Conn, text: String) -> Result<Vec<(u64, u64)>, mysql_async::Error> {
+/// Sends `text` and returns the rows `(ordinal, value)` of its one `SELECT`. After an error
+/// the transaction is rolled back, so that no row lock outlives the call on a pooled
+/// connection.
+async fn answer_rows(conn: &mut Conn, text: String) -> Result<Vec<(i64, i64)>, mysql_async::Error> {
     let sent = async {
         let mut result = conn.query_iter(text).await?;
-        let mut packets = vec![(result.last_insert_id().unwrap_or(0), result.affected_rows())];
+        let mut rows = Vec::new();
+        // One result per statement; only the SELECT's has rows.
         while !result.is_empty() {
-            let _: Vec<Row> = result.collect().await?;
-            packets.push((result.last_insert_id().unwrap_or(0), result.affected_rows()));
+            rows.extend(result.collect::<(i64, i64)>().await?);
         }
-        Ok::<_, mysql_async::Error>(packets)
+        Ok::<_, mysql_async::Error>(rows)
     }
     .await;
     if sent.is_err() {
@@ -46,40 +47,24 @@ impl MySqlLockProvider {
         let mut order: Vec<usize> = (0..requests.len()).collect();
         order.sort_by(|&a, &b| requests[a].name.cmp(&requests[b].name));
         let label = requests.first().map_or("", |r| &*r.name);
-        let packets = self
+        let sorted: Vec<&LockRequest> = order.iter().map(|&i| &requests[i]).collect();
+        let (rows, statements) = self
             .session
             .run("acquire", label, |mut conn, statements| {
-                let sorted: Vec<&LockRequest> = order.iter().map(|&i| &requests[i]).collect();
+                let text = statements.acquire_batch(&sorted);
                 Box::pin(async move {
-                    let text = statements.acquire_batch(&sorted);
-                    let packets = ok_packets(&mut conn, text).await?;
-                    Ok((packets, statements))
+                    let rows = answer_rows(&mut conn, text).await?;
+                    Ok((rows, statements))
                 })
             })
             .await?;
-        let (packets, statements) = packets;
-        if packets.len() != requests.len() + BATCH_EXTRA_PACKETS {
-            return Err(self.unexpected_batch("acquire", label, packets.len(), requests.len()));
-        }
+        // Decoded with the statements that ran: the cached ones may change meanwhile.
+        let decided = statements
+            .acquire_batch_outcomes(&sorted, &rows)
+            .map_err(|e| self.unexpected_batch("acquire", label, e))?;
         let mut outcomes: Vec<Option<AcquireOutcome>> = vec![None; requests.len()];
-        for (k, &at) in order.iter().enumerate() {
-            let (id, affected) = packets[k + 1];
-            let request = &requests[at];
-            outcomes[at] = Some(
-                statements
-                    .acquire_outcome(request, id, affected)
-                    .ok_or_else(|| {
-                        LockError::provider(
-                            "acquire",
-                            &*request.name,
-                            self.session.describe(),
-                            format!(
-                                "unexpected answer to a batched acquire statement (last_insert_id \
-                             {id}, affected rows {affected}); the lock was not taken"
-                            ),
-                        )
-                    })?,
-            );
+        for (outcome, &at) in decided.into_iter().zip(&order) {
+            outcomes[at] = Some(outcome);
         }
         Ok(outcomes.into_iter().flatten().collect())
     }
@@ -91,23 +76,24 @@ impl MySqlLockProvider {
         let mut order: Vec<usize> = (0..leases.len()).collect();
         order.sort_by(|&a, &b| leases[a].0.name().cmp(leases[b].0.name()));
         let label = leases.first().map_or("", |(l, _)| l.name());
-        let packets = self
+        let sorted: Vec<(&Lease, Duration)> =
+            order.iter().map(|&i| (&leases[i].0, leases[i].1)).collect();
+        let (rows, statements) = self
             .session
             .run("release", label, |mut conn, statements| {
-                let sorted: Vec<(&Lease, Duration)> =
-                    order.iter().map(|&i| (&leases[i].0, leases[i].1)).collect();
+                let text = statements.release_batch(&sorted);
                 Box::pin(async move {
-                    let text = statements.release_batch(&sorted);
-                    ok_packets(&mut conn, text).await
+                    let rows = answer_rows(&mut conn, text).await?;
+                    Ok((rows, statements))
                 })
             })
             .await?;
-        if packets.len() != leases.len() + BATCH_EXTRA_PACKETS {
-            return Err(self.unexpected_batch("release", label, packets.len(), leases.len()));
-        }
+        let decided = statements
+            .release_batch_outcomes(leases.len(), &rows)
+            .map_err(|e| self.unexpected_batch("release", label, e))?;
         let mut released = vec![false; leases.len()];
-        for (k, &at) in order.iter().enumerate() {
-            released[at] = packets[k + 1].0 == 1;
+        for (was_held, &at) in decided.into_iter().zip(&order) {
+            released[at] = was_held;
         }
         Ok(released)
     }
@@ -116,16 +102,14 @@ impl MySqlLockProvider {
         &self,
         operation: &'static str,
         label: &str,
-        packets: usize,
-        requests: usize,
+        error: UnexpectedBatchAnswer,
     ) -> LockError {
         LockError::provider(
             operation,
             label,
             self.session.describe(),
             format!(
-                "a batch of {requests} answered {packets} OK packets, not {}",
-                requests + BATCH_EXTRA_PACKETS
+                "unexpected answer to a batched {operation}: {error}; no lock was taken as granted"
             ),
         )
     }

@@ -384,8 +384,9 @@ impl LockProvider for MySqlLockProvider {
         })
     }
 
-    /// One text query, one transaction: the acquire statement of each request in name order
-    /// (see `lock_sql::sql::mysql::Statements::acquire_batch`).
+    /// One text query, one transaction: the rows locked in name order, each request decided by
+    /// the acquire statement's own expression in one `SELECT`, the grants written by one
+    /// `UPDATE` (see `lock_sql::sql::mysql::Statements::acquire_batch`).
     async fn acquire_many(
         &self,
         requests: &[LockRequest],

@@ -500,7 +500,7 @@ impl LockProvider for SqlxLockProvider {
 
     /// Decided by the driver-specific provider's batch statements: PostgreSQL's over arrays
     /// (a second for the rows another transaction held, a third for missing rows), MySQL's
-    /// acquire statements in one text query and one transaction, SQLite's in one write
+    /// set-based statements in one text query and one transaction, SQLite's in one write
     /// transaction.
     async fn acquire_many(
         &self,

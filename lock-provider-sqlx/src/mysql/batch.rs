@@ -1,19 +1,18 @@
 //! Batches on MySQL and MariaDB: the kit's text query
 //! ([`Statements::acquire_batch`](lock_sql::sql::mysql::Statements::acquire_batch), the very
-//! text `lock-provider-mysql` sends): `START TRANSACTION`, the single acquire (or release)
-//! statement of each request with its parameters as literals, in name order, `COMMIT`, in one
-//! round trip. Each request is decided by exactly the statement that decides it alone, and its
-//! outcome read from that statement's OK packet as alone; name order makes two instances'
-//! batches lock their rows in one order, so they cannot deadlock.
+//! text `lock-provider-mysql` sends), a few set-based statements in one round trip and one
+//! transaction: the rows locked in name order, then each request decided by the single acquire
+//! statement's own expression, its outcome read from the one `SELECT`'s rows. Name order makes
+//! two instances' batches lock their rows in one order, so they cannot deadlock.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::TryStreamExt;
 use lock_core::{AcquireOutcome, Lease, LockError, LockRequest};
-use lock_sql::sql::mysql::{BATCH_EXTRA_PACKETS, Statements};
+use lock_sql::sql::mysql::{Statements, UnexpectedBatchAnswer};
 use sqlx::pool::PoolConnection;
-use sqlx::{AssertSqlSafe, MySql};
+use sqlx::{AssertSqlSafe, Either, MySql, Row};
 
 use super::{MySqlBackend, RETRIES, connection_lost};
 
@@ -38,17 +37,19 @@ impl Drop for BatchConnection {
 }
 
 impl BatchConnection {
-    /// Sends `text` and returns `(last_insert_id, affected_rows)` of each statement's OK
-    /// packet. An error stops the text at its statement with the transaction open: it is
-    /// rolled back, so that no row lock outlives the call.
-    async fn ok_packets(&mut self, text: String) -> Result<Vec<(u64, u64)>, sqlx::Error> {
+    /// Sends `text` and returns the rows `(ordinal, value)` of its one `SELECT`. An error stops
+    /// the text at its statement with the transaction open: it is rolled back, so that no row
+    /// lock outlives the call.
+    async fn answer_rows(&mut self, text: String) -> Result<Vec<(i64, i64)>, sqlx::Error> {
         let sent = async {
-            let mut results = sqlx::raw_sql(AssertSqlSafe(text)).execute_many(&mut *self.conn);
-            let mut packets = Vec::new();
-            while let Some(done) = results.try_next().await? {
-                packets.push((done.last_insert_id(), done.rows_affected()));
+            let mut results = sqlx::raw_sql(AssertSqlSafe(text)).fetch_many(&mut *self.conn);
+            let mut rows = Vec::new();
+            while let Some(result) = results.try_next().await? {
+                if let Either::Right(row) = result {
+                    rows.push((row.try_get(0)?, row.try_get(1)?));
+                }
             }
-            Ok(packets)
+            Ok(rows)
         }
         .await;
         self.ended = match &sent {
@@ -74,31 +75,15 @@ impl MySqlBackend {
         order.sort_by(|&a, &b| requests[a].name.cmp(&requests[b].name));
         let sorted: Vec<&LockRequest> = order.iter().map(|&at| &requests[at]).collect();
         let label = requests.first().map_or("", |r| &*r.name);
-        let (packets, statements) = self
+        let (rows, statements) = self
             .send_batch("acquire", label, |s| s.acquire_batch(&sorted))
             .await?;
-        if packets.len() != requests.len() + BATCH_EXTRA_PACKETS {
-            return Err(self.unexpected_batch("acquire", label, packets.len(), requests.len()));
-        }
+        // Decoded with the statements that ran: the cached ones may change meanwhile.
+        let decided = statements
+            .acquire_batch_outcomes(&sorted, &rows)
+            .map_err(|e| self.unexpected_batch("acquire", label, e))?;
         let mut outcomes: Vec<Option<AcquireOutcome>> = vec![None; requests.len()];
-        for (k, &at) in order.iter().enumerate() {
-            // Packet 0 is `START TRANSACTION`'s.
-            let (id, affected) = packets[k + 1];
-            let request = &requests[at];
-            // Decoded with the statements that ran: the cached ones may change meanwhile.
-            let outcome = statements
-                .acquire_outcome(request, id, affected)
-                .ok_or_else(|| {
-                    LockError::provider(
-                        "acquire",
-                        &*request.name,
-                        self.describe(),
-                        format!(
-                            "unexpected answer to a batched acquire statement (last_insert_id \
-                             {id}, affected rows {affected}); the lock was not taken"
-                        ),
-                    )
-                })?;
+        for (outcome, &at) in decided.into_iter().zip(&order) {
             outcomes[at] = Some(outcome);
         }
         Ok(outcomes.into_iter().flatten().collect())
@@ -117,16 +102,15 @@ impl MySqlBackend {
             .map(|&at| (&leases[at].0, leases[at].1))
             .collect();
         let label = leases.first().map_or("", |(l, _)| l.name());
-        let (packets, _) = self
+        let (rows, statements) = self
             .send_batch("release", label, |s| s.release_batch(&sorted))
             .await?;
-        if packets.len() != leases.len() + BATCH_EXTRA_PACKETS {
-            return Err(self.unexpected_batch("release", label, packets.len(), leases.len()));
-        }
+        let decided = statements
+            .release_batch_outcomes(leases.len(), &rows)
+            .map_err(|e| self.unexpected_batch("release", label, e))?;
         let mut released = vec![false; leases.len()];
-        for (k, &at) in order.iter().enumerate() {
-            // `last_insert_id` 1: the row was still the lease's.
-            released[at] = packets[k + 1].0 == 1;
+        for (was_held, &at) in decided.into_iter().zip(&order) {
+            released[at] = was_held;
         }
         Ok(released)
     }
@@ -134,24 +118,24 @@ impl MySqlBackend {
     /// Sends the text `text` builds from the current statements on a connection of its own,
     /// again on a fresh connection when the connection died (see [`RETRIES`]: a batch that did
     /// commit makes the retry see its rows held, as a single acquire's retry does). Returns
-    /// the OK packets and the statements the text was built from.
+    /// the rows of its `SELECT` and the statements the text was built from.
     async fn send_batch(
         &self,
         operation: &'static str,
         label: &str,
         text: impl Fn(&Statements) -> String,
-    ) -> Result<(Vec<(u64, u64)>, Arc<Statements>), LockError> {
+    ) -> Result<(Vec<(i64, i64)>, Arc<Statements>), LockError> {
         let mut retries = 0;
         loop {
             let statements = self.statements(operation, label).await?;
             let attempt = async {
                 let conn = self.pool.acquire().await?;
                 let mut conn = BatchConnection { conn, ended: false };
-                conn.ok_packets(text(&statements)).await
+                conn.answer_rows(text(&statements)).await
             }
             .await;
             match attempt {
-                Ok(packets) => return Ok((packets, statements)),
+                Ok(rows) => return Ok((rows, statements)),
                 Err(e) if connection_lost(&e) && retries < RETRIES => {
                     retries += 1;
                     tracing::debug!(operation, lock = label, error = %e, "mysql (sqlx): connection lost, retrying the batch");
@@ -165,16 +149,14 @@ impl MySqlBackend {
         &self,
         operation: &'static str,
         label: &str,
-        packets: usize,
-        requests: usize,
+        error: UnexpectedBatchAnswer,
     ) -> LockError {
         LockError::provider(
             operation,
             label,
             self.describe(),
             format!(
-                "a batch of {requests} answered {packets} OK packets, not {}",
-                requests + BATCH_EXTRA_PACKETS
+                "unexpected answer to a batched {operation}: {error}; no lock was taken as granted"
             ),
         )
     }

@@ -35,6 +35,8 @@
 //!   ahead needs (its slot ran: do not ask again at the slot), and when the lock is held in
 //!   the requester's own name it carries that name (the executor then reads the row back: a
 //!   lost grant of its own is adopted, an orphan released).
+//! - **A batch evaluates the same decision** over many rows at once (`batch.rs`): the
+//!   expression is built once from named operands (`decision.rs`), `?` parameters here.
 
 use std::time::{Duration, Instant};
 
@@ -129,6 +131,7 @@ pub struct Statements {
     select_for_unlock: String,
     unlock: String,
     reset_slot: String,
+    batch: batch::BatchSql,
 }
 
 impl Statements {
@@ -248,6 +251,11 @@ impl Statements {
             select_for_unlock,
             unlock,
             reset_slot,
+            batch: batch::BatchSql::new(
+                shape.extended,
+                t.clone(),
+                [name, lock_until, locked_at, locked_by, fence, last_fire],
+            ),
         }
     }
 
@@ -455,7 +463,7 @@ fn micros(millis: i64) -> SqlValue {
 mod batch;
 mod decision;
 mod table;
-pub use batch::BATCH_EXTRA_PACKETS;
+pub use batch::UnexpectedBatchAnswer;
 pub use table::{
     COLUMNS_QUERY, Column, ColumnInfo, Shape, Table, json_names, names_sharing_a_row_query,
 };
