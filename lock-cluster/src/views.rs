@@ -625,62 +625,46 @@ mod tests {
     #[test]
     fn a_live_jobs_next_fire_that_ran_shows_the_following_one() {
         // The row still says 20 (a heartbeat does not rewrite a row whose next fire the job
-        // reached and moved on from); the lock says the fire at 20 ran.
+        // reached and moved on from); the lock says which fire ran last.
         let [mut own, job] = rows("a", 10, 20);
         own.heartbeat_at = at(33);
         let options = ClusterOptions {
             missed_grace: Duration::from_secs(3),
         };
-        let lock = LockRecord {
+        let ran = |last: i64| LockRecord {
             name: "daily".into(),
-            lock_until: at(21),
-            locked_at: at(20),
+            lock_until: at(last + 1),
+            locked_at: at(last),
             locked_by: "a".into(),
             fence: 3,
-            last_fire: Some(at(20)),
+            last_fire: Some(at(last)),
             held: false,
         };
-        let assemble = |now| {
+        let assemble = |now, lock: LockRecord| {
             ClusterView::assemble(
                 at(now),
                 vec![own.clone(), job.clone()],
                 vec![],
                 vec![],
                 vec![],
-                vec![lock.clone()],
+                vec![lock],
                 &options,
             )
         };
-        let view = assemble(22);
+        // The fire at 20 ran: the following one (30) is next.
+        let view = assemble(22, ran(20));
         assert_eq!(view.jobs[0].live_instances, ["a"]);
         assert_eq!(view.jobs[0].next_fire, Some(at(30)));
         assert!(!view.jobs[0].missed);
         // The instance is alive but the fire at 30 did not run: missed once past the grace.
-        let view = assemble(34);
+        let view = assemble(34, ran(20));
         assert_eq!(view.jobs[0].live_instances, ["a"]);
         assert!(view.jobs[0].missed);
         // The fires at 30 and 40 ran too (the row is older than its job's next two fires):
         // the next is one interval after the last that ran, and missed once past its grace.
-        let ran = LockRecord {
-            last_fire: Some(at(40)),
-            locked_at: at(40),
-            lock_until: at(41),
-            ..lock.clone()
-        };
-        let assemble = |now| {
-            ClusterView::assemble(
-                at(now),
-                vec![own.clone(), job.clone()],
-                vec![],
-                vec![],
-                vec![],
-                vec![ran.clone()],
-                &options,
-            )
-        };
-        let view = assemble(42);
+        let view = assemble(42, ran(40));
         assert_eq!(view.jobs[0].next_fire, Some(at(50)));
         assert!(!view.jobs[0].missed);
-        assert!(assemble(54).jobs[0].missed);
+        assert!(assemble(54, ran(40)).jobs[0].missed);
     }
 }
