@@ -14,6 +14,7 @@ use lock_core::{AcquireOutcome, FireSlot, LockProvider, LockRequest, Refusal, te
 use lock_provider_mysql::MySqlLockProvider;
 use lock_provider_mysql::mysql_async::prelude::Queryable;
 use lock_provider_mysql::mysql_async::{Conn, Row};
+use lock_sql::sql::mysql::{Shape, Statements, Table};
 
 const LONG: Duration = Duration::from_secs(300);
 const ME: &str = "batch-me";
@@ -531,4 +532,147 @@ async fn a_losing_batch_writes_nothing() {
             .iter()
             .all(|r| r.locked_by == OTHER && r.fence == 1)
     );
+}
+
+/// Timing, not a check (`--ignored`): `acquire_many` and `release_many` of 600 and 1,000 rows
+/// among 9,000 others, beside the batch form they replaced (the single acquire statement of
+/// each request in one text, as sent before), measured in the same run. BENCHMARKS.md,
+/// "MariaDB set-based batch", has a run's numbers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing; run with --ignored --nocapture"]
+async fn batch_timing() {
+    use std::time::Instant;
+
+    let Some(mut conn) = admin().await else {
+        return;
+    };
+    let table = common::unique_table("batch_timing");
+    let _cleanup = common::drop_table(&table);
+    let provider = MySqlLockProvider::new(common::pool(2))
+        .with_table(&table)
+        .unwrap();
+    provider.ensure_schema().await.unwrap();
+    let mut others =
+        format!("INSERT INTO `{table}` (name, lock_until, locked_at, locked_by, fence) VALUES ");
+    for i in 0..9000 {
+        let sep = if i > 0 { "," } else { "" };
+        others.push_str(&format!(
+            "{sep}('other-{i:05}', UTC_TIMESTAMP(3), UTC_TIMESTAMP(3), 'x', 1)"
+        ));
+    }
+    conn.query_drop(others).await.unwrap();
+    let statements = Statements::new(
+        &Table::new(&lock_sql::LockTableConfig::default().with_table(&table)).unwrap(),
+        Shape {
+            extended: true,
+            zone_sensitive: false,
+        },
+    );
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let base = Utc::now();
+    for n in [600, 1000] {
+        let names: Vec<Arc<str>> = (0..n).map(|i| format!("job-{n}-{i:05}").into()).collect();
+        let (mut before, mut server) = (vec![], vec![]);
+        let (mut granted, mut refused, mut released) = (vec![], vec![], vec![]);
+        for round in 0..15 {
+            let slot = Some(FireSlot::new(base + TimeDelta::seconds(round - 30)));
+            let requests: Vec<LockRequest> = names
+                .iter()
+                .map(|name| testkit::request(name, ME, Duration::from_secs(30), slot))
+                .collect();
+            let start = Instant::now();
+            let outcomes = provider.acquire_many(&requests).await.unwrap();
+            granted.push(start.elapsed());
+            let leases: Vec<_> = outcomes
+                .iter()
+                .map(|o| match o {
+                    AcquireOutcome::Acquired(lease) => (lease.clone(), Duration::ZERO),
+                    refused => panic!("{refused:?}"),
+                })
+                .collect();
+            let start = Instant::now();
+            let again = provider.acquire_many(&requests).await.unwrap();
+            refused.push(start.elapsed());
+            assert!(
+                again
+                    .iter()
+                    .all(|o| matches!(o, AcquireOutcome::Refused(_)))
+            );
+            // The form replaced: every request's own statement, all refused here (held).
+            let text = one_statement_per_request(&statements, &requests);
+            let start = Instant::now();
+            let mut result = conn.query_iter(text).await.unwrap();
+            while !result.is_empty() {
+                result.collect::<Row>().await.unwrap();
+            }
+            before.push(start.elapsed());
+            // The set-based text alone, the same requests (refused), without the client's work.
+            let sorted: Vec<&LockRequest> = requests.iter().collect();
+            let text = statements.acquire_batch(&sorted);
+            let start = Instant::now();
+            let mut result = conn.query_iter(text).await.unwrap();
+            while !result.is_empty() {
+                result.collect::<Row>().await.unwrap();
+            }
+            server.push(start.elapsed());
+            let start = Instant::now();
+            assert!(
+                provider
+                    .release_many(&leases)
+                    .await
+                    .unwrap()
+                    .iter()
+                    .all(|r| *r)
+            );
+            released.push(start.elapsed());
+        }
+        println!(
+            "{n} rows, median of 15: acquire_many granted {:?}, refused {:?}; release_many {:?}; \
+             the texts alone (refused): set-based {:?}, one statement per request (before) {:?}",
+            median(granted),
+            median(refused),
+            median(released),
+            median(server),
+            median(before)
+        );
+    }
+}
+
+/// The batch text as sent before the set-based form: the single acquire statement of each
+/// request with its parameters as literals, between `START TRANSACTION` and `COMMIT`.
+fn one_statement_per_request(statements: &Statements, requests: &[LockRequest]) -> String {
+    use lock_sql::sql::SqlValue;
+    use std::fmt::Write;
+
+    let mut text = String::from("START TRANSACTION;");
+    for request in requests {
+        let (statement, params) = statements.acquire(request);
+        let mut params = params.iter();
+        for (i, part) in statement.split('?').enumerate() {
+            match (i > 0).then(|| params.next()).flatten() {
+                None if i == 0 => {}
+                Some(SqlValue::Text(s)) => {
+                    text.push_str("_utf8mb4 X'");
+                    for byte in s.as_bytes() {
+                        let _ = write!(text, "{byte:02X}");
+                    }
+                    text.push('\'');
+                }
+                Some(SqlValue::Int(n)) => {
+                    let _ = write!(text, "{n}");
+                }
+                Some(SqlValue::Timestamp(Some(at))) => {
+                    let _ = write!(text, "TIMESTAMP'{}'", at.format("%Y-%m-%d %H:%M:%S%.3f"));
+                }
+                Some(SqlValue::Timestamp(None)) | None => text.push_str("NULL"),
+            }
+            text.push_str(part);
+        }
+        text.push(';');
+    }
+    text.push_str("COMMIT");
+    text
 }
