@@ -462,8 +462,11 @@ fn micros(millis: i64) -> SqlValue {
 
 mod batch;
 mod decision;
+mod history;
+mod literal;
 mod table;
 pub use batch::UnexpectedBatchAnswer;
+pub use history::{HistoryBatchStatements, MAX_HISTORY_TEXT};
 pub use table::{
     COLUMNS_QUERY, Column, ColumnInfo, Shape, Table, json_names, names_sharing_a_row_query,
 };

@@ -36,7 +36,7 @@
 //!   (ShedLock's `VARCHAR` in any collation, or `VARBINARY`). A column of a derived table or a
 //!   `JSON_TABLE` would carry a collation of its own and fail against the table's (or skip its
 //!   index). Literals are written without any escaping that depends on the session's
-//!   `sql_mode`: text as `_utf8mb4 X'…'` (hexadecimal).
+//!   `sql_mode`: text as `_utf8mb4 X'…'` (hexadecimal, [`literal`](super::literal)).
 //! - **The clock is two session variables**, set by `SET` (not assigned inside expressions,
 //!   which MySQL 8 deprecates) and cleared again before `COMMIT`, so that both the `SELECT`
 //!   and the `UPDATE` read the same now; a batch cut off midway leaves them set, and the next
@@ -53,6 +53,7 @@ use std::fmt::{self, Write};
 use std::time::Duration;
 
 use super::decision::Operands;
+use super::literal::text as literal;
 use super::{DECIDED_AT, NOW, REFUSED, Statements};
 use crate::{at_least_millis, fence_to_sql, lease_millis};
 use lock_core::{AcquireOutcome, Lease, LockRequest};
@@ -446,29 +447,9 @@ fn ordinal_index(ordinal: i64, len: usize) -> Result<usize, UnexpectedBatchAnswe
         .ok_or_else(|| UnexpectedBatchAnswer::new(format!("ordinal {ordinal} in a batch of {len}")))
 }
 
-/// Text as `_utf8mb4 X'…'`: hexadecimal, so no escaping that depends on `sql_mode`.
-fn literal(text: &mut String, value: &str) {
-    if value.is_empty() {
-        text.push_str("''");
-        return;
-    }
-    text.push_str("_utf8mb4 X'");
-    for byte in value.as_bytes() {
-        let _ = write!(text, "{byte:02X}");
-    }
-    text.push('\'');
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn literals_need_no_escaping() {
-        let mut text = String::new();
-        literal(&mut text, "a'b\\");
-        assert_eq!(text, "_utf8mb4 X'6127625C'");
-    }
 
     #[test]
     fn one_value_for_all_is_one_literal() {
