@@ -26,6 +26,9 @@ async fn answer_rows(conn: &mut Conn, text: String) -> Result<Vec<(i64, i64)>, m
         while !result.is_empty() {
             rows.extend(result.collect::<(i64, i64)>().await?);
         }
+        // A statement that failed ends the text and leaves `is_empty()` true with its error
+        // still pending: without this the batch would pass for done, its transaction open.
+        result.drop_result().await?;
         Ok::<_, mysql_async::Error>(rows)
     }
     .await;

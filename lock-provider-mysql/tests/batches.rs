@@ -532,3 +532,59 @@ async fn a_losing_batch_writes_nothing() {
             .all(|r| r.locked_by == OTHER && r.fence == 1)
     );
 }
+
+/// A batch whose last statement fails (a trigger refuses the grants' `UPDATE`, after the
+/// `SELECT` has decided them) is an error, not grants: nothing of it stays, and the pool's
+/// only connection is back in autocommit for the next call.
+#[tokio::test]
+async fn a_batch_failing_at_its_last_statement_is_an_error_and_leaves_nothing() {
+    let table = common::unique_table("lockmy_batchfail");
+    let _drop = common::drop_table(&table);
+    let Some(mut admin) = admin().await else {
+        return;
+    };
+    let provider = MySqlLockProvider::new(common::pool(1))
+        .with_table(&table)
+        .expect("table name");
+    provider.ensure_schema().await.expect("ensure_schema");
+    admin
+        .query_drop(format!(
+            "CREATE TRIGGER `{table}_refuse` BEFORE UPDATE ON `{table}` FOR EACH ROW \
+             IF NEW.locked_by = 'refused' THEN \
+             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test'; END IF"
+        ))
+        .await
+        .expect("a trigger that refuses");
+    let requests: Vec<LockRequest> = ["a", "b"]
+        .iter()
+        .map(|name| testkit::request(&Arc::from(*name), "refused", LONG, None))
+        .collect();
+    let error = provider
+        .acquire_many(&requests)
+        .await
+        .expect_err("the grants' UPDATE fails");
+    assert!(
+        format!("{error:?}").contains("refused by the test"),
+        "{error:?}"
+    );
+    let names: Vec<String> = admin
+        .query(format!("SELECT CAST(name AS CHAR) FROM `{table}`"))
+        .await
+        .expect("rows");
+    assert!(
+        names.is_empty(),
+        "the batch's new rows were rolled back: {names:?}"
+    );
+    let lease = provider
+        .acquire(&testkit::request(&Arc::from("c"), ME, LONG, None))
+        .await
+        .expect("the next acquire");
+    assert!(matches!(lease, AcquireOutcome::Acquired(_)), "{lease:?}");
+    let names: Vec<String> = admin
+        .query(format!("SELECT CAST(name AS CHAR) FROM `{table}`"))
+        .await
+        .expect("rows");
+    assert_eq!(names, ["c"], "committed: another connection reads it");
+    drop(admin);
+    let _ = provider.pool().clone().disconnect().await;
+}
