@@ -4,7 +4,8 @@
 //! Times are `DATETIME(3)` holding UTC (`UTC_TIMESTAMP(3)`), so the session time zone plays no
 //! part. The heartbeat is the registry upsert (one statement, or several in one transaction
 //! for a beat of a thousand jobs or more) followed by a read of the control table on the same
-//! connection: MySQL has no `RETURNING` that could carry both.
+//! connection: MySQL has no `RETURNING` that could carry both. The run history's batches
+//! (`runs_started`, `runs_ended`) are one text query each: `history.rs`.
 
 use std::time::Duration;
 
@@ -17,9 +18,12 @@ use lock_cluster::{
 };
 use lock_core::{FireSlot, LockError, Params};
 use lock_sql::operations_sql::{HEARTBEAT_PARAMS, HeartbeatUpsert, stored_params};
+use lock_sql::sql::mysql::HistoryBatchStatements;
 use lock_sql::{OperationsSql, ResolvedTable, SqlDialect};
 use mysql_async::prelude::{FromValue, Queryable};
 use mysql_async::{Conn, Pool, Row, TxOpts, Value};
+
+mod history;
 
 /// ER_NO_SUCH_TABLE.
 const NO_SUCH_TABLE: u16 = 1146;
@@ -33,6 +37,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) struct MySqlOperations {
     pool: Pool,
     sql: OperationsSql,
+    history: HistoryBatchStatements,
 }
 
 /// `ensure_schema`'s step for the operations tables; a lock table whose name leaves no room
@@ -234,7 +239,8 @@ impl MySqlOperations {
     /// be too long.
     pub(crate) fn new(pool: Pool, table: &ResolvedTable) -> Option<Self> {
         let sql = OperationsSql::new(SqlDialect::MySql, table).ok()?;
-        Some(MySqlOperations { pool, sql })
+        let history = HistoryBatchStatements::new(&sql);
+        Some(MySqlOperations { pool, sql, history })
     }
 
     /// Creates the tables if missing (`CREATE TABLE IF NOT EXISTS`, indexes inline: MySQL 8
@@ -398,6 +404,18 @@ impl ClusterStore for MySqlOperations {
         self.change("history", "", &self.sql.run_end, params)
             .await
             .map(drop)
+    }
+
+    async fn runs_started(&self, runs: &[RunStart]) -> Result<Vec<i64>, LockError> {
+        self.start_batch(&self.history, runs).await
+    }
+
+    async fn runs_ended(&self, ends: &[RunEnd]) -> Result<(), LockError> {
+        self.end_batch(&self.history, ends).await
+    }
+
+    fn max_history_batch(&self) -> usize {
+        history::MAX_HISTORY_BATCH
     }
 
     async fn instances(&self) -> Result<Vec<RegistryRow>, LockError> {

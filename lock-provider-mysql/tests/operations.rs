@@ -189,3 +189,238 @@ async fn concurrent_ensure_schema_on_fresh_tables_all_succeed() {
         }
     }
 }
+
+/// The history batches (one text query of single-row statements, one transaction): a batch
+/// of starts writes the rows one-by-one starts write (no slot, parameters, quotes and
+/// non-ASCII text in names and values), each id its own row's; a batch of ends changes
+/// exactly its rows, as single ends would. A batch the table refuses midway (a trigger
+/// signals on one row) leaves none of its rows, and the connection (the pool's only one)
+/// is back in autocommit for the next call: what it writes, another connection reads.
+#[tokio::test]
+async fn history_batches_write_what_single_writes_would_and_fail_whole() {
+    use lock_cluster::{ClusterProvider, RunEnd, RunLogWriter, RunStart, RunState};
+    use lock_core::{FireKind, FireSlot, LockProvider, Params};
+    use lock_provider_mysql::mysql_async::prelude::Queryable;
+    let table = common::unique_table("lockmy_hist");
+    let _drop = common::drop_table(&table);
+    let Some(mut admin) = common::admin().await else {
+        return;
+    };
+    let provider = MySqlLockProvider::new(common::pool(1))
+        .with_table(&table)
+        .expect("table name");
+    provider.ensure_schema().await.expect("ensure_schema");
+    let store = provider.cluster().expect("mysql keeps them");
+    assert_eq!(store.max_history_batch(), 1000);
+
+    let now = provider.database_time().await.expect("database time");
+    let slot = FireSlot::new(now).instant();
+    let mut params = Params::new();
+    params
+        .insert("who", "O'Brien \"é\" \\ 日本")
+        .expect("a parameter");
+    let odd = "it's \"odd\" \\ é 日本 `x`";
+    let runs: Vec<RunStart> = [
+        (
+            format!("{odd} a"),
+            Some(slot),
+            FireKind::Scheduled,
+            Params::new(),
+        ),
+        (format!("{odd} b"), None, FireKind::Manual, params.clone()),
+        ("plain c".to_owned(), Some(slot), FireKind::CatchUp, params),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, (job, slot, fire_kind, params))| RunStart {
+        job: format!("{job} {table}"),
+        slot,
+        fire_kind,
+        instance_id: format!("host-{i} '日本'"),
+        fence: if i == 0 {
+            i64::MAX as u64
+        } else {
+            7 + i as u64
+        },
+        attempt: 1 + i as u32,
+        params,
+    })
+    .collect();
+    let singles: Vec<RunStart> = runs
+        .iter()
+        .map(|run| RunStart {
+            job: format!("{} single", run.job),
+            ..run.clone()
+        })
+        .collect();
+    let mut single_ids = Vec::new();
+    for run in &singles {
+        single_ids.push(store.run_started(run).await.expect("a single start"));
+    }
+    let ids = store.runs_started(&runs).await.expect("a batch of starts");
+    assert_eq!(ids.len(), runs.len());
+    for ((run, id), (single, single_id)) in
+        runs.iter().zip(&ids).zip(singles.iter().zip(&single_ids))
+    {
+        let rows = store.history(&run.job, 5).await.expect("history");
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        let row = &rows[0];
+        let single_row = &store.history(&single.job, 1).await.expect("history")[0];
+        assert_eq!(row.id, *id, "the id returned is {}'s row", run.job);
+        assert_eq!(single_row.id, *single_id);
+        for (row, run) in [(row, run), (single_row, single)] {
+            assert_eq!(
+                (
+                    row.job.as_str(),
+                    row.slot,
+                    row.fire_kind,
+                    row.instance_id.as_str(),
+                    row.fence,
+                    row.attempt,
+                    &row.params,
+                ),
+                (
+                    run.job.as_str(),
+                    run.slot,
+                    run.fire_kind,
+                    run.instance_id.as_str(),
+                    run.fence,
+                    run.attempt,
+                    &run.params,
+                ),
+            );
+            assert_eq!(
+                (
+                    row.outcome,
+                    row.ended_at,
+                    row.error.as_deref(),
+                    row.cancel_requested
+                ),
+                (RunState::Running, None, None, false)
+            );
+            assert!(
+                row.started_at >= now - chrono::TimeDelta::seconds(5),
+                "{row:?}"
+            );
+        }
+    }
+
+    // Ends: the batch's first two rows and the third single row, not the others.
+    let mut writer = RunLogWriter::new(10, 65536);
+    writer.line(now, "INFO", "t", |m| m.push_str("line 'one' é \\ 日本"));
+    let logs = writer.finish().expect("lines");
+    let ends = [
+        RunEnd::new(ids[0], RunState::Failed, Some("it's \"bad\" é \\ 日本"))
+            .with_logs(Some(logs.clone())),
+        RunEnd::new(ids[1], RunState::Succeeded, None).with_cancel_requested(true),
+        RunEnd::new(single_ids[2], RunState::Panicked, Some("")),
+    ];
+    store.runs_ended(&ends).await.expect("a batch of ends");
+    let ended = [
+        (&runs[0].job, &ends[0]),
+        (&runs[1].job, &ends[1]),
+        (&singles[2].job, &ends[2]),
+    ];
+    for (job, end) in ended {
+        let row = &store.history(job, 1).await.expect("history")[0];
+        assert_eq!(row.id, end.id);
+        assert_eq!(
+            (row.outcome, row.error.as_ref(), row.cancel_requested),
+            (end.outcome, end.error.as_ref(), end.cancel_requested),
+            "{job}"
+        );
+        assert!(
+            row.ended_at.is_some_and(|at| at >= row.started_at),
+            "{row:?}"
+        );
+    }
+    let kept = store
+        .run_logs(&runs[0].job, ids[0]..=ids[0])
+        .await
+        .expect("run logs");
+    assert_eq!(kept, vec![(ids[0], logs)]);
+    for job in [&runs[2].job, &singles[0].job, &singles[1].job] {
+        let row = &store.history(job, 1).await.expect("history")[0];
+        assert_eq!(
+            (row.outcome, row.ended_at),
+            (RunState::Running, None),
+            "{job}"
+        );
+    }
+
+    // A batch the table refuses at its second row.
+    admin
+        .query_drop(format!(
+            "CREATE TRIGGER `{table}_refuse_start` BEFORE INSERT ON `{table}_runs` FOR EACH ROW \
+             IF NEW.job_name LIKE 'refused%' THEN \
+             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test'; END IF"
+        ))
+        .await
+        .expect("a trigger that refuses");
+    let refused: Vec<RunStart> = ["kept-not", "refused", "kept-neither"]
+        .into_iter()
+        .map(|job| RunStart {
+            job: format!("{job} {table}"),
+            ..runs[0].clone()
+        })
+        .collect();
+    let error = store
+        .runs_started(&refused)
+        .await
+        .expect_err("the table refuses a row");
+    assert!(
+        format!("{error:?}").contains("refused by the test"),
+        "{error:?}"
+    );
+    for run in [&refused[0], &refused[2]] {
+        assert!(
+            store
+                .history(&run.job, 5)
+                .await
+                .expect("history")
+                .is_empty(),
+            "no row of the failed batch, on its own connection either: {}",
+            run.job
+        );
+    }
+    // The ends refused at their second row: the first is not applied either.
+    admin
+        .query_drop(format!(
+            "CREATE TRIGGER `{table}_refuse_end` BEFORE UPDATE ON `{table}_runs` FOR EACH ROW \
+             IF NEW.error_text = 'refused' THEN \
+             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'refused by the test'; END IF"
+        ))
+        .await
+        .expect("a trigger that refuses");
+    store
+        .runs_ended(&[
+            RunEnd::new(ids[2], RunState::Succeeded, None),
+            RunEnd::new(single_ids[0], RunState::Failed, Some("refused")),
+        ])
+        .await
+        .expect_err("the table refuses an end");
+    let row = &store.history(&runs[2].job, 1).await.expect("history")[0];
+    assert_eq!(
+        (row.outcome, row.ended_at),
+        (RunState::Running, None),
+        "{row:?}"
+    );
+
+    // The same (only) connection, in autocommit: another connection sees what it writes.
+    let later = store
+        .runs_started(&[RunStart {
+            job: format!("later {table}"),
+            ..runs[1].clone()
+        }])
+        .await
+        .expect("the next batch");
+    let seen: Vec<i64> = admin
+        .query(format!(
+            "SELECT id FROM `{table}_runs` WHERE job_name = 'later {table}'"
+        ))
+        .await
+        .expect("read from another connection");
+    assert_eq!(seen, later);
+    drop(admin);
+    let _ = provider.pool().clone().disconnect().await;
+}
