@@ -558,6 +558,44 @@ pub trait ClusterStore: Send + Sync {
     /// such a query filters [`OperatorStore::registry`].
     async fn instances(&self) -> Result<Vec<RegistryRow>, LockError>;
 
+    /// A [`heartbeat_changes`](Self::heartbeat_changes) and, after it, the
+    /// [`instances`](Self::instances): what a scheduler that keeps a view of the live instances
+    /// (sharded, broadcast or shared-out jobs) sends at each beat. The default makes the two
+    /// calls; a store that can do both in one transaction does (PostgreSQL: one commit a beat
+    /// instead of two, for every instance every second). An error of either is the call's.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use lock_cluster::{ClusterProvider, Heartbeat, InstanceInfo};
+    /// use lock_core::InMemoryLockProvider;
+    ///
+    /// let provider = InMemoryLockProvider::new();
+    /// let store = provider.cluster().unwrap();
+    /// let beat = Heartbeat {
+    ///     instance: InstanceInfo {
+    ///         instance_id: "pod-1".into(),
+    ///         host: "host".into(),
+    ///         pid: 1,
+    ///         version: "0.1.0".into(),
+    ///         started_at: chrono::Utc::now(),
+    ///         clock_offset_ms: 0,
+    ///         heartbeat_ms: 1000,
+    ///     },
+    ///     jobs: vec![],
+    /// };
+    /// let (pauses, instances) = store.heartbeat_changes_and_instances(&beat).await?;
+    /// assert!(pauses.is_empty());
+    /// assert_eq!(instances[0].instance.instance_id, "pod-1");
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    async fn heartbeat_changes_and_instances(
+        &self,
+        beat: &Heartbeat,
+    ) -> Result<(Vec<ControlRequest>, Vec<RegistryRow>), LockError> {
+        let control = self.heartbeat_changes(beat).await?;
+        Ok((control, self.instances().await?))
+    }
+
     /// Writes an [`After`](ControlKind::After) request: run `child` for `slot`, because
     /// `parent` (a job name, or `name#shard`) succeeded there. Returns its id. Every live
     /// instance's heartbeat brings it back until [`delete_after`](Self::delete_after) removes

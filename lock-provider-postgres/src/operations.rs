@@ -382,6 +382,36 @@ impl ClusterStore for PgOperations {
         })
     }
 
+    /// The beat and the read in one transaction: `BEGIN`, the beat, the read and `COMMIT`
+    /// pipelined on one connection, one round trip and one commit (two without it, for every
+    /// instance every second). The read sees the beat's own row, as after a separate beat.
+    async fn heartbeat_changes_and_instances(
+        &self,
+        beat: &Heartbeat,
+    ) -> Result<(Vec<ControlRequest>, Vec<RegistryRow>), LockError> {
+        let columns = BeatColumns::of(beat);
+        let params = columns.params();
+        let client = self.client("heartbeat").await?;
+        // Each request is sent at its future's first poll, in this order; a failed beat
+        // aborts the transaction, whose `COMMIT` then rolls it back, so the connection goes
+        // back to the pool outside any transaction whatever failed.
+        let (_, control, instances, _) = tokio::try_join!(
+            client.query_typed("BEGIN", &[]),
+            client.query_typed(&self.heartbeat, &params),
+            client.query_typed(&self.sql.instances, &[]),
+            client.query_typed("COMMIT", &[]),
+        )
+        .map_err(|e| self.error("heartbeat", "", e))?;
+        let control = self.decode("heartbeat", || {
+            control
+                .iter()
+                .map(|row| control_row(&self.sql, row))
+                .collect()
+        })?;
+        let instances = self.decode("registry", || instances.iter().map(registry_row).collect())?;
+        Ok((control, instances))
+    }
+
     async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
         let n = self
             .execute(

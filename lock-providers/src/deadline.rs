@@ -238,6 +238,18 @@ impl ClusterStore for Deadline {
             .await
     }
 
+    async fn heartbeat_changes_and_instances(
+        &self,
+        beat: &Heartbeat,
+    ) -> Result<(Vec<ControlRequest>, Vec<RegistryRow>), LockError> {
+        self.within(
+            "heartbeat",
+            "",
+            self.store()?.heartbeat_changes_and_instances(beat),
+        )
+        .await
+    }
+
     async fn claim_trigger(&self, id: i64, instance_id: &str) -> Result<bool, LockError> {
         self.within(
             "claim trigger",

@@ -19,7 +19,10 @@ const KEPT_FROM: usize = 500;
 
 /// A complete heartbeat ([`heartbeat`](crate::ClusterStore::heartbeat)) of an instance with
 /// 6,000 jobs, then one of 6,000 changed rows
-/// ([`heartbeat_changes`](crate::ClusterStore::heartbeat_changes)), then a complete one of
+/// ([`heartbeat_changes`](crate::ClusterStore::heartbeat_changes)), the same with the
+/// instances read in the same call
+/// ([`heartbeat_changes_and_instances`](crate::ClusterStore::heartbeat_changes_and_instances),
+/// which must see the beat's own row), then a complete one of
 /// 5,500 of them: each succeeds and brings back the pause of one of the jobs, the registry
 /// holds exactly the rows written, as written, and the rows of one beat share its
 /// `heartbeat_at` (what the complete beat's deletion of the jobs it does not carry relies
@@ -86,6 +89,33 @@ pub async fn heartbeat_of_many_jobs(provider: &dyn ClusterProvider) {
         changed_at > first_at,
         "the changes were written at a later beat"
     );
+
+    // The same, with the instances read in the same call: the pause again, and the
+    // instance's own row among them as this beat wrote it.
+    pause().await;
+    let mut viewed = beat(4, 0..JOBS);
+    viewed.jobs[JOBS - 1].name = paused.clone();
+    let (control, instances) = store
+        .heartbeat_changes_and_instances(&viewed)
+        .await
+        .expect("a heartbeat of 6,000 changed jobs with the instances");
+    pause_polled(control, "the heartbeat of changes with the instances");
+    let viewed_at = registered(
+        store,
+        &viewed,
+        "the heartbeat of changes with the instances",
+    )
+    .await;
+    assert!(
+        instances.iter().all(|row| row.job.is_none()),
+        "the instances' own rows only"
+    );
+    let own = instances
+        .iter()
+        .find(|row| row.instance.instance_id == instance.instance_id)
+        .expect("the instance's own row among the instances read with its beat");
+    assert_eq!(own.heartbeat_at, viewed_at, "the read sees the beat");
+    assert_eq!(own.instance, instance);
 
     // A complete beat of fewer jobs, still cut: the rows of every statement stay, the
     // jobs it does not carry go.

@@ -51,7 +51,7 @@ use crate::clock::DatabaseClock;
 use crate::history_batches::HistoryBatches;
 use lock_cluster::{
     Cluster, ClusterProvider, ControlKind, Expired, GONE_AFTER_HEARTBEATS, Heartbeat, InstanceInfo,
-    JobRegistration, MAX_TEXT_LEN, truncate,
+    JobRegistration, MAX_TEXT_LEN, RegistryRow, truncate,
 };
 use lock_core::{LockConfiguration, LockError, LockProvider};
 
@@ -447,9 +447,18 @@ impl Operations {
         let Registrations { jobs, sent, known } = registrations;
         let beat = Heartbeat { instance, jobs };
         let store = self.store();
+        // The view of the live instances, for sharded, broadcast and shared-out jobs: read
+        // with the beat where the store does both in one transaction (a beat of changes),
+        // after it otherwise.
+        let viewing = self.members.wanted() || self.sharing.is_some();
+        let mut instances = None;
         let sending = async {
             if complete {
                 store.heartbeat(&beat).await
+            } else if viewing {
+                let (control, rows) = store.heartbeat_changes_and_instances(&beat).await?;
+                instances = Some(rows);
+                Ok(control)
             } else {
                 store.heartbeat_changes(&beat).await
             }
@@ -500,13 +509,15 @@ impl Operations {
                 return;
             }
         };
-        if self.members.wanted() || self.sharing.is_some() {
-            let now = inner.clock.now();
-            let store = self.store();
+        if viewing {
             let sharing = self.sharing.as_ref().map(|s| (s, registered.as_str()));
-            self.members
-                .refresh(store, now, self.operation_timeout, sharing)
-                .await;
+            let rows = match instances {
+                Some(rows) => Some(rows),
+                None => self.members.read(store, self.operation_timeout).await,
+            };
+            if let Some(rows) = rows {
+                self.members.see(rows, inner.clock.now(), sharing);
+            }
         }
         // The circuit breaker's pauses that lasted their pause_for end here (`breaker.rs`).
         let resumed = super::breaker::resume_elapsed(
@@ -714,32 +725,39 @@ impl Members {
         Some((u32::try_from(rank).ok()?, u32::try_from(live.len()).ok()?))
     }
 
-    /// Reads the registry (right after this instance's heartbeat) and keeps the instances
-    /// alive at `now` (database time), and gives them to `sharing` with the version this
-    /// instance's beat registered. A failed read keeps the previous view.
-    pub(super) async fn refresh(
+    /// Reads the instances' rows of the registry (right after this instance's heartbeat);
+    /// `None` when the read failed (logged): the view stays as it was.
+    pub(super) async fn read(
         &self,
         store: &dyn Cluster,
-        now: DateTime<Utc>,
         timeout: Duration,
-        sharing: Option<(&Sharing, &str)>,
-    ) {
-        let rows = match tokio::time::timeout(timeout, store.instances()).await {
-            Ok(Ok(rows)) => rows,
+    ) -> Option<Vec<RegistryRow>> {
+        match tokio::time::timeout(timeout, store.instances()).await {
+            Ok(Ok(rows)) => Some(rows),
             Ok(Err(error)) => {
                 tracing::debug!(
                     error = &error as &dyn std::error::Error,
                     "reading the live instances failed; the shards keep the last view"
                 );
-                return;
+                None
             }
             Err(_) => {
                 tracing::debug!(
                     "reading the live instances timed out; the shards keep the last view"
                 );
-                return;
+                None
             }
-        };
+        }
+    }
+
+    /// Keeps the instances of `rows` alive at `now` (database time) as the view, and gives
+    /// them to `sharing` with the version this instance's beat registered.
+    pub(super) fn see(
+        &self,
+        rows: Vec<RegistryRow>,
+        now: DateTime<Utc>,
+        sharing: Option<(&Sharing, &str)>,
+    ) {
         let live_rows: Vec<InstanceInfo> = rows
             .into_iter()
             .filter(|row| row.job.is_none())
