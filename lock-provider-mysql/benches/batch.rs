@@ -14,10 +14,14 @@ use std::time::{Duration, Instant};
 use chrono::{TimeDelta, Utc};
 use lock_core::{AcquireOutcome, FireSlot, LockProvider, LockRequest, testkit};
 use lock_provider_mysql::MySqlLockProvider;
-use lock_provider_mysql::mysql_async::{self, Opts, Pool, Row, prelude::Queryable};
+use lock_provider_mysql::mysql_async::prelude::Queryable;
 use lock_sql::sql::SqlValue;
 use lock_sql::sql::mysql::{Shape, Statements, Table};
 use test_support::Mode;
+
+use common::{median, ms, send};
+
+mod common;
 
 const TABLE: &str = "lock_provider_mysql_batch_bench";
 const ME: &str = "bench-instance";
@@ -29,16 +33,7 @@ fn main() {
 async fn run(mode: Mode) {
     let (sizes, rounds, others): (&[usize], i64, usize) =
         mode.pick((&[600, 1000], 15, 9000), (&[50], 2, 100));
-    let url = test_support::db::mysql_url();
-    let opts = Opts::from_url(&url).expect("LOCK_TEST_MYSQL_URL is a valid URL");
-    let builder = MySqlLockProvider::pool_options(opts);
-    let pool_opts = Opts::from(builder.clone())
-        .pool_opts()
-        .clone()
-        .with_constraints(mysql_async::PoolConstraints::new(1, 2).expect("1..2"));
-    let pool = Pool::new(builder.pool_opts(pool_opts));
-    let connected = pool.get_conn().await;
-    let Some(mut conn) = test_support::skip::or_unreachable("mysql", &url, connected) else {
+    let Some((pool, mut conn)) = common::connect(2).await else {
         return;
     };
     conn.query_drop(format!("DROP TABLE IF EXISTS `{TABLE}`"))
@@ -139,25 +134,6 @@ async fn run(mode: Mode) {
         .expect("drop the bench table");
     drop(conn);
     pool.disconnect().await.expect("disconnect");
-}
-
-/// Sends a text of several statements and reads every result; how long it took.
-async fn send(conn: &mut mysql_async::Conn, text: String) -> Duration {
-    let start = Instant::now();
-    let mut result = conn.query_iter(text).await.expect("batch text");
-    while !result.is_empty() {
-        result.collect::<Row>().await.expect("batch result");
-    }
-    start.elapsed()
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 /// The batch text as sent before the set-based form: the single acquire statement of each

@@ -9,15 +9,19 @@
 //! without `--bench` (as `cargo test --all-targets` runs it) a smoke run of 2 rounds of 50 runs.
 
 use std::fmt::Write;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use lock_cluster::{ClusterProvider, RunEnd, RunStart, RunState};
 use lock_core::FireKind;
 use lock_provider_mysql::MySqlLockProvider;
-use lock_provider_mysql::mysql_async::{self, Opts, Pool, Row, prelude::Queryable};
+use lock_provider_mysql::mysql_async::prelude::Queryable;
 use lock_sql::sql::mysql::HistoryBatchStatements;
 use lock_sql::{IdentifierStyle, LockTableConfig, OperationsSql, SqlDialect};
 use test_support::Mode;
+
+use common::{median, ms, send};
+
+mod common;
 
 const TABLE: &str = "lock_provider_mysql_history_bench";
 
@@ -27,16 +31,7 @@ fn main() {
 
 async fn run(mode: Mode) {
     let (n, rounds): (usize, usize) = mode.pick((600, 15), (50, 2));
-    let url = test_support::db::mysql_url();
-    let opts = Opts::from_url(&url).expect("LOCK_TEST_MYSQL_URL is a valid URL");
-    let builder = MySqlLockProvider::pool_options(opts);
-    let pool_opts = Opts::from(builder.clone())
-        .pool_opts()
-        .clone()
-        .with_constraints(mysql_async::PoolConstraints::new(1, 2).expect("1..2"));
-    let pool = Pool::new(builder.pool_opts(pool_opts));
-    let connected = pool.get_conn().await;
-    let Some(mut conn) = test_support::skip::or_unreachable("mysql", &url, connected) else {
+    let Some((pool, mut conn)) = common::connect(2).await else {
         return;
     };
     let runs_table = format!("{TABLE}_runs");
@@ -136,16 +131,6 @@ async fn run(mode: Mode) {
     pool.disconnect().await.expect("disconnect");
 }
 
-/// Sends a text of several statements and reads every result; how long it took.
-async fn send(conn: &mut mysql_async::Conn, text: String) -> Duration {
-    let start = Instant::now();
-    let mut result = conn.query_iter(text).await.expect("batch text");
-    while !result.is_empty() {
-        result.collect::<Row>().await.expect("batch result");
-    }
-    start.elapsed()
-}
-
 /// The starts as one multi-row `INSERT` (ASCII values only, quoted plainly).
 fn multi_row_insert(table: &str, runs: &[RunStart]) -> String {
     let mut text = format!(
@@ -194,13 +179,4 @@ fn set_based_update(table: &str, ids: &[i64]) -> String {
         pick("0"),
         pick("NULL"),
     )
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }

@@ -13,9 +13,11 @@ use std::time::{Duration, Instant};
 
 use lock_core::{AcquireOutcome, LockProvider, testkit};
 use lock_provider_mysql::MySqlLockProvider;
-use lock_provider_mysql::mysql_async::{self, Opts, Params, Pool, Value, prelude::Queryable};
+use lock_provider_mysql::mysql_async::{Opts, Params, Pool, Value, prelude::Queryable};
 use rand::seq::SliceRandom;
 use test_support::{Mode, Samples, Unit, stats};
+
+mod common;
 
 const TABLE: &str = "lock_provider_mysql_bench";
 
@@ -61,17 +63,10 @@ fn main() {
 async fn run(mode: Mode) {
     let (warmup, iterations) = mode.pick((500, 5000), (5, 20));
     let url = test_support::db::mysql_url();
-    let opts = Opts::from_url(&url).expect("LOCK_TEST_MYSQL_URL is a valid URL");
-    let builder = MySqlLockProvider::pool_options(opts);
-    let pool_opts = Opts::from(builder.clone())
-        .pool_opts()
-        .clone()
-        .with_constraints(mysql_async::PoolConstraints::new(1, 1).expect("1..1"));
-    let pool = Pool::new(builder.pool_opts(pool_opts));
-    let connected = pool.get_conn().await.map(drop);
-    if test_support::skip::or_unreachable("mysql", &url, connected).is_none() {
+    let Some((pool, conn)) = common::connect(1).await else {
         return;
-    }
+    };
+    drop(conn);
     let provider = MySqlLockProvider::new(pool.clone())
         .with_table(TABLE)
         .expect("valid table");
