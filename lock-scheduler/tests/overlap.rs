@@ -158,7 +158,18 @@ async fn replace_cancels_the_running_body_at_the_next_slot_and_runs_that_slot_af
         first.ended.duration_since(first.started) < PERIOD * 2,
         "ended at the next slot, not after its ten periods: {seen:?}"
     );
-    assert_eq!(replacing.kind, FireKind::Replacing, "{seen:?}");
+    // Whichever instance gets the lock runs the slot (book/overlap-and-limits.md): the replaced
+    // run's instance fires it as replacing; the other one as replacing when its fire waited for
+    // the replaced run's lease, or as scheduled when its fire at the slot asked just after the
+    // replaced run released the lock, and won.
+    if replacing.instance == first.instance {
+        assert_eq!(replacing.kind, FireKind::Replacing, "{seen:?}");
+    } else {
+        assert!(
+            matches!(replacing.kind, FireKind::Replacing | FireKind::Scheduled),
+            "{seen:?}"
+        );
+    }
     assert!(!replacing.cancelled);
     let slot_gap = replacing.slot.unwrap() - first.slot.unwrap();
     assert_eq!(slot_gap.to_std().unwrap(), PERIOD, "{seen:?}");
