@@ -117,14 +117,13 @@ impl Attempts<'_> {
     where
         F: Future<Output = JobResult>,
     {
+        let run = self.run_in_context(make);
+        // One future awaited either way, so the run's space is in this one's once.
         match (super::manual::requested_params(), JobContext::current()) {
-            (Some(params), Some(ctx)) => {
-                ctx.with_params(params)
-                    .scope(self.run_in_context(make))
-                    .await
-            }
-            _ => self.run_in_context(make).await,
+            (Some(params), Some(ctx)) => Either::Left(ctx.with_params(params).scope(run)),
+            _ => Either::Right(run),
         }
+        .await
     }
 
     async fn run_in_context<F>(self, mut make: impl FnMut() -> F) -> Attempted
@@ -132,14 +131,23 @@ impl Attempts<'_> {
         F: Future<Output = JobResult>,
     {
         if let Some(recorder) = &self.recorder {
-            recorder.started().await;
+            recorder.started();
         }
-        if self.policy.is_plain() {
-            return Attempted::Returned(self.captured(make()).await);
-        }
-        let Some(ctx) = JobContext::current() else {
-            return Attempted::Returned(self.captured(make()).await);
+        let ctx = match (self.policy.is_plain(), JobContext::current()) {
+            (false, Some(ctx)) => ctx,
+            _ => return Attempted::Returned(self.captured(make()).await),
         };
+        // Boxed: the retry loop's futures (a timeout, the history's end row, the lease's
+        // extension) are kilobytes, and every fire's future would carry and copy their space;
+        // a plain job's fire, the common one, holds only its body.
+        Box::pin(self.retrying(ctx, make)).await
+    }
+
+    /// Attempts until one succeeds or the retries are spent, each bounded by the timeout.
+    async fn retrying<F>(self, ctx: JobContext, mut make: impl FnMut() -> F) -> Attempted
+    where
+        F: Future<Output = JobResult>,
+    {
         let mut attempt = 1;
         loop {
             ctx.set_attempt(attempt);
@@ -157,7 +165,7 @@ impl Attempts<'_> {
             // Before the start row: the row carries the context's attempt number.
             ctx.set_attempt(attempt);
             if let Some(recorder) = &self.recorder {
-                recorder.started().await;
+                recorder.started();
             }
         }
     }
@@ -403,7 +411,7 @@ impl BlockingAttempts {
             recorder,
         };
         if let Some(recorder) = &attempts.recorder {
-            recorder.started_blocking();
+            recorder.started();
         }
         let ctx = match (policy.is_plain(), JobContext::current()) {
             (false, Some(ctx)) => ctx,
@@ -437,7 +445,7 @@ impl BlockingAttempts {
             attempt += 1;
             ctx.set_attempt(attempt);
             if let Some(recorder) = &attempts.recorder {
-                recorder.started_blocking();
+                recorder.started();
             }
         }
     }

@@ -85,13 +85,8 @@ impl RunRecorder {
     }
 
     /// Starts writing the start row, from inside the body's scope (its context says fence and
-    /// slot); returns at once.
-    pub(super) async fn started(&self) {
-        self.started_blocking();
-    }
-
-    /// [`started`](Self::started), from a blocking body's thread too: it only spawns.
-    pub(super) fn started_blocking(&self) {
+    /// slot), on a task or a blocking body's thread; returns at once.
+    pub(super) fn started(&self) {
         let Some(ctx) = JobContext::current() else {
             return;
         };

@@ -26,11 +26,20 @@ pub(super) fn note_refusal(refusal: &Refusal) {
 }
 
 /// The body `fut`, whose `cancelled()` resolves when the fire around it is replaced; `fut`
-/// itself when the fire is not a `replace` job's. Polled where the body's context is current.
-pub(super) async fn replaceable<T>(fut: impl Future<Output = T>) -> T {
-    let Ok(replaced) = REPLACED.try_with(CancellationToken::clone) else {
-        return fut.await;
-    };
+/// itself when the fire is not a `replace` job's (no wrapper, so it is not held twice). Made
+/// inside the fire around it; polled where the body's context is current.
+pub(super) fn replaceable<T>(
+    fut: impl Future<Output = T>,
+) -> futures_util::future::Either<impl Future<Output = T>, impl Future<Output = T>> {
+    use futures_util::future::Either;
+    match REPLACED.try_with(CancellationToken::clone) {
+        Ok(replaced) => Either::Left(replacing(fut, replaced)),
+        Err(_) => Either::Right(fut),
+    }
+}
+
+/// [`replaceable`] for a `replace` job's fire.
+async fn replacing<T>(fut: impl Future<Output = T>, replaced: CancellationToken) -> T {
     let ctx = JobContext::current();
     let mut fut = pin!(fut);
     tokio::select! {

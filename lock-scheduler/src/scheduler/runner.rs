@@ -776,21 +776,25 @@ impl JobRunner {
         };
         match self.job.body() {
             Body::Registered(JobBody::Async(body)) => {
-                let fut = noting_end(
+                // Boxed: the executor's fire holds the body through its acquire, its wait
+                // for the slot and its release, and each layer would copy it again.
+                let fut = Box::pin(noting_end(
                     state.clone(),
                     overlap::replaceable(attempts.run(|| body(values))),
                     pings.map(|pings| (pings, self.config.name())),
-                );
+                ));
                 executor
                     .execute_fire(&self.config, slot, kind, due, grace, fut)
                     .await
             }
             Body::Async(body) => {
-                let fut = noting_end(
+                // Boxed: the executor's fire holds the body through its acquire, its wait
+                // for the slot and its release, and each layer would copy it again.
+                let fut = Box::pin(noting_end(
                     state.clone(),
                     overlap::replaceable(attempts.run(|| body(values.clone()))),
                     pings.map(|pings| (pings, self.config.name())),
-                );
+                ));
                 executor
                     .execute_fire(&self.config, slot, kind, due, grace, fut)
                     .await
@@ -841,19 +845,27 @@ impl Drop for BodyEnd {
 }
 
 /// The body's output, and whether its `cancelled()` had resolved when it returned; marks the
-/// body's end before the lease is released.
-/// Sends the dead-man switch's start first, if any: this runs only once the lock is won.
-async fn noting_end<T>(
+/// body's end before the lease is released (or when dropped unpolled: the lock was not won).
+/// Sends the dead-man switch's start first, if any: at the first poll, once the lock is won.
+///
+/// Combinators, not an `async fn`: an `async fn` keeps its future argument twice (the
+/// argument and the value it awaits), and every fire's body passes through here.
+fn noting_end<'a, T>(
     state: Arc<JobState>,
-    body: impl Future<Output = T>,
-    pings: Option<(Arc<FirePings>, &str)>,
-) -> (T, bool) {
-    let _ended = BodyEnd(state);
-    if let Some((pings, lock_name)) = pings {
-        pings.started(lock_name);
-    }
-    let out = body.await;
-    (out, cancelled_now())
+    body: impl Future<Output = T> + 'a,
+    pings: Option<(Arc<FirePings>, &'a str)>,
+) -> impl Future<Output = (T, bool)> + 'a {
+    let ended = BodyEnd(state);
+    futures_util::future::lazy(move |_| {
+        if let Some((pings, lock_name)) = pings {
+            pings.started(lock_name);
+        }
+    })
+    .then(move |()| body)
+    .map(move |out| {
+        let _ended = ended;
+        (out, cancelled_now())
+    })
 }
 
 /// Whether the running body's [`JobContext::cancelled`](lock_core::JobContext::cancelled) has
