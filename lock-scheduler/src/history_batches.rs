@@ -128,14 +128,18 @@ impl HistoryBatches {
         }))
     }
 
-    /// Writes `run`'s start row with the others of its window; its id.
-    pub(crate) async fn started(&self, run: RunStart) -> Result<i64, LockError> {
-        let name: Arc<str> = Arc::from(run.job.as_str());
-        self.starts.submit(HistoryStart(run, name)).await
+    /// Writes `run`'s start row with the others of its window: it joins the batch now; the
+    /// returned future gives its id. Inside a tokio runtime.
+    pub(crate) fn started(
+        &self,
+        run: RunStart,
+        job: Arc<str>,
+    ) -> impl Future<Output = Result<i64, LockError>> + Send + 'static {
+        self.starts.enqueue(HistoryStart(run, job))
     }
 
     /// Writes a run's end row with the others of its window.
-    pub(crate) async fn ended(&self, end: RunEnd, job: &str) -> Result<(), LockError> {
-        self.ends.submit(HistoryEnd(end, Arc::from(job))).await
+    pub(crate) async fn ended(&self, end: RunEnd, job: Arc<str>) -> Result<(), LockError> {
+        self.ends.submit(HistoryEnd(end, job)).await
     }
 }

@@ -228,6 +228,17 @@ impl<T: Batched> Coalescer<T> {
     /// returned future does not withdraw the item: the batch is sent anyway (the executor reads
     /// a lock back after an acquire whose answer it did not wait for).
     pub async fn submit(self: &Arc<Self>, item: T) -> Result<T::Out, LockError> {
+        self.enqueue(item).await
+    }
+
+    /// [`submit`](Self::submit), with `item` joining its batch now, before the answer is
+    /// awaited: a caller that needs the answer only later (the scheduler's history start row,
+    /// whose id the run's end needs) spends no task on the wait. Must be called inside a tokio
+    /// runtime (it may spawn the batch's sender).
+    pub fn enqueue(
+        self: &Arc<Self>,
+        item: T,
+    ) -> impl Future<Output = Result<T::Out, LockError>> + Send + 'static {
         let (tx, rx) = oneshot::channel();
         let name = item.name().clone();
         let (timer, full) = {
@@ -297,14 +308,17 @@ impl<T: Batched> Coalescer<T> {
                 }
             });
         }
-        rx.await.unwrap_or_else(|_| {
-            Err(LockError::provider(
-                T::OPERATION,
-                &*name,
-                T::describe(&self.provider),
-                "the batch carrying this call was dropped (the runtime shut down)",
-            ))
-        })
+        let this = self.clone();
+        async move {
+            rx.await.unwrap_or_else(|_| {
+                Err(LockError::provider(
+                    T::OPERATION,
+                    &*name,
+                    T::describe(&this.provider),
+                    "the batch carrying this call was dropped (the runtime shut down)",
+                ))
+            })
+        }
     }
 
     async fn send(self: Arc<Self>, batch: Open<T>) {

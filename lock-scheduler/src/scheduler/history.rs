@@ -11,6 +11,7 @@
 //! - A failure to write is logged and never stops the body: history is for operators, the
 //!   lock is for correctness.
 
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -39,6 +40,17 @@ impl RunEnding {
     };
 }
 
+/// A start row being written.
+enum StartWrite {
+    /// On a task of its own, when rows are written one by one.
+    Alone(JoinHandle<Option<i64>>),
+    /// In the window's batch, joined when the run started (`sent`).
+    Batched {
+        id: Pin<Box<dyn Future<Output = Result<i64, lock_core::LockError>> + Send>>,
+        sent: tokio::time::Instant,
+    },
+}
+
 /// Writes one fire's history: a start row per attempt and its end.
 #[derive(Clone)]
 pub(super) struct RunRecorder {
@@ -48,7 +60,7 @@ pub(super) struct RunRecorder {
     job: Arc<str>,
     kind: FireKind,
     /// The start row being written (its id, once written).
-    start: Arc<Mutex<Option<JoinHandle<Option<i64>>>>>,
+    start: Arc<Mutex<Option<StartWrite>>>,
     /// The run's log lines being captured, when run logs are on.
     logs: Option<Arc<RunLogSink>>,
 }
@@ -102,37 +114,60 @@ impl RunRecorder {
             attempt: ctx.attempt(),
             params: ctx.params().clone(),
         };
-        let this = self.clone();
-        let write = handle.spawn(async move {
-            let write = async {
-                match &this.batches {
-                    Some(batches) => batches.started(run).await,
-                    None => match this.store() {
-                        Some(store) => store.run_started(&run).await,
-                        None => Ok(0),
-                    },
-                }
-            };
-            match tokio::time::timeout(this.operation_timeout, write).await {
-                Ok(Ok(id)) => Some(id),
-                Ok(Err(error)) => {
-                    tracing::warn!(
-                        job = ?this.job,
-                        error = &error as &dyn std::error::Error,
-                        "the start of this run was not written to the history; the job runs anyway"
-                    );
-                    None
-                }
-                Err(_) => {
-                    tracing::warn!(
-                        job = ?this.job,
-                        "writing the start of this run to the history timed out; the job runs anyway"
-                    );
-                    None
-                }
+        let write = match &self.batches {
+            // Joins the burst's batch now, no task of its own: the end awaits its id.
+            Some(batches) => StartWrite::Batched {
+                id: Box::pin(batches.started(run, self.job.clone())),
+                sent: tokio::time::Instant::now(),
+            },
+            None => {
+                let this = self.clone();
+                StartWrite::Alone(handle.spawn(async move {
+                    let store = this.store()?;
+                    let written =
+                        tokio::time::timeout(this.operation_timeout, store.run_started(&run));
+                    this.start_written(written.await)
+                }))
             }
-        });
+        };
         *self.start.lock().unwrap_or_else(|p| p.into_inner()) = Some(write);
+    }
+
+    /// The start row's id, or why there is none (logged).
+    fn start_written(
+        &self,
+        written: Result<Result<i64, lock_core::LockError>, tokio::time::error::Elapsed>,
+    ) -> Option<i64> {
+        match written {
+            Ok(Ok(id)) => Some(id),
+            Ok(Err(error)) => {
+                tracing::warn!(
+                    job = ?self.job,
+                    error = &error as &dyn std::error::Error,
+                    "the start of this run was not written to the history; the job runs anyway"
+                );
+                None
+            }
+            Err(_) => {
+                tracing::warn!(
+                    job = ?self.job,
+                    "writing the start of this run to the history timed out; the job runs anyway"
+                );
+                None
+            }
+        }
+    }
+
+    /// The start row's id once written, waiting for it within the operation timeout from when
+    /// it was sent.
+    async fn start_id(&self, write: StartWrite) -> Option<i64> {
+        match write {
+            StartWrite::Alone(task) => task.await.ok().flatten(),
+            StartWrite::Batched { id, sent } => {
+                let deadline = lock_core::batching::later(sent, self.operation_timeout);
+                self.start_written(tokio::time::timeout_at(deadline, id).await)
+            }
+        }
     }
 
     /// The end of the run, from its outcome; nothing when no start row was written (the body
@@ -152,7 +187,7 @@ impl RunRecorder {
         let Some(start) = self.start.lock().unwrap_or_else(|p| p.into_inner()).take() else {
             return;
         };
-        let Ok(Some(id)) = start.await else {
+        let Some(id) = self.start_id(start).await else {
             return;
         };
         let RunEnding {
@@ -177,7 +212,7 @@ impl RunRecorder {
             .with_logs(logs);
         let write = async {
             match (&self.batches, self.store()) {
-                (Some(batches), _) => batches.ended(end, &self.job).await,
+                (Some(batches), _) => batches.ended(end, self.job.clone()).await,
                 (None, Some(store)) => store.run_ended(&end).await,
                 (None, None) => Ok(()),
             }
