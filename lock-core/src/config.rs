@@ -47,6 +47,9 @@ pub struct LockConfiguration {
     keep_alive: bool,
     /// The shard this lock runs (index, total), for a sharded or broadcast job's fire.
     shard: Option<(u32, u32)>,
+    /// How long after a scheduled fire's slot its release may wait for others (see
+    /// [`LockConfiguration::with_release_linger`]).
+    release_linger: Duration,
     // Registered on first use and shared by clones, so fires allocate nothing for metrics.
     metrics: Arc<OnceLock<LockMetrics>>,
 }
@@ -114,6 +117,7 @@ impl LockConfiguration {
             lock_at_least_for: at_least,
             keep_alive: false,
             shard: None,
+            release_linger: Duration::ZERO,
             metrics: Arc::default(),
         })
     }
@@ -172,6 +176,25 @@ impl LockConfiguration {
     /// lock for one shard of a sharded or broadcast job.
     pub fn shard(&self) -> Option<(u32, u32)> {
         self.shard
+    }
+
+    /// A scheduled fire whose body ended within `linger` of its slot may have its release wait
+    /// until then for the releases of the other bodies of that instant, so a burst's releases
+    /// go in a few batch statements instead of one every batch window (with batching on). The
+    /// scheduler sets it to what no next fire of the job can see: 50 ms for a cron job (whose
+    /// slots are at least a second apart; the next acquire is at least half that after the
+    /// slot), a quarter of the period for a fixed rate. Zero (the default) releases within
+    /// one batch window of the body's end.
+    #[doc(hidden)] // For `lock-scheduler`; not part of the API.
+    pub fn with_release_linger(mut self, linger: Duration) -> Self {
+        self.release_linger = linger;
+        self
+    }
+
+    /// See [`with_release_linger`](Self::with_release_linger).
+    #[doc(hidden)]
+    pub fn release_linger(&self) -> Duration {
+        self.release_linger
     }
 
     /// The same lock, for shard `(index, total)` (a clone shares the name and metrics).

@@ -28,7 +28,12 @@ use lock_core::batching::{Batched, Coalescer, MAX_WINDOWS, RELEASE_WINDOWS, late
 pub(crate) struct HistoryStart(pub(crate) RunStart, pub(crate) Arc<str>);
 
 /// The end row of one run.
-pub(crate) struct HistoryEnd(pub(crate) RunEnd, pub(crate) Arc<str>);
+/// The end row of one run, and until when it may wait for the others of its burst.
+pub(crate) struct HistoryEnd(
+    pub(crate) RunEnd,
+    pub(crate) Arc<str>,
+    pub(crate) Option<Instant>,
+);
 
 fn store(provider: &dyn ClusterProvider) -> Result<&dyn Cluster, LockError> {
     provider.cluster().ok_or_else(|| {
@@ -101,7 +106,8 @@ impl Batched for HistoryEnd {
     }
     const OPERATION: &'static str = "run_ended";
     fn deadline(&self, now: Instant, window: Duration) -> Instant {
-        later(now, window)
+        let deadline = later(now, window);
+        self.2.map_or(deadline, |linger| deadline.max(linger))
     }
     fn max(provider: &dyn ClusterProvider) -> usize {
         max(provider)
@@ -139,7 +145,12 @@ impl HistoryBatches {
     }
 
     /// Writes a run's end row with the others of its window.
-    pub(crate) async fn ended(&self, end: RunEnd, job: Arc<str>) -> Result<(), LockError> {
-        self.ends.submit(HistoryEnd(end, job)).await
+    pub(crate) async fn ended(
+        &self,
+        end: RunEnd,
+        job: Arc<str>,
+        linger_until: Option<Instant>,
+    ) -> Result<(), LockError> {
+        self.ends.submit(HistoryEnd(end, job, linger_until)).await
     }
 }

@@ -133,6 +133,7 @@ impl LockingTaskExecutor {
                     started: Instant::now(),
                     requested_at,
                     operation_timeout: self.operation_timeout,
+                    linger_until: None,
                 };
                 Ok(Acquired::Lease(guard, ctx))
             }

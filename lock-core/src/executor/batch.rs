@@ -135,8 +135,14 @@ impl Batched for LockRequest {
     }
 }
 
-/// A lease to release, its `lock_at_least_for`, and when its acquire was sent.
-pub(super) struct Release(pub(super) Lease, pub(super) Duration, pub(super) Instant);
+/// A lease to release, its `lock_at_least_for`, when its acquire was sent, and until when it
+/// may wait for the releases of its burst.
+pub(super) struct Release(
+    pub(super) Lease,
+    pub(super) Duration,
+    pub(super) Instant,
+    pub(super) Option<Instant>,
+);
 
 impl Batched for Release {
     type Target = dyn LockProvider;
@@ -167,10 +173,12 @@ impl Batched for Release {
     }
     const OPERATION: &'static str = "release";
     /// A release may wait while `lock_at_least_for` keeps the lock anyway (its lease began
-    /// after the acquire was sent), and otherwise one window: a lock is never held more than a
-    /// window past what `lock_at_least_for` and the body's end ask.
+    /// after the acquire was sent), until its linger (a scheduled fire's release waits for the
+    /// others of its instant, as far as no next fire can see), and otherwise one window: a
+    /// lock is never held more than a window past what those and the body's end ask.
     fn deadline(&self, now: Instant, window: Duration) -> Instant {
-        later(now, window).max(later(self.2, self.1))
+        let deadline = later(now, window).max(later(self.2, self.1));
+        self.3.map_or(deadline, |linger| deadline.max(linger))
     }
 }
 
@@ -370,5 +378,43 @@ impl<T: Batched> Coalescer<T> {
             });
             let _ = reply.send(Err(e));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{Batched, Instant, Release};
+    use crate::{DEFAULT_MAX_SLOT_LEAD, FireSlot, Lease, LockRequest};
+
+    fn release(linger_until: Option<Instant>) -> Release {
+        let request = LockRequest {
+            name: "report".into(),
+            locked_by: "a".into(),
+            lock_at_most_for: Duration::from_secs(30),
+            slot: Some(FireSlot::new(chrono::Utc::now())),
+            max_slot_lead: DEFAULT_MAX_SLOT_LEAD,
+            give_up_at: None,
+        };
+        Release(
+            Lease::granted(&request, 1),
+            Duration::ZERO,
+            Instant::now(),
+            linger_until,
+        )
+    }
+
+    #[test]
+    fn a_release_waits_one_window_or_until_its_linger() {
+        let now = Instant::now();
+        let window = Duration::from_millis(5);
+        assert_eq!(release(None).deadline(now, window), now + window);
+        // Within the linger: the batch may wait for the burst's other releases until then.
+        let linger = now + Duration::from_millis(250);
+        assert_eq!(release(Some(linger)).deadline(now, window), linger);
+        // A body that ended past its linger is released within a window, as without one.
+        let passed = now - Duration::from_millis(1);
+        assert_eq!(release(Some(passed)).deadline(now, window), now + window);
     }
 }

@@ -146,6 +146,9 @@ pub(super) struct LeaseGuard {
     /// When the acquire was sent: the lease cannot end later than this + `lock_at_most_for`.
     pub(super) requested_at: tokio::time::Instant,
     pub(super) operation_timeout: Duration,
+    /// Until when the release may wait for others of its burst (a scheduled fire's slot plus
+    /// the lock's release linger); none: one batch window.
+    pub(super) linger_until: Option<tokio::time::Instant>,
 }
 
 impl LeaseGuard {
@@ -156,7 +159,7 @@ impl LeaseGuard {
                 self.provider.as_ref(),
                 self.releases.as_ref(),
                 lease,
-                (self.lock_at_least_for, self.requested_at),
+                (self.lock_at_least_for, self.requested_at, self.linger_until),
                 self.operation_timeout,
             )
             .await;
@@ -172,7 +175,8 @@ impl Drop for LeaseGuard {
         self.metrics.finished(self.started.elapsed());
         let provider = self.provider.clone();
         let releases = self.releases.clone();
-        let at_least = (self.lock_at_least_for, self.requested_at);
+        // Dropped, not released in order (a cancelled fire): no lingering.
+        let at_least = (self.lock_at_least_for, self.requested_at, None);
         let timeout = self.operation_timeout;
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
@@ -202,7 +206,11 @@ async fn release(
     provider: &dyn LockProvider,
     releases: Option<&Arc<Coalescer<Release>>>,
     lease: Lease,
-    (at_least, requested_at): (Duration, tokio::time::Instant),
+    (at_least, requested_at, linger_until): (
+        Duration,
+        tokio::time::Instant,
+        Option<tokio::time::Instant>,
+    ),
     timeout: Duration,
 ) {
     let sent = tokio::time::Instant::now();
@@ -212,7 +220,9 @@ async fn release(
         match releases {
             // Slotted fires only: a direct call's release goes at once, as its acquire did.
             Some(batch) if lease.slot().is_some() => {
-                batch.submit(Release(lease, at_least, requested_at)).await
+                batch
+                    .submit(Release(lease, at_least, requested_at, linger_until))
+                    .await
             }
             _ => provider.release(&lease, at_least).await,
         }

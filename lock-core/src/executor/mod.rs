@@ -437,6 +437,7 @@ impl LockingTaskExecutor {
                     Err(late_by) => return Ok(FireOutcome::Missed { late_by }),
                 };
                 guard.started = Instant::now();
+                guard.linger_until = lingering(config, due);
                 let out = self
                     .run_holding(config, &ctx, guard, ctx.clone().scope(body))
                     .await;
@@ -503,6 +504,7 @@ impl LockingTaskExecutor {
                     Err(late_by) => return Ok(FireOutcome::Missed { late_by }),
                 };
                 guard.started = Instant::now();
+                guard.linger_until = lingering(config, due);
                 let run = ctx.clone();
                 let task = tokio::task::spawn_blocking(move || run.enter_blocking(body));
                 let out = self
@@ -597,6 +599,14 @@ impl LockingTaskExecutor {
             Err(panic) => std::panic::resume_unwind(panic),
         }
     }
+}
+
+/// Until when a scheduled fire's release may wait for the others of its burst: its slot plus
+/// the lock's release linger; none without a slot or a linger.
+fn lingering(config: &LockConfiguration, due: Option<Instant>) -> Option<Instant> {
+    let linger = config.release_linger();
+    due.filter(|_| !linger.is_zero())
+        .map(|due| later(due, linger))
 }
 
 /// `at + duration` without overflow: a deadline past what the clock can count is as good as

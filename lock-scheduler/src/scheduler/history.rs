@@ -59,6 +59,8 @@ pub(super) struct RunRecorder {
     operation_timeout: Duration,
     job: Arc<str>,
     kind: FireKind,
+    /// Until when the end row may wait for the others of its burst (the release's linger).
+    linger_until: Option<tokio::time::Instant>,
     /// The start row being written (its id, once written).
     start: Arc<Mutex<Option<StartWrite>>>,
     /// The run's log lines being captured, when run logs are on.
@@ -72,16 +74,17 @@ impl RunRecorder {
         executor: &LockingTaskExecutor,
         provider: &Arc<dyn ClusterProvider>,
         batches: Option<&Arc<HistoryBatches>>,
-        job: &str,
-        kind: FireKind,
+        job: Arc<str>,
+        (kind, linger_until): (FireKind, Option<tokio::time::Instant>),
         logs: Option<Arc<RunLogSink>>,
     ) -> Self {
         RunRecorder {
             provider: provider.clone(),
             batches: batches.cloned(),
             operation_timeout: executor.operation_timeout(),
-            job: job.into(),
+            job,
             kind,
+            linger_until,
             start: Arc::default(),
             logs,
         }
@@ -212,7 +215,11 @@ impl RunRecorder {
             .with_logs(logs);
         let write = async {
             match (&self.batches, self.store()) {
-                (Some(batches), _) => batches.ended(end, self.job.clone()).await,
+                (Some(batches), _) => {
+                    batches
+                        .ended(end, self.job.clone(), self.linger_until)
+                        .await
+                }
                 (None, Some(store)) => store.run_ended(&end).await,
                 (None, None) => Ok(()),
             }

@@ -519,7 +519,9 @@ impl Job {
                     .map(|c| c.with_keep_alive(defaults.keep_alive))
             }
         };
-        result.map_err(|e| LockError::InvalidConfiguration(format!("job `{}`: {e}", self.name)))
+        result
+            .map(|config| config.with_release_linger(release_linger(&self.trigger)))
+            .map_err(|e| LockError::InvalidConfiguration(format!("job `{}`: {e}", self.name)))
     }
 
     fn from_registered(job: &'static ScheduledJob) -> Result<Self, LockError> {
@@ -592,4 +594,42 @@ pub fn registered_jobs() -> Result<Vec<Job>, LockError> {
         .collect::<Result<Vec<_>, _>>()?;
     jobs.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(jobs)
+}
+
+/// The longest a scheduled fire's release waits for the others of its instant
+/// ([`LockConfiguration::with_release_linger`]).
+const RELEASE_LINGER: Duration = Duration::from_millis(250);
+
+/// How long after its slot a fire's release may wait for the releases of the other bodies of
+/// that instant: [`RELEASE_LINGER`], at most a quarter of the least gap between two slots.
+/// The next slot's acquire is asked at least half that gap after the slot (`runner.rs`), so it
+/// never finds the lock held by a release still waiting; a fire that queued or replaced a run
+/// comes a whole gap after its slot, past the linger. No slots, no linger.
+fn release_linger(trigger: &Trigger) -> Duration {
+    match trigger.spec().kind.firing() {
+        lock_trigger::Firing::Slotted { min_gap } => RELEASE_LINGER.min(min_gap / 4),
+        _ => Duration::ZERO,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{RELEASE_LINGER, release_linger};
+    use crate::Trigger;
+
+    #[test]
+    fn a_release_lingers_at_most_a_quarter_of_the_least_gap_between_slots() {
+        // Cron slots are at least a second apart.
+        let every_second = Trigger::cron("* * * * * *").unwrap();
+        assert_eq!(release_linger(&every_second), RELEASE_LINGER);
+        let fast = Trigger::fixed_rate(Duration::from_millis(100)).unwrap();
+        assert_eq!(release_linger(&fast), Duration::from_millis(25));
+        let slow = Trigger::fixed_rate(Duration::from_secs(60)).unwrap();
+        assert_eq!(release_linger(&slow), RELEASE_LINGER);
+        // No slots: the release goes within a batch window.
+        let after_run = Trigger::fixed_delay(Duration::from_secs(1)).unwrap();
+        assert_eq!(release_linger(&after_run), Duration::ZERO);
+    }
 }

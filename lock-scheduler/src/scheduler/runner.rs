@@ -612,12 +612,24 @@ impl JobRunner {
             .as_ref()
             .filter(|ops| ops.keeps_history())
             .map(|ops| {
+                let name = match self.config.shard() {
+                    Some(_) => Arc::from(self.history_name()),
+                    None => self.job.shared_name(),
+                };
+                // A scheduled fire's end row may wait as long as its release does.
+                let linger = self.config.release_linger();
+                let linger_until = match (slot, kind) {
+                    (Some(slot), FireKind::Scheduled) if !linger.is_zero() => Some(
+                        lock_core::batching::later(self.clock.instant_at(slot.instant()), linger),
+                    ),
+                    _ => None,
+                };
                 RunRecorder::new(
                     &self.executor,
                     ops.provider(),
                     ops.history_batches(),
-                    &self.history_name(),
-                    kind,
+                    name,
+                    (kind, linger_until),
                     ops.run_logs().map(|capture| capture.start_run()),
                 )
             });

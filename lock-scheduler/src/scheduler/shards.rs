@@ -220,7 +220,8 @@ impl Spread {
             base.lock_at_most_for(),
             base.lock_at_least_for(),
         )?
-        .with_keep_alive(base.keep_alive());
+        .with_keep_alive(base.keep_alive())
+        .with_release_linger(base.release_linger());
         Ok(slot.get_or_init(|| {
             (
                 lock,
