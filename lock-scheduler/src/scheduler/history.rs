@@ -2,8 +2,10 @@
 //! the body (and each retry's attempt) ended.
 //!
 //! Decisions, and why:
-//! - **The body never waits for its start row.** The start is written by a task of its own
-//!   while the body runs; the end waits for it (it needs the row's id). A fire's lag is the
+//! - **The body never waits for its start row.** The start joins the window's batch as the
+//!   body starts (no task of its own: a burst's thousands of runs would each spawn one), or
+//!   where rows are written one by one, is written by a task of its own while the body runs;
+//!   the end waits for it (it needs the row's id). A fire's lag is the
 //!   lock's alone, and the start time is the store's clock when the row was written (a few
 //!   milliseconds after the body started under a burst).
 //! - **Rows coalesce** when the store batches them and batching is on: the starts (and the
