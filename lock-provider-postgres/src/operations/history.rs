@@ -8,8 +8,9 @@ use tokio_postgres::types::Type;
 
 use super::{PgOperations, naive};
 
-/// The most rows one history statement carries, as for lock batches.
-pub(super) const MAX_HISTORY_BATCH: usize = 1000;
+/// The most rows one history statement carries, as for lock batches
+/// ([`MAX_BATCH`](crate::batch::MAX_BATCH)).
+pub(super) const MAX_HISTORY_BATCH: usize = crate::batch::MAX_BATCH;
 
 impl PgOperations {
     pub(super) async fn start_batch(
