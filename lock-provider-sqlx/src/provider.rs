@@ -62,9 +62,14 @@ pub struct SqlxLockProvider {
 }
 
 /// The most requests one batch carries, as the driver-specific providers': a thousand names
-/// (PostgreSQL: a few tens of kilobytes of arrays, one plan; MySQL: a thousand statements of
-/// under a kilobyte, well within `max_allowed_packet`; SQLite: one write transaction).
+/// (MySQL: a thousand statements of under a kilobyte, well within `max_allowed_packet`;
+/// SQLite: one write transaction); on PostgreSQL [`MAX_PG_BATCH`].
 const MAX_BATCH: usize = 1000;
+
+/// PostgreSQL's batches, as `lock-provider-postgres`'s: 2,500 names in arrays, one plan (fewer,
+/// larger statements cost the database less per row; its `MAX_BATCH` says what was measured).
+#[cfg(feature = "postgres")]
+const MAX_PG_BATCH: usize = 2500;
 
 /// How long [`SqlxLockProvider::connect`] waits for the server, as the other providers do.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -507,7 +512,7 @@ impl LockProvider for SqlxLockProvider {
         requests: &[LockRequest],
     ) -> Result<Vec<AcquireOutcome>, LockError> {
         // Names repeated, too many, or one: decided one by one, as the contract allows.
-        if !batchable(requests, MAX_BATCH) {
+        if !batchable(requests, self.max_batch()) {
             return acquire_each(self, requests).await;
         }
         for request in requests {
@@ -525,7 +530,7 @@ impl LockProvider for SqlxLockProvider {
     ) -> Result<(), LockError> {
         #[cfg(feature = "postgres")]
         if let Backend::Postgres(b) = &self.backend
-            && batchable(requests, MAX_BATCH)
+            && batchable(requests, MAX_PG_BATCH)
         {
             for request in requests {
                 validate_lock_name(&request.name)?;
@@ -544,7 +549,7 @@ impl LockProvider for SqlxLockProvider {
             [(lease, at_least)] => Ok(vec![self.release(lease, *at_least).await?]),
             _ => {
                 let mut released = Vec::with_capacity(leases.len());
-                for chunk in leases.chunks(MAX_BATCH) {
+                for chunk in leases.chunks(self.max_batch()) {
                     released.extend(on_backend!(self, b => b.release_batch(chunk).await)?);
                 }
                 Ok(released)
@@ -553,7 +558,12 @@ impl LockProvider for SqlxLockProvider {
     }
 
     fn max_batch(&self) -> usize {
-        MAX_BATCH
+        match &self.backend {
+            #[cfg(feature = "postgres")]
+            Backend::Postgres(_) => MAX_PG_BATCH,
+            #[allow(unreachable_patterns)] // Only PostgreSQL built.
+            _ => MAX_BATCH,
+        }
     }
 
     async fn extend(&self, lease: &Lease, lock_at_most_for: Duration) -> Result<bool, LockError> {
