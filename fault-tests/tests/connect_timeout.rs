@@ -32,7 +32,14 @@ async fn mysql_connect_through_a_dark_link_fails_within_the_default_timeout() {
         Ok(Ok(_)) => panic!("connected through a dark link"),
         Ok(Err(error)) => common::chain(&error),
     };
-    assert!(error.contains("connect timeout of 10s"), "{error}");
+    // Two layers give up at the same 10 s: the provider's own connect timeout and the
+    // `lock-providers` deadline around the whole open; whichever timer fires first words the
+    // error, and both name the 10 s (CI saw the second once).
+    assert!(
+        error.contains("connect timeout of 10s")
+            || error.contains("no connection and handshake within 10 s"),
+        "{error}"
+    );
     assert!(
         (Duration::from_secs(10)..Duration::from_secs(15)).contains(&elapsed),
         "gave up after {elapsed:?}, not after the 10 s default: {error}"
