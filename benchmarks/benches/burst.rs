@@ -718,7 +718,10 @@ impl ChildArgs {
             ))
             .batch_window(window)
             .acquire_ahead(if self.ahead {
-                lock_scheduler::DEFAULT_ACQUIRE_AHEAD
+                std::env::var("BURST_AHEAD_MS")
+                    .ok()
+                    .and_then(|ms| ms.parse().ok())
+                    .map_or(lock_scheduler::DEFAULT_ACQUIRE_AHEAD, Duration::from_millis)
             } else {
                 Duration::ZERO
             })

@@ -34,7 +34,7 @@ pub use executor::FireOutcome;
 pub use executor::install_scheduler_executor;
 pub use executor::{
     DEFAULT_BATCH_WINDOW, DEFAULT_LOCK_AT_MOST_FOR, DEFAULT_OPERATION_TIMEOUT, LockDefaults,
-    LockOutcome, LockingTaskExecutor, default_executor, install_default_executor,
+    LockOutcome, LockingTaskExecutor, MAX_GROWN_AHEAD, default_executor, install_default_executor,
     with_default_executor,
 };
 pub use instance::{MAX_INSTANCE_ID_LEN, default_instance_id};

@@ -76,6 +76,10 @@ impl LockingTaskExecutor {
                 }
             })
             .await;
+            if due.is_some() && result.is_ok() {
+                // How long a decision takes: the next fires ask that much ahead (`ahead.rs`).
+                self.answer_times.record(requested_at, Instant::now());
+            }
             let recovered = self
                 .recover_lost_grant(&request, result, deadline, config.lock_at_least_for())
                 .await;

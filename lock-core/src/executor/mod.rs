@@ -6,6 +6,7 @@
 //! default executor that direct calls of `#[scheduler_lock]` functions use.
 
 mod acquire;
+mod ahead;
 pub(crate) mod batch;
 mod blocking;
 mod global;
@@ -26,6 +27,8 @@ use crate::{
 };
 
 use acquire::Acquired;
+use ahead::AnswerTimes;
+pub use ahead::MAX_GROWN_AHEAD;
 pub use batch::DEFAULT_BATCH_WINDOW;
 use batch::{Coalescer, RELEASE_WINDOWS, Release};
 use blocking::{block_on, join_blocking};
@@ -124,8 +127,10 @@ pub struct LockingTaskExecutor {
     defaults: LockDefaults,
     operation_timeout: Duration,
     max_slot_lead: Duration,
-    // How long before its slot a scheduler's fire takes its lock; zero outside a scheduler.
+    // How long before its slot a scheduler's fire takes its lock at least; zero outside a
+    // scheduler. Grown with the recent acquires' answer times (`ahead.rs`).
     acquire_ahead: Duration,
+    answer_times: Arc<AnswerTimes>,
     // The runtime that synchronous locked calls from outside any runtime block on.
     runtime: Option<tokio::runtime::Handle>,
     // Grants seen and acquires in flight, so that a lost grant is told from any other.
@@ -188,6 +193,7 @@ impl LockingTaskExecutor {
             operation_timeout: DEFAULT_OPERATION_TIMEOUT,
             max_slot_lead: DEFAULT_MAX_SLOT_LEAD,
             acquire_ahead: Duration::ZERO,
+            answer_times: Arc::default(),
             runtime: tokio::runtime::Handle::try_current().ok(),
             own_grants: OwnGrants::default(),
             acquires: None,
@@ -316,11 +322,12 @@ impl LockingTaskExecutor {
         self
     }
 
-    /// How long before its slot a scheduler's cron or fixed-rate fire takes its lock
-    /// (`SchedulerBuilder::acquire_ahead`; zero for
-    /// an executor outside a scheduler): at most half the
-    /// [`max_slot_lead`](Self::max_slot_lead), so the database never refuses an early acquire
-    /// as a slot too far ahead.
+    /// How long before its slot a scheduler's cron or fixed-rate fire takes its lock now:
+    /// `SchedulerBuilder::acquire_ahead` (zero for an executor outside a scheduler), or, when
+    /// that is not zero and this executor's slotted acquires of the last one to two minutes
+    /// took longer, the slowest of their answers and half again, grown by at most
+    /// [`MAX_GROWN_AHEAD`]. Never more than half the [`max_slot_lead`](Self::max_slot_lead),
+    /// so the database never refuses an early acquire as a slot too far ahead.
     ///
     /// ```
     /// use lock_core::{InMemoryLockProvider, LockingTaskExecutor};
@@ -329,7 +336,9 @@ impl LockingTaskExecutor {
     /// assert_eq!(executor.acquire_ahead(), Duration::ZERO);
     /// ```
     pub fn acquire_ahead(&self) -> Duration {
-        self.acquire_ahead.min(self.max_slot_lead / 2)
+        self.answer_times
+            .ahead(self.acquire_ahead, Instant::now())
+            .min(self.max_slot_lead / 2)
     }
 
     /// Replaces the instance id written to `locked_by` (1 to 255 bytes). Make it unique per
