@@ -194,7 +194,7 @@ struct Open<T: Batched> {
     deadline: Instant,
     items: Vec<T>,
     replies: Vec<Reply<T>>,
-    names: HashSet<Arc<str>>,
+    names: HashSet<Arc<str>, foldhash::fast::RandomState>,
 }
 
 struct State<T: Batched> {
@@ -268,7 +268,7 @@ impl<T: Batched> Coalescer<T> {
                     deadline: later(Instant::now(), self.window.saturating_mul(MAX_WINDOWS)),
                     items: Vec::new(),
                     replies: Vec::new(),
-                    names: HashSet::new(),
+                    names: HashSet::default(),
                 });
                 timer = Some(generation);
             }

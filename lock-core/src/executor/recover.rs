@@ -56,14 +56,14 @@ const REMEMBERED_NAMES: usize = 4096;
 /// at one second (none forgettable) scanned the whole map on every acquire, a tenth of a
 /// burst's CPU.
 struct Forgetting<K, V> {
-    map: HashMap<K, V>,
+    map: HashMap<K, V, foldhash::fast::RandomState>,
     bound: usize,
 }
 
 impl<K: std::hash::Hash + Eq, V: Default> Forgetting<K, V> {
     fn new() -> Self {
         Forgetting {
-            map: HashMap::new(),
+            map: HashMap::default(),
             bound: REMEMBERED_NAMES,
         }
     }

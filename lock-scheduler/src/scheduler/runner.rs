@@ -860,24 +860,46 @@ impl Drop for BodyEnd {
 /// body's end before the lease is released (or when dropped unpolled: the lock was not won).
 /// Sends the dead-man switch's start first, if any: at the first poll, once the lock is won.
 ///
-/// Combinators, not an `async fn`: an `async fn` keeps its future argument twice (the
-/// argument and the value it awaits), and every fire's body passes through here.
-fn noting_end<'a, T>(
+/// A future of its own, not an `async fn` (which keeps its future argument twice) nor
+/// `lazy(..).then(..)` (which moves the body into place at its first poll, at the slot, when
+/// a burst's thousands of bodies are about to start): the body stays where it was boxed.
+fn noting_end<'a, T, F: Future<Output = T> + 'a>(
     state: Arc<JobState>,
-    body: impl Future<Output = T> + 'a,
+    body: F,
     pings: Option<(Arc<FirePings>, &'a str)>,
-) -> impl Future<Output = (T, bool)> + 'a {
-    let ended = BodyEnd(state);
-    futures_util::future::lazy(move |_| {
-        if let Some((pings, lock_name)) = pings {
+) -> NotingEnd<'a, F> {
+    NotingEnd {
+        body,
+        ended: Some(BodyEnd(state)),
+        pings,
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// See [`noting_end`].
+    struct NotingEnd<'a, F> {
+        #[pin]
+        body: F,
+        ended: Option<BodyEnd>,
+        pings: Option<(Arc<FirePings>, &'a str)>,
+    }
+}
+
+impl<F: Future> Future for NotingEnd<'_, F> {
+    type Output = (F::Output, bool);
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let this = self.project();
+        if let Some((pings, lock_name)) = this.pings.take() {
             pings.started(lock_name);
         }
-    })
-    .then(move |()| body)
-    .map(move |out| {
-        let _ended = ended;
-        (out, cancelled_now())
-    })
+        let out = std::task::ready!(this.body.poll(cx));
+        drop(this.ended.take());
+        std::task::Poll::Ready((out, cancelled_now()))
+    }
 }
 
 /// Whether the running body's [`JobContext::cancelled`](lock_core::JobContext::cancelled) has
