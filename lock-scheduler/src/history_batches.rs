@@ -9,13 +9,6 @@
 //!   one burst start and end over tens of milliseconds on a busy host, and a history row a few
 //!   milliseconds late changes nothing anyone reads. A start row joins a batch for at most
 //!   the acquire's 50 windows while others keep joining.
-//! - **A burst's start rows wait for its bodies to start.** A scheduled fire's start row is
-//!   sent no sooner than half its release linger after the slot (125 ms for a job of every
-//!   second or slower), unless its batch fills up: written as the bodies started, the
-//!   database's inserts took the CPU the other bodies of the burst were starting on (4
-//!   instances x 10,000 jobs on 2 cores, lag p99 67-85 ms against 41-44 ms held). The row
-//!   shows a run that started that much later to a reader of the history; nothing waits for
-//!   it but the run's end row, which waits for the release's linger anyway.
 //! - **Only for stores that batch** (`max_history_batch() > 1`) and with batching on (a zero
 //!   window writes every row on its own, as before).
 //! - **Shutdown loses nothing**: a batch is sent by its own task when its window ends, and the
@@ -31,13 +24,8 @@ use lock_cluster::{Cluster, ClusterProvider, RunEnd, RunStart};
 use lock_core::LockError;
 use lock_core::batching::{Batched, Coalescer, MAX_WINDOWS, RELEASE_WINDOWS, later};
 
-/// The start row of one run, keyed by its job's name (two of one name never share a batch),
-/// and the earliest its batch is sent (a scheduled fire's: after its burst's bodies started).
-pub(crate) struct HistoryStart(
-    pub(crate) RunStart,
-    pub(crate) Arc<str>,
-    pub(crate) Option<Instant>,
-);
+/// The start row of one run, keyed by its job's name (two of one name never share a batch).
+pub(crate) struct HistoryStart(pub(crate) RunStart, pub(crate) Arc<str>);
 
 /// The end row of one run.
 /// The end row of one run, and until when it may wait for the others of its burst.
@@ -83,11 +71,7 @@ impl Batched for HistoryStart {
     }
     const OPERATION: &'static str = "run_started";
     fn deadline(&self, now: Instant, window: Duration) -> Instant {
-        let deadline = later(now, window.saturating_mul(MAX_WINDOWS));
-        self.2.map_or(deadline, |hold| deadline.max(hold))
-    }
-    fn not_before(&self) -> Option<Instant> {
-        self.2
+        later(now, window.saturating_mul(MAX_WINDOWS))
     }
     fn max(provider: &dyn ClusterProvider) -> usize {
         max(provider)
@@ -150,16 +134,14 @@ impl HistoryBatches {
         }))
     }
 
-    /// Writes `run`'s start row with the others of its window, not before `hold` (unless the
-    /// batch fills up): it joins the batch now; the returned future gives its id. Inside a
-    /// tokio runtime.
+    /// Writes `run`'s start row with the others of its window: it joins the batch now; the
+    /// returned future gives its id. Inside a tokio runtime.
     pub(crate) fn started(
         &self,
         run: RunStart,
         job: Arc<str>,
-        hold: Option<Instant>,
     ) -> impl Future<Output = Result<i64, LockError>> + Send + 'static {
-        self.starts.enqueue(HistoryStart(run, job, hold))
+        self.starts.enqueue(HistoryStart(run, job))
     }
 
     /// Writes a run's end row with the others of its window.

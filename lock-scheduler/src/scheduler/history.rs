@@ -23,7 +23,6 @@ use super::run_log_capture::RunLogSink;
 use super::status::RunOutcome;
 use crate::history_batches::HistoryBatches;
 use lock_cluster::{Cluster, ClusterProvider, MAX_ERROR_LEN, RunEnd, RunStart, RunState, truncate};
-use lock_core::batching::later;
 use lock_core::{FireKind, JobContext, LockingTaskExecutor};
 
 /// How a run ended, besides its outcome: what [`RunRecorder::ended`] needs to record it.
@@ -41,15 +40,6 @@ impl RunEnding {
         stopping: false,
         cancel_requested: false,
     };
-}
-
-/// A scheduled fire's slot (on the monotonic clock) and its lock's release linger: its end
-/// row may wait until `due + linger` for the others of its burst, as its release does, and its
-/// start row's batch waits until `due + linger / 2`.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Lingering {
-    pub(super) due: tokio::time::Instant,
-    pub(super) linger: Duration,
 }
 
 /// A start row being written.
@@ -73,8 +63,6 @@ pub(super) struct RunRecorder {
     kind: FireKind,
     /// Until when the end row may wait for the others of its burst (the release's linger).
     linger_until: Option<tokio::time::Instant>,
-    /// The earliest the start row's batch goes (`history_batches.rs`).
-    start_hold: Option<tokio::time::Instant>,
     /// The start row being written (its id, once written).
     start: Arc<Mutex<Option<StartWrite>>>,
     /// The run's log lines being captured, when run logs are on.
@@ -89,7 +77,7 @@ impl RunRecorder {
         provider: &Arc<dyn ClusterProvider>,
         batches: Option<&Arc<HistoryBatches>>,
         job: Arc<str>,
-        (kind, lingering): (FireKind, Option<Lingering>),
+        (kind, linger_until): (FireKind, Option<tokio::time::Instant>),
         logs: Option<Arc<RunLogSink>>,
     ) -> Self {
         RunRecorder {
@@ -98,8 +86,7 @@ impl RunRecorder {
             operation_timeout: executor.operation_timeout(),
             job,
             kind,
-            linger_until: lingering.map(|l| later(l.due, l.linger)),
-            start_hold: lingering.map(|l| later(l.due, l.linger / 2)),
+            linger_until,
             start: Arc::default(),
             logs,
         }
@@ -135,7 +122,7 @@ impl RunRecorder {
         let write = match &self.batches {
             // Joins the burst's batch now, no task of its own: the end awaits its id.
             Some(batches) => StartWrite::Batched {
-                id: Box::pin(batches.started(run, self.job.clone(), self.start_hold)),
+                id: Box::pin(batches.started(run, self.job.clone())),
                 sent: tokio::time::Instant::now(),
             },
             None => {
