@@ -545,6 +545,62 @@ pub trait ClusterStore: Send + Sync {
         Ok(())
     }
 
+    /// [`runs_started`](Self::runs_started), each row's start time given (`at[i]` for
+    /// `runs[i]`, by the database's clock as the writer estimates it) instead of the store's
+    /// clock at the write: the scheduler measures a body's start as it happens and may write
+    /// its row later, with a burst's others. A store that cannot write given times keeps the
+    /// default, which calls `runs_started` (its clock at the write) and says so in
+    /// [`takes_run_times`](Self::takes_run_times); the scheduler then writes rows as the
+    /// bodies start.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// use lock_cluster::{ClusterProvider, RunStart};
+    /// use lock_core::{FireKind, InMemoryLockProvider};
+    /// let provider = InMemoryLockProvider::new();
+    /// let store = provider.cluster().expect("the in-memory provider keeps operations");
+    /// let run = RunStart {
+    ///     job: "billing".into(),
+    ///     slot: None,
+    ///     fire_kind: FireKind::Manual,
+    ///     instance_id: "a".into(),
+    ///     fence: 1,
+    ///     attempt: 1,
+    ///     params: Default::default(),
+    /// };
+    /// let at = chrono::Utc::now() - chrono::TimeDelta::seconds(5);
+    /// let ids = store.runs_started_at(&[run], &[at]).await?;
+    /// assert_eq!(ids.len(), 1);
+    /// assert!(!store.takes_run_times(), "the in-memory store writes its own clock");
+    /// # Ok::<(), lock_core::LockError>(()) }).unwrap();
+    /// ```
+    async fn runs_started_at(
+        &self,
+        runs: &[RunStart],
+        at: &[DateTime<Utc>],
+    ) -> Result<Vec<i64>, LockError> {
+        let _ = at;
+        self.runs_started(runs).await
+    }
+
+    /// [`runs_ended`](Self::runs_ended), each row's end time given (`at[i]` for `ends[i]`, by
+    /// the database's clock as the writer estimates it) instead of the store's clock at the
+    /// write: the scheduler writes a run's end after its lock's release, which may wait for
+    /// the others of its burst. The default calls `runs_ended` (see
+    /// [`takes_run_times`](Self::takes_run_times)).
+    async fn runs_ended_at(&self, ends: &[RunEnd], at: &[DateTime<Utc>]) -> Result<(), LockError> {
+        let _ = at;
+        self.runs_ended(ends).await
+    }
+
+    /// Whether [`runs_started_at`](Self::runs_started_at) and
+    /// [`runs_ended_at`](Self::runs_ended_at) write the times they are given (true) or the
+    /// store's clock at the write (false, the default). A store that overrides them says
+    /// true; a wrapper forwards its inner store's answer.
+    fn takes_run_times(&self) -> bool {
+        false
+    }
+
     /// How many rows one [`runs_started`](Self::runs_started) or
     /// [`runs_ended`](Self::runs_ended) call writes in one statement. The default, 1, means
     /// the store does not batch: the scheduler then writes every row on its own.

@@ -175,6 +175,16 @@ fn utc(naive: NaiveDateTime) -> DateTime<Utc> {
     naive.and_utc()
 }
 
+/// One time per row, or the call is refused before anything is written.
+fn check_times(operation: &str, rows: usize, times: usize) -> Result<(), LockError> {
+    if rows == times {
+        return Ok(());
+    }
+    Err(LockError::InvalidConfiguration(format!(
+        "{operation}: {rows} rows but {times} times; give one time per row"
+    )))
+}
+
 fn naive(at: DateTime<Utc>) -> NaiveDateTime {
     at.naive_utc()
 }
@@ -482,11 +492,29 @@ impl ClusterStore for PgOperations {
     }
 
     async fn runs_started(&self, runs: &[RunStart]) -> Result<Vec<i64>, LockError> {
-        self.start_batch(&self.history, runs).await
+        self.start_batch(&self.history, runs, None).await
     }
 
     async fn runs_ended(&self, ends: &[RunEnd]) -> Result<(), LockError> {
-        self.end_batch(&self.history, ends).await
+        self.end_batch(&self.history, ends, None).await
+    }
+
+    async fn runs_started_at(
+        &self,
+        runs: &[RunStart],
+        at: &[DateTime<Utc>],
+    ) -> Result<Vec<i64>, LockError> {
+        check_times("runs_started_at", runs.len(), at.len())?;
+        self.start_batch(&self.history, runs, Some(at)).await
+    }
+
+    async fn runs_ended_at(&self, ends: &[RunEnd], at: &[DateTime<Utc>]) -> Result<(), LockError> {
+        check_times("runs_ended_at", ends.len(), at.len())?;
+        self.end_batch(&self.history, ends, Some(at)).await
+    }
+
+    fn takes_run_times(&self) -> bool {
+        true
     }
 
     fn max_history_batch(&self) -> usize {

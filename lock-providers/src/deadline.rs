@@ -288,6 +288,24 @@ impl ClusterStore for Deadline {
             .await
     }
 
+    async fn runs_started_at(
+        &self,
+        runs: &[RunStart],
+        at: &[DateTime<Utc>],
+    ) -> Result<Vec<i64>, LockError> {
+        self.within("record runs", "", self.store()?.runs_started_at(runs, at))
+            .await
+    }
+
+    async fn runs_ended_at(&self, ends: &[RunEnd], at: &[DateTime<Utc>]) -> Result<(), LockError> {
+        self.within("record runs", "", self.store()?.runs_ended_at(ends, at))
+            .await
+    }
+
+    fn takes_run_times(&self) -> bool {
+        self.store().is_ok_and(|s| s.takes_run_times())
+    }
+
     fn max_history_batch(&self) -> usize {
         self.store().map(|s| s.max_history_batch()).unwrap_or(1)
     }

@@ -9,6 +9,19 @@
 //!   one burst start and end over tens of milliseconds on a busy host, and a history row a few
 //!   milliseconds late changes nothing anyone reads. A start row joins a batch for at most
 //!   the acquire's 50 windows while others keep joining.
+//! - **Rows carry the times the scheduler saw**, where the store writes given times
+//!   ([`takes_run_times`](lock_cluster::ClusterStore::takes_run_times), PostgreSQL): a run's
+//!   start and end are the database's clock (the scheduler's estimate) when its body started
+//!   and ended, not when its row was written. The end row is written after the lock's
+//!   release, which may linger until the slot plus 250 ms; written with the store's clock,
+//!   every run of a job due every second lasted about 250 ms in the history.
+//! - **A burst's start rows wait for its bodies to start**, where the store writes given
+//!   times: a scheduled fire's start row is sent no sooner than half its release linger
+//!   after the slot (125 ms for a job of every second or slower), unless its batch fills up.
+//!   Written as the bodies started, the database's inserts took the CPU the rest of the
+//!   burst was starting on (4 instances x 10,000 jobs on 2 cores, lag p99 59-85 ms against
+//!   41-55 ms held). A reader of the history sees a running run that much later; nothing else
+//!   waits for the row but the run's end row, which waits for the release's linger anyway.
 //! - **Only for stores that batch** (`max_history_batch() > 1`) and with batching on (a zero
 //!   window writes every row on its own, as before).
 //! - **Shutdown loses nothing**: a batch is sent by its own task when its window ends, and the
@@ -17,6 +30,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use futures_util::future::BoxFuture;
 use tokio::time::Instant;
 
@@ -24,15 +38,23 @@ use lock_cluster::{Cluster, ClusterProvider, RunEnd, RunStart};
 use lock_core::LockError;
 use lock_core::batching::{Batched, Coalescer, MAX_WINDOWS, RELEASE_WINDOWS, later};
 
-/// The start row of one run, keyed by its job's name (two of one name never share a batch).
-pub(crate) struct HistoryStart(pub(crate) RunStart, pub(crate) Arc<str>);
+/// The start row of one run, keyed by its job's name (two of one name never share a batch),
+/// the earliest its batch is sent (a scheduled fire's: after its burst's bodies started), and
+/// when the body started by the database's clock (the scheduler's estimate).
+pub(crate) struct HistoryStart(
+    pub(crate) RunStart,
+    pub(crate) Arc<str>,
+    pub(crate) Option<Instant>,
+    pub(crate) DateTime<Utc>,
+);
 
-/// The end row of one run.
-/// The end row of one run, and until when it may wait for the others of its burst.
+/// The end row of one run, until when it may wait for the others of its burst, and when the
+/// body ended by the database's clock (the scheduler's estimate).
 pub(crate) struct HistoryEnd(
     pub(crate) RunEnd,
     pub(crate) Arc<str>,
     pub(crate) Option<Instant>,
+    pub(crate) DateTime<Utc>,
 );
 
 fn store(provider: &dyn ClusterProvider) -> Result<&dyn Cluster, LockError> {
@@ -58,20 +80,44 @@ impl Batched for HistoryStart {
         provider: Arc<dyn ClusterProvider>,
         item: Self,
     ) -> BoxFuture<'static, Result<i64, LockError>> {
-        Box::pin(async move { store(provider.as_ref())?.run_started(&item.0).await })
+        Box::pin(async move {
+            let store = store(provider.as_ref())?;
+            if !store.takes_run_times() {
+                return store.run_started(&item.0).await;
+            }
+            let ids = store.runs_started_at(&[item.0], &[item.3]).await?;
+            ids.first().copied().ok_or_else(|| {
+                LockError::provider(
+                    "history",
+                    &*item.1,
+                    provider.describe(),
+                    "the start of a run returned no id",
+                )
+            })
+        })
     }
     fn send_many(
         provider: Arc<dyn ClusterProvider>,
         items: Vec<Self>,
     ) -> BoxFuture<'static, Result<Vec<i64>, LockError>> {
         Box::pin(async move {
-            let runs: Vec<RunStart> = items.into_iter().map(|i| i.0).collect();
-            store(provider.as_ref())?.runs_started(&runs).await
+            let store = store(provider.as_ref())?;
+            let (runs, at): (Vec<RunStart>, Vec<DateTime<Utc>>) =
+                items.into_iter().map(|i| (i.0, i.3)).unzip();
+            if store.takes_run_times() {
+                store.runs_started_at(&runs, &at).await
+            } else {
+                store.runs_started(&runs).await
+            }
         })
     }
     const OPERATION: &'static str = "run_started";
     fn deadline(&self, now: Instant, window: Duration) -> Instant {
-        later(now, window.saturating_mul(MAX_WINDOWS))
+        let deadline = later(now, window.saturating_mul(MAX_WINDOWS));
+        self.2.map_or(deadline, |hold| deadline.max(hold))
+    }
+    fn not_before(&self) -> Option<Instant> {
+        self.2
     }
     fn max(provider: &dyn ClusterProvider) -> usize {
         max(provider)
@@ -91,7 +137,14 @@ impl Batched for HistoryEnd {
         provider: Arc<dyn ClusterProvider>,
         item: Self,
     ) -> BoxFuture<'static, Result<(), LockError>> {
-        Box::pin(async move { store(provider.as_ref())?.run_ended(&item.0).await })
+        Box::pin(async move {
+            let store = store(provider.as_ref())?;
+            if store.takes_run_times() {
+                store.runs_ended_at(&[item.0], &[item.3]).await
+            } else {
+                store.run_ended(&item.0).await
+            }
+        })
     }
     fn send_many(
         provider: Arc<dyn ClusterProvider>,
@@ -99,8 +152,14 @@ impl Batched for HistoryEnd {
     ) -> BoxFuture<'static, Result<Vec<()>, LockError>> {
         Box::pin(async move {
             let count = items.len();
-            let ends: Vec<RunEnd> = items.into_iter().map(|i| i.0).collect();
-            store(provider.as_ref())?.runs_ended(&ends).await?;
+            let store = store(provider.as_ref())?;
+            let (ends, at): (Vec<RunEnd>, Vec<DateTime<Utc>>) =
+                items.into_iter().map(|i| (i.0, i.3)).unzip();
+            if store.takes_run_times() {
+                store.runs_ended_at(&ends, &at).await?;
+            } else {
+                store.runs_ended(&ends).await?;
+            }
             Ok(vec![(); count])
         })
     }
@@ -121,6 +180,8 @@ impl Batched for HistoryEnd {
 pub(crate) struct HistoryBatches {
     starts: Arc<Coalescer<HistoryStart>>,
     ends: Arc<Coalescer<HistoryEnd>>,
+    /// The store writes the times it is given: start rows may be held back.
+    takes_times: bool,
 }
 
 impl HistoryBatches {
@@ -131,26 +192,36 @@ impl HistoryBatches {
         Some(Arc::new(HistoryBatches {
             starts: Coalescer::new(provider, window)?,
             ends: Coalescer::new(provider, window)?,
+            takes_times: provider.cluster().is_some_and(|s| s.takes_run_times()),
         }))
     }
 
-    /// Writes `run`'s start row with the others of its window: it joins the batch now; the
-    /// returned future gives its id. Inside a tokio runtime.
+    /// Writes `run`'s start row (its body started `at`, by the database's clock) with the
+    /// others of its window, not before `hold` (unless the batch fills up) where the store
+    /// writes the time it is given: it joins the batch now; the returned future gives its id.
+    /// Inside a tokio runtime.
     pub(crate) fn started(
         &self,
         run: RunStart,
         job: Arc<str>,
+        hold: Option<Instant>,
+        at: DateTime<Utc>,
     ) -> impl Future<Output = Result<i64, LockError>> + Send + 'static {
-        self.starts.enqueue(HistoryStart(run, job))
+        let hold = hold.filter(|_| self.takes_times);
+        self.starts.enqueue(HistoryStart(run, job, hold, at))
     }
 
-    /// Writes a run's end row with the others of its window.
+    /// Writes a run's end row (its body ended `at`, by the database's clock) with the others
+    /// of its window.
     pub(crate) async fn ended(
         &self,
         end: RunEnd,
         job: Arc<str>,
         linger_until: Option<Instant>,
+        at: DateTime<Utc>,
     ) -> Result<(), LockError> {
-        self.ends.submit(HistoryEnd(end, job, linger_until)).await
+        self.ends
+            .submit(HistoryEnd(end, job, linger_until, at))
+            .await
     }
 }

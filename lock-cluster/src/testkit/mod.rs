@@ -25,7 +25,7 @@ pub use actions::action_log;
 pub use counting::CountingProvider;
 pub use dependents::{after_requests, trigger_params};
 pub use heartbeats::heartbeat_of_many_jobs;
-pub use history::history_batches;
+pub use history::{history_batches, run_times};
 pub use incidents::{incidents, incidents_added_later};
 pub use operations::operations_store;
 pub use pauses::concurrent_pauses;

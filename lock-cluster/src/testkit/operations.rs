@@ -372,6 +372,7 @@ pub async fn operations_store(provider: &dyn ClusterProvider) {
     );
     assert!(store.registry().await.expect("registry").is_empty());
     super::history_batches(provider).await;
+    super::run_times(provider).await;
 
     super::action_log(provider).await;
     super::trigger_hand_back(provider).await;

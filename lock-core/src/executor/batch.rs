@@ -91,6 +91,12 @@ pub trait Batched: Send + 'static {
     const OPERATION: &'static str;
     /// The latest this item may be sent, joining at `now` a batch whose window is `window`.
     fn deadline(&self, now: Instant, window: Duration) -> Instant;
+    /// The earliest its batch is sent unless it fills up first: a write nobody waits for (a
+    /// run's history start row) may leave the database to what is due sooner. None: as soon
+    /// as a window passes without a new item.
+    fn not_before(&self) -> Option<Instant> {
+        None
+    }
     /// How many items `target` takes in one call (1: it does not batch these).
     fn max(target: &Self::Target) -> usize;
     /// `target`, for errors (`LockProvider::describe`).
@@ -192,6 +198,8 @@ struct Open<T: Batched> {
     last_joined: Instant,
     /// The earliest deadline of its items: the batch goes then at the latest.
     deadline: Instant,
+    /// The latest `not_before` of its items: the batch goes no sooner unless full.
+    not_before: Option<Instant>,
     items: Vec<T>,
     replies: Vec<Reply<T>>,
     names: HashSet<Arc<str>, foldhash::fast::RandomState>,
@@ -266,6 +274,7 @@ impl<T: Batched> Coalescer<T> {
                     generation,
                     last_joined: Instant::now(),
                     deadline: later(Instant::now(), self.window.saturating_mul(MAX_WINDOWS)),
+                    not_before: None,
                     items: Vec::new(),
                     replies: Vec::new(),
                     names: HashSet::default(),
@@ -276,6 +285,7 @@ impl<T: Batched> Coalescer<T> {
             let now = Instant::now();
             open.last_joined = now;
             open.deadline = open.deadline.min(item.deadline(now, self.window));
+            open.not_before = open.not_before.max(item.not_before());
             open.items.push(item);
             open.replies.push(tx);
             open.names.insert(name.clone());
@@ -295,8 +305,8 @@ impl<T: Batched> Coalescer<T> {
             tokio::spawn(async move {
                 // The fires of one instant wake one after another (a thousand job loops take
                 // tens of milliseconds on a busy host): the batch stays open while they keep
-                // joining, until a whole window passes without one or its earliest deadline
-                // comes.
+                // joining, until a whole window passes without one (and its items' latest
+                // `not_before` has come) or its earliest deadline comes.
                 let mut wake = later(Instant::now(), this.window);
                 let batch = loop {
                     tokio::time::sleep_until(wake).await;
@@ -305,7 +315,10 @@ impl<T: Batched> Coalescer<T> {
                     else {
                         break None;
                     };
-                    let due = later(open.last_joined, this.window).min(open.deadline);
+                    let quiet = later(open.last_joined, this.window);
+                    let due = quiet
+                        .max(open.not_before.unwrap_or(quiet))
+                        .min(open.deadline);
                     if due <= Instant::now() {
                         break state.open.take();
                     }
@@ -403,6 +416,93 @@ mod tests {
             Instant::now(),
             linger_until,
         )
+    }
+
+    /// Items that record when their batch was sent, and how many it carried.
+    struct Item(std::sync::Arc<str>, Option<Instant>);
+
+    #[derive(Default)]
+    struct Sent(std::sync::Mutex<Vec<(Instant, usize)>>);
+
+    impl Batched for Item {
+        type Target = Sent;
+        type Out = ();
+        fn name(&self) -> &std::sync::Arc<str> {
+            &self.0
+        }
+        fn send_one(
+            target: std::sync::Arc<Sent>,
+            _: Self,
+        ) -> futures_util::future::BoxFuture<'static, Result<(), crate::LockError>> {
+            target.0.lock().unwrap().push((Instant::now(), 1));
+            Box::pin(async { Ok(()) })
+        }
+        fn send_many(
+            target: std::sync::Arc<Sent>,
+            items: Vec<Self>,
+        ) -> futures_util::future::BoxFuture<'static, Result<Vec<()>, crate::LockError>> {
+            target.0.lock().unwrap().push((Instant::now(), items.len()));
+            Box::pin(async move { Ok(vec![(); items.len()]) })
+        }
+        const OPERATION: &'static str = "test";
+        fn deadline(&self, now: Instant, window: Duration) -> Instant {
+            let deadline = now + window * super::MAX_WINDOWS;
+            self.1.map_or(deadline, |hold| deadline.max(hold))
+        }
+        fn not_before(&self) -> Option<Instant> {
+            self.1
+        }
+        fn max(_: &Sent) -> usize {
+            10
+        }
+        fn describe(_: &Sent) -> String {
+            "test".into()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_batch_waits_for_its_items_not_before_unless_it_fills_up() {
+        let sent = std::sync::Arc::new(Sent::default());
+        let window = Duration::from_millis(5);
+        let coalescer = super::Coalescer::<Item>::new(&sent, window).unwrap();
+        let start = Instant::now();
+        let hold = start + Duration::from_millis(100);
+        let replies: Vec<_> = ["a", "b", "c"]
+            .into_iter()
+            .map(|name| coalescer.enqueue(Item(name.into(), Some(hold))))
+            .collect();
+        for reply in replies {
+            reply.await.unwrap();
+        }
+        assert_eq!(
+            *sent.0.lock().unwrap(),
+            [(hold, 3)],
+            "one batch, at its hold"
+        );
+
+        // Without a hold: one window after the last item.
+        sent.0.lock().unwrap().clear();
+        let start = Instant::now();
+        let replies: Vec<_> = ["a", "b"]
+            .into_iter()
+            .map(|name| coalescer.enqueue(Item(name.into(), None)))
+            .collect();
+        for reply in replies {
+            reply.await.unwrap();
+        }
+        assert_eq!(*sent.0.lock().unwrap(), [(start + window, 2)]);
+
+        // A full batch goes at once, hold or not.
+        sent.0.lock().unwrap().clear();
+        let start = Instant::now();
+        let hold = start + Duration::from_millis(100);
+        let replies: Vec<_> = (0..10)
+            .map(|n| coalescer.enqueue(Item(n.to_string().into(), Some(hold))))
+            .collect();
+        for reply in replies {
+            reply.await.unwrap();
+        }
+        assert_eq!(*sent.0.lock().unwrap(), [(start, 10)]);
     }
 
     #[test]

@@ -1,12 +1,13 @@
 //! The run history in batches: the starts (or ends) of the runs one instance coalesced, in one
 //! statement over arrays (the kit's [`HistoryBatchStatements`]).
 
+use chrono::{DateTime, NaiveDateTime, Utc};
 use lock_cluster::{RunEnd, RunStart};
 use lock_core::LockError;
 use lock_sql::sql::postgres::HistoryBatchStatements;
 use tokio_postgres::types::Type;
 
-use super::{PgOperations, naive};
+use super::{PgOperations, naive, slot};
 
 /// The most rows one history statement carries, as for lock batches
 /// ([`MAX_BATCH`](crate::batch::MAX_BATCH)).
@@ -17,6 +18,7 @@ impl PgOperations {
         &self,
         sql: &HistoryBatchStatements,
         runs: &[RunStart],
+        at: Option<&[DateTime<Utc>]>,
     ) -> Result<Vec<i64>, LockError> {
         let jobs: Vec<&str> = runs.iter().map(|r| r.job.as_str()).collect();
         let slots: Vec<_> = runs.iter().map(|r| r.slot.map(naive)).collect();
@@ -34,6 +36,7 @@ impl PgOperations {
             .iter()
             .map(|r| lock_sql::operations_sql::stored_params(&r.params))
             .collect();
+        let started = times(at, runs.len());
         let label = jobs.first().copied().unwrap_or("");
         let rows = self
             .query(
@@ -48,6 +51,7 @@ impl PgOperations {
                     (&fences, Type::INT8_ARRAY),
                     (&attempts, Type::INT4_ARRAY),
                     (&params, Type::TEXT_ARRAY),
+                    (&started, Type::TIMESTAMP_ARRAY),
                 ],
             )
             .await?;
@@ -77,6 +81,7 @@ impl PgOperations {
         &self,
         sql: &HistoryBatchStatements,
         ends: &[RunEnd],
+        at: Option<&[DateTime<Utc>]>,
     ) -> Result<(), LockError> {
         let ids: Vec<i64> = ends.iter().map(|e| e.id).collect();
         let outcomes: Vec<&str> = ends.iter().map(|e| e.outcome.as_str()).collect();
@@ -96,9 +101,19 @@ impl PgOperations {
                 (&errors, Type::TEXT_ARRAY),
                 (&cancels, Type::BOOL_ARRAY),
                 (&logs, Type::TEXT_ARRAY),
+                (&times(at, ends.len()), Type::TIMESTAMP_ARRAY),
             ],
         )
         .await
         .map(drop)
+    }
+}
+
+/// The times given for `len` rows, to the millisecond as the table keeps them; NULL (the
+/// server's now) for each when none were given.
+fn times(at: Option<&[DateTime<Utc>]>, len: usize) -> Vec<Option<NaiveDateTime>> {
+    match at {
+        Some(at) => at.iter().map(|&t| Some(slot(t))).collect(),
+        None => vec![None; len],
     }
 }

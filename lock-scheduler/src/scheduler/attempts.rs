@@ -135,7 +135,10 @@ impl Attempts<'_> {
         }
         let ctx = match (self.policy.is_plain(), JobContext::current()) {
             (false, Some(ctx)) => ctx,
-            _ => return Attempted::Returned(self.captured(make()).await),
+            _ => {
+                let _ended = self.noting_end();
+                return Attempted::Returned(self.captured(make()).await);
+            }
         };
         // Boxed: the retry loop's futures (a timeout, the history's end row, the lease's
         // extension) are kilobytes, and every fire's future would carry and copy their space;
@@ -151,7 +154,10 @@ impl Attempts<'_> {
         let mut attempt = 1;
         loop {
             ctx.set_attempt(attempt);
-            let tried = self.attempt(&ctx, self.captured(make())).await;
+            let tried = {
+                let _ended = self.noting_end();
+                self.attempt(&ctx, self.captured(make())).await
+            };
             match self.after(&ctx, attempt, tried).await {
                 Ok(done) => return done,
                 Err(pause) => {
@@ -178,6 +184,12 @@ impl Attempts<'_> {
             Some(sink) => Either::Left(sink.capture(body)),
             None => Either::Right(body),
         }
+    }
+
+    /// Notes the attempt's body's end in the history when dropped: as it returns, panics or
+    /// is dropped.
+    fn noting_end(&self) -> BodyEnded<'_> {
+        BodyEnded(self.recorder.as_ref())
     }
 
     /// [`captured`](Self::captured) for a blocking body, on its thread.
@@ -415,7 +427,10 @@ impl BlockingAttempts {
         }
         let ctx = match (policy.is_plain(), JobContext::current()) {
             (false, Some(ctx)) => ctx,
-            _ => return Attempted::Returned(attempts.captured_blocking(body)),
+            _ => {
+                let _ended = attempts.noting_end();
+                return Attempted::Returned(attempts.captured_blocking(body));
+            }
         };
         let mut attempt = 1;
         loop {
@@ -424,8 +439,10 @@ impl BlockingAttempts {
             let watch = policy
                 .timeout
                 .map(|timeout| handle.spawn(watch_blocking(ctx.clone(), timeout, fired.clone())));
-            let result = attempts
-                .captured_blocking(|| std::panic::catch_unwind(AssertUnwindSafe(&mut body)));
+            let result = {
+                let _ended = attempts.noting_end();
+                attempts.captured_blocking(|| std::panic::catch_unwind(AssertUnwindSafe(&mut body)))
+            };
             if let Some(watch) = watch {
                 watch.abort();
             }
@@ -476,5 +493,16 @@ pub(super) fn panic_message(panic: &(dyn Any + Send)) -> String {
         s.clone()
     } else {
         "non-string panic payload".to_owned()
+    }
+}
+
+/// See [`Attempts::noting_end`].
+struct BodyEnded<'a>(Option<&'a RunRecorder>);
+
+impl Drop for BodyEnded<'_> {
+    fn drop(&mut self) {
+        if let Some(recorder) = self.0 {
+            recorder.body_ended();
+        }
     }
 }

@@ -21,8 +21,11 @@ use tokio::task::JoinHandle;
 
 use super::run_log_capture::RunLogSink;
 use super::status::RunOutcome;
+use crate::clock::DatabaseClock;
 use crate::history_batches::HistoryBatches;
+use chrono::{DateTime, Utc};
 use lock_cluster::{Cluster, ClusterProvider, MAX_ERROR_LEN, RunEnd, RunStart, RunState, truncate};
+use lock_core::batching::later;
 use lock_core::{FireKind, JobContext, LockingTaskExecutor};
 
 /// How a run ended, besides its outcome: what [`RunRecorder::ended`] needs to record it.
@@ -40,6 +43,23 @@ impl RunEnding {
         stopping: false,
         cancel_requested: false,
     };
+}
+
+/// A scheduled fire's slot (on the monotonic clock) and its lock's release linger: its end
+/// row may wait until `due + linger` for the others of its burst, as its release does, and its
+/// start row's batch waits until `due + linger / 2`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Lingering {
+    pub(super) due: tokio::time::Instant,
+    pub(super) linger: Duration,
+}
+
+/// The current attempt, as far as the history is concerned.
+#[derive(Default)]
+struct Attempt {
+    start: Option<StartWrite>,
+    /// When its body ended, by the database's clock.
+    body_ended: Option<DateTime<Utc>>,
 }
 
 /// A start row being written.
@@ -63,8 +83,13 @@ pub(super) struct RunRecorder {
     kind: FireKind,
     /// Until when the end row may wait for the others of its burst (the release's linger).
     linger_until: Option<tokio::time::Instant>,
-    /// The start row being written (its id, once written).
-    start: Arc<Mutex<Option<StartWrite>>>,
+    /// The earliest the start row's batch goes (`history_batches.rs`).
+    start_hold: Option<tokio::time::Instant>,
+    /// The current attempt's start row being written (its id, once written), and when its
+    /// body ended.
+    attempt: Arc<Mutex<Attempt>>,
+    /// The database's clock (the scheduler's estimate): the times the rows carry.
+    clock: DatabaseClock,
     /// The run's log lines being captured, when run logs are on.
     logs: Option<Arc<RunLogSink>>,
 }
@@ -77,8 +102,9 @@ impl RunRecorder {
         provider: &Arc<dyn ClusterProvider>,
         batches: Option<&Arc<HistoryBatches>>,
         job: Arc<str>,
-        (kind, linger_until): (FireKind, Option<tokio::time::Instant>),
+        (kind, lingering): (FireKind, Option<Lingering>),
         logs: Option<Arc<RunLogSink>>,
+        clock: &DatabaseClock,
     ) -> Self {
         RunRecorder {
             provider: provider.clone(),
@@ -86,8 +112,10 @@ impl RunRecorder {
             operation_timeout: executor.operation_timeout(),
             job,
             kind,
-            linger_until,
-            start: Arc::default(),
+            linger_until: lingering.map(|l| later(l.due, l.linger)),
+            start_hold: lingering.map(|l| later(l.due, l.linger / 2)),
+            attempt: Arc::default(),
+            clock: clock.clone(),
             logs,
         }
     }
@@ -107,6 +135,7 @@ impl RunRecorder {
         let Some(ctx) = JobContext::current() else {
             return;
         };
+        let at = self.clock.now();
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
             return;
         };
@@ -122,7 +151,7 @@ impl RunRecorder {
         let write = match &self.batches {
             // Joins the burst's batch now, no task of its own: the end awaits its id.
             Some(batches) => StartWrite::Batched {
-                id: Box::pin(batches.started(run, self.job.clone())),
+                id: Box::pin(batches.started(run, self.job.clone(), self.start_hold, at)),
                 sent: tokio::time::Instant::now(),
             },
             None => {
@@ -135,7 +164,20 @@ impl RunRecorder {
                 }))
             }
         };
-        *self.start.lock().unwrap_or_else(|p| p.into_inner()) = Some(write);
+        *self.attempt.lock().unwrap_or_else(|p| p.into_inner()) = Attempt {
+            start: Some(write),
+            body_ended: None,
+        };
+    }
+
+    /// Notes that the current attempt's body ended (returned, failed, panicked or timed out):
+    /// its end row carries this time, not when it is written (after the lock's release).
+    pub(super) fn body_ended(&self) {
+        let at = self.clock.now();
+        self.attempt
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .body_ended = Some(at);
     }
 
     /// The start row's id, or why there is none (logged).
@@ -189,9 +231,14 @@ impl RunRecorder {
         // This attempt's lines, taken before anything else is logged: the next attempt's
         // start with an empty buffer.
         let logs = self.logs.as_ref().and_then(|sink| sink.take());
-        let Some(start) = self.start.lock().unwrap_or_else(|p| p.into_inner()).take() else {
+        let (start, body_ended) = {
+            let mut attempt = self.attempt.lock().unwrap_or_else(|p| p.into_inner());
+            (attempt.start.take(), attempt.body_ended.take())
+        };
+        let Some(start) = start else {
             return;
         };
+        let ended_at = body_ended.unwrap_or_else(|| self.clock.now());
         let Some(id) = self.start_id(start).await else {
             return;
         };
@@ -219,7 +266,7 @@ impl RunRecorder {
             match (&self.batches, self.store()) {
                 (Some(batches), _) => {
                     batches
-                        .ended(end, self.job.clone(), self.linger_until)
+                        .ended(end, self.job.clone(), self.linger_until, ended_at)
                         .await
                 }
                 (None, Some(store)) => store.run_ended(&end).await,

@@ -19,7 +19,7 @@ use super::attempts::{Attempted, Attempts, panic_message};
 use super::breaker;
 use super::cluster::Operations;
 use super::dead_man::FirePings;
-use super::history::{RunEnding, RunRecorder};
+use super::history::{Lingering, RunEnding, RunRecorder};
 use super::job::Body;
 use super::limits::JobPermits;
 use super::outage::{self, Change};
@@ -616,12 +616,14 @@ impl JobRunner {
                     Some(_) => Arc::from(self.history_name()),
                     None => self.job.shared_name(),
                 };
-                // A scheduled fire's end row may wait as long as its release does.
+                // A scheduled fire's end row may wait as long as its release does; its start
+                // row half as long (`history_batches.rs`).
                 let linger = self.config.release_linger();
-                let linger_until = match (slot, kind) {
-                    (Some(slot), FireKind::Scheduled) if !linger.is_zero() => Some(
-                        lock_core::batching::later(self.clock.instant_at(slot.instant()), linger),
-                    ),
+                let lingering = match (slot, kind) {
+                    (Some(slot), FireKind::Scheduled) if !linger.is_zero() => Some(Lingering {
+                        due: self.clock.instant_at(slot.instant()),
+                        linger,
+                    }),
                     _ => None,
                 };
                 RunRecorder::new(
@@ -629,8 +631,9 @@ impl JobRunner {
                     ops.provider(),
                     ops.history_batches(),
                     name,
-                    (kind, linger_until),
+                    (kind, lingering),
                     ops.run_logs().map(|capture| capture.start_run()),
+                    &self.clock,
                 )
             });
         let span = tracing::info_span!(
