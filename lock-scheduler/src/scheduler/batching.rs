@@ -46,6 +46,11 @@ impl SchedulerBuilder {
     /// - The body never starts before its slot; a fire whose lock is decided late starts at
     ///   once, but never later than its trigger's `misfire_grace` (default one period) after
     ///   the slot: a later grant is given back and the slot is missed.
+    /// - `ahead` is a floor: while the database took longer to answer this instance's slotted
+    ///   acquires in the last one to two minutes, fires ask that long and half again ahead,
+    ///   up to [`MAX_GROWN_AHEAD`](lock_core::MAX_GROWN_AHEAD) (a burst of 10,000 jobs on a
+    ///   loaded database is decided in hundreds of milliseconds). Zero asks at the slot and
+    ///   does not grow.
     /// - The database still decides the slot: an acquire for a slot more than
     ///   [`max_slot_lead`](Self::max_slot_lead) ahead of its clock is refused, so the ahead is
     ///   capped at half of that (2.5 s by default); for each job at half its
@@ -87,5 +92,6 @@ impl SchedulerBuilder {
 
 /// The default [`SchedulerBuilder::acquire_ahead`]: a round trip and a burst's batch (4
 /// instances x 1,000 jobs due at one second decide in 40-90 ms on a loaded 2-core host, see
-/// BENCHMARKS.md), with room to spare, and still short against any lease.
+/// BENCHMARKS.md), with room to spare, and still short against any lease. A floor: the ahead
+/// grows while the database answers slower.
 pub const DEFAULT_ACQUIRE_AHEAD: Duration = Duration::from_millis(100);
