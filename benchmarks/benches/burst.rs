@@ -14,7 +14,8 @@
 //! `CI` is set and is skipped (`SKIPPED`) otherwise. `BURST_SHAPES=4x1000` (any `NxJ`,
 //! comma-separated), `BURST_DATABASES=postgres` (or `mariadb`, `redis`) and
 //! `BURST_MODES=batched` (or `per-job`, `at-slot`, `shared`) narrow a run to those
-//! configurations.
+//! configurations; `BURST_AHEAD_MS=400` sets the instances' `.acquire_ahead(..)` (the default
+//! otherwise; at-slot mode stays at the slot).
 //!
 //! Each instance is this binary re-executed (`--burst-child ...`) running a `Scheduler` on the
 //! provider `lock_providers` opens for the URL, with the same job names and `cron = "* * * *
