@@ -81,11 +81,10 @@ impl Batched for HistoryStart {
         item: Self,
     ) -> BoxFuture<'static, Result<i64, LockError>> {
         Box::pin(async move {
-            let store = store(provider.as_ref())?;
-            if !store.takes_run_times() {
-                return store.run_started(&item.0).await;
-            }
-            let ids = store.runs_started_at(&[item.0], &[item.3]).await?;
+            // A store that does not take run times writes its clock (the trait's default).
+            let ids = store(provider.as_ref())?
+                .runs_started_at(&[item.0], &[item.3])
+                .await?;
             ids.first().copied().ok_or_else(|| {
                 LockError::provider(
                     "history",
@@ -101,14 +100,9 @@ impl Batched for HistoryStart {
         items: Vec<Self>,
     ) -> BoxFuture<'static, Result<Vec<i64>, LockError>> {
         Box::pin(async move {
-            let store = store(provider.as_ref())?;
             let (runs, at): (Vec<RunStart>, Vec<DateTime<Utc>>) =
                 items.into_iter().map(|i| (i.0, i.3)).unzip();
-            if store.takes_run_times() {
-                store.runs_started_at(&runs, &at).await
-            } else {
-                store.runs_started(&runs).await
-            }
+            store(provider.as_ref())?.runs_started_at(&runs, &at).await
         })
     }
     const OPERATION: &'static str = "run_started";
@@ -138,12 +132,9 @@ impl Batched for HistoryEnd {
         item: Self,
     ) -> BoxFuture<'static, Result<(), LockError>> {
         Box::pin(async move {
-            let store = store(provider.as_ref())?;
-            if store.takes_run_times() {
-                store.runs_ended_at(&[item.0], &[item.3]).await
-            } else {
-                store.run_ended(&item.0).await
-            }
+            store(provider.as_ref())?
+                .runs_ended_at(&[item.0], &[item.3])
+                .await
         })
     }
     fn send_many(
@@ -152,14 +143,9 @@ impl Batched for HistoryEnd {
     ) -> BoxFuture<'static, Result<Vec<()>, LockError>> {
         Box::pin(async move {
             let count = items.len();
-            let store = store(provider.as_ref())?;
             let (ends, at): (Vec<RunEnd>, Vec<DateTime<Utc>>) =
                 items.into_iter().map(|i| (i.0, i.3)).unzip();
-            if store.takes_run_times() {
-                store.runs_ended_at(&ends, &at).await?;
-            } else {
-                store.runs_ended(&ends).await?;
-            }
+            store(provider.as_ref())?.runs_ended_at(&ends, &at).await?;
             Ok(vec![(); count])
         })
     }
