@@ -44,6 +44,13 @@ pub(crate) struct RunPolicy {
 }
 
 impl RunPolicy {
+    /// No retry, no timeout (the [`Default`]).
+    pub(crate) const PLAIN: RunPolicy = RunPolicy {
+        retries: 0,
+        backoff: Duration::ZERO,
+        timeout: None,
+    };
+
     pub(crate) fn of_spec(spec: &lock_trigger::LockSpec) -> Self {
         RunPolicy {
             retries: spec.retries,
