@@ -23,6 +23,7 @@
 //! - A step of this host's wall clock changes nothing but the reported offset.
 
 mod estimate;
+mod sleep;
 #[cfg(test)]
 mod tests;
 
@@ -37,6 +38,7 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use estimate::{Estimate, Sample};
 use lock_core::{LockError, LockProvider, LockingTaskExecutor};
+pub(crate) use sleep::SleepUntil;
 
 /// The default [`SchedulerBuilder::clock_refresh`](crate::SchedulerBuilder::clock_refresh).
 pub const DEFAULT_CLOCK_REFRESH: Duration = Duration::from_secs(30);
@@ -187,19 +189,12 @@ impl DatabaseClock {
 
     /// Sleeps until the database's clock reaches `at`, re-planning whenever the estimate
     /// moves; returns false if `stop` is cancelled first.
-    pub(crate) async fn sleep_until(&self, at: DateTime<Utc>, stop: &CancellationToken) -> bool {
-        loop {
-            // Registered before the deadline is read: an estimate moved after this line wakes
-            // it, even before its first poll.
-            let replanned = self.shared.replan.notified();
-            let deadline = self.instant_at(at);
-            tokio::select! {
-                biased;
-                _ = stop.cancelled() => return false,
-                _ = tokio::time::sleep_until(deadline) => return true,
-                _ = replanned => {}
-            }
-        }
+    pub(crate) fn sleep_until<'a>(
+        &'a self,
+        at: DateTime<Utc>,
+        stop: &'a CancellationToken,
+    ) -> SleepUntil<'a> {
+        SleepUntil::new(self, at, stop.cancelled())
     }
 
     /// Measures again and keeps the better estimate; wakes the timers when it moved.

@@ -56,7 +56,7 @@ impl Scheduler {
         let Some((job, config)) = prepared.pop() else {
             unreachable!("prepare returns one entry per job")
         };
-        super::shards::require_registry([&job], inner.ops.is_some())?;
+        super::shards::require_registry([&*job], inner.ops.is_some())?;
         // Read before the table's lock (the provider is asked): a job added concurrently
         // under a colliding name is the one case this misses.
         let mut names: Vec<String> = inner
@@ -85,7 +85,7 @@ impl Scheduler {
         let mut entries = inner.jobs.lock();
         let mut running: Vec<_> = entries
             .iter()
-            .map(|e| (&e.runner.job, &e.runner.config))
+            .map(|e| (&*e.runner.job, &e.runner.config))
             .collect();
         running.push((&job, &config));
         super::shards::check_shard_rows(&running)?;
@@ -109,8 +109,8 @@ impl Scheduler {
             )));
         }
         if job.trigger().parents().next().is_some() {
-            let mut jobs: Vec<&Job> = entries.iter().map(|e| &e.runner.job).collect();
-            jobs.push(&job);
+            let mut jobs: Vec<&Job> = entries.iter().map(|e| &*e.runner.job).collect();
+            jobs.push(&*job);
             super::dependents::check(&jobs, inner.ops.is_some())
                 .map_err(|e| LockError::InvalidConfiguration(format!("Scheduler::add_job: {e}")))?;
             if let Some(ops) = &inner.ops {

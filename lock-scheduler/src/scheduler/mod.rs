@@ -137,7 +137,7 @@ impl Inner {
     /// and `add_job`.
     fn spawn_job(
         &self,
-        job: Job,
+        job: Arc<Job>,
         config: LockConfiguration,
         started: tokio::time::Instant,
     ) -> JobEntry {
@@ -156,6 +156,7 @@ impl Inner {
                 sharing.toggle(share.entry);
                 share
             });
+        let initial_delay = job.trigger().initial_delay();
         let runner = Arc::new(JobRunner {
             job,
             config,
@@ -169,8 +170,9 @@ impl Inner {
             permits,
             share,
             tasks: self.loops.clone(),
+            not_before: started + initial_delay,
         });
-        let task = self.loops.spawn(runner.clone().run(started));
+        let task = self.loops.spawn(runner.clone().run());
         JobEntry {
             state,
             runner,
@@ -569,21 +571,23 @@ impl SchedulerBuilder {
             prepared.extend(startup::prepare(vec![evaluation], &executor, &self.state)?);
         }
 
-        shards::require_registry(prepared.iter().map(|(job, _)| job), ops.is_some())?;
-        let jobs: Vec<&Job> = prepared.iter().map(|(job, _)| job).collect();
+        shards::require_registry(prepared.iter().map(|(job, _)| &**job), ops.is_some())?;
+        let jobs: Vec<&Job> = prepared.iter().map(|(job, _)| &**job).collect();
         dependents::check(&jobs, ops.is_some())?;
         drop(jobs);
         // Before any job loop runs: a parent's first fire already writes its children's
         // requests.
         let children = match &ops {
             Some(ops) => {
-                dependents::register_all(&ops.dependents, prepared.iter().map(|(job, _)| job))
+                dependents::register_all(&ops.dependents, prepared.iter().map(|(job, _)| &**job))
             }
             None => 0,
         };
-        let permits = self.limits.permits(prepared.iter().map(|(job, _)| job))?;
+        let permits = self
+            .limits
+            .permits(prepared.iter().map(|(job, _)| &**job))?;
         breaker::require_history(
-            prepared.iter().map(|(job, _)| job),
+            prepared.iter().map(|(job, _)| &**job),
             ops.as_ref().is_some_and(|ops| ops.keeps_history()),
         )?;
         install_scheduler_executor(&executor);

@@ -8,10 +8,12 @@
 //! `LOCK_AT_MOST_FOR`, `LOCK_AT_LEAST_FOR`, `PING_URL` (feature `alerts`). The alert settings'
 //! `LOCK_ALERT_..` variables are read with them and handed to `alerting/from_env.rs`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use lock_trigger::{TriggerKind, ZERO_LEASE};
 
+use super::startup::Prepared;
 use super::{Job, SchedulerBuilder, Trigger};
 use lock_core::{LockConfiguration, LockError};
 
@@ -323,10 +325,7 @@ impl Overrides {
 
     /// Applies every override to its job, or fails naming every problem found: an unknown
     /// job or variable, a value the macros would refuse.
-    pub(super) fn apply(
-        &self,
-        prepared: Vec<(Job, LockConfiguration)>,
-    ) -> Result<Vec<(Job, LockConfiguration)>, LockError> {
+    pub(super) fn apply(&self, prepared: Vec<Prepared>) -> Result<Vec<Prepared>, LockError> {
         if self.explicit.is_empty() && self.vars.is_empty() {
             return Ok(prepared);
         }
@@ -399,8 +398,9 @@ impl Overrides {
         let mut out = Vec::with_capacity(prepared.len());
         for (job, config) in prepared {
             match wanted.iter().find(|(name, _)| name == job.name()) {
-                Some((_, settings)) => match apply_one(job, config, settings) {
-                    Ok(pair) => out.push(pair),
+                Some((_, settings)) => match apply_one(Arc::unwrap_or_clone(job), config, settings)
+                {
+                    Ok((job, config)) => out.push((Arc::new(job), config)),
                     Err(message) => problems.push(message),
                 },
                 None => out.push((job, config)),
